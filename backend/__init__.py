@@ -1,0 +1,20 @@
+"""Chunk Lab backend: documents, segmentation, tokenizers, chunkers and the CLI.
+
+Pure Python; never imports streamlit. Heavy libraries (torch, transformers, chromadb) load
+lazily, on first use, so ``import backend`` is fast.
+"""
+
+from backend.chunking import Chunk, ChunkerConfig, Chunking
+from backend.document import Document, Span
+from backend.errors import ChunkLabError, InputError, ParameterError
+
+__all__ = [
+    "Chunk",
+    "ChunkerConfig",
+    "Chunking",
+    "Document",
+    "Span",
+    "ChunkLabError",
+    "InputError",
+    "ParameterError",
+]

@@ -1,0 +1,191 @@
+"""The chunker base class, parameter specs and the registry.
+
+A chunker declares its ``name``, ``family``, ``params`` and a docstring, and implements one
+method, :meth:`Chunker.split`, returning exact spans. Timing, parameter validation, token
+counting and span validation are written once here. The app's sidebar forms and the CLI
+flags are generated from :data:`REGISTRY`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping, Sequence
+
+from backend.chunking import Chunk, ChunkerConfig, Chunking
+from backend.document import Document
+from backend.errors import ParameterError
+from backend.tokenizers import Tokenizer, get_tokenizer
+
+__all__ = ["Param", "Chunker", "REGISTRY", "register", "make_chunker", "run_chunker", "chunker_specs"]
+
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One chunker parameter: its type, default, allowed range or choices, and help text."""
+
+    name: str
+    type: str  # "int" | "float" | "str" | "bool"
+    default: Any
+    help: str
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+    def coerce(self, value: Any, chunker: str = "") -> Any:
+        """Convert ``value`` (possibly a CLI string) to this parameter's type and check its range.
+
+        Raises:
+            ParameterError: naming the parameter and the bad value.
+        """
+        where = f"{chunker}: " if chunker else ""
+        kind = _TYPES[self.type]
+        try:
+            if kind is bool:
+                if isinstance(value, str):
+                    low = value.strip().lower()
+                    if low not in {"true", "false", "1", "0", "yes", "no"}:
+                        raise ValueError(value)
+                    out: Any = low in {"true", "1", "yes"}
+                else:
+                    out = bool(value)
+            elif kind is int:
+                if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                    raise ValueError(value)
+                out = int(value) if not isinstance(value, str) else int(value.strip())
+            elif kind is float:
+                out = float(value)
+                if out != out:  # NaN
+                    raise ValueError(value)
+            else:
+                out = str(value)
+        except (TypeError, ValueError) as e:
+            raise ParameterError(f"{where}{self.name} must be {self.type}, got {value!r}") from e
+        if self.choices is not None and out not in self.choices:
+            opts = ", ".join(map(str, self.choices))
+            raise ParameterError(f"{where}{self.name} must be one of {opts}, got {out!r}")
+        if self.min is not None and out < self.min:
+            raise ParameterError(f"{where}{self.name} ({out}) must be at least {self.min:g}")
+        if self.max is not None and out > self.max:
+            raise ParameterError(f"{where}{self.name} ({out}) must be at most {self.max:g}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON description for the CLI and the app."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "default": self.default,
+            "min": self.min,
+            "max": self.max,
+            "choices": list(self.choices) if self.choices is not None else None,
+            "help": self.help,
+        }
+
+
+class Chunker(ABC):
+    """Base class of every chunker. Subclasses implement :meth:`split` only."""
+
+    name: ClassVar[str]
+    family: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, tokenizer: str | Tokenizer = "cl100k", **params: Any) -> None:
+        self.tokenizer: Tokenizer = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+        known = {p.name: p for p in self.params}
+        unknown = sorted(set(params) - set(known))
+        if unknown:
+            raise ParameterError(
+                f"{self.name}: unknown parameter {unknown[0]!r}; known: {', '.join(known) or 'none'}"
+            )
+        self.values: dict[str, Any] = {
+            p.name: p.coerce(params[p.name], self.name) if p.name in params else p.default for p in self.params
+        }
+        self.validate()
+
+    def validate(self) -> None:
+        """Check relations between parameters (override; raise :class:`ParameterError`)."""
+
+    @property
+    def config(self) -> ChunkerConfig:
+        """This chunker's configuration (name, parameter values, tokenizer name)."""
+        return ChunkerConfig.make(self.name, self.values, self.tokenizer.name)
+
+    @abstractmethod
+    def split(self, doc: Document) -> Sequence[tuple[int, int, int]]:
+        """Cut ``doc.text`` into chunks.
+
+        Returns:
+            ``(start, end, tokens)`` for each chunk, ordered by start. ``tokens`` is the token
+            count of ``doc.text[start:end]`` (use :meth:`with_counts` when you did not count).
+        """
+
+    def with_counts(self, text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+        """Attach token counts to spans, counting in one batch."""
+        counts = self.tokenizer.count_many([text[s:e] for s, e in spans])
+        return [(s, e, n) for (s, e), n in zip(spans, counts)]
+
+    def chunk(self, doc: Document) -> Chunking:
+        """Run the chunker on ``doc`` and return validated, timed chunks."""
+        t0 = time.perf_counter()
+        pieces = self.split(doc)
+        elapsed = time.perf_counter() - t0
+        text = doc.text
+        n = len(text)
+        chunks: list[Chunk] = []
+        prev_start = -1
+        for i, (s, e, tokens) in enumerate(pieces):
+            if not (0 <= s < e <= n) or s < prev_start:
+                raise AssertionError(f"{self.name} produced an invalid span [{s}, {e}) (text length {n})")
+            prev_start = s
+            chunks.append(Chunk(index=i, start=s, end=e, text=text[s:e], tokens=int(tokens)))
+        return Chunking(config=self.config, chunks=tuple(chunks), elapsed_s=elapsed, doc_id=doc.id, doc_length=n)
+
+
+REGISTRY: dict[str, type[Chunker]] = {}
+
+
+def register(cls: type[Chunker]) -> type[Chunker]:
+    """Class decorator: add a chunker to :data:`REGISTRY` under its ``name``."""
+    if cls.name in REGISTRY:
+        raise ValueError(f"chunker {cls.name!r} registered twice")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def make_chunker(name: str, params: Mapping[str, Any] | None = None, tokenizer: str = "cl100k") -> Chunker:
+    """Build the registered chunker ``name`` with ``params``.
+
+    Raises:
+        ParameterError: unknown chunker, unknown parameter or bad value.
+    """
+    if name not in REGISTRY:
+        raise ParameterError(f"unknown chunker {name!r}; choose one of: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name](tokenizer=tokenizer, **dict(params or {}))
+
+
+def run_chunker(doc: Document, config: ChunkerConfig) -> Chunking:
+    """Chunk ``doc`` with the chunker a :class:`ChunkerConfig` describes."""
+    return make_chunker(config.name, config.params_dict, config.tokenizer).chunk(doc)
+
+
+def chunker_specs() -> list[dict[str, Any]]:
+    """Every registered chunker with its family, description and parameters (JSON-ready)."""
+    out = []
+    for name in sorted(REGISTRY):
+        cls = REGISTRY[name]
+        doc = inspect.getdoc(cls) or ""
+        out.append(
+            {
+                "name": name,
+                "family": cls.family,
+                "summary": doc.split("\n", 1)[0],
+                "doc": doc,
+                "params": [p.to_json() for p in cls.params],
+            }
+        )
+    return out

@@ -1,0 +1,113 @@
+"""Results of chunking: :class:`Chunk`, :class:`Chunking` and the :class:`ChunkerConfig` that made them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+__all__ = ["Chunk", "Chunking", "ChunkerConfig"]
+
+
+@dataclass(frozen=True)
+class ChunkerConfig:
+    """Which chunker ran, with which parameters and tokenizer. Hashable, so usable as a cache key."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+    tokenizer: str = "cl100k"
+
+    @classmethod
+    def make(cls, name: str, params: Mapping[str, Any] | None = None, tokenizer: str = "cl100k") -> ChunkerConfig:
+        """Build a config from a plain dict of parameters."""
+        return cls(name=name, params=tuple(sorted((params or {}).items())), tokenizer=tokenizer)
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        """The parameters as a dict."""
+        return dict(self.params)
+
+    @property
+    def label(self) -> str:
+        """A short human label, e.g. ``recursive(chunk_size=200, chunk_overlap=0) · cl100k``."""
+        inner = ", ".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.name}({inner}) · {self.tokenizer}"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-serializable form."""
+        return {"name": self.name, "params": self.params_dict, "tokenizer": self.tokenizer}
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk: an exact span of the document text.
+
+    Invariant: ``text == document.text[start:end]``.
+    """
+
+    index: int
+    start: int
+    end: int
+    text: str
+    tokens: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The record the CLI prints and the exports write."""
+        return {"index": self.index, "start": self.start, "end": self.end, "text": self.text, "tokens": self.tokens}
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """The chunks a configuration produced for one document, and the time it took."""
+
+    config: ChunkerConfig
+    chunks: tuple[Chunk, ...]
+    elapsed_s: float
+    doc_id: str
+    doc_length: int
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return iter(self.chunks)
+
+    @property
+    def token_counts(self) -> list[int]:
+        """Token count of each chunk, in order."""
+        return [c.tokens for c in self.chunks]
+
+    @property
+    def boundaries(self) -> list[int]:
+        """Character offsets where a chunk ends (the last chunk excluded)."""
+        return [c.end for c in self.chunks[:-1]]
+
+    def chunk_at(self, offset: int) -> Chunk | None:
+        """The first chunk whose span holds ``offset``, if any."""
+        import bisect
+
+        i = bisect.bisect_right([c.start for c in self.chunks], offset) - 1
+        while i >= 0:
+            c = self.chunks[i]
+            if c.start <= offset < c.end:
+                return c
+            if c.end <= offset:
+                break
+            i -= 1
+        return None
+
+    def to_jsonl(self) -> str:
+        """One JSON object per line: ``{"index","start","end","text","tokens"}``."""
+        return "".join(json.dumps(c.to_json(), ensure_ascii=False) + "\n" for c in self.chunks)
+
+    def to_csv(self) -> str:
+        """CSV with a header row: index,start,end,tokens,text."""
+        import csv
+        import io
+
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["index", "start", "end", "tokens", "text"])
+        for c in self.chunks:
+            writer.writerow([c.index, c.start, c.end, c.tokens, c.text])
+        return buf.getvalue()
