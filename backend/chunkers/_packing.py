@@ -1,0 +1,76 @@
+"""Greedy packing of units (sentences, paragraphs) into chunks under a token limit, written once."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from backend.chunkers.recursive import recursive_spans
+from backend.tokenizers import Tokenizer
+
+__all__ = ["pack_units", "split_oversized"]
+
+# Used for a single sentence longer than the limit: clause marks first (Latin and CJK), then words, then characters.
+_SUBSENTENCE_SEPARATORS = ("\n", "; ", "；", ", ", "，", "、", ": ", "：", " ", "")
+
+
+def split_oversized(
+    text: str, units: Sequence[tuple[int, int]], tokenizer: Tokenizer, size: int
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Replace each unit longer than ``size`` tokens by sub-spans that fit; return units and their counts."""
+    counts = tokenizer.count_many([text[s:e] for s, e in units])
+    out_units: list[tuple[int, int]] = []
+    out_counts: list[int] = []
+    for (s, e), n in zip(units, counts):
+        if n <= size:
+            out_units.append((s, e))
+            out_counts.append(n)
+            continue
+        subs = recursive_spans(text, tokenizer, size, 0, _SUBSENTENCE_SEPARATORS, s, e)
+        out_units.extend(subs)
+        out_counts.extend(tokenizer.count_many([text[a:b] for a, b in subs]))
+    return out_units, out_counts
+
+
+def pack_units(
+    text: str,
+    units: Sequence[tuple[int, int]],
+    counts: Sequence[int],
+    tokenizer: Tokenizer,
+    size: int,
+    overlap: int = 0,
+) -> list[tuple[int, int, int]]:
+    """Pack consecutive units greedily into chunks of at most ``size`` tokens.
+
+    A chunk spans from its first unit's start to its last unit's end, so the whitespace
+    between units counts too: each chunk's real count is checked and trailing units are
+    moved to the next chunk when it is over. The next chunk starts with the trailing whole
+    units of the previous one whose counts sum to at most ``overlap`` (never all of them).
+    """
+    out: list[tuple[int, int, int]] = []
+    n_units = len(units)
+    i = 0
+    carry = 0  # units at the start of the current chunk repeated from the previous one
+    while i < n_units:
+        j = i
+        total = 0
+        while j < n_units and (j == i or total + counts[j] <= size):
+            total += counts[j]
+            j += 1
+        a, b = units[i][0], units[j - 1][1]
+        tokens = tokenizer.count(text[a:b])
+        while tokens > size and j - 1 > i + carry:
+            j -= 1
+            b = units[j - 1][1]
+            tokens = tokenizer.count(text[a:b])
+        out.append((a, b, tokens))
+        if j >= n_units:
+            break
+        # Overlap: step back over whole units worth at most `overlap` tokens, keeping progress.
+        k = j
+        kept = 0
+        while overlap > 0 and k - 1 > i and kept + counts[k - 1] <= overlap and counts[k - 1] + counts[j] <= size - kept:
+            k -= 1
+            kept += counts[k]
+        carry = j - k
+        i = k
+    return out

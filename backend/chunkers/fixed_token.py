@@ -1,0 +1,70 @@
+"""``fixed_token``: fixed windows of tokens (Chroma's FixedTokenChunker / LangChain's TokenTextSplitter).
+
+The document is tokenized once; a window of ``chunk_size`` tokens starts every
+``chunk_size - chunk_overlap`` tokens. Windows are mapped to character spans through the
+tokens' start offsets instead of decoding token ids (decoding a window that cuts a
+multi-byte character produces U+FFFD and text that is not in the document). A chunk runs
+from its first token's start to the next window token's start, so consecutive chunks without
+overlap tile the text exactly.
+"""
+
+from __future__ import annotations
+
+from backend.chunkers.base import Chunker, Param, register
+from backend.document import Document
+from backend.errors import ParameterError
+
+__all__ = ["FixedTokenChunker"]
+
+
+@register
+class FixedTokenChunker(Chunker):
+    """Fixed windows of ``chunk_size`` tokens with ``chunk_overlap`` tokens shared, ignoring sentences.
+
+    Chroma's FixedTokenChunker (LangChain's TokenTextSplitter), Meta-Chunking's "Original"
+    baseline. A window whose text re-tokenizes to more than ``chunk_size`` tokens (possible
+    where a window edge cuts a multi-byte character) is shortened by a token, so the limit
+    always holds. Whitespace-only windows are dropped.
+    """
+
+    name = "fixed_token"
+    family = "baseline"
+    params = (
+        Param("chunk_size", "int", 250, "Tokens per window.", min=1, max=100_000),
+        Param("chunk_overlap", "int", 0, "Tokens shared by consecutive windows.", min=0, max=100_000),
+    )
+
+    def validate(self) -> None:
+        size, overlap = self.values["chunk_size"], self.values["chunk_overlap"]
+        if overlap >= size:
+            raise ParameterError(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")
+
+    def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        text = doc.text
+        size, overlap = self.values["chunk_size"], self.values["chunk_overlap"]
+        starts = self.tokenizer.token_starts(text).tolist()
+        n = len(starts)
+        if n == 0:
+            return []
+        starts[0] = 0  # leading characters a tokenizer skips still belong to the first chunk
+        starts.append(len(text))
+        count = self.tokenizer.count
+        out: list[tuple[int, int, int]] = []
+        i = 0
+        while i < n:
+            j = min(i + size, n)
+            a, b = starts[i], starts[j]
+            while b <= a and j < n:  # several tokens inside one character
+                j += 1
+                b = starts[j]
+            tokens = count(text[a:b])
+            while tokens > size and j - 1 > i and starts[j - 1] > a:
+                j -= 1
+                b = starts[j]
+                tokens = count(text[a:b])
+            if not text[a:b].isspace():
+                out.append((a, b, tokens))
+            if j >= n:
+                break
+            i = max(i + 1, j - overlap)
+        return out

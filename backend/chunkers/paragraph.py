@@ -1,0 +1,47 @@
+"""``paragraph``: whole paragraphs packed up to a token limit."""
+
+from __future__ import annotations
+
+import bisect
+
+from backend.chunkers._packing import pack_units, split_oversized
+from backend.chunkers.base import Chunker, Param, register
+from backend.document import Document
+
+__all__ = ["ParagraphChunker"]
+
+
+@register
+class ParagraphChunker(Chunker):
+    """Paragraphs packed greedily up to ``chunk_size`` tokens.
+
+    A paragraph longer than ``chunk_size`` is replaced by its sentences (and a sentence
+    longer than that by clause, word or character pieces), so the limit holds everywhere.
+    """
+
+    name = "paragraph"
+    family = "baseline"
+    params = (Param("chunk_size", "int", 400, "Maximum tokens per chunk.", min=1, max=100_000),)
+
+    def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        size = self.values["chunk_size"]
+        text = doc.text
+        paras = [(p.start, p.end) for p in doc.paragraphs]
+        counts = self.tokenizer.count_many([text[s:e] for s, e in paras])
+        units: list[tuple[int, int]] = []
+        sentences = None
+        for (s, e), n in zip(paras, counts):
+            if n <= size:
+                units.append((s, e))
+                continue
+            if sentences is None:
+                sentences = doc.sentences
+                sent_starts = [x.start for x in sentences]
+            k = bisect.bisect_left(sent_starts, s)
+            inside = []
+            while k < len(sentences) and sentences[k].end <= e:
+                inside.append((sentences[k].start, sentences[k].end))
+                k += 1
+            units.extend(inside if inside else [(s, e)])
+        units, unit_counts = split_oversized(text, units, self.tokenizer, size)
+        return pack_units(text, units, unit_counts, self.tokenizer, size)

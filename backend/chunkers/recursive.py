@@ -1,0 +1,194 @@
+"""``recursive``: LangChain's RecursiveCharacterTextSplitter, as configured in the Chroma report.
+
+The algorithm follows LangChain's (``keep_separator="start"``, ``strip_whitespace=True``,
+token length function) with two differences that matter for evaluation: every piece is a
+span of the document tracked while splitting (LangChain rebuilds strings and users recover
+offsets with ``text.find``, which fails on repeated text), and ``chunk_size`` is a hard limit
+on the real token count of each chunk (LangChain sums the pieces' counts, which can
+undercount after joining). Piece counts are computed in batches, one batch per recursion
+level, which is where LangChain spends its time.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from backend.chunkers.base import Chunker, Param, register
+from backend.document import Document
+from backend.errors import ParameterError
+from backend.tokenizers import Tokenizer
+
+__all__ = ["RecursiveChunker", "recursive_spans", "CHROMA_SEPARATORS"]
+
+CHROMA_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", ".", "?", "!", " ", "")
+
+
+def _cut(text: str, lo: int, hi: int, sep: str) -> list[tuple[int, int]]:
+    """Split ``text[lo:hi]`` before each occurrence of ``sep`` (the separator starts the next piece)."""
+    if sep == "":
+        return [(i, i + 1) for i in range(lo, hi)]
+    cuts = [lo]
+    find = text.find
+    step = len(sep)
+    i = find(sep, lo, hi)
+    while i != -1:
+        cuts.append(i)
+        i = find(sep, i + step, hi)
+    cuts.append(hi)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _strip(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e
+
+
+def _merge(
+    text: str, splits: Sequence[tuple[int, int]], lens: Sequence[int], size: int, overlap: int, out: list
+) -> None:
+    """LangChain's ``_merge_splits`` on spans (the separator is kept in the pieces, so its length is 0)."""
+    current: list[int] = []  # indexes into splits
+    first = 0  # current[first:] is the live window (avoids O(n) pops from the front)
+    total = 0
+    for j, n in enumerate(lens):
+        if total + n > size and len(current) > first:
+            s, e = _strip(text, splits[current[first]][0], splits[current[-1]][1])
+            if e > s:
+                out.append((s, e))
+            while total > overlap or (total + n > size and total > 0):
+                total -= lens[current[first]]
+                first += 1
+        current.append(j)
+        total += n
+    if len(current) > first:
+        s, e = _strip(text, splits[current[first]][0], splits[current[-1]][1])
+        if e > s:
+            out.append((s, e))
+
+
+def recursive_spans(
+    text: str,
+    tokenizer: Tokenizer,
+    chunk_size: int,
+    chunk_overlap: int = 0,
+    separators: Sequence[str] = CHROMA_SEPARATORS,
+    lo: int = 0,
+    hi: int | None = None,
+) -> list[tuple[int, int]]:
+    """Recursive splitting of ``text[lo:hi]``; spans are stripped of surrounding whitespace.
+
+    Pieces measured with ``tokenizer.count``; a piece is kept whole when shorter than
+    ``chunk_size`` and split with the next separator otherwise, as LangChain does.
+    """
+    hi = len(text) if hi is None else hi
+    out: list[tuple[int, int]] = []
+    _recurse(text, lo, hi, tuple(separators), tokenizer, chunk_size, chunk_overlap, out)
+    return out
+
+
+def _recurse(text, lo, hi, separators, tokenizer, size, overlap, out) -> None:
+    sep = separators[-1]
+    rest: tuple[str, ...] = ()
+    for i, s in enumerate(separators):
+        if s == "":
+            sep = s
+            break
+        if text.find(s, lo, hi) != -1:
+            sep = s
+            rest = separators[i + 1 :]
+            break
+    splits = _cut(text, lo, hi, sep)
+    lens = tokenizer.count_many([text[a:b] for a, b in splits])
+    good_from = -1
+    for k, ((a, b), n) in enumerate(zip(splits, lens)):
+        if n < size:
+            if good_from < 0:
+                good_from = k
+            continue
+        if good_from >= 0:
+            _merge(text, splits[good_from:k], lens[good_from:k], size, overlap, out)
+            good_from = -1
+        if not rest:
+            s, e = _strip(text, a, b)
+            if e > s:
+                out.append((s, e))
+        else:
+            _recurse(text, a, b, rest, tokenizer, size, overlap, out)
+    if good_from >= 0:
+        _merge(text, splits[good_from:], lens[good_from:], size, overlap, out)
+
+
+def enforce_size(
+    text: str,
+    spans: list[tuple[int, int]],
+    tokenizer: Tokenizer,
+    size: int,
+    separators: Sequence[str] = CHROMA_SEPARATORS,
+) -> list[tuple[int, int, int]]:
+    """Count each span; split again the rare span whose real count exceeds ``size``.
+
+    Summed piece counts can undercount a joined chunk by a token or two. Such a span is split
+    recursively with a smaller budget until every piece fits, so cuts stay at separators.
+    """
+    counts = tokenizer.count_many([text[s:e] for s, e in spans])
+    out: list[tuple[int, int, int]] = []
+    for (s, e), n in zip(spans, counts):
+        if n <= size:
+            out.append((s, e, n))
+            continue
+        budget = size - 1
+        while True:
+            subs = recursive_spans(text, tokenizer, max(budget, 1), 0, separators, s, e) if budget > 0 else []
+            sub_counts = tokenizer.count_many([text[a:b] for a, b in subs])
+            if subs and all(c <= size for c in sub_counts):
+                out.extend((a, b, c) for (a, b), c in zip(subs, sub_counts))
+                break
+            if budget <= 1:
+                out.extend(_token_windows(text, s, e, tokenizer, size))
+                break
+            budget = max(1, budget - max(1, budget // 4))
+    return out
+
+
+def _token_windows(text: str, s: int, e: int, tokenizer: Tokenizer, size: int) -> list[tuple[int, int, int]]:
+    """Last resort: windows of ``size`` tokens (a unit the separators cannot split)."""
+    starts = [int(x) + s for x in tokenizer.token_starts(text[s:e])]
+    cuts = sorted({s, *starts[size::size], e})
+    out = []
+    for a, b in zip(cuts, cuts[1:]):
+        a, b = _strip(text, a, b)
+        if b > a:
+            out.append((a, b, tokenizer.count(text[a:b])))
+    return out
+
+
+@register
+class RecursiveChunker(Chunker):
+    """Recursive splitting on ``["\\n\\n", "\\n", ".", "?", "!", " ", ""]`` up to ``chunk_size`` tokens.
+
+    LangChain's RecursiveCharacterTextSplitter as configured in the Chroma report: the first
+    separator present splits the text; pieces shorter than ``chunk_size`` are merged greedily,
+    longer ones are split again with the next separator. Separators stay at the start of the
+    following piece; chunks are stripped of surrounding whitespace. ``chunk_overlap`` tokens of
+    whole pieces are repeated between neighbouring chunks.
+    """
+
+    name = "recursive"
+    family = "baseline"
+    params = (
+        Param("chunk_size", "int", 200, "Maximum tokens per chunk.", min=1, max=100_000),
+        Param("chunk_overlap", "int", 0, "Tokens of whole pieces repeated between chunks.", min=0, max=100_000),
+    )
+
+    def validate(self) -> None:
+        size, overlap = self.values["chunk_size"], self.values["chunk_overlap"]
+        if overlap >= size:
+            raise ParameterError(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")
+
+    def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        size = self.values["chunk_size"]
+        spans = recursive_spans(doc.text, self.tokenizer, size, self.values["chunk_overlap"])
+        return enforce_size(doc.text, spans, self.tokenizer, size)

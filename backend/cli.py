@@ -1,0 +1,210 @@
+"""The command-line interface: ``python -m backend …``.
+
+Subcommands:
+    chunkers    JSON array of the registered chunkers and their parameters.
+    tokenizers  JSON array of the tokenizer names.
+    samples     JSON array of the bundled sample documents.
+    text FILE   The extracted document text, exactly the string chunk offsets index.
+    info FILE   Document statistics as JSON (characters, tokens, sentences, pages, language…).
+    chunk FILE  One JSON object per chunk and line: {"index","start","end","text","tokens"}.
+    compare FILE --config SPEC [--config SPEC …]
+                A stats table of several configurations; ``--out DIR`` writes JSONL and CSV.
+
+Errors print one line on stderr: exit 1 for unreadable input, 2 for bad arguments.
+Per-parameter flags of ``chunk`` (``--chunk_size 200``) are generated from the registry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+from backend.errors import ChunkLabError, InputError, ParameterError
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) instead of a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _registry_params() -> dict[str, dict[str, Any]]:
+    from backend.chunkers import REGISTRY
+
+    params: dict[str, dict[str, Any]] = {}
+    for name, cls in sorted(REGISTRY.items()):
+        for p in cls.params:
+            entry = params.setdefault(p.name, {"help": p.help, "chunkers": []})
+            entry["chunkers"].append(name)
+    return params
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; the chunk flags come from the chunker registry."""
+    from backend.tokenizers import TOKENIZER_NAMES
+
+    parser = _Parser(prog="python -m backend", description="Chunk Lab command line.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("chunkers", help="list chunkers and their parameters (JSON)")
+    sub.add_parser("tokenizers", help="list tokenizer names (JSON)")
+    sub.add_parser("samples", help="list bundled sample documents (JSON)")
+    p_text = sub.add_parser("text", help="print the extracted document text")
+    p_text.add_argument("file", help="document path, or sample:NAME")
+    p_info = sub.add_parser("info", help="document statistics (JSON)")
+    p_info.add_argument("file", help="document path, or sample:NAME")
+    p_info.add_argument("--tokenizer", default="cl100k", choices=TOKENIZER_NAMES)
+
+    p_chunk = sub.add_parser("chunk", help="chunk a document; one JSON object per line")
+    p_chunk.add_argument("file", help="document path, or sample:NAME")
+    p_chunk.add_argument("--chunker", required=True, help="registered chunker name (see 'chunkers')")
+    p_chunk.add_argument("--tokenizer", default="cl100k", choices=TOKENIZER_NAMES)
+    p_chunk.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="chunker parameter (repeatable)"
+    )
+    for name, info in _registry_params().items():
+        p_chunk.add_argument(
+            f"--{name}",
+            dest=f"param__{name}",
+            metavar="VALUE",
+            help=f"{info['help']} ({', '.join(info['chunkers'])})",
+        )
+
+    p_cmp = sub.add_parser("compare", help="stats of several configurations; optional JSONL/CSV export")
+    p_cmp.add_argument("file", help="document path, or sample:NAME")
+    p_cmp.add_argument(
+        "--config",
+        action="append",
+        required=True,
+        metavar="SPEC",
+        help="'NAME key=value … [tokenizer=T]', e.g. 'recursive chunk_size=200' (repeatable)",
+    )
+    p_cmp.add_argument("--out", type=Path, help="folder for <config>.jsonl and <config>.csv files")
+    return parser
+
+
+def _load(spec: str):
+    if spec.startswith("sample:"):
+        from backend.samples import load_sample
+
+        return load_sample(spec[len("sample:") :])
+    from backend.loaders import load_document
+
+    path = Path(spec)
+    if not path.exists():
+        raise InputError(f"{spec}: no such file")
+    if path.is_dir():
+        raise InputError(f"{spec}: is a directory, not a document")
+    try:
+        return load_document(path)
+    except PermissionError as e:
+        raise InputError(f"{spec}: permission denied") from e
+
+
+def _parse_pairs(pairs: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ParameterError(f"parameter {pair!r} must look like key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _parse_config(spec: str):
+    from backend.chunkers import make_chunker
+
+    parts = shlex.split(spec)
+    if not parts:
+        raise ParameterError("--config needs a chunker name, e.g. 'recursive chunk_size=200'")
+    params = _parse_pairs(parts[1:])
+    tokenizer = params.pop("tokenizer", "cl100k")
+    return make_chunker(parts[0], params, tokenizer)
+
+
+def _write(text: str) -> None:
+    sys.stdout.buffer.write(text.encode("utf-8", "surrogatepass"))
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "chunkers":
+        from backend.chunkers import chunker_specs
+
+        _write(json.dumps(chunker_specs(), indent=2, ensure_ascii=False) + "\n")
+    elif args.command == "tokenizers":
+        from backend.tokenizers import TOKENIZER_NAMES
+
+        _write(json.dumps(list(TOKENIZER_NAMES)) + "\n")
+    elif args.command == "samples":
+        from backend.samples import list_samples
+
+        rows = [{"name": s.name, "title": s.title, "description": s.description} for s in list_samples()]
+        _write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+    elif args.command == "text":
+        _write(_load(args.file).text)
+    elif args.command == "info":
+        from backend.stats import document_stats
+
+        _write(json.dumps(document_stats(_load(args.file), args.tokenizer), ensure_ascii=False, indent=2) + "\n")
+    elif args.command == "chunk":
+        from backend.chunkers import make_chunker
+
+        params = _parse_pairs(args.param)
+        for key, value in vars(args).items():
+            if key.startswith("param__") and value is not None:
+                params[key[len("param__") :]] = value
+        chunker = make_chunker(args.chunker, params, args.tokenizer)  # bad arguments fail before reading
+        _write(chunker.chunk(_load(args.file)).to_jsonl())
+    elif args.command == "compare":
+        _compare(args)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> None:
+    from backend.stats import chunking_stats
+
+    chunkers = [_parse_config(spec) for spec in args.config]
+    doc = _load(args.file)
+    results = [c.chunk(doc) for c in chunkers]
+    rows = chunking_stats(results)
+    _write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for i, r in enumerate(results, 1):
+            stem = f"{i:02d}-{r.config.name}"
+            (args.out / f"{stem}.jsonl").write_text(r.to_jsonl(), encoding="utf-8")
+            (args.out / f"{stem}.csv").write_text(r.to_csv(), encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 bad input, 2 bad arguments)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        # The reader (e.g. `head`) went away; stay quiet like other Unix tools.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except ParameterError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (ChunkLabError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # the last line of defence: one line, never a traceback
+        if os.environ.get("CHUNKLAB_DEBUG"):
+            raise
+        print(f"internal error: {type(e).__name__}: {e} (set CHUNKLAB_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1
