@@ -1,0 +1,140 @@
+"""The CLI: JSON outputs, exact text, chunk records, and one-line errors with the right exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def run_cli(*args: str, input_bytes: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "backend", *args], cwd=ROOT, capture_output=True, input=input_bytes, timeout=300
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, needle: str = "") -> str:
+    err = proc.stderr.decode("utf-8")
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert needle.lower() in lines[0].lower(), lines[0]
+    return lines[0]
+
+
+@pytest.fixture()
+def sample_txt(tmp_path: Path) -> Path:
+    p = tmp_path / "doc.txt"
+    body = "\n\n".join(
+        f"Paragraph {i}. Dr. Smith paid $3.50 for item {i}, e.g. a pen. Was it worth it? Yes!" for i in range(40)
+    )
+    p.write_text(body + "\n\n中文句子在这里。第二句！第三句？", encoding="utf-8")
+    return p
+
+
+def test_chunkers_lists_registry_as_json():
+    proc = run_cli("chunkers")
+    assert proc.returncode == 0
+    specs = json.loads(proc.stdout)
+    names = {s["name"] for s in specs}
+    assert {"fixed_token", "recursive", "sentence", "paragraph"} <= names
+    recursive = next(s for s in specs if s["name"] == "recursive")
+    assert [p["name"] for p in recursive["params"]] == ["chunk_size", "chunk_overlap"]
+
+
+def test_text_prints_exactly_the_indexed_string(sample_txt: Path):
+    from backend.loaders import load_document
+
+    proc = run_cli("text", str(sample_txt))
+    assert proc.returncode == 0
+    assert proc.stdout.decode("utf-8") == load_document(sample_txt).text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--chunker", "recursive", "--chunk_size", "40"],
+        ["--chunker", "fixed_token", "--param", "chunk_size=30", "--param", "chunk_overlap=10"],
+        ["--chunker", "sentence", "--chunk_size", "25", "--tokenizer", "words"],
+        ["--chunker", "paragraph", "--tokenizer", "chars", "--chunk_size", "120"],
+    ],
+)
+def test_chunk_prints_exact_records(sample_txt: Path, args):
+    text = run_cli("text", str(sample_txt)).stdout.decode("utf-8")
+    proc = run_cli("chunk", str(sample_txt), *args)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.decode("utf-8").splitlines()]
+    assert records, "no chunks"
+    for i, r in enumerate(records):
+        assert set(r) == {"index", "start", "end", "text", "tokens"}
+        assert r["index"] == i
+        assert text[r["start"] : r["end"]] == r["text"]
+
+
+def test_compare_writes_exports(sample_txt: Path, tmp_path: Path):
+    out = tmp_path / "out"
+    proc = run_cli(
+        "compare", str(sample_txt), "--config", "recursive chunk_size=50", "--config",
+        "fixed_token chunk_size=60 chunk_overlap=30", "--out", str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert [r["chunker"] for r in rows] == ["recursive", "fixed_token"]
+    assert rows[1]["overlap_chars"] > 0 and rows[0]["overlap_chars"] == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "01-recursive.csv", "01-recursive.jsonl", "02-fixed_token.csv", "02-fixed_token.jsonl",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["chunk", "{f}", "--chunker", "nope"], "unknown chunker 'nope'"),
+        (["chunk", "{f}", "--chunker", "recursive", "--chunk_size", "abc"], "chunk_size must be int"),
+        (["chunk", "{f}", "--chunker", "recursive", "--chunk_size", "10", "--chunk_overlap", "20"], "chunk_overlap (20)"),
+        (["chunk", "{f}", "--chunker", "paragraph", "--chunk_overlap", "5"], "unknown parameter"),
+        (["chunk", "{f}", "--chunker", "recursive", "--param", "oops"], "key=value"),
+        (["chunk", "{f}", "--chunker", "recursive", "--tokenizer", "gpt9"], "invalid choice"),
+        (["chunk", "{f}"], "required"),
+        (["frobnicate"], "invalid choice"),
+        (["compare", "{f}", "--config", "nope chunk_size=3"], "unknown chunker"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(sample_txt: Path, args, needle):
+    proc = run_cli(*[a.replace("{f}", str(sample_txt)) for a in args])
+    assert_one_line_error(proc, 2, needle)
+
+
+def test_bad_files_exit_1_with_one_line(tmp_path: Path):
+    cases = {
+        "missing.txt": None,
+        "empty.txt": b"",
+        "binary.txt": bytes(range(256)) * 20,
+        "x.xyz": b"hello",
+        "broken.pdf": b"%PDF-1.7\n1 0 obj << /Type /Catalog",
+        "broken.docx": b"PK\x03\x04 not really a zip",
+    }
+    for name, data in cases.items():
+        path = tmp_path / name
+        if data is not None:
+            path.write_bytes(data)
+        for cmd in (["text", str(path)], ["chunk", str(path), "--chunker", "recursive"]):
+            line = assert_one_line_error(run_cli(*cmd), 1)
+            assert line.startswith("error: "), line
+
+
+def test_directory_is_a_bad_input(tmp_path: Path):
+    assert_one_line_error(run_cli("text", str(tmp_path)), 1, "directory")
+
+
+def test_sample_documents_by_name():
+    listed = json.loads(run_cli("samples").stdout)
+    assert len(listed) >= 3
+    proc = run_cli("chunk", f"sample:{listed[0]['name']}", "--chunker", "recursive")
+    assert proc.returncode == 0 and proc.stdout.count(b"\n") > 1
