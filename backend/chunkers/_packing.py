@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from backend.chunkers.recursive import recursive_spans
-from backend.tokenizers import Tokenizer
+from backend.tokenizers import SpanCounter, Tokenizer
 
 __all__ = ["pack_units", "split_oversized"]
 
@@ -14,10 +14,11 @@ _SUBSENTENCE_SEPARATORS = ("\n", "; ", "；", ", ", "，", "、", ": ", "：", "
 
 
 def split_oversized(
-    text: str, units: Sequence[tuple[int, int]], tokenizer: Tokenizer, size: int
+    text: str, units: Sequence[tuple[int, int]], counter: SpanCounter, size: int
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Replace each unit longer than ``size`` tokens by sub-spans that fit; return units and their counts."""
-    counts = tokenizer.count_many([text[s:e] for s, e in units])
+    tokenizer = counter.tokenizer
+    counts = counter.count_many(units)
     out_units: list[tuple[int, int]] = []
     out_counts: list[int] = []
     for (s, e), n in zip(units, counts):
@@ -25,9 +26,9 @@ def split_oversized(
             out_units.append((s, e))
             out_counts.append(n)
             continue
-        subs = recursive_spans(text, tokenizer, size, 0, _SUBSENTENCE_SEPARATORS, s, e)
+        subs = recursive_spans(text, tokenizer, size, 0, _SUBSENTENCE_SEPARATORS, s, e, counter)
         out_units.extend(subs)
-        out_counts.extend(tokenizer.count_many([text[a:b] for a, b in subs]))
+        out_counts.extend(counter.count_many(subs))
     return out_units, out_counts
 
 
@@ -35,7 +36,7 @@ def pack_units(
     text: str,
     units: Sequence[tuple[int, int]],
     counts: Sequence[int],
-    tokenizer: Tokenizer,
+    counter: SpanCounter,
     size: int,
     overlap: int = 0,
 ) -> list[tuple[int, int, int]]:
@@ -57,11 +58,11 @@ def pack_units(
             total += counts[j]
             j += 1
         a, b = units[i][0], units[j - 1][1]
-        tokens = tokenizer.count(text[a:b])
+        tokens = counter.count(a, b)
         while tokens > size and j - 1 > i + carry:
             j -= 1
             b = units[j - 1][1]
-            tokens = tokenizer.count(text[a:b])
+            tokens = counter.count(a, b)
         out.append((a, b, tokens))
         if j >= n_units:
             break

@@ -13,6 +13,7 @@ from __future__ import annotations
 from backend.chunkers.base import Chunker, Param, register
 from backend.document import Document
 from backend.errors import ParameterError
+from backend.tokenizers import SpanCounter
 
 __all__ = ["FixedTokenChunker"]
 
@@ -42,26 +43,47 @@ class FixedTokenChunker(Chunker):
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         text = doc.text
         size, overlap = self.values["chunk_size"], self.values["chunk_overlap"]
-        starts = self.tokenizer.token_starts(text).tolist()
+        counter = SpanCounter(self.tokenizer, text)
+        starts = counter.starts.tolist()
         n = len(starts)
         if n == 0:
             return []
         starts[0] = 0  # leading characters a tokenizer skips still belong to the first chunk
         starts.append(len(text))
-        count = self.tokenizer.count
+        step = size - overlap
+        # Optimistic pass: all windows at once, counted in one batch. The sequential loop
+        # below takes over from the first window that needs adjusting (rare).
+        spans = []
+        for i in range(0, n, step):
+            j = min(i + size, n)
+            spans.append((i, j))
+            if j >= n:
+                break
+        counts = counter.count_many([(starts[i], starts[j]) for i, j in spans])
         out: list[tuple[int, int, int]] = []
-        i = 0
+        resume = None
+        for (i, j), tokens in zip(spans, counts):
+            a, b = starts[i], starts[j]
+            if b <= a or tokens > size:
+                resume = i
+                break
+            if not text[a:b].isspace():
+                out.append((a, b, tokens))
+        if resume is None:
+            return out
+        count = counter.count
+        i = resume
         while i < n:
             j = min(i + size, n)
             a, b = starts[i], starts[j]
             while b <= a and j < n:  # several tokens inside one character
                 j += 1
                 b = starts[j]
-            tokens = count(text[a:b])
+            tokens = count(a, b)
             while tokens > size and j - 1 > i and starts[j - 1] > a:
                 j -= 1
                 b = starts[j]
-                tokens = count(text[a:b])
+                tokens = count(a, b)
             if not text[a:b].isspace():
                 out.append((a, b, tokens))
             if j >= n:

@@ -7,6 +7,7 @@ import bisect
 from backend.chunkers._packing import pack_units, split_oversized
 from backend.chunkers.base import Chunker, Param, register
 from backend.document import Document
+from backend.tokenizers import SpanCounter
 
 __all__ = ["ParagraphChunker"]
 
@@ -27,7 +28,8 @@ class ParagraphChunker(Chunker):
         size = self.values["chunk_size"]
         text = doc.text
         paras = [(p.start, p.end) for p in doc.paragraphs]
-        counts = self.tokenizer.count_many([text[s:e] for s, e in paras])
+        counter = SpanCounter(self.tokenizer, text)
+        counts = counter.count_many(paras)
         units: list[tuple[int, int]] = []
         sentences = None
         for (s, e), n in zip(paras, counts):
@@ -43,5 +45,5 @@ class ParagraphChunker(Chunker):
                 inside.append((sentences[k].start, sentences[k].end))
                 k += 1
             units.extend(inside if inside else [(s, e)])
-        units, unit_counts = split_oversized(text, units, self.tokenizer, size)
-        return pack_units(text, units, unit_counts, self.tokenizer, size)
+        units, unit_counts = split_oversized(text, units, counter, size)
+        return pack_units(text, units, unit_counts, counter, size)

@@ -5,8 +5,8 @@ token length function) with two differences that matter for evaluation: every pi
 span of the document tracked while splitting (LangChain rebuilds strings and users recover
 offsets with ``text.find``, which fails on repeated text), and ``chunk_size`` is a hard limit
 on the real token count of each chunk (LangChain sums the pieces' counts, which can
-undercount after joining). Piece counts are computed in batches, one batch per recursion
-level, which is where LangChain spends its time.
+undercount after joining). Counting pieces is where LangChain spends its time; here every
+count is exact but comes from one tokenization of the document (see ``SpanCounter``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from typing import Sequence
 from backend.chunkers.base import Chunker, Param, register
 from backend.document import Document
 from backend.errors import ParameterError
-from backend.tokenizers import Tokenizer
+from backend.tokenizers import SpanCounter, Tokenizer
 
-__all__ = ["RecursiveChunker", "recursive_spans", "CHROMA_SEPARATORS"]
+__all__ = ["RecursiveChunker", "recursive_spans", "enforce_size", "CHROMA_SEPARATORS"]
+
+
 
 CHROMA_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", ".", "?", "!", " ", "")
 
@@ -77,19 +79,22 @@ def recursive_spans(
     separators: Sequence[str] = CHROMA_SEPARATORS,
     lo: int = 0,
     hi: int | None = None,
+    counter: SpanCounter | None = None,
 ) -> list[tuple[int, int]]:
     """Recursive splitting of ``text[lo:hi]``; spans are stripped of surrounding whitespace.
 
-    Pieces measured with ``tokenizer.count``; a piece is kept whole when shorter than
-    ``chunk_size`` and split with the next separator otherwise, as LangChain does.
+    A piece is kept whole when shorter than ``chunk_size`` tokens and split with the next
+    separator otherwise, as LangChain does. Pieces are counted alone (as LangChain's length
+    function sees them); pass a :class:`SpanCounter` of ``text`` to reuse one tokenization.
     """
     hi = len(text) if hi is None else hi
+    counter = counter or SpanCounter(tokenizer, text)
     out: list[tuple[int, int]] = []
-    _recurse(text, lo, hi, tuple(separators), tokenizer, chunk_size, chunk_overlap, out)
+    _recurse(text, lo, hi, tuple(separators), counter, chunk_size, chunk_overlap, out)
     return out
 
 
-def _recurse(text, lo, hi, separators, tokenizer, size, overlap, out) -> None:
+def _recurse(text, lo, hi, separators, counter, size, overlap, out) -> None:
     sep = separators[-1]
     rest: tuple[str, ...] = ()
     for i, s in enumerate(separators):
@@ -101,7 +106,7 @@ def _recurse(text, lo, hi, separators, tokenizer, size, overlap, out) -> None:
             rest = separators[i + 1 :]
             break
     splits = _cut(text, lo, hi, sep)
-    lens = tokenizer.count_many([text[a:b] for a, b in splits])
+    lens = counter.count_many(splits)
     good_from = -1
     for k, ((a, b), n) in enumerate(zip(splits, lens)):
         if n < size:
@@ -116,7 +121,7 @@ def _recurse(text, lo, hi, separators, tokenizer, size, overlap, out) -> None:
             if e > s:
                 out.append((s, e))
         else:
-            _recurse(text, a, b, rest, tokenizer, size, overlap, out)
+            _recurse(text, a, b, rest, counter, size, overlap, out)
     if good_from >= 0:
         _merge(text, splits[good_from:], lens[good_from:], size, overlap, out)
 
@@ -127,13 +132,15 @@ def enforce_size(
     tokenizer: Tokenizer,
     size: int,
     separators: Sequence[str] = CHROMA_SEPARATORS,
+    counter: SpanCounter | None = None,
 ) -> list[tuple[int, int, int]]:
     """Count each span; split again the rare span whose real count exceeds ``size``.
 
     Summed piece counts can undercount a joined chunk by a token or two. Such a span is split
     recursively with a smaller budget until every piece fits, so cuts stay at separators.
     """
-    counts = tokenizer.count_many([text[s:e] for s, e in spans])
+    counter = counter or SpanCounter(tokenizer, text)
+    counts = counter.count_many(spans)
     out: list[tuple[int, int, int]] = []
     for (s, e), n in zip(spans, counts):
         if n <= size:
@@ -141,8 +148,8 @@ def enforce_size(
             continue
         budget = size - 1
         while True:
-            subs = recursive_spans(text, tokenizer, max(budget, 1), 0, separators, s, e) if budget > 0 else []
-            sub_counts = tokenizer.count_many([text[a:b] for a, b in subs])
+            subs = recursive_spans(text, tokenizer, max(budget, 1), 0, separators, s, e, counter) if budget > 0 else []
+            sub_counts = counter.count_many(subs)
             if subs and all(c <= size for c in sub_counts):
                 out.extend((a, b, c) for (a, b), c in zip(subs, sub_counts))
                 break
@@ -190,5 +197,6 @@ class RecursiveChunker(Chunker):
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         size = self.values["chunk_size"]
-        spans = recursive_spans(doc.text, self.tokenizer, size, self.values["chunk_overlap"])
-        return enforce_size(doc.text, spans, self.tokenizer, size)
+        counter = SpanCounter(self.tokenizer, doc.text)
+        spans = recursive_spans(doc.text, self.tokenizer, size, self.values["chunk_overlap"], counter=counter)
+        return enforce_size(doc.text, spans, self.tokenizer, size, counter=counter)

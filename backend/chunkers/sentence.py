@@ -5,6 +5,7 @@ from __future__ import annotations
 from backend.chunkers._packing import pack_units, split_oversized
 from backend.chunkers.base import Chunker, Param, register
 from backend.document import Document
+from backend.tokenizers import SpanCounter
 from backend.errors import ParameterError
 
 __all__ = ["SentenceChunker"]
@@ -35,5 +36,6 @@ class SentenceChunker(Chunker):
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         size = self.values["chunk_size"]
         units = [(s.start, s.end) for s in doc.sentences]
-        units, counts = split_oversized(doc.text, units, self.tokenizer, size)
-        return pack_units(doc.text, units, counts, self.tokenizer, size, self.values["chunk_overlap"])
+        counter = SpanCounter(self.tokenizer, doc.text)
+        units, counts = split_oversized(doc.text, units, counter, size)
+        return pack_units(doc.text, units, counts, counter, size, self.values["chunk_overlap"])
