@@ -67,3 +67,11 @@ def test_span_counter_on_long_prose_matches_direct_counts():
     counter = SpanCounter(tok, text)
     spans = [(i, min(len(text), i + w)) for i in range(0, len(text), 97) for w in (70, 300, 1500)]
     assert counter.count_many(spans) == [tok.count(text[a:b]) for a, b in spans]
+
+
+def test_model_tokenizers_load_offline_from_the_bundled_packages():
+    lm = get_tokenizer("smollm2")  # converted from the GGUF once, then read from the data dir
+    emb = get_tokenizer("minilm")
+    text = "Chunk Lab runs offline. 北京"
+    assert lm.count(text) > 5 and emb.count(text) > 5
+    assert SpanCounter(lm, text).count_many([(0, len(text)), (6, 15)]) == [lm.count(text), lm.count(text[6:15])]
