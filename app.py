@@ -1,0 +1,20 @@
+"""Chunk Lab: compare document chunkers side by side.
+
+The router: page config, shared session state, navigation and the sidebar's document
+line, then the selected page. Run with ``streamlit run app.py``.
+"""
+
+import streamlit as st
+
+from components.layout import ROUTED, page_config, page_list, shared_setup, sidebar_document
+
+page_config()
+shared_setup()
+page = st.navigation(page_list())
+sidebar_document()
+
+st.session_state[ROUTED] = True
+try:
+    page.run()
+finally:
+    st.session_state[ROUTED] = False

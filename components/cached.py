@@ -1,0 +1,57 @@
+"""Cached calls into the backend.
+
+Chunkings and document statistics are ``st.cache_data`` (bounded, keyed by the document id
+and the configuration; the document itself is passed unhashed as ``_doc``). Bundled samples
+and the chunker specs are ``st.cache_resource``: shared by every session, never mutated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from backend.chunkers import chunker_specs, run_chunker
+from backend.chunking import ChunkerConfig, Chunking
+from backend.document import Document
+from backend.samples import list_samples, load_sample
+from backend.stats import chunking_stats
+from backend.stats import document_stats as _document_stats
+
+__all__ = ["chunk_document", "document_stats", "specs", "samples", "sample_document", "stats_rows"]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def chunk_document(_doc: Document, doc_id: str, config: ChunkerConfig) -> Chunking:
+    """``run_chunker(doc, config)``, cached per (document id, configuration)."""
+    return run_chunker(_doc, config)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def document_stats(_doc: Document, doc_id: str) -> dict[str, Any]:
+    """:func:`backend.stats.document_stats` (cl100k tokens), cached per document id."""
+    return _document_stats(_doc, "cl100k")
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def stats_rows(_chunkings: tuple[Chunking, ...], key: tuple[tuple[str, ChunkerConfig], ...]) -> list[dict[str, Any]]:
+    """:func:`backend.stats.chunking_stats`, cached per (document id, configuration) list."""
+    return chunking_stats(_chunkings)
+
+
+@st.cache_resource(show_spinner=False)
+def specs() -> list[dict[str, Any]]:
+    """The chunker registry as JSON-ready specs (see :func:`backend.chunkers.chunker_specs`)."""
+    return chunker_specs()
+
+
+@st.cache_resource(show_spinner=False)
+def samples() -> list[Any]:
+    """The bundled sample documents."""
+    return list(list_samples())
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def sample_document(name: str) -> Document:
+    """A bundled sample, loaded once per process."""
+    return load_sample(name)

@@ -1,0 +1,66 @@
+"""What every page shares: page config, session setup, the page list and the sidebar's document line.
+
+``app.py`` (the router) runs these around ``st.navigation``. Each page also starts with
+:func:`ensure_routed`, because with a ``pages/`` folder Streamlit begins every server
+process in its legacy multipage mode: until some run has called ``st.navigation``, a
+request for ``/compare`` (a bookmark, a browser reconnecting after a restart) runs the
+page file alone, without the router. ``AppTest`` does so on every run.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components.documents import load_default_sample
+from components.state import current_document, init_session_state
+
+__all__ = ["ROUTED", "page_config", "shared_setup", "page_list", "sidebar_document", "ensure_routed"]
+
+ROUTED = "router_pass"  # True while app.py runs the current page
+
+
+def page_config() -> None:
+    """Title, icon and wide layout."""
+    st.set_page_config(page_title="Chunk Lab", page_icon=":material/view_column:", layout="wide")
+
+
+def shared_setup() -> None:
+    """Session keys every page relies on, and the default sample on a session's first run."""
+    init_session_state()
+    with st.spinner("Opening the sample document…"):
+        load_default_sample()
+
+
+def page_list() -> list:
+    """The app's pages, in navigation order (Document is the default)."""
+    return [
+        st.Page("pages/document.py", title="Document", icon=":material/description:", default=True),
+        st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+    ]
+
+
+def sidebar_document() -> None:
+    """The current document's name and size, under the navigation."""
+    with st.sidebar:
+        doc = current_document()
+        if doc is None:
+            st.caption("No document loaded")
+            return
+        st.markdown("**Document**")
+        st.text(doc.source)  # a file name is user input: plain text, never Markdown
+        st.caption(f"{doc.kind.upper()} · {len(doc.text):,} characters · {len(doc.pages):,} page(s)")
+
+
+def ensure_routed() -> None:
+    """Do the router's work when this page runs without ``app.py`` (see the module docstring).
+
+    Registering the real page list here also ends Streamlit's legacy mode for the process,
+    so later runs go through ``app.py`` again. The run itself goes on, so no widget event
+    of it is lost.
+    """
+    if st.session_state.get(ROUTED):
+        return
+    page_config()
+    shared_setup()
+    st.navigation(page_list())
+    sidebar_document()

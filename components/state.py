@@ -1,0 +1,103 @@
+"""Session state shared by every page: the current document and the chunker configurations.
+
+Keys without a page prefix live here; page-local keys start with ``docpage_`` (Document)
+or ``cmp_`` (Compare).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import streamlit as st
+
+from backend.chunkers import make_chunker
+from backend.chunking import ChunkerConfig
+from backend.document import Document
+
+__all__ = [
+    "DOC",
+    "CONFIGS",
+    "DEFAULT_CONFIGS",
+    "init_session_state",
+    "current_document",
+    "set_document",
+    "configurations",
+    "normalized_config",
+    "add_configuration",
+    "remove_configuration",
+    "tag_for",
+]
+
+DOC = "doc"
+CONFIGS = "configs"
+_NEXT_UID = "configs_next_uid"
+DOC_VERSION = "doc_version"  # bumped on every document change, so pages can reset windows
+
+# The two configurations the Compare page opens with: the Chroma report's recursive
+# baseline and a half-overlapping fixed-token window.
+DEFAULT_CONFIGS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("recursive", {"chunk_size": 200, "chunk_overlap": 0}),
+    ("fixed_token", {"chunk_size": 250, "chunk_overlap": 125}),
+)
+
+
+def normalized_config(name: str, params: Mapping[str, Any], tokenizer: str = "cl100k") -> ChunkerConfig:
+    """The full configuration (defaults filled in, values coerced) for ``name`` and ``params``.
+
+    Raises:
+        ParameterError: unknown chunker or tokenizer, or a bad parameter value.
+    """
+    return make_chunker(name, params, tokenizer).config
+
+
+def init_session_state() -> None:
+    """Create the shared keys once per session (later runs leave them alone)."""
+    st.session_state.setdefault(DOC, None)
+    st.session_state.setdefault(DOC_VERSION, 0)
+    st.session_state.setdefault(_NEXT_UID, 0)
+    if CONFIGS not in st.session_state:
+        st.session_state[CONFIGS] = []
+        for name, params in DEFAULT_CONFIGS:
+            add_configuration(normalized_config(name, params))
+
+
+def current_document() -> Document | None:
+    """The document every page works on (``None`` until one is loaded)."""
+    return st.session_state.get(DOC)
+
+
+def set_document(doc: Document) -> None:
+    """Make ``doc`` the current document."""
+    st.session_state[DOC] = doc
+    st.session_state[DOC_VERSION] = st.session_state.get(DOC_VERSION, 0) + 1
+
+
+def configurations() -> list[dict[str, Any]]:
+    """The configurations to compare: dicts with ``uid`` (stable id), ``tag`` and ``config``."""
+    return st.session_state.setdefault(CONFIGS, [])
+
+
+def tag_for(uid: int) -> str:
+    """A short stable name for a configuration: A, B, …, Z, AA, AB, …"""
+    out = ""
+    n = uid
+    while True:
+        out = chr(ord("A") + n % 26) + out
+        n = n // 26 - 1
+        if n < 0:
+            return out
+
+
+def add_configuration(config: ChunkerConfig) -> dict[str, Any]:
+    """Append ``config`` (the same one twice is allowed: each entry gets its own uid)."""
+    uid = st.session_state.get(_NEXT_UID, 0)
+    st.session_state[_NEXT_UID] = uid + 1
+    entry = {"uid": uid, "tag": tag_for(uid), "config": config}
+    configurations().append(entry)
+    return entry
+
+
+def remove_configuration(uid: int) -> None:
+    """Drop the configuration with ``uid`` (a widget callback)."""
+    st.session_state[CONFIGS] = [e for e in configurations() if e["uid"] != uid]
+

@@ -1,0 +1,306 @@
+"""Compare page: several chunker configurations on the current document, side by side."""
+
+import re
+
+import pandas as pd
+import streamlit as st
+
+from backend.errors import ChunkLabError
+from components.cached import chunk_document, specs, stats_rows
+from components.charts import CONFIG_COLORS, boundary_strip, size_histogram
+from components.config_form import add_config_form
+from components.layout import ensure_routed
+from components.render import STYLE, ChunkIndex, chunk_detail_html, legend_html, tag_badge_html, window_html
+from components.state import (
+    add_configuration,
+    configurations,
+    current_document,
+    normalized_config,
+    remove_configuration,
+)
+
+ensure_routed()
+
+WINDOW_CHOICES = (5_000, 10_000, 15_000, 20_000, 30_000)
+DEFAULT_WINDOW = 15_000
+MAX_PER_ROW = 4
+_PAGE = "cmp_page"
+_WINDOW = "cmp_window_chars"
+_WINDOW_START = "cmp_window_start"
+_FOCUS = "cmp_pending_focus"
+_STRIP = "cmp_strip"
+
+
+def _sel_key(uid: int) -> str:
+    return f"cmp_sel_{uid}"
+
+
+def _color(uid: int) -> str:
+    return CONFIG_COLORS[uid % len(CONFIG_COLORS)]
+
+
+def _slug(text: str) -> str:
+    """A file-name-safe version of ``text``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "document"
+
+
+def _file_stem(doc_source: str, entry: dict) -> str:
+    cfg = entry["config"]
+    params = "_".join(f"{k}{v}" for k, v in cfg.params)
+    stem = doc_source.rsplit(".", 1)[0]
+    return _slug(f"{stem}__{entry['tag']}-{cfg.name}-{params}-{cfg.tokenizer}")
+
+
+def _on_window_change() -> None:
+    """Keep the first visible character in view when the window size changes."""
+    start = st.session_state.get(_WINDOW_START, 0)
+    st.session_state[_PAGE] = start // st.session_state[_WINDOW] + 1
+
+
+def _on_strip_select() -> None:
+    """A click on the boundary strip: remember which chunk, applied once chunkings are known."""
+    points = st.session_state[_STRIP].selection.points
+    if points and points[0].get("customdata"):
+        tag, index = points[0]["customdata"][0], int(points[0]["customdata"][1])
+        st.session_state[_FOCUS] = (tag, index)
+
+
+def _apply_focus(results: list, window: int) -> None:
+    """Select the clicked chunk, the chunks at the same offset in the other rows, and its window."""
+    tag, index = st.session_state.pop(_FOCUS)
+    clicked = next((ch for e, ch, _ in results if ch is not None and e["tag"] == tag), None)
+    if clicked is None or not 0 <= index < len(clicked.chunks):
+        return
+    offset = clicked.chunks[index].start
+    for e, ch, _ in results:
+        if ch is None or not ch.chunks:
+            continue
+        hit = ch.chunks[index] if ch is clicked else ch.chunk_at(offset)
+        if hit is not None:
+            st.session_state[_sel_key(e["uid"])] = hit.index
+    st.session_state[_PAGE] = offset // window + 1
+
+
+def _sidebar() -> None:
+    """The configuration list and the generated "Add configuration" form."""
+    with st.sidebar:
+        st.subheader("Add a configuration", anchor=False)
+        submitted = add_config_form(specs(), prefix="cmp_new")
+        if submitted is not None:
+            name, params, tokenizer = submitted
+            try:
+                with st.spinner("Checking the parameters…"):
+                    entry = add_configuration(normalized_config(name, params, tokenizer))
+            except ChunkLabError as e:
+                st.error(str(e), icon=":material/error:")
+            else:
+                st.toast(f"Added {entry['tag']}: {entry['config'].label}", icon=":material/check:")
+
+
+st.html(STYLE)
+_sidebar()
+doc = current_document()
+entries = configurations()
+
+st.title("Compare chunkers")
+if doc is None:
+    st.info("Load a document first.", icon=":material/info:")
+    st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
+    st.stop()
+
+st.caption(
+    f"{len(doc.text):,} characters · {len(entries)} configuration(s). "
+    "Add configurations in the sidebar; the same chunker can appear several times with different parameters."
+)
+if not entries:
+    st.info("No configurations yet: add one with the form in the sidebar.", icon=":material/info:")
+    st.stop()
+
+# A new document starts at its first window, with no chunk selected.
+if st.session_state.get("cmp_doc_id") != doc.id:
+    st.session_state["cmp_doc_id"] = doc.id
+    st.session_state.pop(_PAGE, None)  # back to the first window
+    for e in entries:
+        st.session_state.pop(_sel_key(e["uid"]), None)
+
+results: list = []  # (entry, chunking or None, error message or None)
+for e in entries:
+    with st.spinner(f"Chunking with {e['tag']}: {e['config'].label}…", show_time=True):
+        try:
+            results.append((e, chunk_document(doc, doc.id, e["config"]), None))
+        except ChunkLabError as err:
+            results.append((e, None, str(err)))
+ok = [(e, ch) for e, ch, _ in results if ch is not None]
+
+window = st.session_state.setdefault(_WINDOW, DEFAULT_WINDOW)
+n_pages = max(1, -(-len(doc.text) // window))
+if _FOCUS in st.session_state:
+    _apply_focus(results, window)
+if st.session_state.get(_PAGE, 1) > n_pages:
+    st.session_state[_PAGE] = n_pages
+for e, ch in ok:
+    key = _sel_key(e["uid"])
+    if st.session_state.get(key, 0) > len(ch.chunks) - 1:
+        st.session_state[key] = max(len(ch.chunks) - 1, 0)
+
+# --- configuration cards: what each column is, with remove and download -------------------
+for row_start in range(0, len(results), MAX_PER_ROW):
+    row = results[row_start : row_start + MAX_PER_ROW]
+    for col, (e, ch, err) in zip(st.columns(len(row) if len(row) > 1 else MAX_PER_ROW), row):
+        with col.container(border=True, key=f"cmp_card_{e['uid']}"):
+            cfg = e["config"]
+            st.html(f"{tag_badge_html(e['tag'], _color(e['uid']))}<b>{cfg.name}</b>")
+            params = ", ".join(f"{k} = {v}" for k, v in cfg.params) or "default parameters"
+            st.caption(f"{params} · tokenizer {cfg.tokenizer}")
+            if err:
+                st.error(err, icon=":material/error:")
+            else:
+                st.caption(f"**{len(ch.chunks):,}** chunks · {ch.elapsed_s * 1000:,.0f} ms")
+            with st.container(horizontal=True, gap="small"):
+                if ch is not None:
+                    stem = _file_stem(doc.source, e)
+                    st.download_button(
+                        "JSONL", ch.to_jsonl, file_name=f"{stem}.jsonl", mime="application/jsonl",
+                        key=f"cmp_dl_jsonl_{e['uid']}", icon=":material/download:", on_click="ignore",
+                        help="One JSON object per chunk: index, start, end, text, tokens",
+                    )
+                    st.download_button(
+                        "CSV", ch.to_csv, file_name=f"{stem}.csv", mime="text/csv",
+                        key=f"cmp_dl_csv_{e['uid']}", icon=":material/download:", on_click="ignore",
+                        help="index, start, end, tokens, text",
+                    )
+                st.button(
+                    "Remove", key=f"cmp_remove_{e['uid']}", icon=":material/close:", type="tertiary",
+                    on_click=remove_configuration, args=(e["uid"],), help="Remove this configuration",
+                )
+
+if not ok:
+    st.stop()
+
+# --- summary statistics ----------------------------------------------------------------------
+st.subheader("Summary", anchor=False)
+rows = stats_rows(tuple(ch for _, ch in ok), tuple((doc.id, e["config"]) for e, _ in ok))
+table = pd.DataFrame(rows, index=[e["tag"] for e, _ in ok])
+table["overlap_pct"] = table["overlap_chars"] / max(len(doc.text), 1) * 100
+st.dataframe(
+    table.drop(columns=["configuration", "overlap_chars"]),
+    key="cmp_stats",
+    column_config={
+        "_index": st.column_config.TextColumn("", width=40),
+        "chunker": st.column_config.TextColumn("Chunker", help="Full parameters on the cards above"),
+        "chunks": st.column_config.NumberColumn("Chunks", format="%d"),
+        "mean_tokens": st.column_config.NumberColumn("Mean tokens", format="%.1f"),
+        "median_tokens": st.column_config.NumberColumn("Median", format="%.1f"),
+        "min_tokens": st.column_config.NumberColumn("Min", format="%d"),
+        "max_tokens": st.column_config.NumberColumn("Max", format="%d"),
+        "std_tokens": st.column_config.NumberColumn("Std", format="%.1f"),
+        "mean_chars": st.column_config.NumberColumn("Mean chars", format="%.0f"),
+        "overlap_pct": st.column_config.NumberColumn(
+            "Overlap %", format="%.1f", help="Share of the document's characters inside two or more chunks"
+        ),
+        "time_ms": st.column_config.NumberColumn("Time (ms)", format="%.0f"),
+    },
+)
+
+# --- boundary strip --------------------------------------------------------------------------
+page = st.session_state.get(_PAGE, 1)
+win_start = (page - 1) * window
+win_end = min(win_start + window, len(doc.text))
+st.session_state[_WINDOW_START] = win_start
+
+st.subheader("Chunk boundaries", anchor=False)
+st.caption(
+    "Each bar is a chunk (even chunks above the line, odd ones below, so overlaps show). "
+    "Hover for details, drag to zoom, double-click to reset, click a chunk to open it below. "
+    "The dotted band is the part of the text shown side by side."
+)
+selected = [st.session_state.get(_sel_key(e["uid"]), 0) for e, _ in ok]
+strip = boundary_strip(
+    [ch for _, ch in ok], [e["tag"] for e, _ in ok], len(doc.text), (win_start, win_end), selected,
+    revision=f"{doc.id}:" + ",".join(str(e["uid"]) for e, _ in ok),
+)
+st.plotly_chart(
+    strip,
+    key=_STRIP,
+    on_select=_on_strip_select,
+    selection_mode="points",
+    config={"displaylogo": False, "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]},
+)
+
+# --- side-by-side text -----------------------------------------------------------------------
+st.subheader("Side by side", anchor=False)
+nav, size = st.columns([5, 1], vertical_alignment="center")
+with nav:
+    st.pagination(n_pages, key=_PAGE, persist_state="session", max_visible_pages=11)
+with size:
+    st.selectbox(
+        "Characters per page",
+        WINDOW_CHOICES,
+        format_func=lambda n: f"{n // 1000}k characters",
+        key=_WINDOW,
+        on_change=_on_window_change,
+        persist_state="session",
+        label_visibility="collapsed",
+    )
+pages_note = ""
+if len(doc.pages) > 1:
+    first, last = doc.page_of(win_start), doc.page_of(max(win_start, win_end - 1))
+    pages_note = f" · document page {first}" + (f"–{last}" if last != first else "")
+st.caption(f"Characters {win_start:,}–{win_end:,} of {len(doc.text):,} (page {page} of {n_pages}){pages_note}")
+st.html(legend_html())
+
+for row_start in range(0, len(ok), MAX_PER_ROW):
+    row = ok[row_start : row_start + MAX_PER_ROW]
+    for col, (e, ch) in zip(st.columns(len(row) if len(row) > 1 else MAX_PER_ROW), row):
+        with col:
+            st.html(f"{tag_badge_html(e['tag'], _color(e['uid']))}<b>{e['config'].name}</b>")
+            with st.container(height=600, border=True, key=f"cmp_view_{e['uid']}"):
+                index = ChunkIndex.build(ch.chunks)
+                st.html(
+                    window_html(
+                        doc.text, ch.chunks, win_start, win_end, index=index,
+                        selected=st.session_state.get(_sel_key(e["uid"]), 0),
+                    )
+                )
+
+# --- chunk inspector ---------------------------------------------------------------------------
+st.subheader("Chunk inspector", anchor=False)
+st.caption("Pick a chunk per configuration (or click one on the strip) to read it with its neighbours.")
+for row_start in range(0, len(ok), MAX_PER_ROW):
+    row = ok[row_start : row_start + MAX_PER_ROW]
+    for col, (e, ch) in zip(st.columns(len(row) if len(row) > 1 else MAX_PER_ROW), row):
+        with col:
+            if not ch.chunks:
+                st.caption(f"{e['tag']}: no chunks")
+                continue
+            i = st.number_input(
+                f"{e['tag']} · chunk index",
+                min_value=0,
+                max_value=len(ch.chunks) - 1,
+                step=1,
+                key=_sel_key(e["uid"]),
+                persist_state="session",
+                help=f"0 to {len(ch.chunks) - 1:,} (the index in the exports)",
+            )
+            prev = ch.chunks[i - 1] if i > 0 else None
+            nxt = ch.chunks[i + 1] if i + 1 < len(ch.chunks) else None
+            # Neighbours mark only what they share with the selected chunk.
+            parts = []
+            if prev is not None:
+                parts.append(chunk_detail_html(doc.text, prev, None, ch.chunks[i], "previous"))
+            parts.append(chunk_detail_html(doc.text, ch.chunks[i], prev, nxt, "current"))
+            if nxt is not None:
+                parts.append(chunk_detail_html(doc.text, nxt, ch.chunks[i], None, "next"))
+            st.html("".join(parts))
+
+# --- chunk-size distribution -------------------------------------------------------------------
+st.subheader("Chunk sizes", anchor=False)
+unit = st.segmented_control(
+    "Measure sizes in", ["tokens", "characters"], default="tokens", required=True,
+    key="cmp_hist_unit", persist_state="session",
+)
+st.plotly_chart(
+    size_histogram([ch for _, ch in ok], [e["tag"] for e, _ in ok], [_color(e["uid"]) for e, _ in ok], unit),
+    key="cmp_hist",
+    config={"displaylogo": False},
+)

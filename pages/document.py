@@ -1,0 +1,104 @@
+"""Document page: pick or upload a document, see its figures and read it."""
+
+import streamlit as st
+
+from components.cached import document_stats, samples
+from components.documents import load_bundled_sample, load_upload, upload_limit_mb, upload_types
+from components.render import STYLE, text_html
+from components.layout import ensure_routed
+from components.state import current_document
+
+ensure_routed()
+
+PREVIEW_CHARS = 10_000  # characters per preview page for documents without pages
+_ERROR = "docpage_error"
+_LAST_UPLOAD = "docpage_last_upload"
+
+st.title("Document")
+st.caption("Choose the document to chunk: upload your own or start from a bundled sample.")
+
+col_upload, col_sample = st.columns(2, gap="large")
+
+with col_upload:
+    types = upload_types()
+    uploaded = st.file_uploader(
+        "Upload a document",
+        type=types,
+        key="docpage_upload",
+        max_upload_size=upload_limit_mb(),
+        help=f"{', '.join(t.upper() for t in types)} · up to {upload_limit_mb()} MB",
+    )
+    if uploaded is None:
+        st.session_state.pop(_LAST_UPLOAD, None)
+    elif uploaded.file_id != st.session_state.get(_LAST_UPLOAD):
+        # Read each upload once, not on every rerun while it sits in the uploader.
+        st.session_state[_LAST_UPLOAD] = uploaded.file_id
+        with st.spinner(f"Reading {uploaded.name}…", show_time=True):
+            st.session_state[_ERROR] = load_upload(uploaded.getvalue(), uploaded.name)
+
+with col_sample:
+    bundled = {s.name: s for s in samples()}
+    if bundled:
+        with st.container(horizontal=True, vertical_alignment="bottom"):
+            choice = st.selectbox(
+                "Or open a bundled sample",
+                list(bundled),
+                format_func=lambda n: bundled[n].title,
+                key="docpage_sample",
+                persist_state="session",
+            )
+            if st.button("Open sample", key="docpage_open_sample", icon=":material/folder_open:"):
+                with st.spinner(f"Opening {bundled[choice].title}…", show_time=True):
+                    st.session_state[_ERROR] = load_bundled_sample(choice)
+        st.caption(bundled[choice].description)
+    else:
+        st.caption("No bundled samples are installed.")
+
+if st.session_state.get(_ERROR):
+    st.error(st.session_state[_ERROR], icon=":material/error:")
+
+doc = current_document()
+if doc is None:
+    st.info("No document loaded yet: upload a file or open a sample.", icon=":material/info:")
+    st.stop()
+
+st.subheader(doc.source, anchor=False)
+with st.spinner("Counting tokens and sentences…", show_time=True):
+    stats = document_stats(doc, doc.id)
+
+row1 = st.columns(4)
+row1[0].metric("Characters", f"{stats['characters']:,}", border=True)
+row1[1].metric("Tokens", f"{stats['tokens']:,}", help="cl100k_base (OpenAI) tokens", border=True)
+row1[2].metric("Sentences", f"{stats['sentences']:,}", border=True)
+row1[3].metric("Paragraphs", f"{stats['paragraphs']:,}", border=True)
+row2 = st.columns(4)
+row2[0].metric("Pages", f"{stats['pages']:,}", border=True)
+row2[1].metric("Language", stats["language"], help="Detected language code (und: undetermined)", border=True)
+row2[2].metric("Format", stats["kind"].upper(), border=True)
+row2[3].metric("Encoding", stats["encoding"] or "—", help="Detected text encoding (text formats)", border=True)
+
+st.subheader("Text", anchor=False)
+# Paged documents (PDF) are read page by page; others by windows of PREVIEW_CHARS characters.
+if len(doc.pages) > 1:
+    spans = [(p.start, p.end) for p in doc.pages]
+    unit = "Page"
+else:
+    n = len(doc.text)
+    spans = [(s, min(s + PREVIEW_CHARS, n)) for s in range(0, max(n, 1), PREVIEW_CHARS)]
+    unit = "Part"
+if st.session_state.get("docpage_preview_doc") != doc.id:
+    st.session_state["docpage_preview_doc"] = doc.id
+    st.session_state.pop("docpage_preview_page", None)  # back to the first page
+if st.session_state.get("docpage_preview_page", 1) > len(spans):
+    st.session_state["docpage_preview_page"] = len(spans)
+
+nav, where = st.columns([3, 2], vertical_alignment="center")
+with nav:
+    number = st.pagination(
+        len(spans), key="docpage_preview_page", persist_state="session", max_visible_pages=11
+    )
+start, end = spans[number - 1]
+with where:
+    st.caption(f"{unit} {number} of {len(spans):,} · characters {start:,}–{end:,} of {len(doc.text):,}")
+with st.container(height=520, border=True, key="docpage_preview"):
+    st.html(STYLE + text_html(doc.text[start:end]))
