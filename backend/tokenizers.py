@@ -146,8 +146,10 @@ class TiktokenTokenizer:
         if n < 2:
             return np.array([0, n], dtype=np.int64)
         cp = _code_points(text)
-        is_cut = (cp[1:] == 32) & ~np.isin(cp[:-1], _whitespace_code_points())
-        inner = np.flatnonzero(is_cut) + 1
+        spaces = np.flatnonzero(cp[1:] == 32) + 1
+        before = cp[spaces - 1]
+        is_ws = _WHITESPACE_TABLE()[np.minimum(before, _WS_LIMIT)]
+        inner = spaces[~is_ws]
         return np.concatenate(([0], inner, [n])).astype(np.int64)
 
 
@@ -157,10 +159,15 @@ def _code_points(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
+_WS_LIMIT = 0x3001  # every code point str.isspace() accepts lies below U+3001
+
+
 @lru_cache(maxsize=1)
-def _whitespace_code_points() -> np.ndarray:
-    # Every code point str.isspace() accepts (all lie below U+3001).
-    return np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
+def _WHITESPACE_TABLE() -> np.ndarray:  # noqa: N802  (a constant, built on first use)
+    table = np.zeros(_WS_LIMIT + 1, dtype=bool)
+    for c in range(_WS_LIMIT):
+        table[c] = chr(c).isspace()
+    return table
 
 
 class HFTokenizer:

@@ -29,15 +29,20 @@ def _cut(text: str, lo: int, hi: int, sep: str) -> list[tuple[int, int]]:
     """Split ``text[lo:hi]`` before each occurrence of ``sep`` (the separator starts the next piece)."""
     if sep == "":
         return [(i, i + 1) for i in range(lo, hi)]
-    cuts = [lo]
-    find = text.find
+    # str.split finds the same non-overlapping occurrences as re.split, in C.
+    parts = text[lo:hi].split(sep)
     step = len(sep)
-    i = find(sep, lo, hi)
-    while i != -1:
-        cuts.append(i)
-        i = find(sep, i + step, hi)
-    cuts.append(hi)
-    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    out = []
+    pos = lo
+    first = True
+    for part in parts:
+        start = pos if first else pos - step  # every piece after the first starts with the separator
+        end = pos + len(part)
+        if end > start:
+            out.append((start, end))
+        pos = end + step
+        first = False
+    return out
 
 
 def _strip(text: str, s: int, e: int) -> tuple[int, int]:
