@@ -14,3 +14,7 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("CHUNKLAB_DATA_DIR", str(ROOT / ".pytest_cache" / "chunklab-data"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import pytest  # noqa: E402
+
+pytest.register_assert_rewrite("tests.invariants")

@@ -10,6 +10,7 @@ from backend.chunkers import REGISTRY, chunker_specs, make_chunker
 from backend.document import Document
 from backend.errors import ParameterError
 from backend.tokenizers import get_tokenizer
+from tests.invariants import check_invariants
 
 BASELINES = ("fixed_token", "recursive", "sentence", "paragraph")
 
@@ -30,26 +31,6 @@ texts = st.one_of(
 
 def _doc(text: str) -> Document:
     return Document.from_text(text, source="prop.txt")
-
-
-def check_invariants(doc: Document, chunking, size: int | None, overlap_allowed: bool, tokenizer) -> None:
-    text = doc.text
-    prev_start, prev_end = -1, -1
-    covered = bytearray(len(text))
-    for i, c in enumerate(chunking.chunks):
-        assert c.index == i
-        assert 0 <= c.start < c.end <= len(text)
-        assert c.text == text[c.start : c.end]
-        assert c.start >= prev_start and c.end >= prev_end, "chunks out of order"
-        if not overlap_allowed:
-            assert c.start >= prev_end, f"unexpected overlap at chunk {i}"
-        assert c.tokens == tokenizer.count(c.text)
-        if size is not None:
-            assert c.tokens <= size or len(c.text) == 1, f"chunk {i} has {c.tokens} > {size} tokens"
-        covered[c.start : c.end] = b"\x01" * (c.end - c.start)
-        prev_start, prev_end = c.start, c.end
-    missing = [i for i, ch in enumerate(text) if not covered[i] and not ch.isspace()]
-    assert not missing, f"non-whitespace characters not covered: {missing[:10]}"
 
 
 @pytest.mark.parametrize("name", BASELINES)
