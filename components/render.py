@@ -33,6 +33,7 @@ CHUNK_COLORS = ("#dbeafe", "#fde7c2")
 CHUNK_EDGES = ("#3b82f6", "#f59e0b")
 OVERLAP_COLOR = "#e9d5ff"
 OVERLAP_EDGE = "#9333ea"
+SELECTED_COLOR = "#fecdd3"  # the chunk open in the inspector (red family, like its badge and strip outline)
 
 STYLE = f"""
 <style>
@@ -47,7 +48,8 @@ STYLE = f"""
   border-bottom: 2px dashed {OVERLAP_EDGE};
 }}
 .cl-gap {{ color: #9ca3af; }}
-.cl-sel {{ outline: 2px solid #dc2626; outline-offset: -1px; }}
+.cl-c0.cl-sel, .cl-c1.cl-sel {{ background: {SELECTED_COLOR}; }}
+.cl-ov.cl-sel {{ background: repeating-linear-gradient(-45deg, {SELECTED_COLOR} 0 5px, #ffe4e6 5px 10px); }}
 .cl-badge {{
   display: inline-block; font: 600 0.68rem/1.2 ui-monospace, SFMono-Regular, Menlo, monospace;
   color: #fff; background: #334155; border-radius: 0.6rem; padding: 0.05rem 0.38rem;
@@ -57,6 +59,10 @@ STYLE = f"""
 .cl-badge.cl-b1 {{ background: #b45309; }}
 .cl-badge.cl-cont {{ background: #94a3b8; }}
 .cl-badge.cl-selb {{ background: #dc2626; }}
+.cl-page {{
+  display: inline-block; font: 600 0.68rem/1.2 sans-serif; color: #475569; border: 1px solid #94a3b8;
+  border-radius: 0.25rem; padding: 0 0.3rem; margin: 0 0.25rem; vertical-align: 0.12rem; user-select: none;
+}}
 .cl-more {{ color: #64748b; font: italic 0.8rem sans-serif; }}
 .cl-legend {{ font: 0.8rem sans-serif; color: #475569; display: flex; flex-wrap: wrap; gap: 0.9rem; }}
 .cl-legend span.sw {{
@@ -68,7 +74,9 @@ STYLE = f"""
   font: 700 0.85rem/1.5 sans-serif; padding: 0 0.35rem; margin-right: 0.4rem;
 }}
 .cl-block-h {{ font: 600 0.8rem sans-serif; color: #475569; margin: 0.2rem 0; }}
-.cl-block {{ max-height: 16rem; overflow-y: auto; border-left: 3px solid #cbd5e1; padding-left: 0.6rem; }}
+.cl-block {{
+  max-height: 16rem; overflow-y: auto; border-left: 3px solid #cbd5e1; padding-left: 0.6rem; margin-bottom: 0.9rem;
+}}
 .cl-block.cl-cur {{ border-left-color: #dc2626; max-height: 24rem; }}
 .cl-block.cl-dim .cl-doc {{ color: #6b7280; font-size: 0.88rem; }}
 </style>
@@ -85,24 +93,27 @@ class ChunkIndex:
     """Sorted lookup arrays over one chunking's spans, to find the chunks of a window fast."""
 
     starts: tuple[int, ...]
+    ends: tuple[int, ...]
     max_ends: tuple[int, ...]  # running maximum of ends: non-decreasing, so bisectable
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk]) -> ChunkIndex:
         """Index ``chunks`` (ordered by start, as every :class:`Chunking` is)."""
         starts = tuple(c.start for c in chunks)
+        ends = tuple(c.end for c in chunks)
         max_ends: list[int] = []
         top = 0
-        for c in chunks:
-            top = max(top, c.end)
+        for e in ends:
+            top = max(top, e)
             max_ends.append(top)
-        return cls(starts, tuple(max_ends))
+        return cls(starts, ends, tuple(max_ends))
 
-    def overlapping(self, start: int, end: int) -> range:
-        """Indices of the chunks that intersect ``[start, end)``."""
+    def overlapping(self, start: int, end: int) -> list[int]:
+        """Indices of the chunks that intersect ``[start, end)``, in order."""
         lo = bisect.bisect_right(self.max_ends, start)
         hi = bisect.bisect_left(self.starts, end)
-        return range(lo, max(lo, hi))
+        # Between lo and hi only a chunk nested in a longer earlier one can end before start.
+        return [i for i in range(lo, hi) if self.ends[i] > start]
 
 
 def text_html(text: str) -> str:
@@ -118,6 +129,7 @@ def window_html(
     *,
     index: ChunkIndex | None = None,
     selected: int | None = None,
+    page_starts: Sequence[int] = (),
 ) -> str:
     """The text of ``[start, end)`` with each chunk's span coloured.
 
@@ -131,7 +143,9 @@ def window_html(
         start: First character of the window.
         end: End of the window (exclusive); clipped to the text.
         index: A prebuilt :class:`ChunkIndex` of ``chunks`` (built here when omitted).
-        selected: Index of a chunk to outline.
+        selected: Index of a chunk to highlight (the one open in the inspector).
+        page_starts: Offsets where document pages begin (PDF); each one inside the window
+            gets a page marker.
     """
     end = min(end, len(text))
     start = max(0, min(start, end))
@@ -143,6 +157,10 @@ def window_html(
     for c in inside:
         cuts.add(max(c.start, start))
         cuts.add(min(c.end, end))
+    first_page = bisect.bisect_left(page_starts, start)
+    last_page = bisect.bisect_left(page_starts, end)
+    page_at = {page_starts[i]: i + 1 for i in range(first_page, last_page) if page_starts[i] > 0}
+    cuts.update(page_at)
     points = sorted(cuts)
     starts_at: dict[int, list[Chunk]] = {}
     for c in inside:
@@ -154,6 +172,8 @@ def window_html(
     active: list[Chunk] = []
     for a, b in zip(points, points[1:]):
         active = [c for c in active if c.end > a]
+        if a in page_at:
+            out.append(f'<span class="cl-page">page {page_at[a]}</span>')
         for c in starts_at.get(a, ()):
             active.append(c)
             cls = "cl-cont" if c.start < start else f"cl-b{c.index % 2}"
@@ -212,8 +232,9 @@ def chunk_detail_html(text: str, chunk: Chunk, prev: Chunk | None, nxt: Chunk | 
     return f'{head}<div class="{cls}"><div class="cl-doc">{"".join(parts)}</div></div>'
 
 
-def legend_html() -> str:
-    """A one-line key to the colours of :func:`window_html`."""
+def legend_html(paged: bool = False) -> str:
+    """A one-line key to the colours of :func:`window_html` (with the page marker when ``paged``)."""
+    page = '<span><span class="cl-page">page 3</span>page break</span>' if paged else ""
     return (
         '<div class="cl-legend">'
         f'<span><span class="sw" style="background:{CHUNK_COLORS[0]}"></span>'
@@ -222,8 +243,9 @@ def legend_html() -> str:
         '<span><span class="cl-gap">grey text</span>: in no chunk</span>'
         '<span><span class="cl-badge cl-b0">12</span>chunk start</span>'
         '<span><span class="cl-badge cl-cont">…12</span>continues from before this page</span>'
-        '<span><span class="cl-badge cl-selb">12</span>selected chunk</span>'
-        "</div>"
+        f'<span><span class="sw" style="background:{SELECTED_COLOR}"></span>'
+        '<span class="cl-badge cl-selb">12</span>chunk open in the inspector</span>'
+        f"{page}</div>"
     )
 
 

@@ -243,11 +243,12 @@ with size:
         label_visibility="collapsed",
     )
 pages_note = ""
-if len(doc.pages) > 1:
+page_starts = [p.start for p in doc.pages] if len(doc.pages) > 1 else []
+if page_starts:
     first, last = doc.page_of(win_start), doc.page_of(max(win_start, win_end - 1))
     pages_note = f" · document page {first}" + (f"–{last}" if last != first else "")
 st.caption(f"Characters {win_start:,}–{win_end:,} of {len(doc.text):,} (page {page} of {n_pages}){pages_note}")
-st.html(legend_html())
+st.html(legend_html(paged=bool(page_starts)))
 
 for row_start in range(0, len(ok), MAX_PER_ROW):
     row = ok[row_start : row_start + MAX_PER_ROW]
@@ -255,11 +256,10 @@ for row_start in range(0, len(ok), MAX_PER_ROW):
         with col:
             st.html(f"{tag_badge_html(e['tag'], _color(e['uid']))}<b>{e['config'].name}</b>")
             with st.container(height=600, border=True, key=f"cmp_view_{e['uid']}"):
-                index = ChunkIndex.build(ch.chunks)
                 st.html(
                     window_html(
-                        doc.text, ch.chunks, win_start, win_end, index=index,
-                        selected=st.session_state.get(_sel_key(e["uid"]), 0),
+                        doc.text, ch.chunks, win_start, win_end, index=ChunkIndex.build(ch.chunks),
+                        selected=st.session_state.get(_sel_key(e["uid"]), 0), page_starts=page_starts,
                     )
                 )
 

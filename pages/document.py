@@ -35,6 +35,8 @@ with col_upload:
         st.session_state[_LAST_UPLOAD] = uploaded.file_id
         with st.spinner(f"Reading {uploaded.name}…", show_time=True):
             st.session_state[_ERROR] = load_upload(uploaded.getvalue(), uploaded.name)
+        if st.session_state[_ERROR] is None:
+            st.rerun()  # the router drew the sidebar before this run loaded the new document
 
 with col_sample:
     bundled = {s.name: s for s in samples()}
@@ -50,6 +52,8 @@ with col_sample:
             if st.button("Open sample", key="docpage_open_sample", icon=":material/folder_open:"):
                 with st.spinner(f"Opening {bundled[choice].title}…", show_time=True):
                     st.session_state[_ERROR] = load_bundled_sample(choice)
+                if st.session_state[_ERROR] is None:
+                    st.rerun()
         st.caption(bundled[choice].description)
     else:
         st.caption("No bundled samples are installed.")

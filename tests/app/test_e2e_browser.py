@@ -1,0 +1,169 @@
+"""End to end: the real app in headless Chromium (Debian's /usr/bin/chromium through Playwright).
+
+Uploads a generated text file, opens Compare, adds a configuration through the sidebar form,
+checks that every column renders the chunks of the uploaded text (escaped), clicks a chunk on
+the boundary strip and takes a screenshot. Skipped only where Chromium is missing outside CI;
+under ``CI=true`` a missing browser fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+MARKER = "Zanzibar lighthouse keepers"
+HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _document() -> str:
+    """About 6,000 characters: enough chunks for every configuration, a marker and hostile markup."""
+    paragraphs = [
+        f"{MARKER} kept a log of every ship. Paragraph {i} tells how the lamp was trimmed, "
+        "how the oil was carried up the stairs, and why the fog horn sounded twice at dawn. "
+        "Each entry ends with the weather and the name of the keeper on duty."
+        for i in range(24)
+    ]
+    paragraphs.insert(3, f"Raw markup must stay text: {HOSTILE} & done.")
+    return "\n\n".join(paragraphs)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    """A Chunk Lab server on a free port; stopped when the module's tests are done."""
+    if not CHROMIUM.exists():
+        if _in_ci():
+            pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
+        pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("e2e") / "streamlit.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "streamlit", "run", "app.py",
+            "--server.port", str(port), "--server.headless", "true",
+            "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"streamlit exited with code {proc.returncode}; log: {log_path}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not become healthy within 30 s; log: {log_path}")
+            time.sleep(0.25)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+def _wait_idle(page) -> None:
+    """Wait until Streamlit has finished the current run (the running indicator is gone)."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=30_000)
+
+
+def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    upload = tmp_path / "lighthouse_log.txt"
+    upload.write_text(_document(), encoding="utf-8")
+    shot = tmp_path / "compare.png"
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 2400})
+            page.set_default_timeout(30_000)
+            page.goto(server)
+            expect(page.get_by_role("heading", name="Document", exact=True)).to_be_visible()
+            expect(page.locator("[data-testid=stMetric]").first).to_be_visible()
+
+            # Upload: the sidebar and the metrics switch to the new document.
+            page.locator(".st-key-docpage_upload input[type=file]").set_input_files(str(upload))
+            expect(page.locator("[data-testid=stSidebar]")).to_contain_text("lighthouse_log.txt")
+            expect(page.locator("[data-testid=stMetric]").first).to_contain_text(f"{len(_document()):,}")
+            _wait_idle(page)
+
+            page.get_by_role("link", name="Compare").click()
+            expect(page.get_by_role("heading", name="Compare chunkers")).to_be_visible()
+            # The two default configurations are there; a third is picked in the sidebar form.
+            expect(page.locator(".st-key-cmp_card_0")).to_contain_text("recursive")
+            expect(page.locator(".st-key-cmp_card_1")).to_contain_text("fixed_token")
+            _wait_idle(page)
+            page.locator(".st-key-cmp_new_chunker").click()
+            page.get_by_role("option", name="sentence · baseline").click()
+            size = page.locator(".st-key-cmp_new_sentence_chunk_size input")
+            size.fill("60")
+            page.locator(".st-key-cmp_new_submit button").click()
+            expect(page.locator(".st-key-cmp_card_2")).to_contain_text("sentence")
+            expect(page.locator(".st-key-cmp_card_2")).to_contain_text("chunk_size = 60")
+            _wait_idle(page)
+
+            for uid in (0, 1, 2):
+                view = page.locator(f".st-key-cmp_view_{uid}")
+                expect(view.locator(".cl-badge").first).to_be_visible()
+                expect(view).to_contain_text(MARKER)
+                # Hostile markup shows as text and never becomes elements.
+                expect(view).to_contain_text("<script>window.__pwned=2</script>")
+                assert view.locator("img, script").count() == 0
+            assert page.evaluate("() => window.__pwned === undefined")
+
+            # Click a chunk of row B on the boundary strip: the inspector opens it.
+            strip = page.locator(".st-key-cmp_strip")
+            bars = strip.locator(".trace.bars").nth(1).locator(".point")
+            expect(bars.first).to_be_visible()
+            bars.nth(2).click(force=True)
+            expect(page.locator(".st-key-cmp_sel_1 input")).to_have_value("2")
+            expect(page.get_by_text("Selected · chunk 2").first).to_be_visible()
+            _wait_idle(page)
+
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
