@@ -6,6 +6,8 @@ the previous document stays loaded.
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
 from backend.config import max_file_bytes
@@ -14,7 +16,15 @@ from backend.loaders import SUPPORTED_EXTENSIONS, load_bytes
 from components.cached import sample_document, samples
 from components.state import current_document, set_document
 
-__all__ = ["upload_types", "upload_limit_mb", "load_upload", "load_bundled_sample", "load_default_sample"]
+__all__ = ["upload_types", "upload_limit_mb", "load_upload", "load_bundled_sample", "load_default_sample", "one_line"]
+
+_log = logging.getLogger(__name__)
+
+
+def one_line(message: str, limit: int = 300) -> str:
+    """``message`` on a single line, shortened to ``limit`` characters."""
+    flat = " ".join(message.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def upload_types() -> list[str]:
@@ -38,7 +48,10 @@ def load_upload(data: bytes, name: str) -> str | None:
     try:
         doc = load_bytes(data, name)
     except InputError as e:
-        return str(e)
+        return one_line(str(e))
+    except Exception as e:  # a loader bug must not take the page down: report it on one line
+        _log.exception("loading %r failed", name)
+        return one_line(f"{name}: could not be read ({type(e).__name__}: {e})")
     set_document(doc)
     return None
 
@@ -48,7 +61,7 @@ def load_bundled_sample(name: str) -> str | None:
     try:
         doc = sample_document(name)
     except ChunkLabError as e:  # an unknown name (ParameterError) or an unreadable file
-        return str(e)
+        return one_line(str(e))
     set_document(doc)
     return None
 

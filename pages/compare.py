@@ -1,5 +1,6 @@
 """Compare page: several chunker configurations on the current document, side by side."""
 
+import logging
 import re
 
 import pandas as pd
@@ -9,6 +10,7 @@ from backend.errors import ChunkLabError
 from components.cached import chunk_document, specs, stats_rows
 from components.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from components.config_form import add_config_form
+from components.documents import one_line
 from components.layout import ensure_routed
 from components.render import STYLE, ChunkIndex, chunk_detail_html, legend_html, tag_badge_html, window_html
 from components.state import (
@@ -29,6 +31,7 @@ _WINDOW = "cmp_window_chars"
 _WINDOW_START = "cmp_window_start"
 _FOCUS = "cmp_pending_focus"
 _STRIP = "cmp_strip"
+_log = logging.getLogger(__name__)
 
 
 def _sel_key(uid: int) -> str:
@@ -92,7 +95,7 @@ def _sidebar() -> None:
                 with st.spinner("Checking the parameters…"):
                     entry = add_configuration(normalized_config(name, params, tokenizer))
             except ChunkLabError as e:
-                st.error(str(e), icon=":material/error:")
+                st.error(one_line(str(e)), icon=":material/error:")
             else:
                 st.toast(f"Added {entry['tag']}: {entry['config'].label}", icon=":material/check:")
 
@@ -130,6 +133,9 @@ for e in entries:
             results.append((e, chunk_document(doc, doc.id, e["config"]), None))
         except ChunkLabError as err:
             results.append((e, None, str(err)))
+        except Exception as err:  # one failing chunker must not hide the others: report it on its card
+            _log.exception("chunking with %s failed", e["config"].label)
+            results.append((e, None, one_line(f"{type(err).__name__}: {err}")))
 ok = [(e, ch) for e, ch, _ in results if ch is not None]
 
 window = st.session_state.setdefault(_WINDOW, DEFAULT_WINDOW)
@@ -208,24 +214,34 @@ win_start = (page - 1) * window
 win_end = min(win_start + window, len(doc.text))
 st.session_state[_WINDOW_START] = win_start
 
-st.subheader("Chunk boundaries", anchor=False)
-st.caption(
-    "Each bar is a chunk (even chunks above the line, odd ones below, so overlaps show). "
-    "Hover for details, drag to zoom, double-click to reset, click a chunk to open it below. "
-    "The dotted band is the part of the text shown side by side."
+head, switch = st.columns([5, 1], vertical_alignment="bottom")
+head.subheader("Chunk boundaries", anchor=False)
+total_chunks = sum(len(ch.chunks) for _, ch in ok)
+show_strip = switch.toggle(
+    "Show strip",
+    value=True,
+    key="cmp_show_strip",
+    persist_state="session",
+    help=f"{total_chunks:,} chunks in all; with tens of thousands the browser needs a few seconds to draw them.",
 )
-selected = [st.session_state.get(_sel_key(e["uid"]), 0) for e, _ in ok]
-strip = boundary_strip(
-    [ch for _, ch in ok], [e["tag"] for e, _ in ok], len(doc.text), (win_start, win_end), selected,
-    revision=f"{doc.id}:" + ",".join(str(e["uid"]) for e, _ in ok),
-)
-st.plotly_chart(
-    strip,
-    key=_STRIP,
-    on_select=_on_strip_select,
-    selection_mode="points",
-    config={"displaylogo": False, "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]},
-)
+if show_strip:
+    st.caption(
+        "Each bar is a chunk (even chunks above the line, odd ones below, so overlaps show). "
+        "Hover for details, drag to zoom, double-click to reset, click a chunk to open it below. "
+        "The dotted band is the part of the text shown side by side."
+    )
+    selected = [st.session_state.get(_sel_key(e["uid"]), 0) for e, _ in ok]
+    strip = boundary_strip(
+        [ch for _, ch in ok], [e["tag"] for e, _ in ok], len(doc.text), (win_start, win_end), selected,
+        revision=f"{doc.id}:" + ",".join(str(e["uid"]) for e, _ in ok),
+    )
+    st.plotly_chart(
+        strip,
+        key=_STRIP,
+        on_select=_on_strip_select,
+        selection_mode="points",
+        config={"displaylogo": False, "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]},
+    )
 
 # --- side-by-side text -----------------------------------------------------------------------
 st.subheader("Side by side", anchor=False)

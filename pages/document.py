@@ -26,10 +26,16 @@ with col_upload:
         type=types,
         key="docpage_upload",
         max_upload_size=upload_limit_mb(),
-        help=f"{', '.join(t.upper() for t in types)} · up to {upload_limit_mb()} MB",
+        help=(
+            "PDF (with a text layer), Word (.docx), HTML, Markdown or plain text, up to "
+            f"{upload_limit_mb()} MB (`CHUNKLAB_MAX_FILE_MB`). The text is extracted and normalized; "
+            "every offset in the app indexes that text."
+        ),
     )
     if uploaded is None:
-        st.session_state.pop(_LAST_UPLOAD, None)
+        # The file was removed (or the page left): its error message goes with it.
+        if st.session_state.pop(_LAST_UPLOAD, None) is not None:
+            st.session_state.pop(_ERROR, None)
     elif uploaded.file_id != st.session_state.get(_LAST_UPLOAD):
         # Read each upload once, not on every rerun while it sits in the uploader.
         st.session_state[_LAST_UPLOAD] = uploaded.file_id

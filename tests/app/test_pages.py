@@ -105,6 +105,13 @@ def test_upload_error_is_one_line_and_keeps_the_document(at: AppTest, name: str,
     assert {m.label: m.value for m in at.metric}["Characters"] == f"{len(before.text):,}"
 
 
+def test_upload_error_goes_away_with_the_file(at: AppTest) -> None:
+    at.file_uploader(key="docpage_upload").set_value(("empty.txt", b"", "text/plain")).run()
+    assert len(_errors(at)) == 1
+    at.file_uploader(key="docpage_upload").set_value(None).run()
+    assert not _errors(at)
+
+
 def test_compare_shows_one_column_per_default_configuration(compare: AppTest) -> None:
     configs = compare.session_state["configs"]
     assert [(e["config"].name, e["config"].params_dict) for e in configs] == [
@@ -209,6 +216,13 @@ def test_new_document_resets_the_window(compare: AppTest) -> None:
     compare.switch_page("pages/compare.py").run()
     assert not compare.exception
     assert compare.get_by_key("cmp_page").value == 1
+
+
+def test_strip_can_be_hidden(compare: AppTest) -> None:
+    assert len(compare.get("plotly_chart")) == 2  # strip and histogram
+    compare.toggle(key="cmp_show_strip").set_value(False).run()
+    assert not compare.exception
+    assert len(compare.get("plotly_chart")) == 1
 
 
 def test_chunk_inspector_shows_neighbours(compare: AppTest) -> None:
