@@ -38,7 +38,8 @@ SELECTED_COLOR = "#fecdd3"  # the chunk open in the inspector (red family, like 
 STYLE = f"""
 <style>
 .cl-doc {{
-  white-space: pre-wrap; overflow-wrap: anywhere; font-family: "Source Serif 4", Georgia, serif;
+  white-space: pre-wrap; overflow-wrap: anywhere;
+  font-family: "Source Serif 4", Georgia, "Noto Serif CJK SC", "Songti SC", "SimSun", serif;
   font-size: 0.95rem; line-height: 1.75; color: #1f2937; margin: 0;
 }}
 .cl-c0 {{ background: {CHUNK_COLORS[0]}; }}

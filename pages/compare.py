@@ -1,7 +1,6 @@
 """Compare page: several chunker configurations on the current document, side by side."""
 
 import logging
-import re
 
 import pandas as pd
 import streamlit as st
@@ -12,14 +11,9 @@ from components.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from components.config_form import add_config_form
 from components.documents import one_line
 from components.layout import ensure_routed
-from components.render import STYLE, ChunkIndex, chunk_detail_html, legend_html, tag_badge_html, window_html
-from components.state import (
-    add_configuration,
-    configurations,
-    current_document,
-    normalized_config,
-    remove_configuration,
-)
+from components.render import STYLE, ChunkIndex, legend_html, window_html
+from components.state import add_configuration, configurations, current_document, normalized_config
+from components.views import chunk_inspector, config_card, config_title, grid
 
 ensure_routed()
 
@@ -40,18 +34,6 @@ def _sel_key(uid: int) -> str:
 
 def _color(uid: int) -> str:
     return CONFIG_COLORS[uid % len(CONFIG_COLORS)]
-
-
-def _slug(text: str) -> str:
-    """A file-name-safe version of ``text``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "document"
-
-
-def _file_stem(doc_source: str, entry: dict) -> str:
-    cfg = entry["config"]
-    params = "_".join(f"{k}{v}" for k, v in cfg.params)
-    stem = doc_source.rsplit(".", 1)[0]
-    return _slug(f"{stem}__{entry['tag']}-{cfg.name}-{params}-{cfg.tokenizer}")
 
 
 def _on_window_change() -> None:
@@ -132,7 +114,7 @@ for e in entries:
         try:
             results.append((e, chunk_document(doc, doc.id, e["config"]), None))
         except ChunkLabError as err:
-            results.append((e, None, str(err)))
+            results.append((e, None, one_line(str(err))))
         except Exception as err:  # one failing chunker must not hide the others: report it on its card
             _log.exception("chunking with %s failed", e["config"].label)
             results.append((e, None, one_line(f"{type(err).__name__}: {err}")))
@@ -149,36 +131,10 @@ for e, ch in ok:
     if st.session_state.get(key, 0) > len(ch.chunks) - 1:
         st.session_state[key] = max(len(ch.chunks) - 1, 0)
 
-# --- configuration cards: what each column is, with remove and download -------------------
-for row_start in range(0, len(results), MAX_PER_ROW):
-    row = results[row_start : row_start + MAX_PER_ROW]
-    for col, (e, ch, err) in zip(st.columns(len(row) if len(row) > 1 else MAX_PER_ROW), row):
-        with col.container(border=True, key=f"cmp_card_{e['uid']}"):
-            cfg = e["config"]
-            st.html(f"{tag_badge_html(e['tag'], _color(e['uid']))}<b>{cfg.name}</b>")
-            params = ", ".join(f"{k} = {v}" for k, v in cfg.params) or "default parameters"
-            st.caption(f"{params} · tokenizer {cfg.tokenizer}")
-            if err:
-                st.error(err, icon=":material/error:")
-            else:
-                st.caption(f"**{len(ch.chunks):,}** chunks · {ch.elapsed_s * 1000:,.0f} ms")
-            with st.container(horizontal=True, gap="small"):
-                if ch is not None:
-                    stem = _file_stem(doc.source, e)
-                    st.download_button(
-                        "JSONL", ch.to_jsonl, file_name=f"{stem}.jsonl", mime="application/jsonl",
-                        key=f"cmp_dl_jsonl_{e['uid']}", icon=":material/download:", on_click="ignore",
-                        help="One JSON object per chunk: index, start, end, text, tokens",
-                    )
-                    st.download_button(
-                        "CSV", ch.to_csv, file_name=f"{stem}.csv", mime="text/csv",
-                        key=f"cmp_dl_csv_{e['uid']}", icon=":material/download:", on_click="ignore",
-                        help="index, start, end, tokens, text",
-                    )
-                st.button(
-                    "Remove", key=f"cmp_remove_{e['uid']}", icon=":material/close:", type="tertiary",
-                    on_click=remove_configuration, args=(e["uid"],), help="Remove this configuration",
-                )
+# --- configuration cards: what each column is, with downloads and remove ----------------------
+for col, (e, ch, err) in grid(results, MAX_PER_ROW):
+    with col:
+        config_card(e, ch, err, doc.source, _color(e["uid"]))
 
 if not ok:
     st.stop()
@@ -266,48 +222,23 @@ if page_starts:
 st.caption(f"Characters {win_start:,}–{win_end:,} of {len(doc.text):,} (page {page} of {n_pages}){pages_note}")
 st.html(legend_html(paged=bool(page_starts)))
 
-for row_start in range(0, len(ok), MAX_PER_ROW):
-    row = ok[row_start : row_start + MAX_PER_ROW]
-    for col, (e, ch) in zip(st.columns(len(row) if len(row) > 1 else MAX_PER_ROW), row):
-        with col:
-            st.html(f"{tag_badge_html(e['tag'], _color(e['uid']))}<b>{e['config'].name}</b>")
-            with st.container(height=600, border=True, key=f"cmp_view_{e['uid']}"):
-                st.html(
-                    window_html(
-                        doc.text, ch.chunks, win_start, win_end, index=ChunkIndex.build(ch.chunks),
-                        selected=st.session_state.get(_sel_key(e["uid"]), 0), page_starts=page_starts,
-                    )
+for col, (e, ch) in grid(ok, MAX_PER_ROW):
+    with col:
+        config_title(e, _color(e["uid"]))
+        with st.container(height=600, border=True, key=f"cmp_view_{e['uid']}"):
+            st.html(
+                window_html(
+                    doc.text, ch.chunks, win_start, win_end, index=ChunkIndex.build(ch.chunks),
+                    selected=st.session_state.get(_sel_key(e["uid"]), 0), page_starts=page_starts,
                 )
+            )
 
 # --- chunk inspector ---------------------------------------------------------------------------
 st.subheader("Chunk inspector", anchor=False)
 st.caption("Pick a chunk per configuration (or click one on the strip) to read it with its neighbours.")
-for row_start in range(0, len(ok), MAX_PER_ROW):
-    row = ok[row_start : row_start + MAX_PER_ROW]
-    for col, (e, ch) in zip(st.columns(len(row) if len(row) > 1 else MAX_PER_ROW), row):
-        with col:
-            if not ch.chunks:
-                st.caption(f"{e['tag']}: no chunks")
-                continue
-            i = st.number_input(
-                f"{e['tag']} · chunk index",
-                min_value=0,
-                max_value=len(ch.chunks) - 1,
-                step=1,
-                key=_sel_key(e["uid"]),
-                persist_state="session",
-                help=f"0 to {len(ch.chunks) - 1:,} (the index in the exports)",
-            )
-            prev = ch.chunks[i - 1] if i > 0 else None
-            nxt = ch.chunks[i + 1] if i + 1 < len(ch.chunks) else None
-            # Neighbours mark only what they share with the selected chunk.
-            parts = []
-            if prev is not None:
-                parts.append(chunk_detail_html(doc.text, prev, None, ch.chunks[i], "previous"))
-            parts.append(chunk_detail_html(doc.text, ch.chunks[i], prev, nxt, "current"))
-            if nxt is not None:
-                parts.append(chunk_detail_html(doc.text, nxt, ch.chunks[i], None, "next"))
-            st.html("".join(parts))
+for col, (e, ch) in grid(ok, MAX_PER_ROW):
+    with col:
+        chunk_inspector(e, ch, doc.text, _sel_key(e["uid"]))
 
 # --- chunk-size distribution -------------------------------------------------------------------
 st.subheader("Chunk sizes", anchor=False)

@@ -140,3 +140,19 @@ def test_size_histogram_shares_bins_between_configurations() -> None:
 @pytest.mark.parametrize(("uid", "tag"), [(0, "A"), (1, "B"), (25, "Z"), (26, "AA"), (27, "AB"), (701, "ZZ")])
 def test_configuration_tags(uid: int, tag: str) -> None:
     assert tag_for(uid) == tag
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("My report.pdf", "My-report__B-recursive-chunk_size5-cl100k"),
+        ("../../etc/passwd", "passwd__B-recursive-chunk_size5-cl100k"),
+        ("notes", "notes__B-recursive-chunk_size5-cl100k"),
+        ("报告 v2.txt", "报告-v2__B-recursive-chunk_size5-cl100k"),
+        ("<>.txt", "document__B-recursive-chunk_size5-cl100k"),
+    ],
+)
+def test_export_file_names_name_document_and_configuration(source: str, expected: str) -> None:
+    from components.views import export_stem
+
+    assert export_stem(source, "B", _chunking(TEXT, [(0, 10)])) == expected

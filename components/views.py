@@ -1,0 +1,117 @@
+"""Building blocks of the Compare page: the grid of columns, configuration cards, the inspector."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterator, Sequence, TypeVar
+
+import streamlit as st
+
+from backend.chunking import Chunking
+from components.render import chunk_detail_html, esc, tag_badge_html
+from components.state import remove_configuration
+
+__all__ = ["grid", "export_stem", "config_title", "config_card", "chunk_inspector"]
+
+T = TypeVar("T")
+
+
+def grid(items: Sequence[T], per_row: int) -> Iterator[tuple[Any, T]]:
+    """Lay ``items`` out in rows of at most ``per_row`` equal columns; yields ``(column, item)``.
+
+    A wrapped last row keeps the width of the full rows, so columns line up.
+    """
+    width = min(len(items), per_row)
+    for row_start in range(0, len(items), per_row):
+        row = items[row_start : row_start + per_row]
+        yield from zip(st.columns(width), row)
+
+
+def export_stem(doc_source: str, tag: str, chunking: Chunking) -> str:
+    """A file name (without extension) naming the document and the configuration.
+
+    >>> export_stem("My report.pdf", "B", chunking)  # doctest: +SKIP
+    'My-report__B-fixed_token-chunk_overlap125_chunk_size250-cl100k'
+    """
+    cfg = chunking.config
+    params = "_".join(f"{k}{v}" for k, v in cfg.params)
+    name = doc_source.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = _safe(os.path.splitext(name)[0]) or "document"
+    return f"{stem}__{_safe(f'{tag}-{cfg.name}-{params}-{cfg.tokenizer}')}"
+
+
+def _safe(text: str) -> str:
+    """Letters, digits, ``.``, ``_`` and ``-`` only (any script), no leading or trailing separators."""
+    return re.sub(r"[^\w.-]+", "-", text).strip("-.")
+
+
+def config_title(entry: dict[str, Any], color: str) -> None:
+    """The configuration's coloured tag and chunker name."""
+    st.html(f"{tag_badge_html(entry['tag'], color)}<b>{esc(entry['config'].name)}</b>")
+
+
+def config_card(entry: dict[str, Any], chunking: Chunking | None, error: str | None, doc_source: str, color: str) -> None:
+    """A bordered card: what the configuration is, how it did, its downloads and a remove button."""
+    uid, cfg = entry["uid"], entry["config"]
+    with st.container(border=True, key=f"cmp_card_{uid}"):
+        config_title(entry, color)
+        params = ", ".join(f"{k} = {v}" for k, v in cfg.params) or "default parameters"
+        st.caption(f"{params} · tokenizer {cfg.tokenizer}")
+        if error:
+            st.error(error, icon=":material/error:")
+        elif chunking is not None:
+            st.caption(f"**{len(chunking.chunks):,}** chunks · {chunking.elapsed_s * 1000:,.0f} ms")
+        with st.container(horizontal=True, gap="small"):
+            if chunking is not None:
+                stem = export_stem(doc_source, entry["tag"], chunking)
+                # Callables: the files are only built when a button is pressed.
+                st.download_button(
+                    "JSONL", chunking.to_jsonl, file_name=f"{stem}.jsonl", mime="application/jsonl",
+                    key=f"cmp_dl_jsonl_{uid}", icon=":material/download:", on_click="ignore",
+                    help="One JSON object per chunk: index, start, end, text, tokens",
+                )
+                st.download_button(
+                    "CSV", chunking.to_csv, file_name=f"{stem}.csv", mime="text/csv",
+                    key=f"cmp_dl_csv_{uid}", icon=":material/download:", on_click="ignore",
+                    help="Columns index, start, end, tokens, text",
+                )
+            st.button(
+                "Remove", key=f"cmp_remove_{uid}", icon=":material/close:", type="tertiary",
+                on_click=remove_configuration, args=(uid,), help="Remove this configuration",
+            )
+
+
+def chunk_inspector(entry: dict[str, Any], chunking: Chunking, text: str, key: str) -> None:
+    """A chunk picker and the picked chunk with its previous and next neighbours.
+
+    Args:
+        entry: The configuration entry (for its tag).
+        chunking: Its chunks.
+        text: The document text.
+        key: Session-state key of the picker (the strip's click handler writes it too).
+    """
+    chunks = chunking.chunks
+    if not chunks:
+        st.caption(f"{entry['tag']}: no chunks")
+        return
+    i = st.number_input(
+        f"{entry['tag']} · chunk index",
+        min_value=0,
+        max_value=len(chunks) - 1,
+        step=1,
+        key=key,
+        persist_state="session",
+        help=f"0 to {len(chunks) - 1:,}: the index used in the exports",
+    )
+    cur = chunks[i]
+    prev = chunks[i - 1] if i > 0 else None
+    nxt = chunks[i + 1] if i + 1 < len(chunks) else None
+    # Neighbours mark only what they share with the picked chunk.
+    parts = []
+    if prev is not None:
+        parts.append(chunk_detail_html(text, prev, None, cur, "previous"))
+    parts.append(chunk_detail_html(text, cur, prev, nxt, "current"))
+    if nxt is not None:
+        parts.append(chunk_detail_html(text, nxt, cur, None, "next"))
+    st.html("".join(parts))
