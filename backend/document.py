@@ -80,8 +80,15 @@ class Document:
         return isinstance(other, Document) and other.id == self.id and other.source == self.source
 
     @classmethod
-    def from_text(cls, text: str, source: str = "text", kind: str = "txt", language: str | None = None) -> Document:
-        """Build a document from already-normalized text (tests, pasted text)."""
+    def from_text(
+        cls,
+        text: str,
+        source: str = "text",
+        kind: str = "txt",
+        language: str | None = None,
+        encoding: str | None = None,
+    ) -> Document:
+        """Build a single-page document from already-normalized text (text loaders, tests)."""
         from backend.segment import paragraph_spans
         from backend.language import detect_language
 
@@ -92,4 +99,5 @@ class Document:
             pages=(Span(0, len(text)),),
             paragraphs=tuple(paragraph_spans(text)),
             language=language or detect_language(text),
+            encoding=encoding,
         )

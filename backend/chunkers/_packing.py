@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from backend.chunkers.recursive import recursive_spans
-from backend.tokenizers import SpanCounter, Tokenizer
+from backend.tokenizers import SpanCounter
 
 __all__ = ["pack_units", "split_oversized"]
 

@@ -19,7 +19,7 @@ from backend.document import Document
 from backend.errors import ParameterError
 from backend.tokenizers import Tokenizer, get_tokenizer
 
-__all__ = ["Param", "Chunker", "REGISTRY", "register", "make_chunker", "run_chunker", "chunker_specs"]
+__all__ = ["Param", "Chunker", "size_params", "REGISTRY", "register", "make_chunker", "run_chunker", "chunker_specs"]
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
@@ -108,7 +108,14 @@ class Chunker(ABC):
         self.validate()
 
     def validate(self) -> None:
-        """Check relations between parameters (override; raise :class:`ParameterError`)."""
+        """Check relations between parameters; raise :class:`ParameterError`.
+
+        The base checks that ``chunk_overlap`` is smaller than ``chunk_size`` wherever a
+        chunker has both; override (and call ``super()``) for more.
+        """
+        size, overlap = self.values.get("chunk_size"), self.values.get("chunk_overlap")
+        if size is not None and overlap is not None and overlap >= size:
+            raise ParameterError(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")
 
     @property
     def config(self) -> ChunkerConfig:
@@ -144,6 +151,14 @@ class Chunker(ABC):
             prev_start = s
             chunks.append(Chunk(index=i, start=s, end=e, text=text[s:e], tokens=int(tokens)))
         return Chunking(config=self.config, chunks=tuple(chunks), elapsed_s=elapsed, doc_id=doc.id, doc_length=n)
+
+
+def size_params(size_default: int, overlap_help: str | None = None) -> tuple[Param, ...]:
+    """The common ``chunk_size`` (tokens) and, with ``overlap_help``, ``chunk_overlap`` parameters."""
+    size = Param("chunk_size", "int", size_default, "Maximum tokens per chunk.", min=1, max=100_000)
+    if overlap_help is None:
+        return (size,)
+    return (size, Param("chunk_overlap", "int", 0, overlap_help, min=0, max=100_000))
 
 
 REGISTRY: dict[str, type[Chunker]] = {}

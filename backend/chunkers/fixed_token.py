@@ -10,9 +10,8 @@ overlap tile the text exactly.
 
 from __future__ import annotations
 
-from backend.chunkers.base import Chunker, Param, register
+from backend.chunkers.base import Chunker, register, size_params
 from backend.document import Document
-from backend.errors import ParameterError
 from backend.tokenizers import SpanCounter
 
 __all__ = ["FixedTokenChunker"]
@@ -30,15 +29,7 @@ class FixedTokenChunker(Chunker):
 
     name = "fixed_token"
     family = "baseline"
-    params = (
-        Param("chunk_size", "int", 250, "Tokens per window.", min=1, max=100_000),
-        Param("chunk_overlap", "int", 0, "Tokens shared by consecutive windows.", min=0, max=100_000),
-    )
-
-    def validate(self) -> None:
-        size, overlap = self.values["chunk_size"], self.values["chunk_overlap"]
-        if overlap >= size:
-            raise ParameterError(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")
+    params = size_params(250, "Tokens shared by consecutive windows.")
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         text = doc.text

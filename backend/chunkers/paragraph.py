@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 
 from backend.chunkers._packing import pack_units, split_oversized
-from backend.chunkers.base import Chunker, Param, register
+from backend.chunkers.base import Chunker, register, size_params
 from backend.document import Document
 from backend.tokenizers import SpanCounter
 
@@ -22,7 +22,7 @@ class ParagraphChunker(Chunker):
 
     name = "paragraph"
     family = "baseline"
-    params = (Param("chunk_size", "int", 400, "Maximum tokens per chunk.", min=1, max=100_000),)
+    params = size_params(400)
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         size = self.values["chunk_size"]

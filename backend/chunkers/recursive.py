@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from backend.chunkers.base import Chunker, Param, register
+from backend.chunkers.base import Chunker, register, size_params
 from backend.document import Document
-from backend.errors import ParameterError
 from backend.tokenizers import SpanCounter, Tokenizer
 
 __all__ = ["RecursiveChunker", "recursive_spans", "enforce_size", "CHROMA_SEPARATORS"]
@@ -190,15 +189,7 @@ class RecursiveChunker(Chunker):
 
     name = "recursive"
     family = "baseline"
-    params = (
-        Param("chunk_size", "int", 200, "Maximum tokens per chunk.", min=1, max=100_000),
-        Param("chunk_overlap", "int", 0, "Tokens of whole pieces repeated between chunks.", min=0, max=100_000),
-    )
-
-    def validate(self) -> None:
-        size, overlap = self.values["chunk_size"], self.values["chunk_overlap"]
-        if overlap >= size:
-            raise ParameterError(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")
+    params = size_params(200, "Tokens of whole pieces repeated between chunks.")
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         size = self.values["chunk_size"]

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from backend.chunkers._packing import pack_units, split_oversized
-from backend.chunkers.base import Chunker, Param, register
+from backend.chunkers.base import Chunker, register, size_params
 from backend.document import Document
 from backend.tokenizers import SpanCounter
-from backend.errors import ParameterError
 
 __all__ = ["SentenceChunker"]
 
@@ -23,15 +22,7 @@ class SentenceChunker(Chunker):
 
     name = "sentence"
     family = "baseline"
-    params = (
-        Param("chunk_size", "int", 200, "Maximum tokens per chunk.", min=1, max=100_000),
-        Param("chunk_overlap", "int", 0, "Token budget of whole sentences repeated from the previous chunk.", min=0, max=100_000),
-    )
-
-    def validate(self) -> None:
-        size, overlap = self.values["chunk_size"], self.values["chunk_overlap"]
-        if overlap >= size:
-            raise ParameterError(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")
+    params = size_params(200, "Token budget of whole sentences repeated from the previous chunk.")
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         size = self.values["chunk_size"]

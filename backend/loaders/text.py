@@ -7,9 +7,8 @@ that Markdown-aware chunkers split on.
 
 from __future__ import annotations
 
-from backend.document import Document, Span
+from backend.document import Document
 from backend.errors import EmptyFileError
-from backend.language import detect_language
 from backend.loaders.encoding import decode_text
 from backend.loaders.normalize import normalize_text
 
@@ -31,18 +30,8 @@ def load_text(data: bytes, name: str, kind: str) -> Document:
         BinaryDataError: The bytes are not text.
         EmptyFileError: Nothing but whitespace once decoded.
     """
-    from backend.segment import paragraph_spans
-
     raw, encoding = decode_text(data, name)
     text = normalize_text(raw)
     if not text:
         raise EmptyFileError(f"'{name}' contains no text")
-    return Document(
-        text=text,
-        source=name,
-        kind=kind,
-        pages=(Span(0, len(text)),),
-        paragraphs=tuple(paragraph_spans(text)),
-        language=detect_language(text),
-        encoding=encoding,
-    )
+    return Document.from_text(text, source=name, kind=kind, encoding=encoding)

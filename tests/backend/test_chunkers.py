@@ -159,6 +159,7 @@ def test_registry_describes_every_chunker():
     assert set(BASELINES) <= set(specs)
     for name, spec in specs.items():
         assert spec["family"] and spec["doc"], name
+        assert [p["name"] for p in spec["params"]] == [p.name for p in REGISTRY[name].params]
         for p in spec["params"]:
             assert {"name", "type", "default", "min", "max", "choices", "help"} <= set(p)
-            REGISTRY[name].params  # declared on the class
+            assert p["help"], (name, p["name"])
