@@ -125,7 +125,9 @@ class TiktokenTokenizer:
         return [len(encode(t)) for t in texts]
 
     def token_starts(self, text: str) -> np.ndarray:
-        ids = np.asarray(self._enc.encode_ordinary(text), dtype=np.int64)
+        # encode_to_numpy skips building a Python list; with no special tokens allowed or
+        # disallowed it encodes exactly like encode_ordinary (special-token text is text).
+        ids = self._enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=()).astype(np.int64)
         if ids.size == 0:
             return np.zeros(0, dtype=np.int64)
         byte_starts = np.empty(ids.size, dtype=np.int64)
@@ -277,13 +279,13 @@ class SpanCounter:
         """Tokens in ``text[a:b]`` counted alone."""
         return self.count_many([(a, b)])[0]
 
-    def count_many(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def count_many(self, spans: Sequence[tuple[int, int]] | np.ndarray) -> list[int]:
         """Tokens in each ``text[a:b]`` counted alone."""
-        if not spans:
+        if len(spans) == 0:
             return []
         text, cuts, count_text = self.text, self._cuts, self._count_text
         if cuts is None:
-            return [count_text(text[a:b]) for a, b in spans]
+            return [count_text(text[int(a) : int(b)]) for a, b in spans]
         arr = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
         lo, hi = arr[:, 0], arr[:, 1]
         a2 = cuts[np.searchsorted(cuts, lo, side="left")]

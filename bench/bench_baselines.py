@@ -79,13 +79,16 @@ def corpus(mb: float, seed: int = 7) -> str:
     return "\n\n".join(out)
 
 
-def best_of(fn, repeat: int) -> tuple[float, int]:
-    best, n = float("inf"), 0
+def best_of(runs: dict, repeat: int) -> dict[str, tuple[float, int]]:
+    """Best time and chunk count of each contender; rounds interleave them so drift hits all alike."""
+    best = {lib: (float("inf"), 0) for lib in runs}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        n = len(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best, n
+        for lib, fn in runs.items():
+            t0 = time.perf_counter()
+            n = len(fn())
+            elapsed = time.perf_counter() - t0
+            best[lib] = (min(best[lib][0], elapsed), n)
+    return best
 
 
 def main() -> None:
@@ -127,7 +130,7 @@ def main() -> None:
     print(f"text: {size_mb:.2f} MB, best of {args.repeat} runs, cl100k, chunk_size=200, overlap 0")
     print(f"{'chunker':<12} {'library':<10} {'seconds':>8} {'MB/s':>8} {'chunks':>7} {'ours/them':>10}")
     for family, runs in contenders.items():
-        results = {lib: best_of(fn, args.repeat) for lib, fn in runs.items()}
+        results = best_of(runs, args.repeat)
         ours = results["chunklab"][0]
         fastest_other = min(t for lib, (t, _) in results.items() if lib != "chunklab")
         for lib, (t, n) in results.items():

@@ -10,6 +10,8 @@ overlap tile the text exactly.
 
 from __future__ import annotations
 
+import numpy as np
+
 from backend.chunkers.base import Chunker, register, size_params
 from backend.document import Document
 from backend.tokenizers import SpanCounter
@@ -35,26 +37,25 @@ class FixedTokenChunker(Chunker):
         text = doc.text
         size, overlap = self.values["chunk_size"], self.values["chunk_overlap"]
         counter = SpanCounter(self.tokenizer, text)
-        starts = counter.starts.tolist()
-        n = len(starts)
+        n = int(counter.starts.size)
         if n == 0:
             return []
-        starts[0] = 0  # leading characters a tokenizer skips still belong to the first chunk
-        starts.append(len(text))
+        # Token starts plus the end of the text; the first chunk starts at 0 so that leading
+        # characters a tokenizer skips still belong to it.
+        bounds = np.append(counter.starts, len(text))
+        bounds[0] = 0
         step = size - overlap
-        # Optimistic pass: all windows at once, counted in one batch. The sequential loop
+        # Optimistic pass: every window at once, counted in one batch. The sequential loop
         # below takes over from the first window that needs adjusting (rare).
-        spans = []
-        for i in range(0, n, step):
-            j = min(i + size, n)
-            spans.append((i, j))
-            if j >= n:
-                break
-        counts = counter.count_many([(starts[i], starts[j]) for i, j in spans])
+        first = np.arange(0, n, step, dtype=np.int64)
+        last_window = int(np.searchsorted(first + size, n, side="left"))  # first window reaching the end
+        first = first[: last_window + 1]
+        ends = np.minimum(first + size, n)
+        lo, hi = bounds[first], bounds[ends]
+        counts = counter.count_many(np.stack([lo, hi], axis=1))
         out: list[tuple[int, int, int]] = []
         resume = None
-        for (i, j), tokens in zip(spans, counts):
-            a, b = starts[i], starts[j]
+        for i, a, b, tokens in zip(first.tolist(), lo.tolist(), hi.tolist(), counts):
             if b <= a or tokens > size:
                 resume = i
                 break
@@ -62,6 +63,7 @@ class FixedTokenChunker(Chunker):
                 out.append((a, b, tokens))
         if resume is None:
             return out
+        starts = bounds.tolist()
         count = counter.count
         i = resume
         while i < n:
