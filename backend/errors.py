@@ -18,6 +18,8 @@ __all__ = [
     "BinaryDataError",
     "FileTooLargeError",
     "ParameterError",
+    "ModelError",
+    "Cancelled",
 ]
 
 
@@ -59,3 +61,11 @@ class FileTooLargeError(InputError):
 
 class ParameterError(ChunkLabError, ValueError):
     """A chunker, tokenizer or CLI argument is invalid (CLI exit code 2)."""
+
+
+class ModelError(ChunkLabError):
+    """A model cannot be loaded or run (missing files, unreachable server, out of memory at batch 1)."""
+
+
+class Cancelled(ChunkLabError):
+    """The user cancelled a long computation."""
