@@ -1,0 +1,250 @@
+"""Where models run: device choice, dtypes, memory-sized batches and out-of-memory back-off.
+
+``CHUNKLAB_DEVICE`` picks the device (``auto``, ``cuda``, ``cuda:1``, ``mps`` or ``cpu``);
+``auto`` takes CUDA, then Apple MPS, then the CPU. :func:`run_batched` runs a batched model
+call and, when a GPU runs out of memory, empties the allocator's cache, halves the batch and
+retries the same items, so a batch size guessed too large costs a retry, not a crash.
+
+torch is imported inside the functions: importing this module stays light.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+
+from backend.errors import ModelError, ParameterError
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "select_device",
+    "default_dtype",
+    "dtype_name",
+    "free_memory_bytes",
+    "suggest_batch_size",
+    "run_batched",
+    "is_out_of_memory",
+    "empty_cache",
+]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda)(?::(\d+))?$")
+# CPU batches gain little beyond a few items (the matmuls are already as wide as the cores),
+# and a large batch only delays the first progress report.
+_CPU_BATCH_CAP = 8
+# Share of the free memory a batch may plan to use: the model's own workspace, the
+# allocator's fragmentation and other processes need the rest.
+_GPU_MEMORY_SHARE = 0.5
+_CPU_MEMORY_SHARE = 0.25
+
+
+def select_device(preferred: str | None = None) -> str:
+    """The device to run models on: ``cuda:N``, ``mps`` or ``cpu``.
+
+    Args:
+        preferred: ``auto``, ``cpu``, ``mps``, ``cuda`` or ``cuda:N``; ``None`` or empty reads
+            ``CHUNKLAB_DEVICE`` (default ``auto``: CUDA, then Apple MPS, then the CPU).
+
+    Raises:
+        ParameterError: for a value that names no device, or a device this machine lacks.
+    """
+    source = "device"
+    raw = preferred
+    if raw is None or not str(raw).strip():
+        raw = os.environ.get("CHUNKLAB_DEVICE", "")
+        source = "CHUNKLAB_DEVICE"
+    value = str(raw).strip().lower() or "auto"
+    m = _DEVICE_RE.match(value)
+    if m is None or (m.group(2) is not None and m.group(1) != "cuda"):
+        raise ParameterError(f"{source} {raw!r} is not a device; use auto, cpu, mps, cuda or cuda:N")
+    kind, index = m.group(1), m.group(2)
+    if kind == "cpu":
+        return "cpu"
+
+    import torch
+
+    cuda_ok = torch.cuda.is_available()
+    mps_ok = _mps_available()
+    if kind == "auto":
+        if cuda_ok:
+            return f"cuda:{torch.cuda.current_device()}"
+        return "mps" if mps_ok else "cpu"
+    if kind == "mps":
+        if not mps_ok:
+            raise ParameterError(f"{source} {raw!r}: Apple MPS is not available on this machine")
+        return "mps"
+    if not cuda_ok:
+        why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+        raise ParameterError(f"{source} {raw!r}: CUDA is not available ({why})")
+    i = int(index) if index is not None else torch.cuda.current_device()
+    count = torch.cuda.device_count()
+    if i >= count:
+        raise ParameterError(f"{source} {raw!r}: there is no CUDA device {i} (this machine has {count})")
+    return f"cuda:{i}"
+
+
+def _mps_available() -> bool:
+    import torch
+
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
+
+
+def default_dtype(device: str) -> "torch.dtype":
+    """bfloat16 on CUDA GPUs that support it (else float16), float16 on MPS, float32 on the CPU."""
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device == "mps":
+        return torch.float16
+    return torch.float32
+
+
+def dtype_name(dtype: "torch.dtype") -> str:
+    """``torch.bfloat16`` -> ``bfloat16``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def free_memory_bytes(device: str) -> int | None:
+    """Memory a new allocation can use on ``device``, in bytes (None when unknown).
+
+    CUDA: free device memory plus what torch's allocator holds unused. MPS: the recommended
+    working-set size minus what the driver has allocated. CPU: the system's available memory.
+    """
+    if device.startswith("cuda"):
+        import torch
+
+        free, _total = torch.cuda.mem_get_info(torch.device(device))
+        reserved_unused = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(free + max(0, reserved_unused))
+    if device == "mps":
+        import torch
+
+        try:
+            return max(0, int(torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory()))
+        except (AttributeError, RuntimeError):
+            return None
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.virtual_memory().available)
+
+
+def suggest_batch_size(device: str, bytes_per_item: int, cap: int = 64) -> int:
+    """How many items of ``bytes_per_item`` working memory fit in one batch (1 to ``cap``).
+
+    GPUs plan with half their free memory; the CPU with a quarter of the available memory and
+    at most 8 items (wider CPU batches are not faster). Unknown free memory gives 1 on a GPU
+    and 4 on the CPU. :func:`run_batched` halves the batch if the estimate proves too large.
+
+    Raises:
+        ParameterError: when ``bytes_per_item`` or ``cap`` is not positive.
+    """
+    if bytes_per_item <= 0:
+        raise ParameterError(f"bytes_per_item ({bytes_per_item}) must be positive")
+    if cap < 1:
+        raise ParameterError(f"cap ({cap}) must be at least 1")
+    on_cpu = not (device.startswith("cuda") or device == "mps")
+    free = free_memory_bytes(device)
+    if free is None:
+        return max(1, min(cap, 4 if on_cpu else 1))
+    share = _CPU_MEMORY_SHARE if on_cpu else _GPU_MEMORY_SHARE
+    fit = int(free * share) // bytes_per_item
+    limit = min(cap, _CPU_BATCH_CAP) if on_cpu else cap
+    return max(1, min(limit, fit))
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is a device out-of-memory error (CUDA, MPS or the CPU allocator)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(error, getattr(torch, "OutOfMemoryError", ())):
+        return True
+    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+
+def empty_cache() -> None:
+    """Give the allocator's cached blocks back (CUDA and MPS), so a retry starts clean."""
+    import gc
+    import sys
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    if _mps_available():
+        torch.mps.empty_cache()
+
+
+def run_batched(
+    fn: Callable[[Sequence[T]], Sequence[R]],
+    items: Sequence[T],
+    batch_size: int,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    on_oom: Callable[[int], None] | None = None,
+) -> list[R]:
+    """``fn`` over ``items`` in batches, halving the batch whenever the device runs out of memory.
+
+    Args:
+        fn: Takes a batch (a slice of ``items``) and returns one result per item, in order.
+        items: What to process.
+        batch_size: The first batch size to try (at least 1).
+        progress: Called with ``(items done, total)`` after each batch; it may raise
+            :class:`~backend.errors.Cancelled`, which propagates.
+        on_oom: Called with the new (halved) batch size after an out-of-memory error.
+
+    Returns:
+        The results of every item, in the order of ``items``.
+
+    Raises:
+        ModelError: when even a batch of one item runs out of memory, or ``fn`` returns the
+            wrong number of results.
+        ParameterError: when ``batch_size`` is below 1.
+    """
+    if batch_size < 1:
+        raise ParameterError(f"batch_size ({batch_size}) must be at least 1")
+    total = len(items)
+    results: list[R] = []
+    done = 0
+    size = batch_size
+    while done < total:
+        batch = items[done : done + size]
+        oom: str | None = None
+        try:
+            out = fn(batch)
+        except Exception as e:  # only out-of-memory errors are handled; the rest propagate
+            if not is_out_of_memory(e):
+                raise
+            oom = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if oom is not None:
+            # Handled outside the except block: the traceback's frames hold the batch's
+            # tensors, and they must be freed before the allocator can give memory back.
+            empty_cache()
+            if len(batch) == 1:
+                raise ModelError(
+                    f"out of memory even at batch size 1 ({oom}); use a smaller model, a shorter window, "
+                    "or the CPU (CHUNKLAB_DEVICE=cpu)"
+                )
+            size = max(1, len(batch) // 2)
+            if on_oom is not None:
+                on_oom(size)
+            continue
+        out = list(out)
+        if len(out) != len(batch):
+            raise ModelError(f"a batch of {len(batch)} items gave {len(out)} results")
+        results.extend(out)
+        done += len(batch)
+        if progress is not None:
+            progress(done, total)
+    return results

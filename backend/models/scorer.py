@@ -1,0 +1,535 @@
+"""Scoring text with a local causal LM: per-token NLL, conditional NLL, next-token probabilities.
+
+:class:`LocalScorer` implements :class:`~backend.models.types.Scorer` over a
+:class:`~backend.models.lm.LanguageModel`. Every forward pass runs under
+``torch.inference_mode()`` and the model's lock; log-probabilities are computed in float32
+(``logsumexp(logits) - logit[target]``) even when the model runs in half precision, and only
+for the positions that are scored (``logits_to_keep``), which on a 49k-token vocabulary is a
+real share of the work.
+
+Long texts: a sliding window that recomputes its context
+    A text longer than ``window`` tokens (default: the model's context length, 8192 for
+    SmolLM2) is scored in windows of at most ``window`` tokens. The first window scores its
+    tokens 1 … window-1 with all their preceding context, exactly as one forward pass over the
+    whole text would. Every later window scores the next ``block`` tokens (default
+    ``window // 2``) and feeds the ``window - block`` tokens before them as a fresh prefix,
+    with positions starting again at 0. Each token is scored exactly once, with between
+    ``window - block`` and ``window - 1`` tokens of context, and a score depends only on the
+    tokens inside its window — the same as scoring that window as a text of its own.
+
+    The alternative the Meta-Chunking paper describes — carry the KV cache forward and drop
+    its oldest entries — was rejected for correctness: (1) the kept keys and values were
+    computed while the dropped tokens were still visible, so scores keep depending on text
+    that is supposedly out of the window; (2) dropping the first tokens of a sequence, on
+    which attention heads park their surplus weight ("attention sinks", Xiao et al. 2023,
+    StreamingLLM), makes the model's NLL jump; (3) with RoPE the kept keys keep their
+    absolute rotary positions, so new tokens' positions grow without bound and pass
+    ``max_position_embeddings`` on long texts. Recomputing avoids all three.
+
+    What the window costs: every window after the first re-encodes ``window - block``
+    context tokens it does not score. A text of ``n > window`` tokens costs about
+    ``window + (n - window) * window / block`` token-forwards instead of ``n`` — twice the
+    work in the long run with the default ``block = window // 2`` (``block = 3/4 window``
+    costs 1.33x but leaves every token at least a quarter window of context). Texts up to
+    ``window`` tokens cost exactly one pass. Windows are independent, so on a GPU several
+    run in one batch.
+
+    Inside a window the tokens go through the model in chunks (``chunk_tokens``, 1024 on
+    the CPU, 4096 on a GPU) that extend a KV cache: the same numbers as one pass, with
+    logits (``chunk × vocabulary`` floats) bounded in memory.
+
+Conditional NLL of pairs ``(d, q)``
+    ``d`` and ``q`` are tokenized separately (no special tokens) and concatenated; the score is
+    the mean NLL of q's tokens (q's first token is predicted from d's last position). Pairs
+    that share a ``d`` run ``d`` once; its KV cache is then copied to a batch of q's, padded
+    on the right. Right padding needs no attention mask with a causal model: a real token
+    never attends to a later (padding) position. A ``d`` with a single ``q`` is scored as the
+    concatenation, batched with the other such pairs. An empty ``d`` becomes one space, the
+    MoC authors' convention for the unconditional ppl(q).
+
+Every batch goes through :func:`~backend.models.devices.run_batched`, so running out of GPU
+memory halves the batch instead of failing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from backend.errors import ModelError, ParameterError
+from backend.models.devices import run_batched, suggest_batch_size
+from backend.models.types import ModelInfo, Progress, TokenScores
+
+if TYPE_CHECKING:
+    from backend.models.lm import LanguageModel
+
+__all__ = ["LocalScorer", "sliding_windows"]
+
+_DEFAULT_WINDOW = 2048  # when a model does not state its context length
+
+
+def sliding_windows(n: int, window: int, block: int) -> list[tuple[int, int, int]]:
+    """The windows :meth:`LocalScorer.token_nll` runs over a text of ``n`` tokens.
+
+    Returns:
+        ``(lo, first, hi)`` per window: tokens ``lo … hi-1`` go through the model and tokens
+        ``first … hi-1`` are scored. The first window is ``(0, 1, min(n, window))``; each
+        later one scores ``block`` tokens after ``window - block`` tokens of context.
+    """
+    if n < 2:
+        return []
+    if n <= window:
+        return [(0, 1, n)]
+    out = [(0, 1, window)]
+    pos = window
+    while pos < n:
+        hi = min(n, pos + block)
+        out.append((pos - (window - block), pos, hi))
+        pos = hi
+    return out
+
+
+@dataclass
+class _Prefix:
+    """A context run once: its KV cache (batch 1) and the logits after its last token."""
+
+    layers: list[tuple[Any, Any]]
+    last_logits: Any  # float32 [vocab]
+    length: int
+
+
+class _Ticker:
+    """Turns per-chunk token counts into monotonic ``progress(done, total)`` calls."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress, self.total = progress, total
+        self.base = 0  # tokens of finished batches
+        self.partial = 0  # tokens of the running batch
+        self.reported = -1
+
+    def start_batch(self) -> None:
+        self.partial = 0  # a batch retried after running out of memory starts again
+
+    def add(self, k: int) -> None:
+        self.partial += k
+        self.report()
+
+    def finish_batch(self, k: int) -> None:
+        self.base += k
+        self.partial = 0
+        self.report()
+
+    def report(self) -> None:
+        done = min(self.total, self.base + self.partial)
+        if self.progress is not None and done > self.reported:
+            self.reported = done
+            self.progress(done, self.total)
+
+
+class LocalScorer:
+    """A :class:`~backend.models.types.Scorer` running a transformers causal LM in this process.
+
+    Args:
+        lm: The loaded model (see :func:`~backend.models.lm.load_lm`).
+        chunk_tokens: Tokens per forward call inside a window (default 1024 on the CPU, 4096
+            on a GPU); only memory depends on it, not the scores.
+    """
+
+    def __init__(self, lm: "LanguageModel", *, chunk_tokens: int | None = None) -> None:
+        import torch
+
+        self.lm = lm
+        self.info: ModelInfo = lm.info
+        self._torch = torch
+        self._device = torch.device(lm.info.device)
+        on_gpu = lm.info.device.startswith("cuda") or lm.info.device == "mps"
+        if chunk_tokens is not None and chunk_tokens < 1:
+            raise ParameterError(f"chunk_tokens ({chunk_tokens}) must be at least 1")
+        self.chunk_tokens = chunk_tokens or (4096 if on_gpu else 1024)
+        self._cap = 64 if on_gpu else 8
+        tok = lm.tokenizer
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        self._pad_id = int(pad) if pad is not None else 0  # never scored, never attended to
+        cfg = lm.model.config.get_text_config()
+        elem = lm.model.dtype.itemsize
+        heads = int(getattr(cfg, "num_attention_heads", 1))
+        kv_heads = int(getattr(cfg, "num_key_value_heads", None) or heads)
+        hidden = int(getattr(cfg, "hidden_size", 1024))
+        head_dim = int(getattr(cfg, "head_dim", None) or hidden // heads)
+        layers = int(getattr(cfg, "num_hidden_layers", 1))
+        inter = int(getattr(cfg, "intermediate_size", None) or 4 * hidden)
+        vocab = int(lm.model.get_output_embeddings().weight.shape[0])
+        self._vocab = vocab
+        self._heads = heads
+        self._elem = elem
+        # Rough working memory per token, for batch sizes (run_batched corrects a bad guess).
+        self._kv_per_token = 2 * layers * kv_heads * head_dim * elem
+        self._act_per_token = (8 * hidden + 3 * inter) * elem
+        self._logits_per_token = vocab * (elem + 8)  # logits, their float32 copy, logsumexp's temporary
+
+    # ---------------------------------------------------------------- tokenization
+
+    def tokenize_with_offsets(self, text: str) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """Token ids of ``text`` (no special tokens) with each token's character span.
+
+        Returns:
+            ``(ids, starts, ends)``; ``starts`` is made ascending (byte-level tokens that split
+            one character share its start) and ``ends >= starts``.
+        """
+        with self.lm.lock:
+            enc = self.lm.tokenizer(
+                text, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False, verbose=False
+            )
+        ids = list(enc["input_ids"])
+        if not ids:
+            empty = np.zeros(0, dtype=np.int64)
+            return ids, empty, empty.copy()
+        offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+        starts = np.maximum.accumulate(offsets[:, 0])
+        ends = np.maximum(offsets[:, 1], starts)
+        return ids, starts, ends
+
+    def _ids(self, text: str) -> np.ndarray:
+        with self.lm.lock:
+            ids = self.lm.tokenizer(text, add_special_tokens=False, return_attention_mask=False, verbose=False)[
+                "input_ids"
+            ]
+        return np.asarray(ids, dtype=np.int64)
+
+    # ---------------------------------------------------------------- token_nll
+
+    def resolve_window(self, window: int | None = None, block: int | None = None) -> tuple[int, int]:
+        """The ``(window, block)`` that :meth:`token_nll` uses for these arguments.
+
+        Raises:
+            ParameterError: for a window below 2 or above the context length, or a block
+                outside ``1 … window-1``.
+        """
+        ctx = self.info.context_length
+        w = int(window) if window is not None else (ctx or _DEFAULT_WINDOW)
+        if w < 2:
+            raise ParameterError(f"window ({w}) must be at least 2 tokens")
+        if ctx is not None and w > ctx:
+            raise ParameterError(f"window ({w}) must be at most the model's context length ({ctx})")
+        b = int(block) if block is not None else w // 2
+        if not 1 <= b < w:
+            raise ParameterError(f"block ({b}) must be between 1 and window - 1 ({w - 1})")
+        return w, b
+
+    def token_nll(
+        self,
+        text: str,
+        *,
+        window: int | None = None,
+        block: int | None = None,
+        progress: Progress | None = None,
+    ) -> TokenScores:
+        """NLL of every token of ``text`` given the tokens before it (see the module docstring).
+
+        Args:
+            text: The text, tokenized once without special tokens.
+            window: Most tokens in one forward pass (default and maximum: the context length).
+            block: Tokens scored per window after the first (default ``window // 2``).
+            progress: ``progress(tokens scored, tokens to score)``; may raise ``Cancelled``.
+
+        Returns:
+            Scores aligned with the tokens' character offsets; the first token's is ``nan``.
+        """
+        w, b = self.resolve_window(window, block)
+        ids_list, starts, ends = self.tokenize_with_offsets(text)
+        ids = np.asarray(ids_list, dtype=np.int64)
+        n = ids.size
+        nll = np.full(n, np.nan, dtype=np.float64)
+        wins = sliding_windows(n, w, b)
+        if not wins:
+            return TokenScores(starts, ends, nll, w)
+        ticker = _Ticker(progress, n - 1)
+        ticker.report()
+
+        def run(batch: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
+            ticker.start_batch()
+            rows = [ids[lo:hi] for lo, _, hi in batch]
+            first = [s - lo for lo, s, _ in batch]
+            out = self._score_rows(rows, first, tick=ticker.add)
+            ticker.finish_batch(sum(hi - s for _, s, hi in batch))
+            return out
+
+        longest = max(hi - lo for lo, _, hi in wins)
+        size = self._batch_size(self._bytes_per_item(longest, min(longest, self.chunk_tokens), longest))
+        with self.lm.lock:
+            results = run_batched(run, wins, size)
+        for (_, s, hi), scores in zip(wins, results):
+            nll[s:hi] = scores
+        return TokenScores(starts, ends, nll, w)
+
+    # ---------------------------------------------------------------- conditional_nll
+
+    def conditional_nll(self, pairs: Sequence[tuple[str, str]], *, progress: Progress | None = None) -> list[float]:
+        """Mean NLL of each q's tokens given d, for pairs ``(d, q)`` (see the module docstring).
+
+        An empty q has no token to score and gets ``nan``. If ``d + q`` is longer than the
+        context, d keeps its last tokens (for pairs sharing d: as many as fit with the longest q).
+
+        Args:
+            pairs: ``(d, q)`` string pairs.
+            progress: ``progress(pairs done, pairs)``; may raise ``Cancelled``.
+
+        Raises:
+            ParameterError: for a pair that is not two strings, or a q longer than the context.
+        """
+        for i, pair in enumerate(pairs):
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+                raise ParameterError(f"pair {i} must be a (context, continuation) pair of strings, got {pair!r}")
+        out = [math.nan] * len(pairs)
+        ticker = _Ticker(progress, len(pairs))
+        ticker.report()
+        ctx = self.info.context_length
+        with self.lm.lock:
+            tokens: dict[str, np.ndarray] = {}
+
+            def tok(s: str) -> np.ndarray:
+                hit = tokens.get(s)
+                if hit is None:
+                    hit = tokens[s] = self._ids(s)
+                return hit
+
+            groups: dict[str, list[int]] = {}
+            for i, (d, q) in enumerate(pairs):
+                q_ids = tok(q)
+                if q_ids.size == 0:
+                    ticker.finish_batch(1)
+                    continue
+                if ctx is not None and q_ids.size >= ctx:
+                    raise ParameterError(
+                        f"continuation of pair {i} has {q_ids.size} tokens; at most {ctx - 1} fit the model's context"
+                    )
+                groups.setdefault(d if d else " ", []).append(i)
+            singles = [idx[0] for idx in groups.values() if len(idx) == 1]
+            if singles:
+                self._conditional_singles(pairs, singles, tok, out, ticker)
+            for d, idx in groups.items():
+                if len(idx) > 1:
+                    self._conditional_group(d, pairs, idx, tok, out, ticker)
+        return out
+
+    def _conditional_singles(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        which: list[int],
+        tok: Callable[[str], np.ndarray],
+        out: list[float],
+        ticker: _Ticker,
+    ) -> None:
+        """Pairs whose d is used once: one forward over d + q each, batched."""
+        ctx = self.info.context_length
+        rows: dict[int, tuple[np.ndarray, int]] = {}
+        for i in which:
+            d, q = pairs[i]
+            d_ids, q_ids = tok(d if d else " "), tok(q)
+            if ctx is not None and d_ids.size + q_ids.size > ctx:
+                d_ids = d_ids[d_ids.size + q_ids.size - ctx :]
+            rows[i] = (np.concatenate([d_ids, q_ids]), d_ids.size)
+        order = sorted(which, key=lambda i: -rows[i][0].size)  # similar lengths share a batch: less padding
+
+        def run(batch: Sequence[int]) -> list[float]:
+            ticker.start_batch()
+            scores = self._score_rows([rows[i][0] for i in batch], [rows[i][1] for i in batch])
+            ticker.finish_batch(len(batch))
+            return [float(s.mean()) for s in scores]
+
+        longest = rows[order[0]][0].size
+        size = self._batch_size(self._bytes_per_item(longest, min(longest, self.chunk_tokens), longest))
+        for i, score in zip(order, run_batched(run, order, size)):
+            out[i] = score
+
+    def _conditional_group(
+        self,
+        d: str,
+        pairs: Sequence[tuple[str, str]],
+        which: list[int],
+        tok: Callable[[str], np.ndarray],
+        out: list[float],
+        ticker: _Ticker,
+    ) -> None:
+        """Pairs sharing d: d once, then its KV cache copied to batches of q's."""
+        ctx = self.info.context_length
+        q_rows = {i: tok(pairs[i][1]) for i in which}
+        longest_q = max(r.size for r in q_rows.values())
+        d_ids = tok(d)
+        if ctx is not None and d_ids.size + longest_q > ctx:
+            d_ids = d_ids[d_ids.size + longest_q - ctx :]
+        prefix = self._prefix(d_ids, keep_cache=True)
+        order = sorted(which, key=lambda i: -q_rows[i].size)
+
+        def run(batch: Sequence[int]) -> list[float]:
+            ticker.start_batch()
+            scores = self._score_rows([q_rows[i] for i in batch], [0] * len(batch), prefix=prefix)
+            ticker.finish_batch(len(batch))
+            return [float(s.mean()) for s in scores]
+
+        per_item = self._bytes_per_item(
+            prefix.length + longest_q, min(longest_q, self.chunk_tokens), prefix.length + longest_q
+        )
+        for i, score in zip(order, run_batched(run, order, self._batch_size(per_item))):
+            out[i] = score
+
+    # ---------------------------------------------------------------- next-token probabilities
+
+    def next_token_distribution(self, prompt: str | list[dict[str, str]]) -> np.ndarray:
+        """Probabilities (float64, summing to 1) of every vocabulary entry as the next token.
+
+        A list of chat messages is rendered with the tokenizer's chat template, generation
+        prompt added; a string is used as is. Either is tokenized without adding special tokens.
+        """
+        text = self._render_prompt(prompt)
+        ids = self._ids(text if text else " ")
+        ctx = self.info.context_length
+        if ctx is not None and ids.size > ctx:
+            ids = ids[ids.size - ctx :]
+        torch = self._torch
+        with self.lm.lock:
+            prefix = self._prefix(ids, keep_cache=False)
+            with torch.inference_mode():
+                probs = torch.softmax(prefix.last_logits, dim=-1)
+        return probs.double().cpu().numpy()
+
+    def next_token_probs(self, prompt: str | list[dict[str, str]], candidates: Sequence[str]) -> dict[str, float]:
+        """Probability of each candidate's first token as the next token after ``prompt``.
+
+        The softmax runs over the whole vocabulary, so the candidates' probabilities need not
+        sum to 1. Candidates are tokenized without special tokens; mind leading spaces
+        (``"1"`` and ``" 1"`` are different tokens).
+
+        Raises:
+            ParameterError: for no candidates, a candidate with no token, or a malformed prompt.
+        """
+        if isinstance(candidates, str) or not candidates:
+            raise ParameterError(f"candidates must be a non-empty list of strings, got {candidates!r}")
+        first: dict[str, int] = {}
+        for c in candidates:
+            ids = self._ids(c) if isinstance(c, str) else np.zeros(0, dtype=np.int64)
+            if ids.size == 0:
+                raise ParameterError(f"candidate {c!r} has no token")
+            first[c] = int(ids[0])
+        probs = self.next_token_distribution(prompt)
+        return {c: float(probs[t]) for c, t in first.items()}
+
+    def _render_prompt(self, prompt: str | list[dict[str, str]]) -> str:
+        if isinstance(prompt, str):
+            return prompt
+        if not isinstance(prompt, list) or not prompt:
+            raise ParameterError("prompt must be a string or a non-empty list of chat messages")
+        for i, m in enumerate(prompt):
+            if not (isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
+                raise ParameterError(f"chat message {i} must be a dict with string 'role' and 'content', got {m!r}")
+        tok = self.lm.tokenizer
+        if not getattr(tok, "chat_template", None):
+            raise ParameterError(f"model {self.info.name!r} has no chat template; pass the prompt as a string")
+        with self.lm.lock:
+            try:
+                return tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+            except Exception as e:  # jinja raises its own types for templates that reject the messages
+                raise ParameterError(f"the chat template rejected the messages: {str(e).splitlines()[0]}") from e
+
+    # ---------------------------------------------------------------- forward passes
+
+    def _batch_size(self, bytes_per_item: int) -> int:
+        return suggest_batch_size(self.info.device, max(1, bytes_per_item), cap=self._cap)
+
+    def _bytes_per_item(self, kv_tokens: int, chunk: int, attended: int) -> int:
+        """Working memory of one row: its KV cache plus one chunk's activations and logits."""
+        attention = self._heads * attended * 4  # attention weights, if the kernel materializes them
+        return kv_tokens * self._kv_per_token + chunk * (self._act_per_token + self._logits_per_token + attention)
+
+    def _prefix(self, ids: np.ndarray, *, keep_cache: bool) -> _Prefix:
+        """Run ``ids`` (batch 1) in chunks; keep the logits after the last token (and the cache)."""
+        torch = self._torch
+        from transformers import DynamicCache
+
+        model = self.lm.model
+        n = int(ids.size)
+        if n == 0:
+            raise ModelError("internal: an empty prefix")  # callers substitute " " for empty text
+        t = torch.from_numpy(ids).to(self._device).unsqueeze(0)
+        chunk = self.chunk_tokens
+        with torch.inference_mode():
+            cache = DynamicCache(config=model.config) if (keep_cache or n > chunk) else None
+            res = None
+            for c0 in range(0, n, chunk):
+                res = model(
+                    input_ids=t[:, c0 : c0 + chunk],
+                    past_key_values=cache,
+                    use_cache=cache is not None,
+                    logits_to_keep=1,
+                )
+                cache = res.past_key_values if cache is not None else None
+            last = res.logits[0, -1].float()
+            layers = [(layer.keys, layer.values) for layer in cache.layers] if keep_cache else []
+        return _Prefix(layers, last, n)
+
+    def _score_rows(
+        self,
+        rows: Sequence[np.ndarray],
+        first: Sequence[int],
+        *,
+        prefix: _Prefix | None = None,
+        tick: Callable[[int], None] | None = None,
+    ) -> list[np.ndarray]:
+        """NLL of ``rows[r][first[r]:]``, each token given the row's earlier tokens (after ``prefix``).
+
+        Rows are padded on the right and run as one batch, in chunks of ``chunk_tokens``
+        columns that extend a KV cache. ``first[r]`` may be 0 only with a prefix (the row's
+        first token is then predicted from the prefix's last logits).
+        """
+        torch = self._torch
+        from transformers import DynamicCache
+
+        model = self.lm.model
+        b = len(rows)
+        lengths = [int(r.size) for r in rows]
+        width = max(lengths)
+        grid = np.full((b, width + 1), self._pad_id, dtype=np.int64)  # +1: the target after the last column
+        for r, row in enumerate(rows):
+            grid[r, : row.size] = row
+        out = np.full((b, width), np.nan, dtype=np.float64)
+        # Logit column j predicts token j+1: the columns needed run from min(first)-1 to max(len)-2.
+        need_lo = min(first) - 1
+        need_hi = max(lengths) - 1
+        chunk = self.chunk_tokens
+        with torch.inference_mode():
+            ids = torch.from_numpy(grid).to(self._device)
+            cache = None
+            if prefix is not None:
+                cache = DynamicCache(
+                    [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in prefix.layers], config=model.config
+                )
+                if need_lo < 0:
+                    last = prefix.last_logits
+                    lse = torch.logsumexp(last, dim=-1)
+                    out[:, 0] = (lse - last[ids[:, 0]]).cpu().numpy()
+                    if tick is not None:
+                        tick(sum(1 for f in first if f == 0))
+            elif width > chunk:
+                cache = DynamicCache(config=model.config)
+            for c0 in range(0, width, chunk):
+                c1 = min(width, c0 + chunk)
+                lo, hi = max(c0, need_lo), min(c1, need_hi)
+                keep = c1 - lo if lo < hi else 1
+                res = model(
+                    input_ids=ids[:, c0:c1], past_key_values=cache, use_cache=cache is not None, logits_to_keep=keep
+                )
+                cache = res.past_key_values if cache is not None else None
+                if lo < hi:
+                    logits = res.logits[:, : hi - lo]
+                    target = ids[:, lo + 1 : hi + 1]
+                    picked = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1).float()
+                    nll = torch.logsumexp(logits.float(), dim=-1) - picked
+                    out[:, lo + 1 : hi + 1] = nll.cpu().numpy()
+                    del logits, nll
+                if tick is not None:
+                    # Columns c0 … c1-1 scored tokens c0+1 … c1 of each row, where scored at all.
+                    tick(sum(max(0, min(c1 + 1, n) - max(c0 + 1, f)) for n, f in zip(lengths, first)))
+        return [out[r, f:n] for r, (f, n) in enumerate(zip(first, lengths))]
