@@ -9,8 +9,14 @@ Subcommands:
     chunk FILE  One JSON object per chunk and line: {"index","start","end","text","tokens"}.
     compare FILE --config SPEC [--config SPEC …]
                 A stats table of several configurations; ``--out DIR`` writes JSONL and CSV.
+    ppl FILE    Per-sentence perplexity under a causal LM, one JSON object per sentence and line:
+                {"index","start","end","text","tokens","nll_mean","ppl"}. Served from the on-disk
+                cache of model outputs when this model has scored this exact text before (the
+                model is then not even loaded); ``--no-cache`` bypasses the cache.
+    cache info  JSON statistics of that cache; ``cache clear`` empties it.
 
-Errors print one line on stderr: exit 1 for unreadable input, 2 for bad arguments.
+Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
+2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
 Per-parameter flags of ``chunk`` (``--chunk_size 200``) are generated from the registry.
 """
 
@@ -21,8 +27,9 @@ import json
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, NoReturn, Sequence, TextIO
 
 from backend.errors import ChunkLabError, InputError, ParameterError
 
@@ -87,7 +94,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="'NAME key=value … [tokenizer=T]', e.g. 'recursive chunk_size=200' (repeatable)",
     )
     p_cmp.add_argument("--out", type=Path, help="folder for <config>.jsonl and <config>.csv files")
+
+    _add_model_commands(sub)
     return parser
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}")
+    return value
+
+
+def _add_model_commands(sub: Any) -> None:
+    """The subcommands that run models (``ppl``) or manage their output cache (``cache``)."""
+    p_ppl = sub.add_parser("ppl", help="per-sentence perplexity under a causal LM; one JSON object per line")
+    p_ppl.add_argument("file", help="document path, or sample:NAME")
+    p_ppl.add_argument(
+        "--lm",
+        metavar="NAME|PATH",
+        help="smollm2 (bundled, the default; CHUNKLAB_LM), a checkpoint folder, a .gguf file or a hub id",
+    )
+    p_ppl.add_argument(
+        "--window", type=_positive_int, metavar="N", help="context window in tokens (default: the model's)"
+    )
+    p_ppl.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda", "mps"),
+        help="where the model runs (default: CHUNKLAB_DEVICE, else auto)",
+    )
+    p_ppl.add_argument("--no-cache", action="store_true", help="neither read nor write the cache of model outputs")
+
+    p_cache = sub.add_parser("cache", help="the on-disk cache of model outputs (CHUNKLAB_CACHE_DIR)")
+    cache_sub = p_cache.add_subparsers(dest="cache_command", required=True, parser_class=_Parser)
+    cache_sub.add_parser("info", help="entries, bytes, directory and size bound (JSON)")
+    cache_sub.add_parser("clear", help="delete every entry; prints how many were removed")
 
 
 def _load(spec: str):
@@ -164,6 +208,17 @@ def _run(args: argparse.Namespace) -> int:
         _write(chunker.chunk(_load(args.file)).to_jsonl())
     elif args.command == "compare":
         _compare(args)
+    elif args.command == "ppl":
+        _ppl(args)
+    elif args.command == "cache":
+        from backend.cache import default_cache
+
+        cache = default_cache()
+        if args.cache_command == "info":
+            _write(json.dumps(cache.stats(), indent=2) + "\n")
+        else:
+            removed = cache.clear()
+            _write(f"removed {removed} {'entry' if removed == 1 else 'entries'} from {cache.directory}\n")
     return 0
 
 
@@ -181,6 +236,83 @@ def _compare(args: argparse.Namespace) -> None:
             stem = f"{i:02d}-{r.config.name}"
             (args.out / f"{stem}.jsonl").write_text(r.to_jsonl(), encoding="utf-8")
             (args.out / f"{stem}.csv").write_text(r.to_csv(), encoding="utf-8")
+
+
+def _ppl(args: argparse.Namespace) -> None:
+    from backend.cache import default_cache
+    from backend.models.types import ProgressTracker
+    from backend.scoring import cached_token_scores, document_token_scores, score_sentences
+
+    doc = _load(args.file)
+    cache = None if args.no_cache else default_cache()
+    scores = None
+    if cache is not None:
+        fingerprint = _fingerprint_without_loading(args.lm)
+        if fingerprint is not None:
+            scores = cached_token_scores(cache, fingerprint, doc.text, args.window)
+    if scores is None:
+        # Our own progress line replaces transformers' "Loading weights" bar (read at import).
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        from backend.models.lm import load_scorer
+
+        with _StderrProgress("scoring") as line:
+            line.status("loading model…")
+            scorer = load_scorer(args.lm, args.device)
+            line.status(f"{scorer.info.name} on {scorer.info.device}…")
+            tracker = ProgressTracker(report=line.report)
+            scores, _hit = document_token_scores(doc.text, scorer, window=args.window, cache=cache, progress=tracker)
+    _write("".join(json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in score_sentences(doc, scores)))
+
+
+def _fingerprint_without_loading(spec: str | None) -> str | None:
+    """The weights' fingerprint of a GGUF spec (hashed once, then remembered); None for other kinds."""
+    from backend.models.lm import file_sha256, resolve_spec
+
+    kind, location = resolve_spec(spec)  # a spec naming no model fails here, before any loading
+    return file_sha256(Path(location)) if kind == "gguf" else None
+
+
+class _StderrProgress:
+    """Progress on stderr: one updating line on a terminal; a plain line every 30 s otherwise."""
+
+    _TTY_INTERVAL = 0.1
+    _LOG_INTERVAL = 30.0
+
+    def __init__(self, what: str, stream: TextIO | None = None) -> None:
+        self._what = what
+        self._stream = stream if stream is not None else sys.stderr
+        self._tty = self._stream.isatty()
+        self._last = 0.0
+        self._dirty = False
+
+    def __enter__(self) -> _StderrProgress:
+        self._last = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._dirty:  # leave the terminal line clean for the next output or error
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+
+    def status(self, message: str) -> None:
+        """A transient message (terminal only)."""
+        if self._tty:
+            self._stream.write(f"\r\x1b[K{message}")
+            self._stream.flush()
+            self._dirty = True
+
+    def report(self, fraction: float, eta: float | None, _label: str) -> None:
+        """A :class:`~backend.models.types.ProgressTracker` report callback."""
+        now = time.monotonic()
+        eta_text = f", ETA {eta:.0f}s" if eta is not None and fraction < 1 else ""
+        text = f"{self._what}: {fraction:6.1%}{eta_text}"
+        if self._tty:
+            if now - self._last >= self._TTY_INTERVAL or fraction >= 1:
+                self._last = now
+                self.status(text)
+        elif now - self._last >= self._LOG_INTERVAL:
+            self._last = now
+            print(text, file=self._stream, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
