@@ -177,13 +177,13 @@ def _load(src: _Source, device: str, dtype: Any) -> LanguageModel:
         source = src.location
     elif src.kind == "dir":
         folder = Path(src.location)
-        fingerprint = _marker_fingerprint(folder) or _weights_fingerprint(folder, src.spec)
         model, tokenizer = _load_checkpoint(folder, dtype, src.spec)
+        fingerprint = _marker_fingerprint(folder) or _weights_fingerprint(folder, src.spec)
         name, source, loaded_from = folder.name, str(folder), "checkpoint"
     else:
         folder = _hub_snapshot(src.location)
-        fingerprint = _weights_fingerprint(folder, src.spec)
         model, tokenizer = _load_checkpoint(folder, dtype, src.spec)
+        fingerprint = _weights_fingerprint(folder, src.spec)
         name, source, loaded_from = src.location.split("/")[-1], src.location, "hub"
     try:
         model = model.to(device=device, dtype=dtype)
