@@ -1,0 +1,605 @@
+"""A :class:`~backend.models.types.Scorer` over an OpenAI-compatible completions server.
+
+Servers such as vLLM return the log-probabilities of the *prompt* tokens when a completion is
+requested with ``echo=True, logprobs=1``: ``choices[0].logprobs`` then holds ``tokens``,
+``token_logprobs`` (``null`` for the first token, which has no context) and ``text_offset``
+(where each token starts in the echoed text). That is all :class:`RemoteScorer` needs; it
+asks for ``max_tokens=1`` (vLLM refuses 0) and drops the generated token. OpenAI's own API
+no longer returns prompt log-probs: pointing this at it gives a clear :class:`ModelError`.
+
+Configuration (arguments win over the environment):
+
+- ``CHUNKLAB_REMOTE_BASE_URL`` (else ``OPENAI_BASE_URL``): e.g. ``http://gpu-box:8000/v1``.
+- ``CHUNKLAB_REMOTE_MODEL``: the served model's name; unset, the server's only model.
+- ``CHUNKLAB_REMOTE_API_KEY`` (else ``OPENAI_API_KEY``): sent as a bearer token. It is held by
+  the HTTP client only: never in :class:`ModelInfo`, cache keys, ``repr``, logs or error
+  messages (any text that comes back from the server is scrubbed of it too).
+- ``CHUNKLAB_REMOTE_TIMEOUT``: seconds to wait for an answer (default 60; connecting gives
+  up after 5 s), ``CHUNKLAB_REMOTE_RETRIES``: retries of failed requests (default 1).
+
+Token offsets. ``text_offset`` is the running sum of the decoded tokens' lengths, so it is
+exact when the tokens spell the text. A leading special token (``<s>``) that is not part of
+the text is dropped and the offsets shifted; when tokens do not spell the text (a character
+split across byte-level tokens decodes as U+FFFD), the tokens are aligned to the text one by
+one instead, and a fragment gets the position of the character it belongs to.
+
+Long texts (:meth:`RemoteScorer.token_nll`). The server's tokenizer is out of reach, so the
+text is cut in characters, and the window is kept in tokens by checking each answer:
+
+1. Each request sends a piece of the text preceded by about half a window of the text
+   before it as context (the "strided" perplexity of the Hugging Face guide, also the local
+   scorer's default ``block = window // 2``). Only the tokens that start inside the piece
+   are kept, so every token is scored exactly once, with up to a window of context.
+2. Sizes in characters come from tokens through the characters-per-token ratio of the
+   previous answer (4 to start with, 0.9 of the measured ratio after).
+3. An answer with more than ``window`` tokens is cut after its first ``window`` tokens; the
+   next request starts at the first token left out. An answer that says the prompt is too
+   long for the server halves the ratio and retries.
+4. Cuts are put just before whitespace, where BPE tokenizers start tokens, so a token
+   rarely straddles a cut; one that does is scored in the request where the piece ends (cut
+   short there) and dropped from the next one.
+
+Within one window the numbers equal a single forward pass (so the local scorer's, to float
+rounding). Past it, the local scorer's windows are measured in its own tokens and these in
+characters, so the context of a token differs a little and the two agree only closely.
+
+Heavy modules (``openai``, ``httpx``) load on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from backend.errors import ModelError, ParameterError
+from backend.models.types import ModelInfo, Progress, TokenScores
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+
+__all__ = ["RemoteScorer", "remote_config", "DEFAULT_WINDOW", "PAIRS_PER_REQUEST"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = 2048  # tokens per request when the server does not say its context length
+PAIRS_PER_REQUEST = 8  # conditional_nll prompts sent in one completions request
+TOP_LOGPROBS = 20  # the most vLLM and OpenAI return per position
+_CONNECT_TIMEOUT = 5.0
+_DEFAULT_TIMEOUT = 60.0
+_DEFAULT_RETRIES = 1
+_MIN_WINDOW = 16
+_MAX_SHRINKS = 6  # "prompt too long" answers (or overfull windows) in a row before giving up
+_START_CHARS_PER_TOKEN = 4.0
+_TOO_LONG = re.compile(r"context length|too long|maximum.{0,40}tokens|exceeds", re.IGNORECASE)
+
+
+def remote_config(
+    base_url: str | None = None, model: str | None = None, api_key: str | None = None
+) -> tuple[str, str | None, str | None]:
+    """``(base_url, model, api_key)`` from the arguments, else the environment (see the module docstring).
+
+    Raises:
+        ModelError: when no base URL is given or set, or it is not an http(s) URL.
+    """
+    env = os.environ
+    url = (base_url or env.get("CHUNKLAB_REMOTE_BASE_URL") or env.get("OPENAI_BASE_URL") or "").strip()
+    if not url:
+        raise ModelError("no remote scorer URL: enter one or set CHUNKLAB_REMOTE_BASE_URL (e.g. http://host:8000/v1)")
+    if not re.match(r"^https?://[^/\s]+", url):
+        raise ModelError(f"remote scorer URL {url!r} must start with http:// or https:// and name a host")
+    name = (model or env.get("CHUNKLAB_REMOTE_MODEL") or "").strip() or None
+    key = (api_key or env.get("CHUNKLAB_REMOTE_API_KEY") or env.get("OPENAI_API_KEY") or "").strip() or None
+    return url.rstrip("/"), name, key
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+class RemoteScorer:
+    """The :class:`~backend.models.types.Scorer` protocol over an OpenAI-compatible server.
+
+    Creating one asks the server for its models (``GET /models``): a wrong URL, port, key or
+    model name fails here, as a one-line :class:`ModelError`, rather than at the first score.
+
+    Attributes:
+        info: ``kind="remote-lm"``, ``device="remote"``, ``dtype="remote"``; ``fingerprint`` is
+            the sha256 of the base URL and model name; ``context_length`` the server's
+            ``max_model_len`` when it reports one.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+    ) -> None:
+        """Connect to the server at ``base_url`` (see :func:`remote_config` for the defaults).
+
+        Raises:
+            ModelError: unreachable server, rejected key, unknown model, or no base URL.
+        """
+        url, name, key = remote_config(base_url, model, api_key)
+        self.base_url = url
+        self._secret = key or ""
+        self._timeout = (
+            timeout if timeout is not None and timeout > 0 else _env_float("CHUNKLAB_REMOTE_TIMEOUT", _DEFAULT_TIMEOUT)
+        )
+        retries = (
+            max_retries if max_retries is not None else int(_env_float("CHUNKLAB_REMOTE_RETRIES", _DEFAULT_RETRIES))
+        )
+        self._client = self._make_client(key, retries)
+        self._chars_per_token = _START_CHARS_PER_TOKEN
+        self.model, context_length = self._discover(name)
+        self.info = ModelInfo(
+            name=self.model,
+            source=url,
+            kind="remote-lm",
+            parameters=0,
+            device="remote",
+            dtype="remote",
+            fingerprint=hashlib.sha256(f"{url}\n{self.model}".encode()).hexdigest(),
+            context_length=context_length,
+        )
+
+    def __repr__(self) -> str:
+        return f"RemoteScorer(base_url={self.base_url!r}, model={self.model!r})"
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _make_client(self, key: str | None, retries: int) -> OpenAI:
+        import httpx
+        from openai import OpenAI
+
+        # Servers that check no key still need a non-empty bearer token: "EMPTY" is vLLM's habit.
+        return OpenAI(
+            base_url=self.base_url,
+            api_key=key or "EMPTY",
+            timeout=httpx.Timeout(self._timeout, connect=min(_CONNECT_TIMEOUT, self._timeout)),
+            max_retries=max(0, retries),
+        )
+
+    def _scrub(self, text: str) -> str:
+        """``text`` on one line, without the API key (servers sometimes echo it back)."""
+        flat = " ".join(str(text).split())
+        if self._secret:
+            flat = flat.replace(self._secret, "***")
+        return flat if len(flat) <= 300 else flat[:299] + "…"
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` with every client error turned into a one-line ModelError.
+
+        The ModelError is raised outside the ``except`` block, so it carries no chained
+        exception: the client's exceptions hold the request, Authorization header included.
+        """
+        import openai
+
+        try:
+            return fn(*args, **kwargs)
+        except openai.OpenAIError as e:
+            message = self._describe(e, what)
+        raise ModelError(message)
+
+    def _describe(self, e: Exception, what: str) -> str:
+        """A one-line, key-free account of a client error."""
+        import openai
+
+        where = f"remote scorer at {self.base_url}"
+        if isinstance(e, openai.APITimeoutError):
+            return f"{where} did not answer {what} within {self._timeout:g}s (CHUNKLAB_REMOTE_TIMEOUT)"
+        if isinstance(e, openai.APIConnectionError):
+            return f"{where} is unreachable ({_connection_reason(e)})"
+        if isinstance(e, openai.AuthenticationError):
+            return f"{where} rejected the API key (HTTP {e.status_code})"
+        if isinstance(e, openai.NotFoundError):
+            hint = "" if self.base_url.endswith("/v1") else " (OpenAI-compatible URLs usually end in /v1)"
+            return f"{where} has no endpoint or model for {what} (HTTP 404){hint}: {self._scrub(_error_text(e))}"
+        if isinstance(e, openai.APIStatusError):
+            return f"{where} refused {what} (HTTP {e.status_code}): {self._scrub(_error_text(e))}"
+        # Malformed answers (APIResponseValidationError) and anything else the client raises.
+        return f"{where} gave no usable answer to {what}: {self._scrub(str(e))}"
+
+    def _discover(self, name: str | None) -> tuple[str, int | None]:
+        """The model to use and its context length, from ``GET /models``."""
+        import openai
+
+        message = None
+        try:
+            page = self._client.models.list()
+        except openai.NotFoundError:
+            if name is not None:
+                return name, None  # a server without /models: trust the name
+            message = f"remote scorer at {self.base_url} does not list its models: give the model name"
+        except openai.OpenAIError as e:
+            message = self._describe(e, "the model list")
+        if message is not None:
+            raise ModelError(message)
+        models = list(getattr(page, "data", None) or [])
+        ids = [m.id for m in models]
+        if name is None:
+            if not ids:
+                raise ModelError(f"remote scorer at {self.base_url} serves no model")
+            if len(ids) > 1:
+                raise ModelError(
+                    f"remote scorer at {self.base_url} serves several models ({', '.join(ids[:5])}): choose one"
+                )
+            name = ids[0]
+        elif ids and name not in ids:
+            raise ModelError(
+                f"remote scorer at {self.base_url} has no model {name!r} (it serves: {', '.join(ids[:5])})"
+            )
+        chosen = next((m for m in models if m.id == name), None)
+        extra = (getattr(chosen, "model_extra", None) or {}) if chosen is not None else {}
+        length = extra.get("max_model_len") or extra.get("context_length")
+        return name, int(length) if isinstance(length, (int, float)) and length > 0 else None
+
+    def _echo(self, prompts: list[str]) -> list[tuple[list[int], list[float | None]]]:
+        """For each prompt: the start offset and log-prob of each of its tokens, in prompt order."""
+        response = self._call(
+            "a completions request",
+            self._client.completions.create,
+            model=self.model,
+            prompt=prompts if len(prompts) > 1 else prompts[0],
+            echo=True,
+            logprobs=1,
+            max_tokens=1,
+            temperature=0.0,
+        )
+        choices = sorted(getattr(response, "choices", None) or [], key=lambda c: c.index)
+        if len(choices) != len(prompts):
+            raise ModelError(
+                f"remote scorer at {self.base_url} answered {len(choices)} choices for {len(prompts)} prompts"
+            )
+        # With one prompt, usage.prompt_tokens says exactly where the prompt's tokens end.
+        usage = getattr(response, "usage", None)
+        n_prompt = getattr(usage, "prompt_tokens", None) if len(prompts) == 1 else None
+        out = []
+        for prompt, c in zip(prompts, choices):
+            lp = getattr(c, "logprobs", None)
+            if lp is None or not lp.tokens or lp.token_logprobs is None or lp.text_offset is None:
+                raise ModelError(
+                    f"remote scorer at {self.base_url} returned no prompt log-probs for model {self.model!r} "
+                    "(it must support echo=True with logprobs, as vLLM does)"
+                )
+            text = c.text if isinstance(c.text, str) and c.text.startswith(prompt) else prompt
+            out.append(_prompt_tokens(prompt, text, lp, n_prompt))
+        return out
+
+    # --- the Scorer protocol -----------------------------------------------------------------
+
+    def token_nll(self, text: str, *, window: int | None = None, progress: Progress | None = None) -> TokenScores:
+        """Score every token of ``text`` once (windowing scheme in the module docstring).
+
+        Args:
+            text: The text; its tokenization is the server's.
+            window: Tokens per request (context included); default the server's context
+                length, else :data:`DEFAULT_WINDOW`.
+            progress: ``progress(characters done, len(text))`` after each request; may raise
+                :class:`~backend.errors.Cancelled`.
+
+        Raises:
+            ParameterError: ``window`` below 16 or above the server's context length.
+            ModelError: the server fails or returns no prompt log-probs.
+        """
+        ctx_len = self.info.context_length
+        w = int(window) if window is not None else (ctx_len or DEFAULT_WINDOW)
+        if w < _MIN_WINDOW:
+            raise ParameterError(f"window ({w}) must be at least {_MIN_WINDOW} tokens")
+        if ctx_len is not None and w > ctx_len:
+            raise ParameterError(f"window ({w}) must be at most the model's context length ({ctx_len})")
+        # Prompt tokens per request: the whole window, less the generated token's place when
+        # the window is the server's whole context.
+        limit = w - 1 if ctx_len is not None and w >= ctx_len else w
+        n = len(text)
+        starts: list[int] = []
+        nll: list[float] = []
+        pos = 0  # the first character not yet scored
+        retries = 0
+        while pos < n:
+            budget = max(2, int(limit * self._chars_per_token))  # characters expected to fill the window
+            # About half the budget of context before pos, starting at a word (3/4 to all of it).
+            want = max(1, budget // 2)
+            ctx = 0 if pos <= want else _snap(text, pos - want + want // 4, lo=pos - want)
+            room = max(1, budget - (pos - ctx))
+            # The piece ends before whitespace, giving up at most a quarter of its length for it.
+            end = n if pos + room >= n else _snap(text, pos + room, lo=max(pos + 1, pos + room - room // 4))
+            try:
+                ((offs, values),) = self._echo([text[ctx:end]])
+            except ModelError as e:
+                if not _TOO_LONG.search(str(e)) or retries >= _MAX_SHRINKS:
+                    raise
+                retries += 1
+                self._chars_per_token /= 2
+                continue
+            if offs:
+                self._chars_per_token = max(0.25, 0.9 * (end - ctx) / len(offs))
+            if len(offs) > limit:
+                # More tokens than the window holds: keep the first ``limit``; the next request
+                # starts at the first token left out.
+                cut = ctx + offs[limit]
+                if cut <= pos:  # the context alone filled the window: retry with the new ratio
+                    retries += 1
+                    if retries > _MAX_SHRINKS:
+                        raise ModelError(f"remote scorer at {self.base_url}: cannot fit a {w}-token window")
+                    continue
+                k = sum(1 for o in offs[:limit] if ctx + o < cut)
+                offs, values, end = offs[:k], values[:k], cut
+            retries = 0
+            for o, v in zip(offs, values):
+                if ctx + o >= pos or pos == 0:
+                    starts.append(ctx + o)
+                    nll.append(math.nan if v is None else -float(v))
+            pos = end
+            if progress is not None:
+                progress(pos, n)
+        s = np.asarray(starts, dtype=np.int64)
+        ends = np.append(s[1:], n).astype(np.int64) if s.size else np.zeros(0, dtype=np.int64)
+        return TokenScores(starts=s, ends=ends, nll=np.asarray(nll, dtype=np.float64), window=w)
+
+    def conditional_nll(self, pairs: Sequence[tuple[str, str]], *, progress: Progress | None = None) -> list[float]:
+        """Mean NLL of each continuation ``q`` given its context ``d``.
+
+        ``d + q`` goes to the server as one prompt and the log-probs of the tokens holding at
+        least one character of ``q`` are averaged. Unlike
+        :class:`~backend.models.scorer.LocalScorer`, which tokenizes ``d`` and ``q`` separately,
+        the server tokenizes the joined text: a token that straddles the join (``"back"`` +
+        ``"ground"`` as one token) counts as q's, with its whole log-prob. At a sentence
+        boundary (``d`` ends in punctuation, ``q`` starts with a space) the two tokenizations
+        agree and so do the scores. As in the local scorer an empty ``d`` becomes one space;
+        if it then merges with q's first token (``" An"``), that token is the prompt's first
+        and has no log-prob, so q's first token goes unscored here. An empty ``q`` gives ``nan``.
+
+        Raises:
+            ParameterError: a pair that is not two strings.
+            ModelError: the server fails or returns no prompt log-probs.
+        """
+        for i, pair in enumerate(pairs):
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+                raise ParameterError(f"pair {i} must be a (context, continuation) pair of strings, got {pair!r}")
+        out = [math.nan] * len(pairs)
+        contexts = [d if d else " " for d, _ in pairs]
+        todo = [i for i, (_, q) in enumerate(pairs) if q]
+        if progress is not None:
+            progress(len(pairs) - len(todo), len(pairs))
+        for b in range(0, len(todo), PAIRS_PER_REQUEST):
+            batch = todo[b : b + PAIRS_PER_REQUEST]
+            prompts = [contexts[i] + pairs[i][1] for i in batch]
+            for i, prompt, (starts, values) in zip(batch, prompts, self._echo(prompts)):
+                cut = len(contexts[i])
+                ends = [*starts[1:], len(prompt)]
+                kept = [-float(v) for e, v in zip(ends, values) if e > cut and v is not None]
+                out[i] = float(np.mean(kept)) if kept else math.nan
+            if progress is not None:
+                progress(len(pairs) - len(todo) + min(b + PAIRS_PER_REQUEST, len(todo)), len(pairs))
+        return out
+
+    def next_token_probs(self, prompt: str | list[dict[str, str]], candidates: Sequence[str]) -> dict[str, float]:
+        """Probability of each candidate as the next token, from the server's top log-probs.
+
+        A string prompt goes to the completions endpoint; a list of chat messages to chat
+        completions (the server applies its chat template), and, where that endpoint gives
+        no log-probs, to completions as ``role: content`` lines. The server reports only its
+        :data:`TOP_LOGPROBS` likeliest tokens, so a candidate outside them gets 0. A candidate
+        matches the reported token equal to it, else one equal to it once whitespace is
+        stripped (``" Yes"`` for ``"Yes"``), else the longest one it starts with (its first
+        token, as the local scorer counts it).
+
+        Raises:
+            ParameterError: no candidates, or an empty one.
+            ModelError: the server fails or returns no top log-probs.
+        """
+        if isinstance(candidates, str) or not candidates:
+            raise ParameterError(f"candidates must be a non-empty list of strings, got {candidates!r}")
+        bad = next((c for c in candidates if not isinstance(c, str) or not c), None)
+        if bad is not None:
+            raise ParameterError(f"candidate {bad!r} has no token")
+        top = None
+        if isinstance(prompt, list):
+            top = self._chat_top(prompt)
+            if top is None:
+                prompt = "".join(f"{m.get('role', 'user')}: {m.get('content', '')}\n" for m in prompt) + "assistant:"
+        if top is None:
+            top = self._completion_top(str(prompt))
+        probs = {t: math.exp(v) for t, v in top.items() if v is not None}
+        return {c: _candidate_prob(c, probs) for c in candidates}
+
+    def _chat_top(self, messages: list[dict[str, str]]) -> dict[str, float] | None:
+        import openai
+
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=True,
+                top_logprobs=TOP_LOGPROBS,
+            )
+        except (openai.NotFoundError, openai.BadRequestError, openai.UnprocessableEntityError):
+            return None  # no chat endpoint, or no log-probs on it: fall back to completions
+        except openai.OpenAIError as e:
+            message = self._describe(e, "a chat request")
+        else:
+            message = None
+        if message is not None:
+            raise ModelError(message)
+        choice = (response.choices or [None])[0]
+        content = getattr(getattr(choice, "logprobs", None), "content", None)
+        if not content:
+            return None
+        return {t.token: t.logprob for t in (content[0].top_logprobs or [])}
+
+    def _completion_top(self, prompt: str) -> dict[str, float]:
+        response = self._call(
+            "a completions request",
+            self._client.completions.create,
+            model=self.model,
+            prompt=prompt,
+            max_tokens=1,
+            temperature=0.0,
+            logprobs=TOP_LOGPROBS,
+        )
+        choice = (getattr(response, "choices", None) or [None])[0]
+        lp = getattr(choice, "logprobs", None)
+        tops = getattr(lp, "top_logprobs", None)
+        if not tops or not tops[0]:
+            raise ModelError(f"remote scorer at {self.base_url} returned no top log-probs for model {self.model!r}")
+        return dict(tops[0])
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _snap(text: str, i: int, lo: int) -> int:
+    """The last cut in ``(lo, i]`` that falls just before whitespace following a non-space, else ``i``."""
+    for c in range(i, max(lo, 1) - 1, -1):
+        if c < len(text) and text[c].isspace() and not text[c - 1].isspace():
+            return c
+    return i
+
+
+def _prompt_tokens(prompt: str, echoed: str, lp: Any, n_prompt: int | None) -> tuple[list[int], list[float | None]]:
+    """Start offset (in ``prompt``) and log-prob of each prompt token of an echo answer.
+
+    Args:
+        prompt: The prompt sent.
+        echoed: The answer's text (the prompt followed by the generated text).
+        lp: The answer's ``logprobs`` (``tokens``, ``token_logprobs``, ``text_offset``).
+        n_prompt: How many of the tokens are the prompt's, when the server said so
+            (``usage.prompt_tokens``); else the tokens that start inside the prompt, less the
+            generated one.
+    """
+    tokens = [t if isinstance(t, str) else "" for t in lp.tokens]
+    offsets = [int(o) for o in lp.text_offset]
+    values = list(lp.token_logprobs)
+    if not (len(tokens) == len(offsets) == len(values)):
+        raise ModelError("the remote answer's tokens, token_logprobs and text_offset differ in length")
+    # A leading special token (<s>) is no part of the text: drop it, and shift the offsets.
+    first = lead = 0
+    if tokens and values[0] is None and tokens[0] and not echoed.startswith(_readable(tokens[0])):
+        first, lead = 1, len(tokens[0])
+    toks = tokens[first:]
+    if n_prompt is not None and first <= n_prompt <= len(tokens):
+        k = n_prompt - first
+    else:
+        k = sum(1 for x in _align(echoed, toks) if x < len(prompt))
+        k = min(k, max(0, len(toks) - 1))  # max_tokens=1: the last token is the generated one
+    toks = toks[:k]
+    if "".join(toks) == prompt and [o - lead for o in offsets[first : first + k]] == _running(toks):
+        starts = _running(toks)  # text_offset is exact: the tokens spell the text
+    else:
+        starts = _align(prompt, toks)
+    return starts, values[first : first + k]
+
+
+def _running(tokens: list[str]) -> list[int]:
+    out, pos = [], 0
+    for t in tokens:
+        out.append(pos)
+        pos += len(t)
+    return out
+
+
+_MARKERS = str.maketrans({"\u2581": " ", "\u0120": " ", "\u010a": "\n"})  # SentencePiece ▁, byte-level Ġ Ċ
+
+
+def _readable(token: str) -> str:
+    """What a token shows of the text: markers turned back into spaces, U+FFFD fragments removed."""
+    return token.translate(_MARKERS).replace("\ufffd", "")
+
+
+def _align(text: str, tokens: list[str]) -> list[int]:
+    """Start of each token in ``text`` when the tokens do not spell it exactly.
+
+    A token that reads as the text at the current position starts there. Fragments (part of
+    a character, decoded as U+FFFD) wait until the next readable token is found a little
+    further on; the characters skipped meanwhile are shared out among them in order.
+    """
+    starts = [0] * len(tokens)
+    pending: list[int] = []
+    pos = 0
+
+    def place(until: int) -> None:
+        m = len(pending)
+        for r, idx in enumerate(pending):
+            starts[idx] = pos + (until - pos) * r // m
+        pending.clear()
+
+    for i, t in enumerate(tokens):
+        if t and text.startswith(t, pos):
+            place(pos)
+            starts[i] = pos
+            pos += len(t)
+            continue
+        clean = _readable(t)
+        j = text.find(clean, pos, pos + len(clean) + 2 * len(pending) + 8) if clean else -1
+        if j < 0:
+            pending.append(i)
+            continue
+        # A token that begins with a fragment completes the character just before its text.
+        head = j - 1 if t.startswith("\ufffd") and j > pos else j
+        place(head)
+        starts[i] = head
+        pos = j + len(clean)
+    place(len(text))
+    return starts
+
+
+def _candidate_prob(candidate: str, probs: dict[str, float]) -> float:
+    if candidate in probs:
+        return probs[candidate]
+    stripped = candidate.strip()
+    same = [p for t, p in probs.items() if t.strip() == stripped and stripped]
+    if same:
+        return max(same)
+    prefixes = [(len(t.strip()), p) for t, p in probs.items() if t.strip() and stripped.startswith(t.strip())]
+    return max(prefixes)[1] if prefixes else 0.0
+
+
+def _error_text(e: Any) -> str:
+    """The server's own error message of an HTTP error answer."""
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+        if body.get("message"):
+            return str(body["message"])
+    return str(getattr(e, "message", "") or e)
+
+
+def _connection_reason(e: BaseException) -> str:
+    """Why a connection failed, in a few words ("connection refused", "host not found")."""
+    seen = e
+    text = ""
+    for _ in range(6):
+        seen = seen.__cause__ or seen.__context__
+        if seen is None:
+            break
+        text = str(seen) or text
+    low = text.lower()
+    if "refused" in low:
+        return "connection refused"
+    if "name or service not known" in low or "nodename nor servname" in low or "getaddrinfo" in low:
+        return "host not found"
+    if "timed out" in low or "timeout" in low:
+        return "connection timed out"
+    if "ssl" in low or "certificate" in low:
+        return "TLS error"
+    return " ".join(text.split())[:120] or "connection failed"

@@ -1,0 +1,384 @@
+"""A small OpenAI-compatible HTTP server whose log-probs come from the bundled SmolLM2.
+
+This is Chunk Lab's own test server, not vLLM: it speaks the parts of the OpenAI protocol
+that :class:`backend.models.remote.RemoteScorer` uses, the way vLLM answers them, so the
+remote code path runs end to end (HTTP, the ``openai`` client, JSON, offsets) against real
+numbers that the local scorer can be checked against:
+
+- ``GET /v1/models``: one model, with vLLM's ``max_model_len``;
+- ``POST /v1/completions``: ``prompt`` (a string or a list), ``echo``, ``logprobs`` (top-k),
+  ``max_tokens`` (greedy; 0 allowed); with ``echo`` the prompt tokens come back with their
+  log-probs (``null`` for the first), vLLM-style ``text_offset`` (running sum of the decoded
+  tokens' lengths) and top log-probs; a prompt longer than ``max_model_len`` is refused with
+  vLLM's "maximum context length" message (HTTP 400);
+- ``POST /v1/chat/completions``: the model's chat template, ``logprobs``/``top_logprobs``;
+- ``Authorization: Bearer <key>`` is checked when the server has a key: a wrong or missing key
+  gets HTTP 401 with OpenAI's "Incorrect API key provided: <key>" message, which echoes the
+  key on purpose (the client must not repeat it).
+
+Log-probs come from one float32 forward pass of the whole prompt through the model that
+:func:`backend.models.lm.load_lm` loads (the same weights and tokenizer as the local
+scorer), so remote and local numbers agree to float rounding on texts within one window.
+
+Use it in-process (``with start_server() as server: server.url``) or as a process::
+
+    python -m tests.support.openai_compat_server --port 8765 --api-key secret
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Engine", "RunningServer", "start_server", "main"]
+
+MAX_GENERATED = 16  # greedy tokens per request, enough for the protocol, cheap on a CPU
+
+
+@dataclass
+class Engine:
+    """The bundled (or another local) causal LM behind the server's endpoints."""
+
+    spec: str | None = None
+    served_name: str | None = None
+    max_model_len: int | None = None
+    _lm: Any = field(default=None, init=False, repr=False)
+
+    def load(self) -> Engine:
+        """Load the model (once)."""
+        if self._lm is None:
+            from backend.models.lm import load_lm
+
+            self._lm = load_lm(self.spec, device="cpu")
+            if self.served_name is None:
+                self.served_name = self._lm.info.name
+            if self.max_model_len is None:
+                self.max_model_len = self._lm.info.context_length or 2048
+        return self
+
+    @property
+    def name(self) -> str:
+        return str(self.load().served_name)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` as the local scorer tokenizes it (no special tokens)."""
+        return list(self.load()._lm.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def token_text(self, token_id: int) -> str:
+        """A token as vLLM reports it: decoded alone (part of a character reads U+FFFD)."""
+        return self.load()._lm.tokenizer.decode([token_id])
+
+    def chat_prompt(self, messages: list[dict[str, str]]) -> str:
+        """``messages`` rendered with the model's chat template, ready for the answer."""
+        tok = self.load()._lm.tokenizer
+        return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def log_softmax(self, ids: list[int]) -> Any:
+        """Log-probabilities of the next token after every prefix of ``ids`` (shape len(ids) × vocab)."""
+        import torch
+
+        lm = self.load()._lm
+        with lm.lock, torch.inference_mode():
+            x = torch.tensor([ids], dtype=torch.long, device=lm.model.device)
+            logits = lm.model(input_ids=x).logits[0].float()
+        return torch.log_softmax(logits, dim=-1).cpu()
+
+
+class _ApiError(Exception):
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server  # type: ignore[assignment]
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+        pass  # quiet: tests read errors from the answers
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, e: _ApiError) -> None:
+        self._send(e.status, {"error": {"message": str(e), "type": e.kind, "param": None, "code": e.status}})
+
+    def _authorize(self) -> None:
+        key = self.server.api_key
+        if not key:
+            return
+        given = self.headers.get("Authorization", "")
+        if given != f"Bearer {key}":
+            shown = given.removeprefix("Bearer ") or "(none)"
+            raise _ApiError(401, f"Incorrect API key provided: {shown}.", "authentication_error")
+
+    def _json(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError as e:
+            raise _ApiError(400, f"invalid JSON body: {e}") from e
+        if not isinstance(body, dict):
+            raise _ApiError(400, "the body must be a JSON object")
+        return body
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        try:
+            self._authorize()
+            if self.path.rstrip("/") != "/v1/models":
+                raise _ApiError(404, f"no route {self.path}", "not_found_error")
+            engine = self.server.engine
+            self._send(200, {"object": "list", "data": [{
+                "id": engine.name, "object": "model", "created": 0, "owned_by": "chunklab-tests",
+                "max_model_len": engine.max_model_len,
+            }]})
+        except _ApiError as e:
+            self._error(e)
+
+    def do_POST(self) -> None:  # noqa: N802
+        try:
+            self._authorize()
+            body = self._json()
+            path = self.path.rstrip("/")
+            if path == "/v1/completions":
+                self._send(200, _completions(self.server.engine, body, self.server.prompt_logprobs))
+            elif path == "/v1/chat/completions":
+                if not self.server.chat:
+                    raise _ApiError(404, f"no route {self.path}", "not_found_error")
+                self._send(200, _chat(self.server.engine, body))
+            else:
+                raise _ApiError(404, f"no route {self.path}", "not_found_error")
+        except _ApiError as e:
+            self._error(e)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(
+        self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, prompt_logprobs: bool
+    ) -> None:
+        super().__init__(address, _Handler)
+        self.engine = engine
+        self.api_key = api_key
+        self.chat = chat
+        self.prompt_logprobs = prompt_logprobs
+
+
+def _check_model(engine: Engine, body: dict[str, Any]) -> None:
+    if body.get("model") != engine.name:
+        raise _ApiError(404, f"The model `{body.get('model')}` does not exist.", "NotFoundError")
+
+
+def _check_length(engine: Engine, n_prompt: int, max_tokens: int) -> None:
+    limit = int(engine.max_model_len or 0)
+    if n_prompt + max_tokens > limit:
+        raise _ApiError(
+            400,
+            f"This model's maximum context length is {limit} tokens. However, you requested "
+            f"{n_prompt + max_tokens} tokens ({n_prompt} in the messages, {max_tokens} in the completion). "
+            "Please reduce the length of the messages or completion.",
+            "BadRequestError",
+        )
+
+
+def _top(row: Any, k: int, engine: Engine) -> dict[str, float]:
+    import torch
+
+    values, ids = torch.topk(row, k)
+    out: dict[str, float] = {}
+    for v, i in zip(values.tolist(), ids.tolist()):
+        out.setdefault(engine.token_text(int(i)), float(v))  # two ids may decode alike: keep the likelier
+    return out
+
+
+def _run(engine: Engine, prompt: str, max_tokens: int) -> tuple[list[int], list[int], Any]:
+    """Prompt ids, greedily generated ids, and the log-softmax rows predicting each token after the first."""
+    ids = engine.encode(prompt)
+    if not ids:
+        raise _ApiError(400, "the prompt is empty")
+    _check_length(engine, len(ids), max_tokens)
+    generated: list[int] = []
+    rows = engine.log_softmax(ids)
+    for step in range(max_tokens):
+        generated.append(int(rows[-1].argmax()))
+        if step + 1 < max_tokens:  # the last token's own row is never needed
+            rows = engine.log_softmax(ids + generated)
+    return ids, generated, rows
+
+
+def _completions(engine: Engine, body: dict[str, Any], prompt_logprobs: bool = True) -> dict[str, Any]:
+    _check_model(engine, body)
+    prompts = body.get("prompt")
+    if isinstance(prompts, str):
+        prompts = [prompts]
+    if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
+        raise _ApiError(400, "prompt must be a string or a list of strings")
+    echo = bool(body.get("echo"))
+    k = body.get("logprobs")
+    max_tokens = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
+    if not 0 <= max_tokens <= MAX_GENERATED:
+        raise _ApiError(400, f"max_tokens must be between 0 and {MAX_GENERATED} on this test server")
+    choices, n_prompt, n_gen = [], 0, 0
+    for index, prompt in enumerate(prompts):
+        ids, gen, rows = _run(engine, prompt, max_tokens)
+        n_prompt += len(ids)
+        n_gen += len(gen)
+        gen_text = engine.load()._lm.tokenizer.decode(gen)
+        logprobs = None
+        if k is not None and prompt_logprobs:
+            k = max(1, int(k))
+            seq = (ids + gen) if echo else gen
+            first = 0 if echo else len(ids)
+            tokens = [engine.token_text(t) for t in seq]
+            token_logprobs: list[float | None] = []
+            top: list[dict[str, float] | None] = []
+            for j, t in enumerate(seq):
+                pos = first + j  # position of this token in ids + gen
+                if pos == 0:
+                    token_logprobs.append(None)
+                    top.append(None)
+                    continue
+                row = rows[pos - 1]
+                value = float(row[t])
+                token_logprobs.append(value)
+                entry = _top(row, k, engine)
+                entry.setdefault(tokens[j], value)
+                top.append(entry)
+            offsets, at = [], 0 if echo else len(prompt)
+            for t in tokens:
+                offsets.append(at)
+                at += len(t)
+            logprobs = {"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top, "text_offset": offsets}
+        choices.append({
+            "index": index,
+            "text": (prompt if echo else "") + gen_text,
+            "logprobs": logprobs,
+            "finish_reason": "length",
+        })
+    return {
+        "id": f"cmpl-{uuid.uuid4().hex}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": engine.name,
+        "choices": choices,
+        "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_gen, "total_tokens": n_prompt + n_gen},
+    }
+
+
+def _chat(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
+    _check_model(engine, body)
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _ApiError(400, "messages must be a non-empty list")
+    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+    max_tokens = max(1, min(max_tokens, MAX_GENERATED))
+    ids, gen, rows = _run(engine, engine.chat_prompt(messages), max_tokens)
+    content = None
+    if body.get("logprobs"):
+        k = int(body.get("top_logprobs") or 0)
+        content = []
+        for j, t in enumerate(gen):
+            row = rows[len(ids) + j - 1]
+            text = engine.token_text(t)
+            tops = [
+                {"token": s, "logprob": v, "bytes": list(s.encode("utf-8"))}
+                for s, v in (_top(row, k, engine).items() if k else [])
+            ]
+            content.append({"token": text, "logprob": float(row[t]), "bytes": list(text.encode("utf-8")),
+                            "top_logprobs": tops})
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": engine.name,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": engine.load()._lm.tokenizer.decode(gen)},
+            "logprobs": None if content is None else {"content": content},
+            "finish_reason": "length",
+        }],
+        "usage": {"prompt_tokens": len(ids), "completion_tokens": len(gen), "total_tokens": len(ids) + len(gen)},
+    }
+
+
+@dataclass
+class RunningServer:
+    """A server running in a background thread of this process."""
+
+    url: str
+    engine: Engine
+    _server: _Server = field(repr=False)
+    _thread: threading.Thread = field(repr=False)
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_server(
+    engine: Engine | None = None,
+    *,
+    api_key: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    chat: bool = True,
+    prompt_logprobs: bool = True,
+) -> RunningServer:
+    """Serve ``engine`` (default: the bundled SmolLM2) on ``host:port`` (0: a free port) in a thread.
+
+    Args:
+        engine: The model; loaded before the server starts answering.
+        api_key: The bearer token clients must send; None accepts any.
+        chat: Whether ``/v1/chat/completions`` exists (False: 404, as on servers without it).
+        prompt_logprobs: False answers completions without any ``logprobs`` (like servers
+            that ignore ``echo``/``logprobs``), to test the client's error.
+    """
+    engine = (engine or Engine()).load()
+    server = _Server((host, port), engine, api_key, chat, prompt_logprobs)
+    thread = threading.Thread(target=server.serve_forever, name="openai-compat-server", daemon=True)
+    thread.start()
+    bound_host, bound_port = server.server_address[:2]
+    return RunningServer(url=f"http://{bound_host}:{bound_port}/v1", engine=engine, _server=server, _thread=thread)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the server in the foreground until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--api-key", default=None, help="require this bearer token")
+    parser.add_argument("--model", default=None, help="model spec for load_lm (default: bundled SmolLM2)")
+    parser.add_argument("--max-model-len", type=int, default=None)
+    args = parser.parse_args(argv)
+    server = start_server(Engine(args.model, max_model_len=args.max_model_len), api_key=args.api_key,
+                          host=args.host, port=args.port)
+    print(f"serving {server.engine.name} at {server.url}", flush=True)
+    try:
+        server._thread.join()
+    except KeyboardInterrupt:
+        server.close()
+
+
+if __name__ == "__main__":
+    main()
