@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from backend.errors import ModelError, ParameterError
+from backend.models.lm import file_sha256
 from backend.models.types import ModelInfo, Progress
 
 if TYPE_CHECKING:
@@ -294,33 +295,12 @@ def _hub_snapshot(repo_id: str) -> Path:
 
 # --- fingerprints ----------------------------------------------------------------------------
 
-_hash_lock = threading.Lock()
-_file_hashes: dict[tuple[str, int, int], str] = {}
-
-
-def _file_sha256(path: Path) -> str:
-    """sha256 of a file, remembered by (path, size, mtime) so an unchanged file is read once."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _hash_lock:
-        hit = _file_hashes.get(key)
-    if hit is not None:
-        return hit
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    digest = h.hexdigest()
-    with _hash_lock:
-        _file_hashes[key] = digest
-    return digest
-
-
 def weights_fingerprint(folder: Path) -> str:
     """sha256 over the weight and output-deciding config files of a model folder.
 
-    Each file contributes its path relative to ``folder`` and its own sha256, in sorted
-    order, so renaming the folder keeps the fingerprint and changing any weight changes it.
+    Each file contributes its path relative to ``folder`` and its own sha256 (remembered on
+    disk by path, size and mtime: see :func:`backend.models.lm.file_sha256`), in sorted order,
+    so renaming the folder keeps the fingerprint and changing any weight changes it.
 
     Raises:
         ModelError: the folder holds no weight file.
@@ -336,5 +316,5 @@ def weights_fingerprint(folder: Path) -> str:
         raise ModelError(f"{folder} holds no weight file (*.safetensors or *.bin)")
     outer = hashlib.sha256()
     for rel, p in files:
-        outer.update(rel.encode("utf-8") + b"\0" + _file_sha256(p).encode("ascii") + b"\n")
+        outer.update(rel.encode("utf-8") + b"\0" + file_sha256(p).encode("ascii") + b"\n")
     return outer.hexdigest()
