@@ -1,0 +1,226 @@
+"""Cost of LocalScorer over the bare forward passes it cannot avoid, on the bundled SmolLM2.
+
+Measured in one run, on a document of ``--tokens`` tokens built from the bundled English
+samples (concatenated, then cut to length):
+
+1. bare forward: one ``model(window, logits_to_keep=…)`` call per window of the sliding
+   window that ``token_nll`` uses (same windows, same scored positions), nothing else —
+   the minimal work;
+2. ``token_nll`` wall time, and its ratio to (1) (the target is at most 1.10x);
+3. ``conditional_nll`` over every ordered pair of ``--chunks`` consecutive chunks of
+   ``--chunk-tokens`` tokens (20 chunks: 380 pairs): scored tokens per second, against the
+   bare forward's tokens per second and against a naive scorer that runs one forward pass
+   over ``d + q`` per pair (timed on ``--naive-pairs`` pairs and extrapolated);
+4. peak memory: the process's maximum resident set (``ru_maxrss``) and, on CUDA,
+   ``torch.cuda.max_memory_allocated``.
+
+Model load times are measured in fresh processes: warm (the converted GGUF is cached) and,
+with ``--cold``, cold (the cached conversion is deleted first, so the GGUF is dequantized).
+Each timing is the best of ``--repeat`` runs, interleaved. Nothing is asserted.
+
+Run:  .venv/bin/python bench/bench_scorer.py [--tokens 10000] [--window 8192] [--cold]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from backend.models.lm import converted_dir, load_scorer  # noqa: E402
+from backend.models.scorer import LocalScorer, sliding_windows  # noqa: E402
+from backend.tokenizers import smollm2_gguf  # noqa: E402
+
+_LOAD_SNIPPET = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+t0 = time.perf_counter()
+# Imported first: their import time is not the load's (transformers imports lazily).
+import torch, transformers  # noqa: F401,E401
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM  # noqa: F401
+t1 = time.perf_counter()
+from backend.models.lm import load_lm
+lm = load_lm(None, {device!r})
+t2 = time.perf_counter()
+print(json.dumps({{"imports": t1 - t0, "load": t2 - t1, "loaded_from": lm.loaded_from}}))
+"""
+
+
+def measure_load(device: str) -> dict:
+    """Load the default model in a fresh process; seconds for imports and for the load itself."""
+    code = _LOAD_SNIPPET.format(root=str(ROOT), device=device)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def document(scorer: LocalScorer, tokens: int) -> str:
+    """English samples concatenated until there are ``tokens`` tokens, cut at that token."""
+    from backend.samples import list_samples, load_sample
+
+    english = [d.text for d in (load_sample(s.name) for s in list_samples()) if d.language == "en"]
+    text = ""
+    while True:
+        for t in english:
+            text += ("\n\n" if text else "") + t
+        _, starts, _ = scorer.tokenize_with_offsets(text)
+        if len(starts) > tokens:
+            return text[: int(starts[tokens])]
+
+
+def peak_rss_mb() -> float:
+    """The process's maximum resident set so far, in MB (ru_maxrss is KB on Linux, bytes on macOS)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
+
+def bare_forward(scorer: LocalScorer, ids: list[int], window: int, block: int) -> float:
+    """Seconds for one model call per window, logits only where token_nll needs them."""
+    import torch
+
+    model = scorer.lm.model
+    device = torch.device(scorer.info.device)
+    x = torch.tensor(ids, device=device)
+    t0 = time.perf_counter()
+    with scorer.lm.lock, torch.inference_mode():
+        for lo, s, hi in sliding_windows(len(ids), window, block):
+            model(input_ids=x[lo:hi].unsqueeze(0), logits_to_keep=hi - s + 1)
+        sync(device)
+    return time.perf_counter() - t0
+
+
+def naive_conditional(scorer: LocalScorer, pairs: list[tuple[str, str]]) -> tuple[float, list[float]]:
+    """One forward over d + q per pair, then log-softmax and gather: seconds and scores."""
+    import torch
+
+    tok, model = scorer.lm.tokenizer, scorer.lm.model
+    device = torch.device(scorer.info.device)
+    scores = []
+    t0 = time.perf_counter()
+    with scorer.lm.lock, torch.inference_mode():
+        for d, q in pairs:
+            d_ids = tok(d or " ", add_special_tokens=False)["input_ids"]
+            q_ids = tok(q, add_special_tokens=False)["input_ids"]
+            x = torch.tensor([d_ids + q_ids], device=device)
+            logp = torch.log_softmax(model(x).logits[0, len(d_ids) - 1 : -1].float(), dim=-1)
+            scores.append(float(-logp.gather(-1, x[0, len(d_ids) :, None]).mean()))
+        sync(device)
+    return time.perf_counter() - t0, scores
+
+
+def sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tokens", type=int, default=10_000, help="document length in tokens (default 10000)")
+    ap.add_argument("--window", type=int, default=None, help="token_nll window (default: the context length)")
+    ap.add_argument("--block", type=int, default=None, help="tokens scored per later window (default window/2)")
+    ap.add_argument("--chunk-forward", type=int, default=None, help="tokens per forward call inside a window")
+    ap.add_argument("--chunks", type=int, default=20, help="chunks for the conditional_nll graph (default 20)")
+    ap.add_argument("--chunk-tokens", type=int, default=100, help="tokens per chunk (default 100)")
+    ap.add_argument("--naive-pairs", type=int, default=20, help="pairs timed for the naive scorer (default 20)")
+    ap.add_argument("--repeat", type=int, default=1, help="best of this many runs (default 1)")
+    ap.add_argument("--device", default=None, help="cpu, cuda, mps or auto (default CHUNKLAB_DEVICE)")
+    ap.add_argument("--cold", action="store_true", help="also time a cold load (deletes the converted GGUF first)")
+    args = ap.parse_args()
+
+    import torch
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+    if args.cold:
+        folder = converted_dir(smollm2_gguf())
+        shutil.rmtree(folder, ignore_errors=True)
+        cold = measure_load(args.device or "")
+        print(
+            f"load, cold ({cold['loaded_from']}): {cold['load']:.2f} s (+ {cold['imports']:.2f} s importing torch and transformers)"
+        )
+    warm = measure_load(args.device or "")
+    print(
+        f"load, warm ({warm['loaded_from']}): {warm['load']:.2f} s (+ {warm['imports']:.2f} s importing torch and transformers)"
+    )
+
+    scorer = load_scorer(None, args.device)
+    if args.chunk_forward:
+        scorer = LocalScorer(scorer.lm, chunk_tokens=args.chunk_forward)
+    info = scorer.info
+    on_cuda = info.device.startswith("cuda")
+    print(f"model {info.name} on {info.device} ({info.dtype}), {info.parameters / 1e6:.0f}M parameters")
+    text = document(scorer, args.tokens)
+    ids, _, _ = scorer.tokenize_with_offsets(text)
+    n = len(ids)
+    window, block = scorer.resolve_window(args.window, args.block)
+    wins = sliding_windows(n, window, block)
+    fed = sum(hi - lo for lo, _, hi in wins)
+    print(
+        f"document: {len(text):,} chars, {n:,} tokens; window {window}, block {block}: "
+        f"{len(wins)} windows, {fed:,} tokens fed for {n - 1:,} scored ({fed / max(1, n - 1):.2f}x); "
+        f"{scorer.forward_chunk(1, window)} tokens per forward call"
+    )
+    if on_cuda:
+        torch.cuda.reset_peak_memory_stats()
+
+    # Warm-up: first calls allocate and pick kernels.
+    scorer.token_nll(text[:2000])
+    bare_forward(scorer, ids[:256], window, block)
+
+    t_bare, t_ours = [], []
+    for _ in range(args.repeat):
+        t_bare.append(bare_forward(scorer, ids, window, block))
+        t0 = time.perf_counter()
+        scores = scorer.token_nll(text, window=window, block=block)
+        t_ours.append(time.perf_counter() - t0)
+    bare, ours = min(t_bare), min(t_ours)
+    bare_tps = (n - 1) / bare
+    print(f"bare forward over the windows: {bare:.2f} s ({bare_tps:,.0f} scored tokens/s)")
+    print(f"token_nll:                     {ours:.2f} s ({(n - 1) / ours:,.0f} tokens/s)  ratio {ours / bare:.3f}x")
+    print(f"  mean NLL {float(scores.nll[1:].mean()):.4f} nats; peak RSS so far {peak_rss_mb():,.0f} MB")
+
+    # conditional_nll over the complete graph of chunks
+    _, starts, _ = scorer.tokenize_with_offsets(text)
+    k, size = args.chunks, args.chunk_tokens
+    if k * size >= n:
+        k = max(2, (n - 1) // size)
+    cuts = [int(starts[i * size]) for i in range(k)] + [int(starts[k * size]) if k * size < n else len(text)]
+    chunks = [text[a:b] for a, b in zip(cuts, cuts[1:])]
+    pairs = [(chunks[i], chunks[j]) for i in range(k) for j in range(k) if i != j]
+    q_tokens = sum(len(scorer.tokenize_with_offsets(q)[0]) for _, q in pairs)
+    t_cond = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        cond = scorer.conditional_nll(pairs)
+        t_cond.append(time.perf_counter() - t0)
+    tc = min(t_cond)
+    sample = pairs[: min(len(pairs), args.naive_pairs)]
+    t_naive, naive_scores = naive_conditional(scorer, sample)
+    naive_total = t_naive * len(pairs) / len(sample)
+    worst = max(abs(a - b) for a, b in zip(cond, naive_scores))
+    print(
+        f"conditional_nll: {len(pairs)} pairs of {k} chunks x ~{size} tokens, {q_tokens:,} tokens scored in "
+        f"{tc:.2f} s = {q_tokens / tc:,.0f} tokens/s ({q_tokens / tc / bare_tps:.2f}x the bare forward's rate)"
+    )
+    print(
+        f"naive, one forward per pair: {t_naive:.2f} s for {len(sample)} pairs -> {naive_total:.1f} s for all "
+        f"({q_tokens / naive_total:,.0f} tokens/s); speedup {naive_total / tc:.2f}x; max |diff| {worst:.1e}"
+    )
+    print(f"peak RSS {peak_rss_mb():,.0f} MB", end="")
+    if on_cuda:
+        print(f"; CUDA max allocated {torch.cuda.max_memory_allocated() / 2**20:,.0f} MB", end="")
+    print()
+
+
+if __name__ == "__main__":
+    main()
