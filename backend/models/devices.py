@@ -168,7 +168,9 @@ def is_out_of_memory(error: BaseException) -> bool:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(error, getattr(torch, "OutOfMemoryError", ())):
         return True
-    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+    message = str(error).lower()
+    # MPS and older CUDA builds raise RuntimeError; the CPU allocator says "can't allocate memory".
+    return isinstance(error, RuntimeError) and ("out of memory" in message or "can't allocate memory" in message)
 
 
 def empty_cache() -> None:

@@ -17,7 +17,8 @@ Why the GGUF is converted once
     tokenizer to ``data_dir()/models/<gguf stem>-<sha256 of the gguf, 16 hex>/``, atomically
     (a temporary folder renamed into place); later loads read that folder as an ordinary
     checkpoint (well under a second). The folder name carries the GGUF's hash, so a changed
-    file is converted again.
+    file is converted again. Where the data dir cannot be written, the dequantized model is
+    used as it is, and every process pays the conversion.
 
 Identity
     ``ModelInfo.fingerprint`` is the sha256 of the weights: of the GGUF file itself (also when
@@ -228,7 +229,8 @@ def _load_gguf(gguf: Path, dtype: Any) -> tuple[Any, Any, Path, str, str]:
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         raise ModelError(f"cannot load model {str(gguf)!r}: {_first_line(e)}") from e
-    _save_converted(model, tokenizer, folder, gguf, fingerprint)
+    if not _save_converted(model, tokenizer, folder, gguf, fingerprint):
+        return model, tokenizer, folder, fingerprint, "gguf"
     del model
     # Reloaded from the folder so that this process runs exactly what later ones will
     # (and no GGUF quantizer state stays attached to the model).
@@ -236,14 +238,22 @@ def _load_gguf(gguf: Path, dtype: Any) -> tuple[Any, Any, Path, str, str]:
     return model, tokenizer, folder, fingerprint, "gguf"
 
 
-def _save_converted(model: Any, tokenizer: Any, folder: Path, gguf: Path, fingerprint: str) -> None:
-    """Write the dequantized checkpoint to a temporary folder, then rename it into place."""
+def _save_converted(model: Any, tokenizer: Any, folder: Path, gguf: Path, fingerprint: str) -> bool:
+    """Write the dequantized checkpoint to a temporary folder, then rename it into place.
+
+    Returns False when the data dir cannot take it (read-only, full): the caller then keeps
+    the dequantized model it has, and the next process converts again.
+    """
     import copy
 
     from safetensors.torch import save_model
 
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temporaries(folder)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    except OSError:
+        return False
     try:
         config = copy.deepcopy(model.config)
         # The weights are plain tensors now; a GGUF quantization entry would make
@@ -263,14 +273,25 @@ def _save_converted(model: Any, tokenizer: Any, folder: Path, gguf: Path, finger
         try:
             tmp.rename(folder)
         except OSError:
-            if not (folder / "model.safetensors").is_file():
-                raise
-            # Another process converted the same file first; its folder is as good as ours.
-    except OSError as e:
-        raise ModelError(f"cannot cache the converted model in {folder.parent}: {_first_line(e)}") from e
+            # Another process may have converted the same file first; its folder is as good.
+            return (folder / "model.safetensors").is_file()
+        return True
+    except OSError:
+        return False
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove_stale_temporaries(folder: Path, older_than_s: float = 3600.0) -> None:
+    """Delete half-written conversions a killed process left behind (each is a full model)."""
+    now = time.time()
+    for p in folder.parent.glob(f".{folder.name}.*"):
+        try:
+            if p.is_dir() and now - p.stat().st_mtime > older_than_s:
+                shutil.rmtree(p, ignore_errors=True)
+        except OSError:
+            pass  # raced with its owner finishing or another cleaner: nothing to do
 
 
 def _load_checkpoint(folder: Path, dtype: Any, spec: str) -> tuple[Any, Any]:

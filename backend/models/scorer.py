@@ -380,7 +380,8 @@ class LocalScorer:
         d_ids = tok(d)
         if ctx is not None and d_ids.size + longest_q > ctx:
             d_ids = d_ids[d_ids.size + longest_q - ctx :]
-        prefix = self._prefix(d_ids, keep_cache=True)
+        # Through run_batched (a batch of one) so that running out of memory is a ModelError.
+        prefix = run_batched(lambda _: [self._prefix(d_ids, keep_cache=True)], [d], 1)[0]
         order = sorted(which, key=lambda i: -q_rows[i].size)
 
         def run(batch: Sequence[int]) -> list[float]:
@@ -410,7 +411,7 @@ class LocalScorer:
             ids = ids[ids.size - ctx :]
         torch = self._torch
         with self.lm.lock:
-            prefix = self._prefix(ids, keep_cache=False)
+            prefix = run_batched(lambda _: [self._prefix(ids, keep_cache=False)], [text], 1)[0]
             with torch.inference_mode():
                 # float64: in float32 the 49k probabilities sum to 1 only within ~1e-5.
                 probs = torch.softmax(prefix.last_logits.double(), dim=-1)

@@ -124,6 +124,9 @@ def test_runtime_error_out_of_memory_counts_too():
     err = RuntimeError("MPS backend out of memory (MPS allocated: 1 GB)")
     assert run_batched(_oom_above(1, calls, err), [1, 2, 3], 3) == [10, 20, 30]
     assert is_out_of_memory(err) and not is_out_of_memory(RuntimeError("shape mismatch"))
+    assert is_out_of_memory(
+        RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
+    )
 
 
 def test_out_of_memory_at_batch_size_one_is_a_model_error():

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -137,6 +139,19 @@ def test_bad_specs_are_named(tmp_path, monkeypatch):
         load_lm()
     with pytest.raises(ParameterError, match="'gpu' is not a device"):
         load_lm("smollm2", "gpu")
+
+
+def test_stale_half_written_conversions_are_removed(tmp_path):
+    from backend.models.lm import _remove_stale_temporaries
+
+    target = tmp_path / "Model-0123456789abcdef"
+    old, fresh, other = tmp_path / f".{target.name}.abc", tmp_path / f".{target.name}.def", tmp_path / ".other.abc"
+    for p in (old, fresh, other):
+        p.mkdir()
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    os.utime(other, (time.time() - 7200, time.time() - 7200))
+    _remove_stale_temporaries(target)
+    assert not old.exists() and fresh.exists() and other.exists()
 
 
 def test_file_hash_is_remembered_and_follows_changes(tmp_path):
@@ -334,6 +349,17 @@ def test_conditional_nll_halves_batches_on_out_of_memory(scorer, monkeypatch):
     monkeypatch.undo()
     assert max(sizes) > 1 and sizes[-1] == 1
     assert np.allclose(got, scorer.conditional_nll(PAIRS), atol=1e-5, rtol=0)
+
+
+def test_out_of_memory_on_a_shared_context_is_a_model_error(scorer, monkeypatch):
+    def no_memory(ids, *, keep_cache):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(scorer, "_prefix", no_memory)
+    with pytest.raises(ModelError, match="out of memory even at batch size 1"):
+        scorer.conditional_nll(PAIRS)
+    with pytest.raises(ModelError, match="out of memory even at batch size 1"):
+        scorer.next_token_probs("One, two,", [" three"])
 
 
 def test_conditional_progress_and_bad_pairs(scorer):
