@@ -1,4 +1,4 @@
-"""What every page shares: page config, session setup, the page list and the sidebar's document line.
+"""What every page shares: page config, session setup, the page list and the sidebar's document and model lines.
 
 ``app.py`` (the router) runs these around ``st.navigation``. Each page also starts with
 :func:`ensure_routed`, because with a ``pages/`` folder Streamlit begins every server
@@ -12,6 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.documents import load_default_sample
+from components.models import sidebar_models
 from components.state import current_document, init_session_state
 
 __all__ = ["ROUTED", "page_config", "shared_setup", "page_list", "sidebar_document", "ensure_routed"]
@@ -36,19 +37,21 @@ def page_list() -> list:
     return [
         st.Page("pages/document.py", title="Document", icon=":material/description:", default=True),
         st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+        st.Page("pages/models.py", title="Models", icon=":material/memory:"),
     ]
 
 
 def sidebar_document() -> None:
-    """The current document's name and size, under the navigation."""
+    """The current document's name and size, and the session's models, under the navigation."""
     with st.sidebar:
         doc = current_document()
         if doc is None:
             st.caption("No document loaded")
-            return
-        st.markdown("**Document**")
-        st.text(doc.source)  # a file name is user input: plain text, never Markdown
-        st.caption(f"{doc.kind.upper()} · {len(doc.text):,} characters · {len(doc.pages):,} page(s)")
+        else:
+            st.markdown("**Document**")
+            st.text(doc.source)  # a file name is user input: plain text, never Markdown
+            st.caption(f"{doc.kind.upper()} · {len(doc.text):,} characters · {len(doc.pages):,} page(s)")
+        sidebar_models()
 
 
 def ensure_routed() -> None:

@@ -1,0 +1,179 @@
+"""Models page: choose the language model and the embedder, score the document, manage the cache."""
+
+import streamlit as st
+
+from backend.cache import default_cache
+from backend.scoring import sentence_scores
+from components.layout import ensure_routed
+from components.models import (
+    EMB_INFO,
+    LM_INFO,
+    current_scorer,
+    job_progress,
+    load_embedding_model,
+    load_language_model,
+    load_remote_model,
+    model_card,
+    score_results,
+    start_job,
+)
+from components.state import current_document
+
+ensure_routed()
+
+_LM_ERROR = "models_lm_error"
+_EMB_ERROR = "models_emb_error"
+_JOB = "models_score_job"
+_CACHE_NOTE = "models_cache_note"
+LM_SOURCES = {
+    "bundled": "Bundled SmolLM2-135M",
+    "local": "Local path or hub id",
+    "remote": "Remote (OpenAI-compatible)",
+}
+EMB_SOURCES = {"bundled": "Bundled all-MiniLM-L6-v2", "local": "Local path or hub id"}
+
+st.title("Models")
+st.caption(
+    "The language model scores text (perplexity); the embedder turns text into vectors. "
+    "Models load once per server and are shared by every session; a remote server and its key stay in yours."
+)
+
+col_lm, col_emb = st.columns(2, gap="large")
+
+# --- language model ---------------------------------------------------------------------------
+with col_lm:
+    st.subheader("Language model", anchor=False)
+    source = st.radio(
+        "Source", list(LM_SOURCES), format_func=LM_SOURCES.get, key="models_lm_source",
+        horizontal=True, persist_state="session",
+    )
+    with st.form("models_lm_form", border=False):
+        if source == "local":
+            st.text_input(
+                "Model", key="models_lm_path", persist_state="session",
+                placeholder="/path/to/checkpoint, /path/to/model.gguf or org/name",
+                help="A transformers checkpoint folder, a .gguf file, or a Hugging Face hub id "
+                "(only where the hub is reachable or the model is already in its local cache).",
+            )
+        elif source == "remote":
+            st.text_input(
+                "Base URL", key="models_remote_url", persist_state="session",
+                placeholder="http://gpu-box:8000/v1",
+                help="An OpenAI-compatible server that returns prompt log-probs (vLLM does). "
+                "Empty: CHUNKLAB_REMOTE_BASE_URL.",
+            )
+            st.text_input(
+                "Model name", key="models_remote_model", persist_state="session",
+                placeholder="the server's only model", help="Empty: CHUNKLAB_REMOTE_MODEL, else the server's only model.",
+            )
+            # Not persisted: the key lives in this widget and in the connected scorer, nowhere else.
+            st.text_input(
+                "API key", key="models_remote_key", type="password", autocomplete="off",
+                help="Sent as a bearer token. Kept only in this browser session; never saved, logged or cached. "
+                "Empty: CHUNKLAB_REMOTE_API_KEY.",
+            )
+        load_lm = st.form_submit_button(
+            "Connect" if source == "remote" else "Load", key="models_lm_load", icon=":material/download:"
+        )
+    if load_lm:
+        with st.spinner("Loading the language model…", show_time=True):
+            if source == "remote":
+                st.session_state[_LM_ERROR] = load_remote_model(
+                    st.session_state.get("models_remote_url") or "",
+                    st.session_state.get("models_remote_model") or "",
+                    st.session_state.get("models_remote_key") or "",
+                )
+            else:
+                spec = st.session_state.get("models_lm_path") if source == "local" else None
+                if source == "local" and not (spec or "").strip():
+                    st.session_state[_LM_ERROR] = "enter a model folder, a .gguf file or a hub id"
+                else:
+                    st.session_state[_LM_ERROR] = load_language_model(spec)
+        if st.session_state[_LM_ERROR] is None:
+            st.rerun()  # the router drew the sidebar before this model was loaded
+    if st.session_state.get(_LM_ERROR):
+        st.error(st.session_state[_LM_ERROR], icon=":material/error:")
+    model_card(st.session_state.get(LM_INFO), key="models_lm_card")
+
+# --- embedder ----------------------------------------------------------------------------------
+with col_emb:
+    st.subheader("Embedder", anchor=False)
+    emb_source = st.radio(
+        "Source", list(EMB_SOURCES), format_func=EMB_SOURCES.get, key="models_emb_source",
+        horizontal=True, persist_state="session",
+    )
+    with st.form("models_emb_form", border=False):
+        if emb_source == "local":
+            st.text_input(
+                "Model", key="models_emb_path", persist_state="session",
+                placeholder="/path/to/sentence-transformers-folder or org/name",
+                help="A sentence-transformers folder, a plain transformers folder (mean pooling), "
+                "or a Hugging Face hub id (only where the hub is reachable or the model is cached).",
+            )
+        load_emb = st.form_submit_button("Load", key="models_emb_load", icon=":material/download:")
+    if load_emb:
+        spec = st.session_state.get("models_emb_path") if emb_source == "local" else None
+        with st.spinner("Loading the embedder…", show_time=True):
+            if emb_source == "local" and not (spec or "").strip():
+                st.session_state[_EMB_ERROR] = "enter a model folder or a hub id"
+            else:
+                st.session_state[_EMB_ERROR] = load_embedding_model(spec)
+        if st.session_state[_EMB_ERROR] is None:
+            st.rerun()
+    if st.session_state.get(_EMB_ERROR):
+        st.error(st.session_state[_EMB_ERROR], icon=":material/error:")
+    model_card(st.session_state.get(EMB_INFO), key="models_emb_card")
+
+# --- scoring the current document ----------------------------------------------------------------
+st.divider()
+st.subheader("Score the current document", anchor=False)
+st.caption(
+    "Per-sentence perplexity under the language model: one pass over the whole text, each token "
+    "given the text before it. Results are cached on disk, so scoring the same text again is instant."
+)
+doc = current_document()
+job = st.session_state.get(_JOB)
+scorer = current_scorer() if st.session_state.get(LM_INFO) is not None else None
+if doc is None:
+    st.info("Load a document first.", icon=":material/info:")
+elif job is not None and job.running:
+    job_progress(_JOB, "models_score_cancel")
+else:
+    if st.button(
+        "Score the current document", key="models_score", icon=":material/play_arrow:", type="primary",
+        disabled=scorer is None, help=None if scorer is not None else "Load a language model first",
+    ):
+        cache = default_cache()
+        job = st.session_state[_JOB] = start_job(
+            f"Scoring {doc.source}",
+            lambda progress, d=doc, s=scorer, c=cache: sentence_scores(d, s, cache=c, progress=progress),
+            doc_id=doc.id,
+            model=scorer.info.name,
+        )
+        st.rerun()  # draw the progress view
+    if job is not None and job.meta.get("doc_id") == doc.id:
+        if job.state == "cancelled":
+            st.warning("Scoring was cancelled.", icon=":material/stop_circle:")
+        elif job.state == "failed":
+            st.error(job.error, icon=":material/error:")
+        elif job.state == "done":
+            score_results(job.result, job.seconds, job.meta.get("model", ""))
+
+# --- the output cache ----------------------------------------------------------------------------
+st.divider()
+st.subheader("Output cache", anchor=False)
+cache = default_cache()
+stats = cache.stats()
+cols = st.columns([1, 1, 3], vertical_alignment="bottom")
+cols[0].metric("Entries", f"{stats['entries']:,}", border=True)
+cols[1].metric("Size", f"{stats['bytes'] / 1e6:,.1f} MB", help=f"Bound: {stats['max_bytes'] / 1e6:,.0f} MB", border=True)
+with cols[2]:
+    st.caption("Directory")
+    st.code(stats["directory"], language=None)
+    if st.button("Clear cache", key="models_clear_cache", icon=":material/delete:",
+                 help="Delete every cached model output (token scores, pair scores). Loaded models stay loaded."):
+        removed = cache.clear()
+        st.session_state[_CACHE_NOTE] = f"Removed {removed:,} cached entr{'y' if removed == 1 else 'ies'}."
+        st.rerun()
+if st.session_state.get(_CACHE_NOTE):
+    st.success(st.session_state.pop(_CACHE_NOTE), icon=":material/check:")

@@ -1,0 +1,208 @@
+"""The Models page with ``AppTest``: loading models, errors, scoring with progress and cancel, the cache."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from backend.cache import default_cache
+from backend.document import Document
+from tests.conftest import ROOT
+
+TIMEOUT = 120
+TINY = "The cat sat on the mat. It was warm by the fire. Then the <b>dog</b> came & barked loudly!"
+KEY = "sk-models-page-test-91e2"
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def _run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Each test gets its own output cache folder (default_cache() follows CHUNKLAB_CACHE_DIR)."""
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def at() -> AppTest:
+    """The app on the Models page (the default sample loaded, no model loaded)."""
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    _run(app)
+    _run(app)  # see tests/app/test_pages.py: the second run settles the widget ids
+    app.switch_page("pages/models.py")
+    _run(app)
+    _run(app)
+    return app
+
+
+def _load_bundled_lm(at: AppTest) -> None:
+    at.button(key="models_lm_load").click()
+    _run(at)
+    _run(at)  # the load reruns the app so the sidebar shows the model; settle the ids again
+
+
+def _score_and_wait(at: AppTest, timeout: float = 90) -> object:
+    at.button(key="models_score").click()
+    _run(at)
+    job = at.session_state["models_score_job"]
+    t0 = time.perf_counter()
+    while job.running and time.perf_counter() - t0 < timeout:
+        time.sleep(0.2)
+        _run(at)  # what the progress fragment's timer does in a browser
+    assert not job.running
+    _run(at)
+    return job
+
+
+def test_page_renders_with_no_model_loaded(at: AppTest) -> None:
+    assert [t.value for t in at.title] == ["Models"]
+    assert not _errors(at)
+    sidebar = [t.value for t in at.sidebar.text]
+    assert "LM: not loaded" in sidebar and "Embedder: not loaded" in sidebar
+    assert at.session_state["doc"].source in sidebar  # the document line is still there
+    for key in ("models_lm_card", "models_emb_card"):
+        assert [c.value for c in at.get_by_key(key).caption] == ["Not loaded."]
+    assert at.button(key="models_score").disabled
+    assert {m.label for m in at.metric} >= {"Entries", "Size"}
+
+
+def test_bad_model_path_shows_one_error_and_the_page_goes_on(at: AppTest) -> None:
+    at.radio(key="models_lm_source").set_value("local")
+    _run(at)
+    at.text_input(key="models_lm_path").input("/no/such/model/folder")
+    at.button(key="models_lm_load").click()
+    _run(at)
+    errors = _errors(at)
+    assert len(errors) == 1 and "/no/such/model/folder" in errors[0] and "\n" not in errors[0]
+    assert "LM: not loaded" in [t.value for t in at.sidebar.text]
+    # The rest of the page still works: the embedder loads.
+    at.button(key="models_emb_load").click()
+    _run(at)
+    assert at.session_state["models_emb_info"].name == "all-MiniLM-L6-v2"
+    assert len(_errors(at)) == 1
+
+
+def test_bad_embedder_path_shows_an_error(at: AppTest) -> None:
+    at.radio(key="models_emb_source").set_value("local")
+    _run(at)
+    at.text_input(key="models_emb_path").input("./missing-embedder")
+    at.button(key="models_emb_load").click()
+    _run(at)
+    errors = _errors(at)
+    assert len(errors) == 1 and "does not exist" in errors[0]
+    assert [c.value for c in at.get_by_key("models_emb_card").caption] == ["Not loaded."]
+
+
+def test_unreachable_remote_server_shows_an_error(at: AppTest) -> None:
+    at.radio(key="models_lm_source").set_value("remote")
+    _run(at)
+    at.text_input(key="models_remote_url").input("http://127.0.0.1:9/v1")
+    at.text_input(key="models_remote_model").input("m")
+    at.text_input(key="models_remote_key").input(KEY)
+    at.button(key="models_lm_load").click()
+    _run(at)
+    errors = _errors(at)
+    assert len(errors) == 1 and "unreachable" in errors[0] and KEY not in errors[0]
+
+
+def test_loading_the_bundled_models_shows_their_info(at: AppTest) -> None:
+    _load_bundled_lm(at)
+    at.button(key="models_emb_load").click()
+    _run(at)
+    _run(at)
+    assert not _errors(at)
+    lm = {m.label: m.value for m in at.get_by_key("models_lm_card").metric}
+    assert lm == {"Parameters": "134.5M", "Device": "cpu", "Dtype": "float32", "Context": "8,192"}
+    emb = {m.label: m.value for m in at.get_by_key("models_emb_card").metric}
+    assert emb == {"Parameters": "22.7M", "Device": "cpu", "Dtype": "float32", "Context": "256"}
+    sidebar = [t.value for t in at.sidebar.text]
+    assert "LM: SmolLM2-135M-Instruct.Q4_1" in sidebar and "Embedder: all-MiniLM-L6-v2" in sidebar
+    assert "134.5M · cpu · float32" in [c.value for c in at.sidebar.caption]
+    # The sidebar shows them on every page.
+    at.switch_page("pages/compare.py")
+    _run(at)
+    assert "LM: SmolLM2-135M-Instruct.Q4_1" in [t.value for t in at.sidebar.text]
+
+
+def test_scoring_a_short_document_produces_the_table(at: AppTest) -> None:
+    at.session_state["doc"] = Document.from_text(TINY, source="tiny.txt")
+    _load_bundled_lm(at)
+    job = _score_and_wait(at)
+    assert job.state == "done", job.error
+    assert not _errors(at)
+    (table,) = at.dataframe
+    df = table.value
+    doc = at.session_state["doc"]
+    assert list(df["text"]) == [doc.text[s.start : s.end] for s in doc.sentences]
+    assert "<b>dog</b> came & barked" in df["text"].iloc[-1]  # a cell is plain text, shown as typed
+    assert (df["tokens"] > 0).all() and (df["ppl"] > 1).all()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Sentences"] == str(len(doc.sentences))
+    assert metrics["Entries"] == "1"  # the token scores went to the output cache
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_cancel_stops_scoring(at: AppTest) -> None:
+    # A text no earlier run has scored (no cache hit), long enough to still run when cancelled.
+    text = f"Run {uuid.uuid4().hex}. " + at.session_state["doc"].text
+    at.session_state["doc"] = Document.from_text(text, source="long.txt")
+    _load_bundled_lm(at)
+    at.button(key="models_score").click()
+    _run(at)
+    job = at.session_state["models_score_job"]
+    assert job.running
+    _run(at)
+    at.button(key="models_score_cancel").click()
+    _run(at)
+    assert job.wait(timeout=60)
+    _run(at)
+    assert job.state == "cancelled"
+    assert [w.value for w in at.warning] == ["Scoring was cancelled."]
+    assert not at.dataframe
+    assert not at.button(key="models_score").disabled  # and it can start again
+
+
+def test_clear_cache_works(at: AppTest) -> None:
+    cache = default_cache()
+    cache.put({"kind": "test", "n": 1}, {"x": 1})
+    cache.put({"kind": "test", "n": 2}, {"x": 2})
+    _run(at)
+    assert {m.label: m.value for m in at.metric}["Entries"] == "2"
+    at.button(key="models_clear_cache").click()
+    _run(at)
+    assert {m.label: m.value for m in at.metric}["Entries"] == "0"
+    assert [s.value for s in at.success] == ["Removed 2 cached entries."]
+    assert cache.stats()["entries"] == 0
+
+
+def test_remote_server_connects_scores_and_never_shows_the_key(at: AppTest) -> None:
+    from tests.support.openai_compat_server import start_server
+
+    at.session_state["doc"] = Document.from_text(TINY, source="tiny.txt")
+    with start_server(api_key=KEY) as server:
+        at.radio(key="models_lm_source").set_value("remote")
+        _run(at)
+        at.text_input(key="models_remote_url").input(server.url)
+        at.text_input(key="models_remote_key").input(KEY)
+        at.button(key="models_lm_load").click()
+        _run(at)
+        _run(at)
+        assert not _errors(at)
+        card = at.get_by_key("models_lm_card")
+        assert {m.label: m.value for m in card.metric}["Device"] == "remote"
+        assert server.engine.name in [t.value for t in at.sidebar.text][-2]
+        job = _score_and_wait(at)
+        assert job.state == "done", job.error
+        assert len(at.dataframe[0].value) == 3
+    shown = [str(e.value) for kind in ("text", "caption", "markdown", "error", "metric", "code") for e in at.get(kind)]
+    assert shown and not any(KEY in s for s in shown)
