@@ -12,9 +12,11 @@ Long computations run in a background thread (:class:`Job`), kept in session sta
   run would block the Cancel button until it finished. In a thread it keeps going between
   reruns, and the Cancel button's rerun sets the job's :class:`CancelToken`; the thread
   stops at its next progress report (``ProgressTracker`` raises ``Cancelled`` there).
-- The page shows the job through a fragment that reruns itself twice a second
+- The page shows the job through a fragment that reruns itself every second
   (``st.fragment(run_every=…)``) to redraw the progress bar and ETA, and reruns the whole
-  page once the job has ended, so its results appear.
+  page once the job has ended, so its results appear. (Each rerun ends with Streamlit's
+  full garbage collection, which holds the GIL the scoring thread needs: see
+  :func:`_freeze_long_lived`.)
 - The thread never calls Streamlit: it only writes plain fields of its :class:`Job`
   (fraction, label, result, error), which the script reads.
 
@@ -23,6 +25,7 @@ Session-state keys start with ``models_``.
 
 from __future__ import annotations
 
+import gc
 import html
 import logging
 import threading
@@ -92,15 +95,31 @@ def embedder(spec: str | None) -> Embedder:
     return load_embedder(spec)
 
 
+def _freeze_long_lived() -> None:
+    """Exempt everything alive now (a model just loaded) from later garbage collections.
+
+    Streamlit runs a full ``gc.collect()`` after every script run, fragment reruns included.
+    With torch and a model in memory that walks about half a million objects (0.2-0.4 s,
+    holding the GIL), and a scoring thread waits for the GIL between two tensor operations:
+    polled twice a second, scoring ran four times slower or worse. The loaded model lives as
+    long as the process, so its objects are moved to the collector's permanent generation
+    (``gc.freeze``) once, after collecting what is already garbage.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def _attempt(what: str, load: Callable[[], Any]) -> tuple[Any, str | None]:
     """``(load(), None)``, or ``(None, one-line message)`` when loading fails."""
     try:
-        return load(), None
+        model = load()
     except ChunkLabError as e:  # ModelError (missing files, offline hub, server down), ParameterError (device)
         return None, one_line(str(e))
     except Exception as e:  # a loader bug must not take the page down: report it on one line
         _log.exception("loading %s failed", what)
         return None, one_line(f"{what}: could not be loaded ({type(e).__name__}: {e})")
+    _freeze_long_lived()
+    return model, None
 
 
 def load_language_model(spec: str | None) -> str | None:
@@ -238,11 +257,11 @@ def start_job(title: str, fn: Callable[[Progress], Any], **meta: Any) -> Job:
     return job
 
 
-@st.fragment(run_every=0.5)
+@st.fragment(run_every=1.0)
 def job_progress(job_key: str, cancel_key: str) -> None:
     """Progress bar, ETA and Cancel button of the job at ``st.session_state[job_key]``.
 
-    Reruns itself every half second while the job runs, and the whole page once it ends.
+    Reruns itself every second while the job runs, and the whole page once it ends.
     """
     job: Job | None = st.session_state.get(job_key)
     if job is None:
