@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_chunk.add_argument(
         "--param", action="append", default=[], metavar="KEY=VALUE", help="chunker parameter (repeatable)"
     )
+    _add_model_flags(p_chunk)
     for name, info in _registry_params().items():
         p_chunk.add_argument(
             f"--{name}",
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="'NAME key=value … [tokenizer=T]', e.g. 'recursive chunk_size=200' (repeatable)",
     )
     p_cmp.add_argument("--out", type=Path, help="folder for <config>.jsonl and <config>.csv files")
+    _add_model_flags(p_cmp)
 
     _add_model_commands(sub)
     return parser
@@ -109,24 +111,29 @@ def _positive_int(raw: str) -> int:
     return value
 
 
-def _add_model_commands(sub: Any) -> None:
-    """The subcommands that run models (``ppl``) or manage their output cache (``cache``)."""
-    p_ppl = sub.add_parser("ppl", help="per-sentence perplexity under a causal LM; one JSON object per line")
-    p_ppl.add_argument("file", help="document path, or sample:NAME")
-    p_ppl.add_argument(
+def _add_model_flags(parser: argparse.ArgumentParser) -> None:
+    """``--lm``, ``--window``, ``--device`` and ``--no-cache``: the model a command (or a model chunker) uses."""
+    parser.add_argument(
         "--lm",
         metavar="NAME|PATH",
         help="smollm2 (bundled, the default; CHUNKLAB_LM), a checkpoint folder, a .gguf file or a hub id",
     )
-    p_ppl.add_argument(
+    parser.add_argument(
         "--window", type=_positive_int, metavar="N", help="context window in tokens (default: the model's)"
     )
-    p_ppl.add_argument(
+    parser.add_argument(
         "--device",
         choices=("auto", "cpu", "cuda", "mps"),
         help="where the model runs (default: CHUNKLAB_DEVICE, else auto)",
     )
-    p_ppl.add_argument("--no-cache", action="store_true", help="neither read nor write the cache of model outputs")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache of model outputs")
+
+
+def _add_model_commands(sub: Any) -> None:
+    """The subcommands that run models (``ppl``) or manage their output cache (``cache``)."""
+    p_ppl = sub.add_parser("ppl", help="per-sentence perplexity under a causal LM; one JSON object per line")
+    p_ppl.add_argument("file", help="document path, or sample:NAME")
+    _add_model_flags(p_ppl)
 
     p_cache = sub.add_parser("cache", help="the on-disk cache of model outputs (CHUNKLAB_CACHE_DIR)")
     cache_sub = p_cache.add_subparsers(dest="cache_command", required=True, parser_class=_Parser)
@@ -205,7 +212,10 @@ def _run(args: argparse.Namespace) -> int:
             if key.startswith("param__") and value is not None:
                 params[key[len("param__") :]] = value
         chunker = make_chunker(args.chunker, params, args.tokenizer)  # bad arguments fail before reading
-        _write(chunker.chunk(_load(args.file)).to_jsonl())
+        doc = _load(args.file)
+        with _model_context(args, [chunker]) as context:
+            chunking = chunker.chunk(doc, context)
+        _write(chunking.to_jsonl())
     elif args.command == "compare":
         _compare(args)
     elif args.command == "ppl":
@@ -227,7 +237,8 @@ def _compare(args: argparse.Namespace) -> None:
 
     chunkers = [_parse_config(spec) for spec in args.config]
     doc = _load(args.file)
-    results = [c.chunk(doc) for c in chunkers]
+    with _model_context(args, chunkers) as context:
+        results = [c.chunk(doc, context) for c in chunkers]
     rows = chunking_stats(results)
     _write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
     if args.out:
@@ -239,37 +250,46 @@ def _compare(args: argparse.Namespace) -> None:
 
 
 def _ppl(args: argparse.Namespace) -> None:
-    from backend.cache import default_cache
-    from backend.models.types import ProgressTracker
-    from backend.scoring import cached_token_scores, document_token_scores, score_sentences
+    from backend.scoring import score_sentences
 
     doc = _load(args.file)
-    cache = None if args.no_cache else default_cache()
-    scores = None
-    if cache is not None:
-        fingerprint = _fingerprint_without_loading(args.lm)
-        if fingerprint is not None:
-            scores = cached_token_scores(cache, fingerprint, doc.text, args.window)
-    if scores is None:
-        # Our own progress line replaces transformers' "Loading weights" bar (read at import).
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        from backend.models.lm import load_scorer
-
-        with _StderrProgress("scoring") as line:
-            line.status("loading model…")
-            scorer = load_scorer(args.lm, args.device)
-            line.status(f"{scorer.info.name} on {scorer.info.device}…")
-            tracker = ProgressTracker(report=line.report)
-            scores, _hit = document_token_scores(doc.text, scorer, window=args.window, cache=cache, progress=tracker)
+    with _model_context(args, None) as context:
+        scores = context.token_scores(doc.text)
     _write("".join(json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in score_sentences(doc, scores)))
 
 
-def _fingerprint_without_loading(spec: str | None) -> str | None:
-    """The weights' fingerprint of a GGUF spec (hashed once, then remembered); None for other kinds."""
-    from backend.models.lm import file_sha256, resolve_spec
+class _model_context:  # noqa: N801  (used as a context manager, reads like a function)
+    """A :class:`ModelContext` from the model flags, with progress on stderr while a model works.
 
-    kind, location = resolve_spec(spec)  # a spec naming no model fails here, before any loading
-    return file_sha256(Path(location)) if kind == "gguf" else None
+    With ``chunkers`` given and none of them needing a model, no progress line is drawn.
+    """
+
+    def __init__(self, args: argparse.Namespace, chunkers: Sequence[Any] | None) -> None:
+        from backend.chunkers.context import ModelContext
+        from backend.models.types import ProgressTracker
+
+        self._active = chunkers is None or any(c.needs for c in chunkers)
+        self._line = _StderrProgress("scoring")
+        self.context = ModelContext(
+            lm=args.lm,
+            device=args.device,
+            use_cache=not args.no_cache,
+            window=args.window,
+            progress=ProgressTracker(report=self._line.report) if self._active else None,
+            on_load=self._loading,
+        )
+
+    def _loading(self) -> None:
+        # Our own progress line replaces transformers' "Loading weights" bar (read at import).
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        self._line.status("loading model…")
+
+    def __enter__(self) -> Any:
+        self._line.__enter__()
+        return self.context
+
+    def __exit__(self, *exc: object) -> None:
+        self._line.__exit__(*exc)
 
 
 class _StderrProgress:

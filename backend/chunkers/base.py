@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, Sequence
 
+from backend.chunkers.context import ModelContext
 from backend.chunking import Chunk, ChunkerConfig, Chunking
 from backend.document import Document
 from backend.errors import ParameterError
@@ -93,6 +94,7 @@ class Chunker(ABC):
     name: ClassVar[str]
     family: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
+    needs: ClassVar[tuple[str, ...]] = ()  # models it runs: ("lm",) for a language model
 
     def __init__(self, tokenizer: str | Tokenizer = "cl100k", **params: Any) -> None:
         self.tokenizer: Tokenizer = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
@@ -105,6 +107,7 @@ class Chunker(ABC):
         self.values: dict[str, Any] = {
             p.name: p.coerce(params[p.name], self.name) if p.name in params else p.default for p in self.params
         }
+        self.context = ModelContext()
         self.validate()
 
     def validate(self) -> None:
@@ -136,8 +139,16 @@ class Chunker(ABC):
         counts = self.tokenizer.count_many([text[s:e] for s, e in spans])
         return [(s, e, n) for (s, e), n in zip(spans, counts)]
 
-    def chunk(self, doc: Document) -> Chunking:
-        """Run the chunker on ``doc`` and return validated, timed chunks."""
+    def chunk(self, doc: Document, context: ModelContext | None = None) -> Chunking:
+        """Run the chunker on ``doc`` and return validated, timed chunks.
+
+        Args:
+            doc: The document.
+            context: The model, cache and progress for chunkers that ``need`` a model
+                (default: the bundled model, the default cache, no progress); ignored by others.
+        """
+        if context is not None:
+            self.context = context
         t0 = time.perf_counter()
         pieces = self.split(doc)
         elapsed = time.perf_counter() - t0
@@ -183,9 +194,9 @@ def make_chunker(name: str, params: Mapping[str, Any] | None = None, tokenizer: 
     return REGISTRY[name](tokenizer=tokenizer, **dict(params or {}))
 
 
-def run_chunker(doc: Document, config: ChunkerConfig) -> Chunking:
-    """Chunk ``doc`` with the chunker a :class:`ChunkerConfig` describes."""
-    return make_chunker(config.name, config.params_dict, config.tokenizer).chunk(doc)
+def run_chunker(doc: Document, config: ChunkerConfig, context: ModelContext | None = None) -> Chunking:
+    """Chunk ``doc`` with the chunker a :class:`ChunkerConfig` describes (``context``: see :meth:`Chunker.chunk`)."""
+    return make_chunker(config.name, config.params_dict, config.tokenizer).chunk(doc, context)
 
 
 def chunker_specs() -> list[dict[str, Any]]:
@@ -198,6 +209,7 @@ def chunker_specs() -> list[dict[str, Any]]:
             {
                 "name": name,
                 "family": cls.family,
+                "needs": list(cls.needs),
                 "summary": doc.split("\n", 1)[0],
                 "doc": doc,
                 "params": [p.to_json() for p in cls.params],
