@@ -19,6 +19,7 @@ __all__ = [
     "FileTooLargeError",
     "ParameterError",
     "ModelError",
+    "StoreError",
     "Cancelled",
 ]
 
@@ -65,6 +66,10 @@ class ParameterError(ChunkLabError, ValueError):
 
 class ModelError(ChunkLabError):
     """A model cannot be loaded or run (missing files, unreachable server, out of memory at batch 1)."""
+
+
+class StoreError(ChunkLabError):
+    """The vector store (Chroma) cannot be reached or used: server down, wrong port, timeout (CLI exit code 1)."""
 
 
 class Cancelled(ChunkLabError):
