@@ -47,7 +47,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backend.chunkers._packing import pack_units
 from backend.errors import ParameterError
 from backend.tokenizers import SpanCounter
 
@@ -177,6 +176,8 @@ def combine(
     Returns:
         ``(start, end, tokens)`` per merged chunk.
     """
+    from backend.chunkers._packing import pack_units  # here: backend.chunkers imports this module
+
     if target_length < 1:
         raise ParameterError(f"target_length ({target_length}) must be at least 1")
     counts = counter.count_many(units)
