@@ -1,0 +1,406 @@
+"""The benchmark: chunker configurations × a question set × an embedder → the Chroma report's table.
+
+For each configuration, each corpus of the question set is chunked, embedded and indexed in
+the store (:class:`~backend.retrieval.store.ChunkStore`; reused when already indexed, chunk
+embeddings from the output cache), every question is embedded (once for all configurations,
+cached too) and the nearest chunks are retrieved. As in the reference, retrieval runs over the
+chunks of *every* corpus of the set (the reference indexes them in one collection): a chunk
+of another corpus counts in the question's precision and IoU denominators but never in the
+numerator. ``cross_corpus=False`` retrieves from the question's own corpus only.
+
+``retrieve=n`` takes the ``n`` nearest chunks for every question. ``retrieve=-1`` is the
+reference's "as many chunks as contain excerpts": each question gets as many chunks as its
+corpus has chunks meeting its excerpts, capped at ``min(20, the largest such count over the
+set)``. Per-question recall, precision, precision-Ω and IoU follow
+:mod:`backend.retrieval.metrics`; means and population standard deviations (numpy's default,
+as the reference) are over all questions, and per corpus.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from backend.chunking import ChunkerConfig, Chunking
+from backend.errors import ParameterError
+from backend.retrieval.metrics import containing_chunks, precision_omega, span_scores
+from backend.retrieval.questions import QuestionSet
+
+if TYPE_CHECKING:
+    from backend.cache import OutputCache
+    from backend.chunkers.context import ModelContext
+    from backend.models.types import Progress
+    from backend.retrieval.embedding import TextEmbedder
+    from backend.retrieval.store import ChunkStore
+
+__all__ = [
+    "METRICS",
+    "MAX_AUTO_RETRIEVE",
+    "RetrievedChunk",
+    "QuestionResult",
+    "MetricSummary",
+    "ConfigResult",
+    "Benchmark",
+    "evaluate",
+]
+
+METRICS = ("recall", "precision", "precision_omega", "iou")
+MAX_AUTO_RETRIEVE = 20  # the reference's cap for retrieve=-1
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    """A chunk retrieved for a question: its corpus, span, index in its chunking and cosine distance."""
+
+    corpus_id: str
+    start: int
+    end: int
+    index: int
+    distance: float
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    """One question's scores under one configuration (fractions in 0..1)."""
+
+    index: int
+    corpus_id: str
+    question: str
+    recall: float
+    precision: float
+    precision_omega: float
+    iou: float
+    retrieved: tuple[RetrievedChunk, ...]
+
+    def metric(self, name: str) -> float:
+        """The score named ``name`` (one of :data:`METRICS`)."""
+        if name not in METRICS:
+            raise ParameterError(f"unknown metric {name!r}; choose one of {', '.join(METRICS)}")
+        return float(getattr(self, name))
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (retrieved chunks included)."""
+        return {
+            "index": self.index,
+            "corpus_id": self.corpus_id,
+            "question": self.question,
+            **{m: getattr(self, m) for m in METRICS},
+            "retrieved": [r.to_json() for r in self.retrieved],
+        }
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """Mean and population standard deviation of each metric over some questions."""
+
+    recall_mean: float
+    recall_std: float
+    precision_mean: float
+    precision_std: float
+    precision_omega_mean: float
+    precision_omega_std: float
+    iou_mean: float
+    iou_std: float
+    questions: int
+
+    @classmethod
+    def of(cls, results: Sequence[QuestionResult]) -> MetricSummary:
+        """The summary of ``results`` (NaN means for no results)."""
+        values: dict[str, float] = {}
+        for m in METRICS:
+            xs = np.array([getattr(r, m) for r in results], dtype=np.float64)
+            values[f"{m}_mean"] = float(xs.mean()) if xs.size else math.nan
+            values[f"{m}_std"] = float(xs.std()) if xs.size else math.nan
+        return cls(**values, questions=len(results))
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``{"recall_mean", "recall_std", …, "iou_std"}`` object, plus ``questions``."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """One configuration's benchmark row.
+
+    Attributes:
+        config: The chunker configuration.
+        summary: Means and standard deviations over all questions.
+        per_corpus: The same per corpus id.
+        questions: Per-question scores, in question-set order.
+        chunks: Chunks over all corpora.
+        chunk_tokens_mean: Mean tokens per chunk (the report's "size in brackets").
+        seconds: Wall time of this configuration (chunking, embedding, indexing, retrieval, scoring).
+        reused: True when every corpus was already indexed.
+    """
+
+    config: ChunkerConfig
+    summary: MetricSummary
+    per_corpus: Mapping[str, MetricSummary]
+    questions: tuple[QuestionResult, ...]
+    chunks: int
+    chunk_tokens_mean: float
+    seconds: float
+    reused: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's object: ``{"recall_mean", …, "iou_std", "per_corpus": {…}, "chunks", "seconds"}``."""
+        summary = self.summary.to_json()
+        summary.pop("questions")
+        return {
+            **summary,
+            "per_corpus": {cid: s.to_json() for cid, s in self.per_corpus.items()},
+            "chunks": self.chunks,
+            "seconds": round(self.seconds, 3),
+        }
+
+    def to_row(self) -> dict[str, Any]:
+        """A flat table row: configuration, chunker, parameters, metrics, chunks, mean tokens, seconds."""
+        return {
+            "config": self.config.label,
+            "chunker": self.config.name,
+            **{f"param_{k}": v for k, v in self.config.params},
+            "tokenizer": self.config.tokenizer,
+            **self.summary.to_json(),
+            "chunks": self.chunks,
+            "chunk_tokens_mean": self.chunk_tokens_mean,
+            "seconds": self.seconds,
+        }
+
+    def retrieved_ranges(self, corpus_id: str) -> list[list[tuple[int, int]]]:
+        """For each question (of any corpus), the ranges retrieved in ``corpus_id`` (for coverage strips)."""
+        return [[(r.start, r.end) for r in q.retrieved if r.corpus_id == corpus_id] for q in self.questions]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """The outcome of :func:`evaluate`: one :class:`ConfigResult` per configuration, in order."""
+
+    results: tuple[ConfigResult, ...]
+    embedder: str
+    embedder_fingerprint: str
+    retrieve: int
+    questions: int
+    corpora: tuple[str, ...]
+    seconds: float
+
+    def table(self) -> list[dict[str, Any]]:
+        """One flat row per configuration (for a results table, bar charts and CSV export)."""
+        return [r.to_row() for r in self.results]
+
+    def matrix(self, metric: str = "iou") -> np.ndarray:
+        """Scores as a (questions × configurations) array, for the heat map.
+
+        Raises:
+            ParameterError: an unknown metric.
+        """
+        if metric not in METRICS:
+            raise ParameterError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+        out = np.zeros((self.questions, len(self.results)), dtype=np.float64)
+        for j, r in enumerate(self.results):
+            out[:, j] = [q.metric(metric) for q in r.questions]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything but per-question retrievals, JSON-ready."""
+        return {
+            "embedder": self.embedder,
+            "retrieve": self.retrieve,
+            "questions": self.questions,
+            "corpora": list(self.corpora),
+            "seconds": round(self.seconds, 3),
+            "results": [{"config": r.config.to_json(), **r.to_json()} for r in self.results],
+        }
+
+
+class _Steps:
+    """Maps sub-step progress onto one ``progress(done, total)`` in thousandths."""
+
+    def __init__(self, progress: Progress | None, weights: Sequence[float]) -> None:
+        self._progress = progress
+        total = float(sum(weights)) or 1.0
+        self._starts = np.concatenate([[0.0], np.cumsum(weights)]) / total
+        self._sizes = np.asarray(weights, dtype=np.float64) / total
+
+    def sub(self, step: int) -> Progress | None:
+        if self._progress is None:
+            return None
+        progress, base, size = self._progress, self._starts[step], self._sizes[step]
+
+        def report(done: int, total: int) -> None:
+            frac = min(1.0, done / total) if total else 1.0
+            progress(int(1000 * (base + size * frac)), 1000)
+
+        return report
+
+    def done(self, step: int) -> None:
+        sub = self.sub(step)
+        if sub is not None:
+            sub(1, 1)
+
+
+def _check_retrieve(retrieve: int) -> None:
+    if retrieve != -1 and retrieve < 1:
+        raise ParameterError(f"retrieve ({retrieve}) must be a positive number of chunks, or -1")
+
+
+def evaluate(
+    questions: QuestionSet,
+    configs: Sequence[ChunkerConfig],
+    *,
+    embedder: str | TextEmbedder | None = None,
+    retrieve: int = 5,
+    store: ChunkStore | None = None,
+    cache: OutputCache | None = None,
+    use_cache: bool = True,
+    context: ModelContext | None = None,
+    cross_corpus: bool = True,
+    progress: Progress | None = None,
+) -> Benchmark:
+    """Benchmark chunker configurations on a question set (see the module docstring).
+
+    Args:
+        questions: The questions and their corpora.
+        configs: The configurations to compare (at least one).
+        embedder: An embedder, a spec for :func:`~backend.models.embedder.load_embedder`,
+            or None/``"default"`` (``CHUNKLAB_EMBEDDER`` or the bundled MiniLM).
+        retrieve: Chunks retrieved per question, or -1 (see the module docstring).
+        store: The Chroma store (default :func:`~backend.retrieval.store.open_store`).
+        cache: The output cache of embeddings (default: the process's default cache).
+        use_cache: False neither reads nor writes cached embeddings.
+        context: The model context of model-backed chunkers (see :class:`ModelContext`).
+        cross_corpus: Retrieve from every corpus of the set (the reference) or only the question's.
+        progress: ``progress(done, total)`` over the whole run; may raise ``Cancelled``.
+
+    Raises:
+        ParameterError: no configuration, no question, a bad ``retrieve``, a bad configuration.
+        StoreError: the store fails or cannot be reached.
+        ModelError: the embedder (or a chunker's model) fails.
+    """
+    from backend.chunkers import run_chunker
+    from backend.retrieval.embedding import embed_texts, load_text_embedder
+    from backend.retrieval.store import open_store
+
+    if not configs:
+        raise ParameterError("evaluate needs at least one chunker configuration")
+    if len(questions) == 0:
+        raise ParameterError("the question set has no questions")
+    _check_retrieve(retrieve)
+    t_all = time.perf_counter()
+    if use_cache and cache is None:
+        from backend.cache import default_cache
+
+        cache = default_cache()
+    elif not use_cache:
+        cache = None
+    store = store if store is not None else open_store()
+    emb = load_text_embedder(embedder)
+    fp = emb.info.fingerprint
+    corpora = questions.corpus_ids
+    sizes = [len(questions.corpora[c]) for c in corpora]
+    # Progress weights: the questions' embedding, then per configuration each corpus (by size) and the scoring.
+    weights = [0.02 * sum(sizes) + 1]
+    for _ in configs:
+        weights += [s + 1 for s in sizes] + [0.02 * sum(sizes) + 1]
+    steps = _Steps(progress, weights)
+    q_vectors, _ = embed_texts(emb, [q.question for q in questions.questions], cache=cache, progress=steps.sub(0))
+    steps.done(0)
+
+    results = []
+    step = 1
+    for config in configs:
+        t0 = time.perf_counter()
+        chunkings: dict[str, Chunking] = {}
+        reused = True
+        for cid in corpora:
+            doc = questions.document(cid)
+            chunking = run_chunker(doc, config, context)
+            info = store.index(doc, chunking, emb, cache=cache, progress=steps.sub(step))
+            reused = reused and info.reused
+            chunkings[cid] = chunking
+            steps.done(step)
+            step += 1
+        results.append(
+            _score(questions, config, chunkings, store, fp, q_vectors, retrieve, cross_corpus, reused, t0)
+        )
+        steps.done(step)
+        step += 1
+    return Benchmark(
+        results=tuple(results),
+        embedder=emb.info.name,
+        embedder_fingerprint=fp,
+        retrieve=retrieve,
+        questions=len(questions),
+        corpora=tuple(corpora),
+        seconds=time.perf_counter() - t_all,
+    )
+
+
+def _score(
+    questions: QuestionSet,
+    config: ChunkerConfig,
+    chunkings: Mapping[str, Chunking],
+    store: ChunkStore,
+    fingerprint: str,
+    q_vectors: np.ndarray,
+    retrieve: int,
+    cross_corpus: bool,
+    reused: bool,
+    t0: float,
+) -> ConfigResult:
+    """Retrieve for every question and score it under one configuration."""
+    spans = {cid: [(c.start, c.end) for c in ch.chunks] for cid, ch in chunkings.items()}
+    qs = questions.questions
+    meeting = [len(containing_chunks(spans[q.corpus_id], q.spans)) for q in qs]
+    omegas = [precision_omega(spans[q.corpus_id], q.spans) for q in qs]
+    if retrieve == -1:
+        depth = min(MAX_AUTO_RETRIEVE, max(meeting))
+        wanted = [min(m, depth) for m in meeting]
+    else:
+        depth = retrieve
+        wanted = [retrieve] * len(qs)
+
+    # hits[i]: candidates (distance, corpus order, rank, RetrievedChunk) for question i.
+    hits: list[list[tuple[float, int, int, Any]]] = [[] for _ in qs]
+    if depth > 0:
+        for order, (cid, chunking) in enumerate(chunkings.items()):
+            doc = questions.document(cid)
+            idx = list(range(len(qs))) if cross_corpus else [i for i, q in enumerate(qs) if q.corpus_id == cid]
+            if not idx:
+                continue
+            answers = store.query(doc, chunking, fingerprint, q_vectors[idx], depth)
+            for i, rows in zip(idx, answers):
+                for h in rows:
+                    hits[i].append((h.distance, order, h.rank, RetrievedChunk(cid, h.start, h.end, h.index, h.distance)))
+
+    per_question = []
+    for i, q in enumerate(qs):
+        top = [item[3] for item in heapq.nsmallest(wanted[i], hits[i], key=lambda t: (t[0], t[1], t[2]))]
+        own = [(r.start, r.end) for r in top if r.corpus_id == q.corpus_id]
+        other = sum(r.end - r.start for r in top if r.corpus_id != q.corpus_id)
+        s = span_scores(own, q.spans, other_chars=other)
+        per_question.append(
+            QuestionResult(i, q.corpus_id, q.question, s.recall, s.precision, omegas[i], s.iou, tuple(top))
+        )
+    per_corpus = {
+        cid: MetricSummary.of([r for r in per_question if r.corpus_id == cid]) for cid in questions.corpus_ids
+    }
+    all_chunks = [c for ch in chunkings.values() for c in ch.chunks]
+    return ConfigResult(
+        config=config,
+        summary=MetricSummary.of(per_question),
+        per_corpus=per_corpus,
+        questions=tuple(per_question),
+        chunks=len(all_chunks),
+        chunk_tokens_mean=float(np.mean([c.tokens for c in all_chunks])) if all_chunks else 0.0,
+        seconds=time.perf_counter() - t0,
+        reused=reused,
+    )

@@ -1,0 +1,361 @@
+"""Question sets in the Chroma format: questions with excerpt spans over a folder of corpora.
+
+The format of the Chroma report's repository (``chunking_evaluation``):
+
+- a CSV with the columns ``question``, ``references`` and ``corpus_id`` (other columns are
+  ignored), where ``references`` is a JSON list of
+  ``{"content": …, "start_index": …, "end_index": …}`` — character offsets into the corpus;
+- a folder of corpora, one file per ``corpus_id``: ``<corpus_id>.md`` or ``<corpus_id>.txt``.
+
+A corpus is read the way the reference reads it (``open(path).read()``: UTF-8, universal
+newlines), because the offsets index exactly that string; Chunk Lab's document loaders are
+not used, since their normalization would move the offsets. Every reference is checked on
+import: its offsets must be inside the corpus and ``corpus[start_index:end_index]`` must equal
+its ``content``; the first bad row is reported in one line naming the row and the reference.
+Export writes the same format back, and re-importing it gives an equal set.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from backend.document import Document
+from backend.errors import InputError, ParameterError
+
+__all__ = [
+    "Reference",
+    "Question",
+    "QuestionSet",
+    "CORPUS_SUFFIXES",
+    "corpus_id_for",
+    "read_corpus_text",
+    "parse_questions_csv",
+    "questions_to_csv",
+    "load_question_set",
+    "save_question_set",
+]
+
+CORPUS_SUFFIXES = (".md", ".txt")
+COLUMNS = ("question", "references", "corpus_id")
+_CORPUS_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_FIELD_LIMIT = 1 << 28  # a references cell may quote long excerpts; csv's default cap is 128 KiB
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One excerpt: ``content`` is ``corpus[start:end]`` exactly."""
+
+    content: str
+    start: int
+    end: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The Chroma format's reference object."""
+        return {"content": self.content, "start_index": self.start, "end_index": self.end}
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question, its excerpts (at least one) and the corpus they are in."""
+
+    question: str
+    references: tuple[Reference, ...]
+    corpus_id: str
+
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        """The excerpts' ``(start, end)`` ranges."""
+        return [(r.start, r.end) for r in self.references]
+
+
+@dataclass(frozen=True, eq=False)
+class QuestionSet:
+    """Questions over one or more corpora.
+
+    Attributes:
+        questions: In file order (the order results are reported in).
+        corpora: ``corpus_id`` → the corpus text the offsets index.
+        suffixes: ``corpus_id`` → the file suffix it was read from (``.md`` by default on export).
+    """
+
+    questions: tuple[Question, ...]
+    corpora: Mapping[str, str]
+    suffixes: Mapping[str, str] = field(default_factory=dict)
+    _docs: dict[str, Document] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        for i, q in enumerate(self.questions, 1):
+            if q.corpus_id not in self.corpora:
+                raise InputError(f"question {i}: corpus {q.corpus_id!r} is missing")
+            _check_question(q, self.corpora[q.corpus_id], f"question {i}")
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, QuestionSet)
+            and self.questions == other.questions
+            and dict(self.corpora) == dict(other.corpora)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def corpus_ids(self) -> list[str]:
+        """The corpora the questions use, in order of first use."""
+        return list(dict.fromkeys(q.corpus_id for q in self.questions))
+
+    def document(self, corpus_id: str) -> Document:
+        """The corpus as a :class:`Document` (built once; its text is the corpus text unchanged)."""
+        with self._lock:
+            doc = self._docs.get(corpus_id)
+            if doc is None:
+                if corpus_id not in self.corpora:
+                    raise ParameterError(f"no corpus {corpus_id!r} in this question set")
+                suffix = self.suffixes.get(corpus_id, ".md")
+                doc = self._docs[corpus_id] = Document.from_text(
+                    self.corpora[corpus_id], source=f"{corpus_id}{suffix}", kind="md" if suffix == ".md" else "txt"
+                )
+            return doc
+
+    def with_questions(self, questions: Iterable[Question], corpora: Mapping[str, str] | None = None) -> QuestionSet:
+        """A new set with ``questions`` appended (and ``corpora`` added), validated."""
+        merged = dict(self.corpora)
+        for cid, text in (corpora or {}).items():
+            if cid in merged and merged[cid] != text:
+                raise ParameterError(f"corpus {cid!r} already exists with a different text")
+            merged[cid] = text
+        return QuestionSet(self.questions + tuple(questions), merged, dict(self.suffixes))
+
+    @classmethod
+    def from_document(cls, doc: Document, questions: Iterable[Question] = (), corpus_id: str | None = None) -> QuestionSet:
+        """A set over one document (its text is the corpus), e.g. to save marks made on the live query page.
+
+        Questions whose ``corpus_id`` differs from ``corpus_id`` are moved to it.
+        """
+        cid = corpus_id or corpus_id_for(doc)
+        moved = tuple(q if q.corpus_id == cid else Question(q.question, q.references, cid) for q in questions)
+        return cls(moved, {cid: doc.text})
+
+
+def _check_question(q: Question, text: str, where: str) -> None:
+    if not q.question.strip():
+        raise InputError(f"{where}: the question is empty")
+    if not q.references:
+        raise InputError(f"{where}: no references")
+    for j, r in enumerate(q.references, 1):
+        if not 0 <= r.start < r.end <= len(text):
+            raise InputError(
+                f"{where}: reference {j} offsets [{r.start}, {r.end}) are outside corpus "
+                f"{q.corpus_id!r} ({len(text)} characters) or empty"
+            )
+        if text[r.start : r.end] != r.content:
+            found = text[r.start : r.end]
+            raise InputError(
+                f"{where}: reference {j} content does not match corpus {q.corpus_id!r} at "
+                f"[{r.start}, {r.end}): expected {_preview(r.content)}, the corpus has {_preview(found)}"
+            )
+
+
+def _preview(text: str, n: int = 40) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= n else flat[: n - 1] + "…")
+
+
+def corpus_id_for(doc: Document) -> str:
+    """A corpus id for a document: its file stem reduced to ``[A-Za-z0-9._-]`` (``corpus`` if nothing is left)."""
+    stem = Path(doc.source).stem if doc.source else ""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._-")
+    return cleaned[:128] if cleaned else "corpus"
+
+
+def read_corpus_text(data: bytes, name: str = "corpus") -> str:
+    """A corpus file's text as the reference reads it: UTF-8, ``\\r\\n`` and ``\\r`` read as ``\\n``.
+
+    Raises:
+        InputError: not UTF-8.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"corpus {name} is not UTF-8 text (byte {e.start})") from e
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool):
+        raise ValueError(what)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    raise ValueError(what)
+
+
+def _parse_references(raw: str, where: str) -> tuple[Reference, ...]:
+    try:
+        items = json.loads(raw)
+    except ValueError as e:
+        raise InputError(f"{where}: references is not JSON ({e.msg} at character {e.pos})") from e
+    if not isinstance(items, list):
+        raise InputError(f"{where}: references must be a JSON list, got {type(items).__name__}")
+    out = []
+    for j, item in enumerate(items, 1):
+        if not isinstance(item, dict) or not {"content", "start_index", "end_index"} <= item.keys():
+            raise InputError(f"{where}: reference {j} needs content, start_index and end_index")
+        if not isinstance(item["content"], str):
+            raise InputError(f"{where}: reference {j} content must be a string")
+        try:
+            start = _int(item["start_index"], "start_index")
+            end = _int(item["end_index"], "end_index")
+        except ValueError as e:
+            raise InputError(f"{where}: reference {j} {e} must be an integer") from e
+        out.append(Reference(item["content"], start, end))
+    return tuple(out)
+
+
+def parse_questions_csv(
+    data: str | bytes,
+    corpora: Mapping[str, str],
+    *,
+    name: str = "questions.csv",
+    suffixes: Mapping[str, str] | None = None,
+) -> QuestionSet:
+    """A question set from CSV text and the corpora it refers to (e.g. uploaded files).
+
+    Args:
+        data: The CSV (bytes are read as UTF-8).
+        corpora: ``corpus_id`` → corpus text (see :func:`read_corpus_text`).
+        name: The CSV's name, for error messages.
+        suffixes: ``corpus_id`` → file suffix, remembered for export.
+
+    Raises:
+        InputError: a missing column, a malformed row, a missing corpus or a reference whose
+            offsets do not match its corpus (naming the row: row 1 is the first after the header).
+    """
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{name} is not UTF-8 (byte {e.start})") from e
+    if csv.field_size_limit() < _FIELD_LIMIT:
+        csv.field_size_limit(_FIELD_LIMIT)
+    reader = csv.DictReader(io.StringIO(data.lstrip("\ufeff"), newline=""))
+    header = reader.fieldnames or []
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"{name}: missing column {missing[0]!r}; a Chroma question set has {', '.join(COLUMNS)}")
+    questions = []
+    try:
+        for i, row in enumerate(reader, 1):
+            where = f"{name} row {i}"
+            if None in row:
+                raise InputError(f"{where}: more fields than the header has")
+            question, corpus_id = (row.get("question") or ""), (row.get("corpus_id") or "").strip()
+            if corpus_id not in corpora:
+                raise InputError(f"{where}: no corpus file for corpus_id {corpus_id!r} (expected {corpus_id}.md or .txt)")
+            q = Question(question, _parse_references(row.get("references") or "", where), corpus_id)
+            _check_question(q, corpora[corpus_id], where)
+            questions.append(q)
+    except csv.Error as e:
+        raise InputError(f"{name}: malformed CSV at line {reader.line_num}: {e}") from e
+    if not questions:
+        raise InputError(f"{name} holds no questions")
+    used = {q.corpus_id for q in questions}
+    return QuestionSet(
+        tuple(questions),
+        {cid: corpora[cid] for cid in corpora if cid in used},
+        {cid: s for cid, s in (suffixes or {}).items() if cid in used},
+    )
+
+
+def questions_to_csv(questions: QuestionSet | Sequence[Question]) -> str:
+    """The Chroma-format CSV of ``questions`` (header ``question,references,corpus_id``)."""
+    rows = questions.questions if isinstance(questions, QuestionSet) else questions
+    buf = io.StringIO(newline="")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for q in rows:
+        writer.writerow([q.question, json.dumps([r.to_json() for r in q.references]), q.corpus_id])
+    return buf.getvalue()
+
+
+def _corpus_file(corpora_dir: Path, corpus_id: str) -> Path | None:
+    for suffix in CORPUS_SUFFIXES:
+        path = corpora_dir / f"{corpus_id}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_question_set(csv_path: str | Path, corpora_dir: str | Path) -> QuestionSet:
+    """Import a Chroma-format question set: the CSV and the folder of ``<corpus_id>.md``/``.txt`` files.
+
+    Raises:
+        InputError: unreadable files, a missing corpus, malformed rows, mismatched offsets.
+    """
+    csv_path, corpora_dir = Path(csv_path), Path(corpora_dir)
+    if not csv_path.is_file():
+        raise InputError(f"{csv_path}: no such file")
+    if not corpora_dir.is_dir():
+        raise InputError(f"{corpora_dir}: no such folder (the corpora folder holds <corpus_id>.md files)")
+    data = csv_path.read_bytes()
+    if csv.field_size_limit() < _FIELD_LIMIT:
+        csv.field_size_limit(_FIELD_LIMIT)
+    # Read only the corpora the CSV names: a corpora folder may hold many more.
+    try:
+        head = csv.DictReader(io.StringIO(data.decode("utf-8-sig"), newline=""))
+        wanted = list(dict.fromkeys((row.get("corpus_id") or "").strip() for row in head))
+    except (UnicodeDecodeError, csv.Error):
+        wanted = []  # parse_questions_csv reports it properly
+    corpora: dict[str, str] = {}
+    suffixes: dict[str, str] = {}
+    for cid in wanted:
+        if not _CORPUS_ID.match(cid):
+            continue  # parse_questions_csv names the row
+        path = _corpus_file(corpora_dir, cid)
+        if path is not None:
+            corpora[cid] = read_corpus_text(path.read_bytes(), path.name)
+            suffixes[cid] = path.suffix
+    return parse_questions_csv(data, corpora, name=csv_path.name, suffixes=suffixes)
+
+
+def save_question_set(
+    questions: QuestionSet, csv_path: str | Path, corpora_dir: str | Path | None = None
+) -> list[Path]:
+    """Export in the Chroma format: the CSV, and each corpus as ``<corpora_dir>/<corpus_id><suffix>``.
+
+    Corpora are written byte for byte (UTF-8, ``\\n`` newlines), so the offsets stay valid;
+    ``corpora_dir`` defaults to ``corpora/`` next to the CSV.
+
+    Returns:
+        The files written, the CSV first.
+
+    Raises:
+        ParameterError: a corpus id that is not a safe file name.
+    """
+    csv_path = Path(csv_path)
+    corpora_dir = Path(corpora_dir) if corpora_dir is not None else csv_path.parent / "corpora"
+    for cid in questions.corpora:
+        if not _CORPUS_ID.match(cid):
+            raise ParameterError(f"corpus id {cid!r} is not a file name ([A-Za-z0-9._-], at most 128)")
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    corpora_dir.mkdir(parents=True, exist_ok=True)
+    csv_path.write_text(questions_to_csv(questions), encoding="utf-8", newline="")
+    written = [csv_path]
+    for cid, text in questions.corpora.items():
+        path = corpora_dir / f"{cid}{questions.suffixes.get(cid, '.md')}"
+        path.write_text(text, encoding="utf-8", newline="")
+        written.append(path)
+    return written

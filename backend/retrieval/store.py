@@ -1,0 +1,596 @@
+"""The Chroma vector store: one collection per (document, chunking, embedder), our own embeddings.
+
+Where the data lives:
+
+- By default an embedded ``chromadb.PersistentClient`` under ``data_dir()/chroma``
+  (``CHUNKLAB_DATA_DIR``, default ``~/.chunklab``).
+- With ``CHROMA_HOST`` set (``CHROMA_PORT``, default 8000), a Chroma server through
+  ``chromadb.HttpClient``: the path for teams that outgrow one machine. The server is probed
+  (``GET /api/v2/heartbeat``) with a timeout (``CHROMA_TIMEOUT``, default 10 s) before the
+  client is built, and the client's HTTP session gets the same timeout, so a server that is
+  down, a wrong port or a server that hangs gives a one-line :class:`StoreError` naming
+  ``host:port``, never a hang.
+
+Collections. A collection holds one chunking of one document embedded by one model. Its name
+is ``cl-`` and 24 hex digits of the sha256 of (document id, chunker configuration, embedder
+fingerprint, digest of the chunk spans): the spans are in the key because a model-backed
+chunker's spans depend on its language model too, which the configuration does not name. Its
+metadata records the document, the configuration, the embedder and the chunk count; the
+space is cosine. A chunk's id is the sha256 of (document id, configuration, start, end) and
+its metadata ``{"start", "end", "index", "tokens"}``; the chunk text is stored as the
+document. Indexing ``upsert``s, so re-indexing never duplicates, and is skipped when the
+collection already holds as many chunks as the chunking (an interrupted indexing run leaves
+fewer and is completed next time).
+
+Embeddings are always ours: chunks are upserted with their precomputed vectors and queries
+sent as ``query_embeddings``, and collections are created with ``embedding_function=None``,
+so Chroma's default embedding function (which downloads an ONNX model) is never called.
+
+chromadb and httpx are imported on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from backend.chunking import ChunkerConfig, Chunking
+from backend.config import data_dir
+from backend.document import Document
+from backend.errors import ParameterError, StoreError
+
+if TYPE_CHECKING:
+    from backend.cache import OutputCache
+    from backend.models.types import Progress
+    from backend.retrieval.embedding import TextEmbedder
+
+__all__ = [
+    "ChunkStore",
+    "Hit",
+    "IndexInfo",
+    "open_store",
+    "store_location",
+    "collection_name",
+    "chunk_id",
+    "DEFAULT_CHROMA_PORT",
+    "DEFAULT_TIMEOUT_S",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHROMA_PORT = 8000
+DEFAULT_TIMEOUT_S = 10.0
+_NAME_PREFIX = "cl-"
+_MAX_UPSERT = 1000  # rows per upsert call (also bounded by the client's max batch size)
+_SCHEMA = 1  # bump when the collection layout changes
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved chunk.
+
+    Attributes:
+        rank: 1 for the closest chunk.
+        distance: Cosine distance ``1 - cos`` between the query and the chunk (0 is identical).
+        start: The chunk's first character in the document text.
+        end: Just past its last character.
+        index: The chunk's index in its chunking.
+        tokens: Its token count.
+    """
+
+    rank: int
+    distance: float
+    start: int
+    end: int
+    index: int
+    tokens: int
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "rank": self.rank,
+            "distance": self.distance,
+            "start": self.start,
+            "end": self.end,
+            "index": self.index,
+            "tokens": self.tokens,
+        }
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """The outcome of :meth:`ChunkStore.index`.
+
+    Attributes:
+        name: The collection name.
+        chunks: Chunks in the collection.
+        reused: True when the collection was already complete (nothing embedded or written).
+        embedded_from_cache: True when the chunk embeddings came from the output cache.
+        seconds: Wall time of the call.
+    """
+
+    name: str
+    chunks: int
+    reused: bool
+    embedded_from_cache: bool
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return dict(self.__dict__)
+
+
+def _config_json(config: ChunkerConfig) -> str:
+    return json.dumps(config.to_json(), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _spans_digest(chunking: Chunking) -> str:
+    h = hashlib.sha256()
+    for c in chunking.chunks:
+        h.update(f"{c.start}:{c.end};".encode("ascii"))
+    return h.hexdigest()
+
+
+def collection_name(doc_id: str, chunking: Chunking, embedder_fingerprint: str) -> str:
+    """The deterministic collection name of ``chunking`` of document ``doc_id`` under an embedder.
+
+    ``cl-`` and 24 hex digits: within Chroma's rules (3-512 characters of ``[a-zA-Z0-9._-]``,
+    starting and ending with a letter or digit).
+    """
+    key = "\n".join(
+        [str(_SCHEMA), doc_id, _config_json(chunking.config), embedder_fingerprint, _spans_digest(chunking)]
+    )
+    return _NAME_PREFIX + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def chunk_id(doc_id: str, config: ChunkerConfig, start: int, end: int) -> str:
+    """The deterministic id of the chunk ``[start, end)`` of a document under a configuration."""
+    key = f"{doc_id}\n{_config_json(config)}\n{start}:{end}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def _env_timeout() -> float:
+    raw = os.environ.get("CHROMA_TIMEOUT", "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_TIMEOUT_S
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+    return value if value > 0 else DEFAULT_TIMEOUT_S
+
+
+def _parse_host(raw: str, port: int | None) -> tuple[str, int]:
+    """``(host, port)`` from ``host``, ``host:port`` or ``http://host:port``."""
+    from urllib.parse import urlparse
+
+    text = raw.strip()
+    if "://" in text:
+        parsed = urlparse(text)
+        if not parsed.hostname:
+            raise ParameterError(f"Chroma host {raw!r} names no host")
+        return parsed.hostname, port or parsed.port or DEFAULT_CHROMA_PORT
+    host, sep, tail = text.rpartition(":")
+    if sep and tail.isdigit() and host and "]" not in tail:
+        return host.strip("[]"), port or int(tail)
+    return text.strip("[]"), port or DEFAULT_CHROMA_PORT
+
+
+def store_location(
+    path: str | Path | None = None, host: str | None = None, port: int | None = None
+) -> tuple[str, str | int]:
+    """Where :func:`open_store` would connect: ``("server", "host:port")`` or ``("embedded", path)``.
+
+    Arguments win over ``CHROMA_HOST``/``CHROMA_PORT``; with neither, the embedded store
+    under ``data_dir()/chroma``.
+
+    Raises:
+        ParameterError: a malformed host or port.
+    """
+    host = host if host is not None else os.environ.get("CHROMA_HOST", "").strip() or None
+    if host and path is None:
+        if port is None:
+            raw_port = os.environ.get("CHROMA_PORT", "").strip()
+            if raw_port:
+                if not raw_port.isdigit() or not 0 < int(raw_port) < 65536:
+                    raise ParameterError(f"CHROMA_PORT must be a port number, got {raw_port!r}")
+                port = int(raw_port)
+        h, p = _parse_host(host, port)
+        if not 0 < p < 65536:
+            raise ParameterError(f"Chroma port must be in 1..65535, got {p}")
+        return "server", f"{h}:{p}"
+    return "embedded", str(Path(path).expanduser() if path is not None else data_dir() / "chroma")
+
+
+class ChunkStore:
+    """Chunkings indexed in Chroma, queried with our embeddings (see the module docstring).
+
+    Build with :func:`open_store`. Thread-safe as far as chromadb's client is; never mutated
+    after construction, so one instance can serve every session of the app.
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str | Path | None = None,
+        host: str | None = None,
+        port: int | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        """Connect to a Chroma server (``host``) or open the embedded store at ``path``.
+
+        Raises:
+            StoreError: the server is down, answers on the wrong port, is not Chroma, or times
+                out; the embedded store cannot be opened.
+            ParameterError: both ``path`` and ``host``, or a malformed host/port.
+        """
+        if path is not None and host is not None:
+            raise ParameterError("give a Chroma path (embedded) or a host (server), not both")
+        self.timeout_s = float(timeout_s) if timeout_s and timeout_s > 0 else _env_timeout()
+        kind, where = store_location(path, host, port)
+        self.kind: str = kind
+        self._lock = threading.Lock()
+        if kind == "server":
+            h, _, p = str(where).rpartition(":")
+            self.host, self.port = h, int(p)
+            self.location = f"{self.host}:{self.port}"
+            self._client = self._connect_server()
+        else:
+            self.host, self.port = None, None
+            self.location = str(where)
+            self._client = self._open_embedded(Path(where))
+
+    def __repr__(self) -> str:
+        return f"ChunkStore({self.kind}, {self.location!r})"
+
+    # --- connection -------------------------------------------------------------------------
+
+    def _where(self) -> str:
+        return f"Chroma server at {self.location}" if self.kind == "server" else f"Chroma store at {self.location}"
+
+    def _open_embedded(self, path: Path) -> Any:
+        import chromadb
+        from chromadb.config import Settings
+
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+        except Exception as e:  # sqlite, filesystem and chromadb errors share no base class
+            raise StoreError(f"cannot open the Chroma store at {path}: {_one_line(e)}") from e
+
+    def _probe(self) -> None:
+        """Check that a Chroma server answers at host:port within the timeout."""
+        import httpx
+
+        url = f"http://{self.location}/api/v2/heartbeat"
+        try:
+            response = httpx.get(url, timeout=self.timeout_s)
+        except httpx.TimeoutException as e:
+            raise StoreError(f"Chroma server at {self.location} did not answer within {self.timeout_s:g}s") from e
+        except httpx.HTTPError as e:
+            raise StoreError(
+                f"Chroma server at {self.location} is unreachable ({_one_line(e) or 'connection refused'}); "
+                "is it running (chroma run --host … --port …) and are CHROMA_HOST/CHROMA_PORT right?"
+            ) from e
+        is_chroma = False
+        if response.status_code == 200:
+            try:
+                is_chroma = "nanosecond heartbeat" in response.json()
+            except ValueError:
+                is_chroma = False
+        if not is_chroma:
+            raise StoreError(
+                f"{self.location} answers HTTP but is not a Chroma server "
+                f"(HTTP {response.status_code} on /api/v2/heartbeat); check CHROMA_PORT"
+            )
+
+    def _connect_server(self) -> Any:
+        self._probe()
+        import chromadb
+        import httpx
+        from chromadb.config import Settings
+
+        try:
+            client = chromadb.HttpClient(
+                host=self.host, port=self.port, settings=Settings(anonymized_telemetry=False)
+            )
+        except Exception as e:  # chromadb raises ValueError, httpx errors or its own
+            raise StoreError(f"cannot connect to the Chroma server at {self.location}: {_one_line(e)}") from e
+        # chromadb's HTTP session has no timeout (it waits forever on a hung server): give it ours.
+        session = getattr(getattr(client, "_server", None), "_session", None)
+        if isinstance(session, httpx.Client):
+            session.timeout = httpx.Timeout(self.timeout_s)
+        return client
+
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` with connection, timeout and Chroma errors as one-line StoreErrors."""
+        import httpx
+
+        try:
+            return fn(*args, **kwargs)
+        except httpx.TimeoutException as e:
+            raise StoreError(f"{self._where()} did not answer {what} within {self.timeout_s:g}s") from e
+        except httpx.HTTPError as e:
+            raise StoreError(f"{self._where()} is unreachable while {what} ({_one_line(e)})") from e
+        except StoreError:
+            raise
+        except Exception as e:  # chromadb's errors (ChromaError, ValueError, sqlite) share no base class
+            raise StoreError(f"{self._where()} failed {what}: {_one_line(e)}") from e
+
+    def heartbeat(self) -> int:
+        """The store's heartbeat (nanoseconds); raises :class:`StoreError` when it does not answer."""
+        return int(self._call("the heartbeat", self._client.heartbeat))
+
+    # --- collections ------------------------------------------------------------------------
+
+    def _get(self, name: str) -> Any | None:
+        """The collection ``name``, or None when it does not exist."""
+        try:
+            return self._call(f"opening collection {name}", self._client.get_collection, name, embedding_function=None)
+        except StoreError as e:
+            if e.__cause__ is not None and _is_not_found(e.__cause__):
+                return None
+            raise
+
+    def _create(self, name: str, doc: Document, chunking: Chunking, embedder: TextEmbedder) -> Any:
+        info = embedder.info
+        metadata = {
+            "chunklab_schema": _SCHEMA,
+            "doc_id": doc.id,
+            "doc_source": doc.source,
+            "doc_length": len(doc.text),
+            "config": _config_json(chunking.config),
+            "config_label": chunking.config.label,
+            "embedder": info.name,
+            "embedder_fingerprint": info.fingerprint,
+            "spans_digest": _spans_digest(chunking),
+            "chunks": len(chunking),
+        }
+        return self._call(
+            f"creating collection {name}",
+            self._client.get_or_create_collection,
+            name,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata=metadata,
+            embedding_function=None,
+        )
+
+    def collections(self) -> list[dict[str, Any]]:
+        """Chunk Lab's collections in this store: ``{"name", "count", **metadata}`` each, sorted by name."""
+        out = []
+        for col in self._call("listing collections", self._client.list_collections):
+            name = col.name if hasattr(col, "name") else str(col)
+            if not name.startswith(_NAME_PREFIX):
+                continue
+            c = self._get(name)
+            if c is None:
+                continue
+            out.append({"name": name, "count": int(self._call("counting", c.count)), **dict(c.metadata or {})})
+        return sorted(out, key=lambda r: r["name"])
+
+    def delete(self, name: str) -> bool:
+        """Delete collection ``name``; True when it existed."""
+        if self._get(name) is None:
+            return False
+        self._call(f"deleting collection {name}", self._client.delete_collection, name)
+        return True
+
+    def is_indexed(self, doc: Document, chunking: Chunking, embedder_fingerprint: str) -> bool:
+        """Whether the collection of this chunking under this embedder is complete."""
+        col = self._get(collection_name(doc.id, chunking, embedder_fingerprint))
+        return col is not None and int(self._call("counting", col.count)) == len(chunking)
+
+    # --- indexing ---------------------------------------------------------------------------
+
+    def index(
+        self,
+        doc: Document,
+        chunking: Chunking,
+        embedder: TextEmbedder,
+        *,
+        cache: OutputCache | None = None,
+        progress: Progress | None = None,
+    ) -> IndexInfo:
+        """Make sure ``chunking`` of ``doc`` is indexed under ``embedder``; embed and upsert what is missing.
+
+        Args:
+            doc: The document ``chunking`` was made from.
+            chunking: Its chunks (exact spans).
+            embedder: The embedding model (vectors are computed here, never by Chroma).
+            cache: The output cache for chunk embeddings (None: no caching).
+            progress: ``progress(done, total)`` while embedding.
+
+        Raises:
+            ParameterError: ``chunking`` was not made from ``doc``.
+            StoreError: the store fails or cannot be reached.
+            ModelError: the embedder fails.
+        """
+        from backend.retrieval.embedding import embed_texts
+
+        if chunking.doc_id != doc.id:
+            raise ParameterError(f"the chunking is of document {chunking.doc_id}, not of {doc.source} ({doc.id})")
+        t0 = time.perf_counter()
+        name = collection_name(doc.id, chunking, embedder.info.fingerprint)
+        col = self._get(name)
+        if col is not None and int(self._call("counting", col.count)) == len(chunking):
+            if progress is not None:
+                progress(1, 1)
+            return IndexInfo(name, len(chunking), True, False, time.perf_counter() - t0)
+        if col is None:
+            col = self._create(name, doc, chunking, embedder)
+        chunks = chunking.chunks
+        vectors, hit = embed_texts(embedder, [c.text for c in chunks], cache=cache, progress=progress)
+        batch = _MAX_UPSERT
+        try:
+            batch = max(1, min(batch, int(self._client.get_max_batch_size())))
+        except Exception as e:  # an old server without the endpoint: keep our default
+            log.debug("max batch size unknown (%s); using %d", e, batch)
+        config = chunking.config
+        for lo in range(0, len(chunks), batch):
+            part = chunks[lo : lo + batch]
+            self._call(
+                f"writing to collection {name}",
+                col.upsert,
+                ids=[chunk_id(doc.id, config, c.start, c.end) for c in part],
+                embeddings=vectors[lo : lo + len(part)],
+                metadatas=[{"start": c.start, "end": c.end, "index": c.index, "tokens": c.tokens} for c in part],
+                documents=[c.text for c in part],
+            )
+        count = int(self._call("counting", col.count))
+        return IndexInfo(name, count, False, hit, time.perf_counter() - t0)
+
+    # --- querying ---------------------------------------------------------------------------
+
+    def query(
+        self, doc: Document, chunking: Chunking, embedder_fingerprint: str, query_embeddings: np.ndarray, k: int
+    ) -> list[list[Hit]]:
+        """The ``k`` nearest chunks of an indexed chunking for each query vector.
+
+        Args:
+            doc: The document.
+            chunking: Its chunking (indexed with :meth:`index` under the same embedder).
+            embedder_fingerprint: The embedder's ``info.fingerprint``.
+            query_embeddings: Shape ``(queries, dimension)``, from the same embedder.
+            k: Chunks per query (fewer when the chunking has fewer chunks).
+
+        Returns:
+            For each query, its hits by increasing distance (rank 1 first).
+
+        Raises:
+            ParameterError: ``k`` below 1.
+            StoreError: not indexed, or the store fails.
+        """
+        if k < 1:
+            raise ParameterError(f"k ({k}) must be at least 1")
+        vectors = np.atleast_2d(np.asarray(query_embeddings, dtype=np.float32))
+        if vectors.shape[0] == 0:
+            return []
+        name = collection_name(doc.id, chunking, embedder_fingerprint)
+        col = self._get(name)
+        if col is None:
+            raise StoreError(f"{doc.source} is not indexed for {chunking.config.label} in the {self._where()}")
+        n = min(k, int(self._call("counting", col.count)))
+        if n == 0:
+            return [[] for _ in range(vectors.shape[0])]
+        result = self._call(
+            f"querying collection {name}",
+            col.query,
+            query_embeddings=vectors,
+            n_results=n,
+            include=["metadatas", "distances"],
+        )
+        out = []
+        for metas, dists in zip(result["metadatas"], result["distances"]):
+            out.append([
+                Hit(
+                    rank=r + 1,
+                    distance=float(d),
+                    start=int(m["start"]),
+                    end=int(m["end"]),
+                    index=int(m["index"]),
+                    tokens=int(m["tokens"]),
+                )
+                for r, (m, d) in enumerate(zip(metas, dists))
+            ])
+        return out
+
+    def search(
+        self,
+        doc: Document,
+        chunkings: Sequence[Chunking],
+        embedder: TextEmbedder,
+        query: str,
+        k: int = 5,
+        *,
+        cache: OutputCache | None = None,
+        progress: Progress | None = None,
+    ) -> dict[ChunkerConfig, list[Hit]]:
+        """The live query: the top ``k`` chunks of each chunking of ``doc`` for ``query``.
+
+        Chunkings not indexed yet are indexed first (their embeddings through ``cache``).
+
+        Returns:
+            Each chunking's configuration mapped to its hits, rank 1 first.
+
+        Raises:
+            ParameterError: an empty query, ``k`` below 1.
+            StoreError, ModelError: as :meth:`index` and :meth:`query`.
+        """
+        from backend.retrieval.embedding import embed_texts
+
+        if not query.strip():
+            raise ParameterError("the query is empty")
+        if k < 1:
+            raise ParameterError(f"k ({k}) must be at least 1")
+        for i, chunking in enumerate(chunkings):
+            step = None
+            if progress is not None:
+                step = _sub_progress(progress, i, len(chunkings))
+            self.index(doc, chunking, embedder, cache=cache, progress=step)
+        vector, _ = embed_texts(embedder, [query], cache=cache)
+        fp = embedder.info.fingerprint
+        return {c.config: self.query(doc, c, fp, vector, k)[0] for c in chunkings}
+
+
+def _sub_progress(progress: Progress, i: int, n: int) -> Progress:
+    """A progress callback reporting step ``i`` of ``n`` as a share of the whole."""
+    scale = 1000
+
+    def report(done: int, total: int) -> None:
+        frac = done / total if total else 1.0
+        progress(int(scale * (i + frac)), scale * n)
+
+    return report
+
+
+def _is_not_found(e: BaseException) -> bool:
+    from chromadb.errors import NotFoundError
+
+    return isinstance(e, NotFoundError) or "does not exist" in str(e)
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+_stores: dict[tuple[str, str, float], ChunkStore] = {}
+_stores_lock = threading.Lock()
+
+
+def open_store(
+    path: str | Path | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    *,
+    timeout_s: float | None = None,
+) -> ChunkStore:
+    """The store at ``path`` or on ``host:port`` (default: ``CHROMA_HOST``, else embedded), one per location.
+
+    A server store is only kept once it connected; a failed connection is retried next call.
+
+    Raises:
+        StoreError: the server cannot be reached (see :class:`ChunkStore`).
+        ParameterError: a malformed host or port.
+    """
+    kind, where = store_location(path, host, port)
+    timeout = float(timeout_s) if timeout_s and timeout_s > 0 else _env_timeout()
+    key = (kind, str(where), timeout)
+    with _stores_lock:
+        store = _stores.get(key)
+    if store is not None:
+        return store
+    if kind == "server":
+        h, _, p = str(where).rpartition(":")
+        store = ChunkStore(host=h, port=int(p), timeout_s=timeout)
+    else:
+        store = ChunkStore(path=where, timeout_s=timeout)
+    with _stores_lock:
+        return _stores.setdefault(key, store)
