@@ -188,15 +188,18 @@ def store_location(
 ) -> tuple[str, str | int]:
     """Where :func:`open_store` would connect: ``("server", "host:port")`` or ``("embedded", path)``.
 
-    Arguments win over ``CHROMA_HOST``/``CHROMA_PORT``; with neither, the embedded store
-    under ``data_dir()/chroma``.
+    Arguments win over ``CHROMA_HOST``/``CHROMA_PORT`` (``CHROMA_PORT`` only applies to
+    ``CHROMA_HOST``); a ``path`` means the embedded store even when ``CHROMA_HOST`` is set; with
+    neither, the embedded store under ``data_dir()/chroma``. A host may be ``host``,
+    ``host:port`` or ``http://host:port``.
 
     Raises:
         ParameterError: a malformed host or port.
     """
+    from_env = host is None
     host = host if host is not None else os.environ.get("CHROMA_HOST", "").strip() or None
     if host and path is None:
-        if port is None:
+        if port is None and from_env:
             raw_port = os.environ.get("CHROMA_PORT", "").strip()
             if raw_port:
                 if not raw_port.isdigit() or not 0 < int(raw_port) < 65536:
