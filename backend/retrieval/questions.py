@@ -167,8 +167,8 @@ def _check_question(q: Question, text: str, where: str) -> None:
 
 
 def _preview(text: str, n: int = 40) -> str:
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= n else flat[: n - 1] + "…")
+    """``text`` quoted on one line (repr escapes newlines), shortened to ``n`` characters."""
+    return repr(text if len(text) <= n else text[: n - 1] + "…")
 
 
 def corpus_id_for(doc: Document) -> str:
