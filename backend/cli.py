@@ -14,6 +14,9 @@ Subcommands:
                 cache of model outputs when this model has scored this exact text before (the
                 model is then not even loaded); ``--no-cache`` bypasses the cache.
     cache info  JSON statistics of that cache; ``cache clear`` empties it.
+    eval, questions, index, query
+                The retrieval lab (Chroma store, question sets, the Chroma report's
+                metrics): see :mod:`backend.cli_retrieval`.
 
 Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
 2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
@@ -31,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn, Sequence, TextIO
 
+from backend import cli_retrieval
 from backend.errors import ChunkLabError, InputError, ParameterError
 
 __all__ = ["main", "build_parser"]
@@ -98,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_flags(p_cmp)
 
     _add_model_commands(sub)
+    cli_retrieval.add_commands(sub)
     return parser
 
 
@@ -185,6 +190,8 @@ def _write(text: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command in cli_retrieval.COMMANDS:
+        return cli_retrieval.run(args)
     if args.command == "chunkers":
         from backend.chunkers import chunker_specs
 
