@@ -12,6 +12,8 @@ numbers that the local scorer can be checked against:
   tokens' lengths) and top log-probs; a prompt longer than ``max_model_len`` is refused with
   vLLM's "maximum context length" message (HTTP 400);
 - ``POST /v1/chat/completions``: the model's chat template, ``logprobs``/``top_logprobs``;
+  without ``logprobs`` the answer is a greedy ``generate`` with a KV cache, up to the server's
+  ``max_chat_tokens`` (default 16; raise it for longer answers, e.g. question generation);
 - ``Authorization: Bearer <key>`` is checked when the server has a key: a wrong or missing key
   gets HTTP 401 with OpenAI's "Incorrect API key provided: <key>" message, which echoes the
   key on purpose (the client must not repeat it).
@@ -78,6 +80,26 @@ class Engine:
         """``messages`` rendered with the model's chat template, ready for the answer."""
         tok = self.load()._lm.tokenizer
         return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def generate(self, prompt: str, max_tokens: int) -> tuple[list[int], list[int], bool]:
+        """Prompt ids, greedily generated ids (KV-cached ``generate``), and whether it stopped at EOS."""
+        import torch
+
+        lm = self.load()._lm
+        ids = self.encode(prompt)
+        if not ids:
+            raise _ApiError(400, "the prompt is empty")
+        _check_length(self, len(ids), max_tokens)
+        eos = lm.tokenizer.eos_token_id
+        with lm.lock, torch.inference_mode():
+            x = torch.tensor([ids], dtype=torch.long, device=lm.model.device)
+            out = lm.model.generate(
+                input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=max_tokens, do_sample=False,
+                pad_token_id=eos, temperature=None, top_p=None, top_k=None,
+            )
+        gen = [int(t) for t in out[0, len(ids):].tolist()]
+        stopped = bool(gen) and gen[-1] == eos
+        return ids, gen[:-1] if stopped else gen, stopped
 
     def log_softmax(self, ids: list[int]) -> Any:
         """Log-probabilities of the next token after every prefix of ``ids`` (shape len(ids) × vocab)."""
@@ -157,7 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
             elif path == "/v1/chat/completions":
                 if not self.server.chat:
                     raise _ApiError(404, f"no route {self.path}", "not_found_error")
-                self._send(200, _chat(self.server.engine, body))
+                self._send(200, _chat(self.server.engine, body, self.server.max_chat_tokens))
             else:
                 raise _ApiError(404, f"no route {self.path}", "not_found_error")
         except _ApiError as e:
@@ -168,13 +190,15 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, prompt_logprobs: bool
+        self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, prompt_logprobs: bool,
+        max_chat_tokens: int = MAX_GENERATED,
     ) -> None:
         super().__init__(address, _Handler)
         self.engine = engine
         self.api_key = api_key
         self.chat = chat
         self.prompt_logprobs = prompt_logprobs
+        self.max_chat_tokens = max_chat_tokens
 
 
 def _check_model(engine: Engine, body: dict[str, Any]) -> None:
@@ -278,14 +302,20 @@ def _completions(engine: Engine, body: dict[str, Any], prompt_logprobs: bool = T
     }
 
 
-def _chat(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
+def _chat(engine: Engine, body: dict[str, Any], max_chat_tokens: int = MAX_GENERATED) -> dict[str, Any]:
     _check_model(engine, body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _ApiError(400, "messages must be a non-empty list")
     max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-    max_tokens = max(1, min(max_tokens, MAX_GENERATED))
-    ids, gen, rows = _run(engine, engine.chat_prompt(messages), max_tokens)
+    finish = "length"
+    if not body.get("logprobs"):
+        max_tokens = max(1, min(max_tokens, max_chat_tokens))
+        ids, gen, stopped = engine.generate(engine.chat_prompt(messages), max_tokens)
+        finish = "stop" if stopped else "length"
+    else:
+        max_tokens = max(1, min(max_tokens, MAX_GENERATED))
+        ids, gen, rows = _run(engine, engine.chat_prompt(messages), max_tokens)
     content = None
     if body.get("logprobs"):
         k = int(body.get("top_logprobs") or 0)
@@ -308,7 +338,7 @@ def _chat(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
             "index": 0,
             "message": {"role": "assistant", "content": engine.load()._lm.tokenizer.decode(gen)},
             "logprobs": None if content is None else {"content": content},
-            "finish_reason": "length",
+            "finish_reason": finish,
         }],
         "usage": {"prompt_tokens": len(ids), "completion_tokens": len(gen), "total_tokens": len(ids) + len(gen)},
     }
@@ -344,6 +374,7 @@ def start_server(
     port: int = 0,
     chat: bool = True,
     prompt_logprobs: bool = True,
+    max_chat_tokens: int = MAX_GENERATED,
 ) -> RunningServer:
     """Serve ``engine`` (default: the bundled SmolLM2) on ``host:port`` (0: a free port) in a thread.
 
@@ -353,9 +384,10 @@ def start_server(
         chat: Whether ``/v1/chat/completions`` exists (False: 404, as on servers without it).
         prompt_logprobs: False answers completions without any ``logprobs`` (like servers
             that ignore ``echo``/``logprobs``), to test the client's error.
+        max_chat_tokens: The longest chat answer without log-probs (greedy generation).
     """
     engine = (engine or Engine()).load()
-    server = _Server((host, port), engine, api_key, chat, prompt_logprobs)
+    server = _Server((host, port), engine, api_key, chat, prompt_logprobs, max_chat_tokens)
     thread = threading.Thread(target=server.serve_forever, name="openai-compat-server", daemon=True)
     thread.start()
     bound_host, bound_port = server.server_address[:2]
