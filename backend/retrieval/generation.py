@@ -398,6 +398,8 @@ def _clean_local(reply: str) -> str:
     line = line[: line.index("?") + 1].strip().strip('"').strip()
     if len(line) < 8:
         raise ValueError("the local model's question is too short")
+    if any(line == asked for _, asked in _LOCAL_SHOTS):
+        raise ValueError("the local model repeated its worked example")
     return line
 
 
