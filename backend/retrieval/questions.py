@@ -5,7 +5,8 @@ The format of the Chroma report's repository (``chunking_evaluation``):
 - a CSV with the columns ``question``, ``references`` and ``corpus_id`` (other columns are
   ignored), where ``references`` is a JSON list of
   ``{"content": …, "start_index": …, "end_index": …}`` — character offsets into the corpus;
-- a folder of corpora, one file per ``corpus_id``: ``<corpus_id>.md`` or ``<corpus_id>.txt``.
+- a folder of corpora, one file per ``corpus_id``: ``<corpus_id>.md`` or ``<corpus_id>.txt``
+  (an id that is a path, as the reference's generator writes, is looked up by its file name).
 
 A corpus is read the way the reference reads it (``open(path).read()``: UTF-8, universal
 newlines), because the offsets index exactly that string; Chunk Lab's document loaders are
@@ -292,8 +293,20 @@ def questions_to_csv(questions: QuestionSet | Sequence[Question]) -> str:
 
 
 def _corpus_file(corpora_dir: Path, corpus_id: str) -> Path | None:
-    for suffix in CORPUS_SUFFIXES:
-        path = corpora_dir / f"{corpus_id}{suffix}"
+    """``<corpus_id>.md`` or ``.txt`` in ``corpora_dir``.
+
+    The reference's own generator uses the corpus *path* as its id (``corpora/x.md``): such an
+    id is looked up by its file name (and stem) inside ``corpora_dir``, never outside it.
+    """
+    names = []
+    if _CORPUS_ID.match(corpus_id):
+        names += [f"{corpus_id}{suffix}" for suffix in CORPUS_SUFFIXES]
+    base = corpus_id.replace("\\", "/").rsplit("/", 1)[-1]
+    if base and base not in (".", ".."):
+        names.append(base)
+        names += [f"{Path(base).stem}{suffix}" for suffix in CORPUS_SUFFIXES]
+    for name in dict.fromkeys(names):
+        path = corpora_dir / name
         if path.is_file():
             return path
     return None
@@ -322,9 +335,7 @@ def load_question_set(csv_path: str | Path, corpora_dir: str | Path) -> Question
     corpora: dict[str, str] = {}
     suffixes: dict[str, str] = {}
     for cid in wanted:
-        if not _CORPUS_ID.match(cid):
-            continue  # parse_questions_csv names the row
-        path = _corpus_file(corpora_dir, cid)
+        path = _corpus_file(corpora_dir, cid) if cid else None
         if path is not None:
             corpora[cid] = read_corpus_text(path.read_bytes(), path.name)
             suffixes[cid] = path.suffix

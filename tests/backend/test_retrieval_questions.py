@@ -147,3 +147,17 @@ def test_large_reference_cells_parse():
     ref = Reference(text[:250_000], 0, 250_000)
     qs = parse_questions_csv(_csv([("Long?", [ref], "doc")]), {"doc": text})
     assert qs.questions[0].references[0].end == 250_000
+
+
+def test_path_like_corpus_ids_are_found_by_file_name(tmp_path):
+    """The reference's generator uses corpus paths as ids; they resolve inside the corpora folder only."""
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "doc.md").write_text(CORPUS, encoding="utf-8")
+    rows = [("q?", [Reference("beta", 6, 10)], "corpora/doc.md"), ("r?", [Reference("beta", 6, 10)], "/elsewhere/doc")]
+    (tmp_path / "q.csv").write_text(_csv(rows), encoding="utf-8")
+    qs = load_question_set(tmp_path / "q.csv", tmp_path / "c")
+    assert qs.corpus_ids == ["corpora/doc.md", "/elsewhere/doc"]
+    assert set(qs.corpora.values()) == {CORPUS}
+    (tmp_path / "q.csv").write_text(_csv([("q?", [Reference("beta", 6, 10)], "../c/missing.md")]), encoding="utf-8")
+    with pytest.raises(InputError, match="no corpus file for corpus_id '../c/missing.md'"):
+        load_question_set(tmp_path / "q.csv", tmp_path / "c")
