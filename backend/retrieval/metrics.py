@@ -39,20 +39,24 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from backend.chunking import Chunking
 from backend.errors import ParameterError
 
 __all__ = [
     "Range",
     "SpanScores",
+    "RetrievalScores",
     "ExcerptMatch",
     "ExcerptFinder",
     "union_ranges",
     "span_scores",
     "containing_chunks",
     "precision_omega",
+    "score_retrieval",
     "find_excerpt",
     "boundary_iou",
     "span_overlap_similarity",
+    "agreement_matrices",
     "retrieval_coverage",
     "coverage_profile",
 ]
@@ -67,6 +71,20 @@ class SpanScores:
     recall: float
     precision: float
     iou: float
+
+
+@dataclass(frozen=True)
+class RetrievalScores:
+    """All four of the report's metrics for one query (fractions in 0..1)."""
+
+    recall: float
+    precision: float
+    precision_omega: float
+    iou: float
+
+    def to_json(self) -> dict[str, float]:
+        """``{"recall", "precision", "precision_omega", "iou"}``."""
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -182,6 +200,24 @@ def precision_omega(chunks: Sequence[Range], excerpts: Sequence[Range]) -> float
     hit = [chunks[i] for i in containing_chunks(chunks, excerpts)]
     numerator = _intersection_length(union_ranges(hit), union_ranges(excerpts))
     return _ratio(numerator, _total(union_ranges([*hit, *excerpts])))
+
+
+def score_retrieval(
+    retrieved: Sequence[Range], chunks: Sequence[Range], excerpts: Sequence[Range], *, other_chars: int = 0
+) -> RetrievalScores:
+    """Recall, precision, precision-Ω and IoU of one query (e.g. a live query the user marked).
+
+    Args:
+        retrieved: The retrieved chunks' ranges in the document.
+        chunks: Every chunk of the chunking (for precision-Ω).
+        excerpts: The true answer's ranges.
+        other_chars: Characters retrieved from other documents (see :func:`span_scores`).
+
+    Raises:
+        ParameterError: no excerpt.
+    """
+    s = span_scores(retrieved, excerpts, other_chars=other_chars)
+    return RetrievalScores(s.recall, s.precision, precision_omega(chunks, excerpts), s.iou)
 
 
 # --- excerpt search --------------------------------------------------------------------------
@@ -304,6 +340,32 @@ def span_overlap_similarity(a: Sequence[Range], b: Sequence[Range]) -> float:
     if not a or not b:
         return 0.0
     return (_best_overlaps(a, b) + _best_overlaps(b, a)) / 2
+
+
+def agreement_matrices(chunkings: Sequence[Chunking], tolerance: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise agreement of chunkings of one document, for the configuration × configuration heat map.
+
+    Returns:
+        ``(boundaries, overlap)``: square arrays of :func:`boundary_iou` (boundaries within
+        ``tolerance`` characters match) and of :func:`span_overlap_similarity`; both symmetric
+        with ones on the diagonal.
+
+    Raises:
+        ParameterError: chunkings of different documents, or a negative tolerance.
+    """
+    if tolerance < 0:
+        raise ParameterError(f"tolerance ({tolerance}) must be at least 0")
+    if len({c.doc_id for c in chunkings}) > 1:
+        raise ParameterError("agreement needs chunkings of the same document")
+    n = len(chunkings)
+    bounds = np.ones((n, n), dtype=np.float64)
+    overlap = np.ones((n, n), dtype=np.float64)
+    spans = [[(c.start, c.end) for c in ch.chunks] for ch in chunkings]
+    for i in range(n):
+        for j in range(i + 1, n):
+            bounds[i, j] = bounds[j, i] = boundary_iou(chunkings[i].boundaries, chunkings[j].boundaries, tolerance)
+            overlap[i, j] = overlap[j, i] = span_overlap_similarity(spans[i], spans[j])
+    return bounds, overlap
 
 
 # --- coverage --------------------------------------------------------------------------------

@@ -239,7 +239,6 @@ class ChunkStore:
         self.timeout_s = float(timeout_s) if timeout_s and timeout_s > 0 else _env_timeout()
         kind, where = store_location(path, host, port)
         self.kind: str = kind
-        self._lock = threading.Lock()
         if kind == "server":
             h, _, p = str(where).rpartition(":")
             self.host, self.port = h, int(p)

@@ -24,7 +24,9 @@ from backend.retrieval.metrics import (
     coverage_profile,
     find_excerpt,
     precision_omega,
+    agreement_matrices,
     retrieval_coverage,
+    score_retrieval,
     span_overlap_similarity,
     span_scores,
     union_ranges,
@@ -274,3 +276,30 @@ def test_retrieval_coverage_counts_each_question_once_per_character():
     assert coverage_profile(np.zeros(0, dtype=np.int32), 5).size == 0
     with pytest.raises(ParameterError):
         coverage_profile(cov, 0)
+
+
+def test_score_retrieval_has_all_four_metrics():
+    s = score_retrieval([(10, 20)], [(0, 10), (10, 20), (20, 30)], [(12, 18)])
+    assert s.to_json() == pytest.approx({"recall": 1.0, "precision": 0.6, "precision_omega": 0.6, "iou": 0.6})
+
+
+def test_agreement_matrices_of_real_chunkings():
+    from backend.chunking import ChunkerConfig
+    from backend.chunkers import run_chunker
+    from backend.document import Document
+
+    doc = Document.from_text(TEXT * 20, source="t.txt")
+    chunkings = [
+        run_chunker(doc, ChunkerConfig.make("recursive", {"chunk_size": 20})),
+        run_chunker(doc, ChunkerConfig.make("recursive", {"chunk_size": 20})),
+        run_chunker(doc, ChunkerConfig.make("fixed_token", {"chunk_size": 15})),
+    ]
+    bounds, overlap = agreement_matrices(chunkings, tolerance=3)
+    assert bounds.shape == overlap.shape == (3, 3)
+    assert np.allclose(np.diag(bounds), 1) and np.allclose(bounds, bounds.T) and np.allclose(overlap, overlap.T)
+    assert bounds[0, 1] == 1.0 and overlap[0, 1] == 1.0
+    assert bounds[0, 2] == pytest.approx(boundary_iou(chunkings[0].boundaries, chunkings[2].boundaries, 3))
+    assert 0 < overlap[0, 2] < 1
+    other = run_chunker(Document.from_text("Another text.", source="o.txt"), ChunkerConfig.make("recursive"))
+    with pytest.raises(ParameterError, match="same document"):
+        agreement_matrices([chunkings[0], other])
