@@ -18,6 +18,7 @@ from components.state import current_document, init_session_state
 __all__ = ["ROUTED", "page_config", "shared_setup", "page_list", "sidebar_document", "ensure_routed"]
 
 ROUTED = "router_pass"  # True while app.py runs the current page
+_LEGACY_RERUN = "router_legacy_rerun"  # this session has rerun once through the router
 
 
 def page_config() -> None:
@@ -37,6 +38,7 @@ def page_list() -> list:
     return [
         st.Page("pages/document.py", title="Document", icon=":material/description:", default=True),
         st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+        st.Page("pages/ppl.py", title="Meta-Chunking", icon=":material/show_chart:"),
         st.Page("pages/models.py", title="Models", icon=":material/memory:"),
     ]
 
@@ -58,12 +60,17 @@ def ensure_routed() -> None:
     """Do the router's work when this page runs without ``app.py`` (see the module docstring).
 
     Registering the real page list here also ends Streamlit's legacy mode for the process,
-    so later runs go through ``app.py`` again. The run itself goes on, so no widget event
-    of it is lost.
+    so later runs go through ``app.py`` again. The session then reruns once, through the
+    router: widget ids include the page's script hash, which differs between the legacy
+    run and a routed one, so without that rerun the user's first click on the page would
+    arrive under ids no widget has and be dropped (seen in Chromium on a fresh server).
     """
     if st.session_state.get(ROUTED):
         return
     page_config()
     shared_setup()
     st.navigation(page_list())
+    if not st.session_state.get(_LEGACY_RERUN):
+        st.session_state[_LEGACY_RERUN] = True
+        st.rerun()
     sidebar_document()

@@ -297,12 +297,13 @@ def model_card(info: ModelInfo | None, key: str) -> None:
             return
         st.text(info.name)  # names and paths are user or server input: plain text
         st.caption(info.source)
-        cols = st.columns(4)
-        cols[0].metric("Parameters", format_parameters(info.parameters), help=f"{info.parameters:,}" if info.parameters else "Unknown for a remote model")
-        cols[1].metric("Device", info.device)
-        cols[2].metric("Dtype", info.dtype)
+        # Two by two: four metrics side by side truncate "float32" and "134.5M" in a half-width column.
+        top, bottom = st.columns(2), st.columns(2)
+        top[0].metric("Parameters", format_parameters(info.parameters), help=f"{info.parameters:,}" if info.parameters else "Unknown for a remote model")
+        top[1].metric("Device", info.device)
+        bottom[0].metric("Dtype", info.dtype)
         ctx = f"{info.context_length:,}" if info.context_length else "—"
-        cols[3].metric("Context", ctx, help="Maximum tokens the model reads at once")
+        bottom[1].metric("Context", ctx, help="Maximum tokens the model reads at once")
 
 
 def _summary(info: ModelInfo) -> str:
