@@ -9,6 +9,8 @@ page file alone, without the router. ``AppTest`` does so on every run.
 
 from __future__ import annotations
 
+import sys
+
 import streamlit as st
 
 from components.documents import load_default_sample
@@ -70,7 +72,9 @@ def ensure_routed() -> None:
     page_config()
     shared_setup()
     st.navigation(page_list())
-    if not st.session_state.get(_LEGACY_RERUN):
+    # Not under AppTest: it starts every run after the first in legacy mode by design, and a
+    # rerun requested there goes through app.py, which would flip the ids the other way.
+    if not st.session_state.get(_LEGACY_RERUN) and "streamlit.testing.v1.app_test" not in sys.modules:
         st.session_state[_LEGACY_RERUN] = True
         st.rerun()
     sidebar_document()
