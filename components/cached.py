@@ -12,19 +12,31 @@ from typing import Any
 import streamlit as st
 
 from backend.chunkers import chunker_specs, run_chunker
+from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
 from backend.document import Document
 from backend.samples import list_samples, load_sample
 from backend.stats import chunking_stats
 from backend.stats import document_stats as _document_stats
 
-__all__ = ["chunk_document", "document_stats", "specs", "samples", "sample_document", "stats_rows"]
+__all__ = ["chunk_document", "chunk_with_model", "document_stats", "specs", "samples", "sample_document", "stats_rows"]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def chunk_document(_doc: Document, doc_id: str, config: ChunkerConfig) -> Chunking:
     """``run_chunker(doc, config)``, cached per (document id, configuration)."""
     return run_chunker(_doc, config)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def chunk_with_model(_doc: Document, doc_id: str, config: ChunkerConfig, model: str, _context: ModelContext) -> Chunking:
+    """``run_chunker(doc, config, context)`` for a model-backed chunker, cached per (document id, configuration, model).
+
+    ``model`` is the model's fingerprint: the same configuration on another model is another
+    result. The pages pass a cache-only context (see ``components.lm_runs``), whose misses
+    raise ``NotCached``; an exception is never cached, so a later call tries again.
+    """
+    return run_chunker(_doc, config, _context)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

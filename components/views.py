@@ -51,8 +51,14 @@ def config_title(entry: dict[str, Any], color: str) -> None:
     st.html(f"{tag_badge_html(entry['tag'], color)}<b>{esc(entry['config'].name)}</b>")
 
 
-def config_card(entry: dict[str, Any], chunking: Chunking | None, error: str | None, doc_source: str, color: str) -> None:
-    """A bordered card: what the configuration is, how it did, its downloads and a remove button."""
+def config_card(
+    entry: dict[str, Any], chunking: Chunking | None, error: str | None, doc_source: str, color: str,
+    note: str | None = None,
+) -> None:
+    """A bordered card: what the configuration is, how it did, its downloads and a remove button.
+
+    ``note`` says why a configuration has no chunks yet (e.g. it waits for a language model).
+    """
     uid, cfg = entry["uid"], entry["config"]
     with st.container(border=True, key=f"cmp_card_{uid}"):
         config_title(entry, color)
@@ -62,6 +68,8 @@ def config_card(entry: dict[str, Any], chunking: Chunking | None, error: str | N
             st.error(error, icon=":material/error:")
         elif chunking is not None:
             st.caption(f"**{len(chunking.chunks):,}** chunks · {chunking.elapsed_s * 1000:,.0f} ms")
+        elif note:
+            st.caption(note)
         with st.container(horizontal=True, gap="small"):
             if chunking is not None:
                 stem = export_stem(doc_source, entry["tag"], chunking)

@@ -11,6 +11,7 @@ from components.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from components.config_form import add_config_form
 from components.documents import one_line
 from components.layout import ensure_routed
+from components.lm_runs import NotCached, model_chunking, pending_runs_panel, session_lm
 from components.render import STYLE, ChunkIndex, legend_html, window_html
 from components.state import add_configuration, configurations, current_document, normalized_config
 from components.views import chunk_inspector, config_card, config_title, grid
@@ -108,11 +109,24 @@ if st.session_state.get("cmp_doc_id") != doc.id:
     for e in entries:
         st.session_state.pop(_sel_key(e["uid"]), None)
 
+# Model-backed configurations never run inline: from the cache, else in a background job (below).
+lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
+lm = session_lm() if any(e["config"].name in lm_names for e in entries) else None
+pending: list = []  # entries waiting for the language model
 results: list = []  # (entry, chunking or None, error message or None)
 for e in entries:
     with st.spinner(f"Chunking with {e['tag']}: {e['config'].label}…", show_time=True):
         try:
-            results.append((e, chunk_document(doc, doc.id, e["config"]), None))
+            if lm is not None and e["config"].name in lm_names:
+                if lm.error:
+                    raise ChunkLabError(lm.error)
+                ch = model_chunking(doc, e["config"], lm, "cmp")
+            else:
+                ch = chunk_document(doc, doc.id, e["config"])
+            results.append((e, ch, None))
+        except NotCached:
+            pending.append(e)
+            results.append((e, None, None))
         except ChunkLabError as err:
             results.append((e, None, one_line(str(err))))
         except Exception as err:  # one failing chunker must not hide the others: report it on its card
@@ -132,9 +146,13 @@ for e, ch in ok:
         st.session_state[key] = max(len(ch.chunks) - 1, 0)
 
 # --- configuration cards: what each column is, with downloads and remove ----------------------
+if pending:
+    pending_runs_panel(doc, lm, [e["config"] for e in pending], "cmp")
+waiting = {e["uid"] for e in pending}
 for col, (e, ch, err) in grid(results, MAX_PER_ROW):
     with col:
-        config_card(e, ch, err, doc.source, _color(e["uid"]))
+        note = f"Waiting for {lm.name}…" if e["uid"] in waiting else None
+        config_card(e, ch, err, doc.source, _color(e["uid"]), note=note)
 
 if not ok:
     st.stop()
