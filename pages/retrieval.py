@@ -1,0 +1,348 @@
+"""Retrieval page: a live query against the Compare configurations indexed in Chroma, marked and scored.
+
+Indexing, embedding and querying run in a background job (the embedder is a model, and a
+Chroma server may be slow); CP runs the language model in another. Page runs only chunk
+(the cached chunkings of the Compare page), score spans and draw.
+"""
+
+import streamlit as st
+
+from backend.errors import ChunkLabError
+from backend.retrieval.metrics import union_ranges
+from backend.retrieval.questions import parse_questions_csv, questions_to_csv
+from backend.retrieval.store import store_location
+from components.cached import chunk_document, specs
+from components.documents import one_line
+from components.layout import ensure_routed
+from components.lm_runs import NotCached, model_chunking, session_lm, start_model_job
+from components.models import EMB_CHOICE, job_progress, start_job
+from components.render import STYLE, esc, tag_badge_html
+from components.retrieval import (
+    QSET,
+    RET_STYLE,
+    Layer,
+    add_questions,
+    config_color,
+    corpora_from_files,
+    cp_job,
+    find_excerpts,
+    highlight_html,
+    hits_frame,
+    layers_legend_html,
+    live_scores,
+    question_set_zip,
+    questions_frame,
+    scores_frame,
+    search_job,
+    sentence_choices,
+)
+from components.state import configurations, current_document
+from components.views import grid
+
+ensure_routed()
+
+_CONFIGS = "ret_configs"
+_SEARCH_JOB = "ret_search_job"
+_CP_JOB = "ret_cp_job"
+_MARKS = "ret_marks"  # pasted excerpts' ranges in the current document
+_PICK = "ret_pick"  # picked sentence indices
+_QUERY, _K = "ret_query", "ret_k"
+_PASTE = "ret_paste"
+_ANSWER = "ret_answer"
+MAX_PER_ROW = 4
+
+
+def _reset_for(doc_id: str) -> None:
+    """A new document: its marks and picks start empty."""
+    if st.session_state.get("ret_doc_id") != doc_id:
+        st.session_state["ret_doc_id"] = doc_id
+        st.session_state[_MARKS] = []
+        st.session_state[_PICK] = []
+
+
+def _chunkings(doc, entries) -> tuple[dict, list[str]]:
+    """Each selected configuration's chunking (no model call), and one-line notes for those left out."""
+    lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
+    out, notes = {}, []
+    for e in entries:
+        try:
+            if e["config"].name in lm_names:
+                out[e["tag"]] = model_chunking(doc, e["config"], session_lm(), "cmp")
+            else:
+                out[e["tag"]] = chunk_document(doc, doc.id, e["config"])
+        except NotCached:
+            notes.append(f"{e['tag']} needs the language model: open it on the Compare page first")
+        except ChunkLabError as err:
+            notes.append(f"{e['tag']}: {one_line(str(err))}")
+    return out, notes
+
+
+def _marks(doc) -> list[tuple[int, int]]:
+    sentences = doc.sentences
+    picked = [(sentences[i].start, sentences[i].end) for i in st.session_state.get(_PICK, []) if i < len(sentences)]
+    return union_ranges([*st.session_state.get(_MARKS, []), *picked])
+
+
+def _on_mark(text: str) -> None:
+    try:
+        found = find_excerpts(text, st.session_state.get(_PASTE, ""))
+    except ChunkLabError as e:
+        st.session_state["ret_mark_error"] = one_line(str(e))
+        return
+    st.session_state[_MARKS] = union_ranges([*st.session_state.get(_MARKS, []), *found])
+    st.session_state[_PASTE] = ""
+
+
+def _on_clear_marks() -> None:
+    st.session_state[_MARKS] = []
+    st.session_state[_PICK] = []
+
+
+def _load_question(saved: list) -> None:
+    """Put a saved question of this document back into the query box and the marks."""
+    i = st.session_state.get("ret_saved_pick")
+    if i is None or not 0 <= i < len(saved):
+        return
+    q = saved[i]
+    st.session_state[_QUERY] = q.question
+    st.session_state[_MARKS] = q.spans
+    st.session_state[_PICK] = []
+
+
+st.html(STYLE + RET_STYLE)
+st.title("Retrieval")
+doc = current_document()
+if doc is None:
+    st.info("Load a document first.", icon=":material/info:")
+    st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
+    st.stop()
+_reset_for(doc.id)
+
+try:
+    kind, where = store_location()
+    st.caption(
+        f"Chroma: {'server at ' + str(where) if kind == 'server' else 'embedded store in ' + str(where)} · "
+        "each configuration is indexed once per document and embedder, then reused."
+    )
+except ChunkLabError as e:
+    st.error(f"Chroma: {one_line(str(e))}", icon=":material/error:")
+
+# --- configurations and the query -----------------------------------------------------------
+entries = configurations()
+by_uid = {e["uid"]: e for e in entries}
+if not entries:
+    st.info("No configurations yet: add some on the Compare page.", icon=":material/info:")
+    st.page_link("pages/compare.py", label="Go to the Compare page", icon=":material/compare:")
+    st.stop()
+held = st.session_state.get(_CONFIGS)
+if held is not None:
+    st.session_state[_CONFIGS] = [u for u in held if u in by_uid]
+chosen_uids = st.multiselect(
+    "Configurations",
+    list(by_uid),
+    default=list(by_uid)[:MAX_PER_ROW] if held is None else None,
+    format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].label}",
+    key=_CONFIGS,
+    help="The Compare page's configurations; add more there.",
+)
+chosen = [by_uid[u] for u in chosen_uids]
+chunkings, notes = _chunkings(doc, chosen)
+for note in notes:
+    st.caption(note)
+colors = {e["tag"]: config_color(e["uid"]) for e in chosen}
+labels = {e["tag"]: e["config"].label for e in chosen}
+
+with st.form("ret_query_form", border=True):
+    left, right = st.columns([5, 1], vertical_alignment="bottom")
+    query = left.text_input("Query", key=_QUERY, placeholder="Ask something the document answers…")
+    k = right.number_input("Top k", min_value=1, max_value=50, value=5, step=1, key=_K)
+    search = st.form_submit_button("Search", type="primary", icon=":material/search:", key="ret_search")
+
+emb_spec = st.session_state.get(EMB_CHOICE)
+if search:
+    if not query.strip():
+        st.error("Type a query first.", icon=":material/error:")
+    elif not chunkings:
+        st.error("Pick at least one configuration that has chunks.", icon=":material/error:")
+    else:
+        st.session_state[_CP_JOB] = None
+        st.session_state[_SEARCH_JOB] = start_job(
+            "Searching",
+            search_job(doc, dict(chunkings), emb_spec, query.strip(), int(k)),
+            doc_id=doc.id, query=query.strip(), k=int(k), tags=list(chunkings),
+        )
+
+job = st.session_state.get(_SEARCH_JOB)
+hits: dict = {}
+if job is not None and job.meta.get("doc_id") == doc.id:
+    if job.running:
+        job_progress(_SEARCH_JOB, "ret_search_cancel")
+    elif job.state == "failed":
+        st.error(job.error or "The search failed.", icon=":material/error:")
+    elif job.state == "cancelled":
+        st.warning("The search was cancelled.", icon=":material/stop_circle:")
+    elif job.state == "done":
+        hits = {t: h for t, h in job.result.items() if t in chunkings}
+
+# --- results side by side ----------------------------------------------------------------------
+if hits:
+    st.subheader("Top chunks", anchor=False)
+    st.caption(f"Query: {job.meta['query']} · top {job.meta['k']} · distance is cosine (0 = same direction).")
+    for col, tag in grid(list(hits), MAX_PER_ROW):
+        with col:
+            st.html(f"{tag_badge_html(tag, colors[tag])}<b>{esc(labels[tag])}</b>")
+            st.dataframe(
+                hits_frame(hits[tag], doc.text),
+                key=f"ret_hits_{tag}",
+                hide_index=True,
+                column_config={
+                    "rank": st.column_config.NumberColumn("#", format="%d", width=40),
+                    "distance": st.column_config.NumberColumn("Distance", format="%.3f", width=80),
+                    "start": st.column_config.NumberColumn("Start", format="%d", width=70),
+                    "end": st.column_config.NumberColumn("End", format="%d", width=70),
+                    "tokens": st.column_config.NumberColumn("Tokens", format="%d", width=60),
+                    "text": st.column_config.TextColumn("Chunk", width="large"),
+                },
+            )
+elif job is None:
+    st.caption("Type a query and press Search: every selected configuration returns its top chunks.")
+
+# --- the true answer ---------------------------------------------------------------------------
+st.subheader("True answer", anchor=False)
+st.caption(
+    "Paste the answer's text as it appears in the document (found exactly, or ignoring whitespace; "
+    "separate several excerpts with a line holding only ---), or pick sentences."
+)
+paste_col, pick_col = st.columns(2)
+with paste_col:
+    st.text_area("Excerpt", key=_PASTE, height=110)
+    with st.container(horizontal=True, gap="small"):
+        st.button("Mark", key="ret_mark", icon=":material/ink_highlighter:", on_click=_on_mark, args=(doc.text,))
+        st.button("Clear marks", key="ret_clear", icon=":material/ink_eraser:", type="tertiary", on_click=_on_clear_marks)
+    error = st.session_state.pop("ret_mark_error", None)
+    if error:
+        st.error(error, icon=":material/error:")
+with pick_col:
+    near = [(h.start, h.end) for rows in hits.values() for h in rows]
+    options = sentence_choices(doc, near)
+    st.session_state[_PICK] = [i for i in st.session_state.get(_PICK, []) if i in set(options)]
+    sentences = doc.sentences
+    st.multiselect(
+        "Sentences",
+        options,
+        key=_PICK,
+        format_func=lambda i: f"{i}: {' '.join(sentences[i].slice(doc.text).split())[:90]}",
+        help="Long documents list the sentences of the retrieved chunks only.",
+    )
+marks = _marks(doc)
+if marks:
+    st.caption(
+        f"Marked: {len(marks)} range(s), {sum(e - s for s, e in marks):,} characters: "
+        + ", ".join(f"{s:,}–{e:,}" for s, e in marks[:8]) + (" …" if len(marks) > 8 else "")
+    )
+
+# --- scores and CP -----------------------------------------------------------------------------
+cp_values = None
+cp = st.session_state.get(_CP_JOB)
+if hits:
+    answer = st.text_input(
+        "Answer (optional, for CP)", key=_ANSWER,
+        help="CP (information support): the language model's mean NLL of this answer given each "
+        "configuration's retrieved chunks; lower means the chunks support the answer better.",
+    )
+    lm = session_lm()
+    cp_signature = (doc.id, job.meta["query"], job.meta["k"], tuple(hits), answer.strip(), lm.identity)
+    if st.button(f"Compute CP with {lm.name}", key="ret_cp", icon=":material/play_arrow:", disabled=not answer.strip()):
+        if lm.error:
+            st.error(lm.error, icon=":material/error:")
+        else:
+            texts = {t: [doc.text[h.start : h.end] for h in rows] for t, rows in hits.items()}
+            cp = st.session_state[_CP_JOB] = start_model_job(
+                "Computing CP", lm, cp_job(texts, answer.strip()), cp_signature
+            )
+    if cp is not None and cp.meta.get("signature") == cp_signature:
+        if cp.running:
+            job_progress(_CP_JOB, "ret_cp_cancel")
+        elif cp.state == "done":
+            cp_values = cp.result
+        elif cp.state == "failed":
+            st.error(cp.error or "CP failed.", icon=":material/error:")
+        elif cp.state == "cancelled":
+            st.warning("CP was cancelled.", icon=":material/stop_circle:")
+
+if hits and marks:
+    st.subheader("Scores", anchor=False)
+    table = scores_frame(live_scores(hits, chunkings, marks), cp_values)
+    st.dataframe(
+        table,
+        key="ret_scores",
+        column_config={
+            "recall": st.column_config.NumberColumn("Recall %", format="%.1f"),
+            "precision": st.column_config.NumberColumn("Precision %", format="%.1f"),
+            "precision_omega": st.column_config.NumberColumn(
+                "Precision-Ω %", format="%.1f", help="Precision if exactly the chunks holding the answer were retrieved"
+            ),
+            "iou": st.column_config.NumberColumn("IoU %", format="%.1f"),
+            "cp": st.column_config.NumberColumn("CP (nats)", format="%.3f", help="Lower is better"),
+        },
+    )
+    st.caption("The Chroma report's character-span metrics: overlapping retrieved chunks count twice in precision.")
+elif hits:
+    st.caption("Mark the true answer to see recall, precision, precision-Ω and IoU per configuration.")
+
+# --- the document view -----------------------------------------------------------------------------
+if hits or marks:
+    st.subheader("In the document", anchor=False)
+    layers = [Layer(t, colors[t], tuple((h.start, h.end, h.rank) for h in rows)) for t, rows in hits.items()]
+    st.html(layers_legend_html(layers, labels))
+    with st.container(height=600, border=True, key="ret_view"):
+        st.html(highlight_html(doc.text, layers, marks))
+
+# --- the session's question set -----------------------------------------------------------------
+st.subheader("Question set", anchor=False)
+qset = st.session_state.get(QSET)
+if st.button("Save query and marks", key="ret_save", icon=":material/bookmark_add:", disabled=not marks):
+    try:
+        qset = st.session_state[QSET] = add_questions(qset, doc, query, marks)
+    except ChunkLabError as e:
+        st.error(one_line(str(e)), icon=":material/error:")
+    else:
+        st.toast(f"Saved: {len(qset)} question(s) in the set", icon=":material/check:")
+if qset is not None and len(qset):
+    st.dataframe(questions_frame(qset), key="ret_qset_table", hide_index=True)
+    saved = [q for q in qset.questions if qset.corpora.get(q.corpus_id) == doc.text]
+    with st.container(horizontal=True, gap="small", vertical_alignment="bottom"):
+        if saved:
+            st.selectbox(
+                "Saved question", range(len(saved)), key="ret_saved_pick",
+                format_func=lambda i: saved[i].question[:80],
+            )
+            st.button("Load", key="ret_load", on_click=_load_question, args=(saved,), icon=":material/upload:")
+        st.download_button(
+            "CSV", questions_to_csv(qset), file_name="questions.csv", mime="text/csv", key="ret_dl_csv",
+            icon=":material/download:", on_click="ignore", help="The Chroma format's questions.csv",
+        )
+        st.download_button(
+            "CSV + corpora (zip)", lambda q=qset: question_set_zip(q), file_name="question_set.zip",
+            mime="application/zip", key="ret_dl_zip", icon=":material/download:", on_click="ignore",
+            help="questions.csv and corpora/<corpus_id>.md: import it here or run `python -m backend eval`",
+        )
+        st.button("Clear the set", key="ret_qset_clear", type="tertiary", icon=":material/delete:",
+                  on_click=lambda: st.session_state.update({QSET: None}))
+else:
+    st.caption("Saved queries (with their marks) collect here; the Benchmark page runs them.")
+
+with st.expander("Import a question set (Chroma format)"):
+    csv_file = st.file_uploader("questions.csv", type=["csv"], key="ret_import_csv")
+    corpus_files = st.file_uploader(
+        "Corpora (<corpus_id>.md or .txt)", type=["md", "txt"], accept_multiple_files=True, key="ret_import_corpora"
+    )
+    if st.button("Import", key="ret_import", icon=":material/upload_file:", disabled=csv_file is None):
+        try:
+            corpora, suffixes = corpora_from_files([(f.name, f.getvalue()) for f in corpus_files or []])
+            imported = parse_questions_csv(csv_file.getvalue(), corpora, name=csv_file.name, suffixes=suffixes)
+            st.session_state[QSET] = imported if qset is None else qset.with_questions(imported.questions, imported.corpora)
+        except ChunkLabError as e:
+            st.error(one_line(str(e)), icon=":material/error:")
+        else:
+            st.rerun()
