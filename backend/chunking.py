@@ -58,19 +58,30 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Chunking:
-    """The chunks a configuration produced for one document, and the time it took."""
+    """The chunks a configuration produced for one document, and the time it took.
+
+    ``meta`` holds what a chunker reports about its run beyond the chunks, as sorted
+    ``(name, value)`` pairs of JSON-ready values (e.g. an LLM chunker's ``content_loss`` and
+    ``granularity``); empty for most chunkers.
+    """
 
     config: ChunkerConfig
     chunks: tuple[Chunk, ...]
     elapsed_s: float
     doc_id: str
     doc_length: int
+    meta: tuple[tuple[str, Any], ...] = ()
 
     def __len__(self) -> int:
         return len(self.chunks)
 
     def __iter__(self) -> Iterator[Chunk]:
         return iter(self.chunks)
+
+    @property
+    def meta_dict(self) -> dict[str, Any]:
+        """``meta`` as a dict."""
+        return dict(self.meta)
 
     @property
     def token_counts(self) -> list[int]:

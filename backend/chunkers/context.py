@@ -17,6 +17,7 @@ from backend.errors import ModelError
 
 if TYPE_CHECKING:
     from backend.cache import OutputCache
+    from backend.llm import ChatModel
     from backend.models.types import Progress, Scorer, TokenScores
 
 __all__ = ["ModelContext", "fingerprint_without_loading"]
@@ -45,6 +46,9 @@ class ModelContext:
         window: Context window for document scoring (None: the model's).
         progress: ``progress(done, total)``; a ``ProgressTracker`` with a cancel token stops the work.
         on_load: Called with no argument just before a model is loaded (e.g. to show "loading…").
+        chat: The chat model of LLM chunkers (``needs = ("chat",)``); None picks one on first
+            use: an OpenAI-compatible API when one is configured, else ``lm`` as a local chat
+            model (see :func:`backend.llm.default_chat_model` and ``CHUNKLAB_CHAT``).
     """
 
     scorer: Scorer | None = None
@@ -54,6 +58,7 @@ class ModelContext:
     window: int | None = None
     progress: Progress | None = None
     on_load: Any = None
+    chat: ChatModel | None = None
     _cache: OutputCache | None = field(default=None, repr=False)
 
     @property
@@ -108,3 +113,15 @@ class ModelContext:
             text, self.get_scorer(), window=self.window, cache=cache, progress=self.progress
         )
         return scores
+
+    def get_chat(self) -> ChatModel:
+        """The chat model, chosen on first use (see the ``chat`` attribute).
+
+        Raises:
+            ModelError: ``CHUNKLAB_CHAT`` asks for an API that is not configured.
+        """
+        if self.chat is None:
+            from backend.llm import default_chat_model
+
+            self.chat = default_chat_model(self.lm, self.device, self.on_load)
+        return self.chat
