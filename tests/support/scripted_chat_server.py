@@ -1,0 +1,130 @@
+"""A tiny OpenAI-compatible chat server that answers from a script, for client and CLI tests.
+
+Each ``POST /v1/chat/completions`` takes the next entry of ``failures`` (an HTTP status it
+answers with an OpenAI-style error body) until none are left, then answers with
+``reply(messages)``. Every request is recorded (path, headers, JSON body), so tests can
+count attempts and check what was sent. ``GET /v1/models`` lists one model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+__all__ = ["ScriptedServer", "start_scripted_server"]
+
+
+@dataclass
+class ScriptedServer:
+    """A running scripted server (use as a context manager)."""
+
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    _server: Any = field(default=None, repr=False)
+    _thread: Any = field(default=None, repr=False)
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """The recorded chat requests, in order."""
+        return [r for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_scripted_server(
+    reply: Callable[[list[dict[str, str]]], str] = lambda messages: "ok",
+    failures: list[int] | None = None,
+    model: str = "scripted-model",
+    api_key: str | None = None,
+    retry_after: str | None = None,
+) -> ScriptedServer:
+    """Start a server on a free local port (see the module docstring).
+
+    Args:
+        reply: The assistant's answer to the request's messages.
+        failures: HTTP statuses to answer with first, one per request (e.g. ``[429, 500]``).
+        model: The one model it serves.
+        api_key: A bearer token to require (401 otherwise, echoing the key given like OpenAI).
+        retry_after: A ``Retry-After`` header value to send with failures.
+    """
+    pending = list(failures or [])
+    lock = threading.Lock()
+    state = ScriptedServer(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+        def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(body).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _authorized(self) -> bool:
+            if api_key is None:
+                return True
+            given = self.headers.get("Authorization", "")
+            if given == f"Bearer {api_key}":
+                return True
+            shown = given.removeprefix("Bearer ")
+            self._send(401, {"error": {"message": f"Incorrect API key provided: {shown}.", "type": "invalid_request_error"}})
+            return False
+
+        def do_GET(self) -> None:  # noqa: N802
+            state.requests.append({"path": self.path, "headers": dict(self.headers), "body": None, "t": time.monotonic()})
+            if self._authorized():
+                self._send(200, {"object": "list", "data": [{"id": model, "object": "model"}]})
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            state.requests.append({"path": self.path, "headers": dict(self.headers), "body": body, "t": time.monotonic()})
+            if not self._authorized():
+                return
+            with lock:
+                status = pending.pop(0) if pending else None
+            if status is not None:
+                headers = {"Retry-After": retry_after} if retry_after else None
+                self._send(status, {"error": {"message": f"scripted failure {status}", "type": "server_error"}}, headers)
+                return
+            content = reply(body.get("messages") or [])
+            self._send(200, {
+                "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            })
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="scripted-chat-server", daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    state.url = f"http://{host}:{port}/v1"
+    state._server, state._thread = server, thread
+    return state
+
+
+if __name__ == "__main__":  # a manual run: python -m tests.support.scripted_chat_server
+    with start_scripted_server() as s:
+        print(s.url)
+        s._thread.join()
