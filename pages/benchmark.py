@@ -1,0 +1,340 @@
+"""Benchmark page: a question set × configurations × an embedder → the Chroma report's table, charts and heat maps.
+
+The benchmark and question generation run in background jobs with progress and cancel;
+page runs only read their results, re-filter generated questions and draw.
+"""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from backend.errors import ChunkLabError
+from backend.llm import remote_llm_configured
+from backend.retrieval.questions import load_question_set, parse_questions_csv, questions_to_csv
+from components.cached import chunk_document, specs
+from components.documents import one_line
+from components.layout import ensure_routed
+from components.lm_runs import NotCached, model_chunking, session_lm, start_model_job
+from components.models import EMB_CHOICE, job_progress, start_job
+from components.retrieval import (
+    METRIC_LABELS,
+    QSET,
+    agreement_heatmaps,
+    benchmark_job,
+    candidates_frame,
+    config_color,
+    corpora_from_files,
+    coverage_rows,
+    coverage_strip,
+    figure_html,
+    generation_job,
+    metric_bars,
+    per_corpus_frame,
+    per_question_frame,
+    question_heatmap,
+    question_set_zip,
+    questions_frame,
+    similarity_histogram,
+    summary_frame,
+)
+from components.state import configurations, current_document
+
+ensure_routed()
+
+_JOB = "bm_job"
+_GEN_JOB = "bm_gen_job"
+_IMPORTED = "bm_imported"
+_DUP, _EXC = "bm_dup", "bm_exc"
+SOURCES = ("Session set", "Import", "Generated")
+_PLOT = {"displaylogo": False}
+
+
+def _html_download(label: str, fig, name: str, key: str) -> None:
+    st.download_button(
+        label, lambda f=fig: figure_html(f), file_name=name, mime="text/html", key=key,
+        icon=":material/download:", on_click="ignore", help="A standalone HTML file of this chart (opens offline)",
+    )
+
+
+def _import_panel():
+    """Uploads or server paths → the imported question set (kept in the session)."""
+    uploads, paths = st.tabs(["Upload files", "Paths on the server"])
+    with uploads:
+        csv_file = st.file_uploader("questions.csv", type=["csv"], key="bm_csv")
+        corpus_files = st.file_uploader(
+            "Corpora (<corpus_id>.md or .txt)", type=["md", "txt"], accept_multiple_files=True, key="bm_corpora"
+        )
+        if st.button("Load uploaded set", key="bm_load_upload", icon=":material/upload_file:", disabled=csv_file is None):
+            try:
+                corpora, suffixes = corpora_from_files([(f.name, f.getvalue()) for f in corpus_files or []])
+                st.session_state[_IMPORTED] = parse_questions_csv(
+                    csv_file.getvalue(), corpora, name=csv_file.name, suffixes=suffixes
+                )
+            except ChunkLabError as e:
+                st.error(one_line(str(e)), icon=":material/error:")
+    with paths:
+        csv_path = st.text_input("questions.csv path", key="bm_csv_path", placeholder="/data/set/questions.csv")
+        folder = st.text_input("Corpora folder", key="bm_corpora_path", placeholder="/data/set/corpora")
+        if st.button("Load from paths", key="bm_load_paths", icon=":material/folder_open:"):
+            if not csv_path.strip():
+                st.error("Give the path of questions.csv.", icon=":material/error:")
+                return st.session_state.get(_IMPORTED)
+            csv_p = Path(csv_path.strip()).expanduser()
+            folder_p = Path(folder.strip()).expanduser() if folder.strip() else csv_p.parent / "corpora"
+            try:
+                st.session_state[_IMPORTED] = load_question_set(csv_p, folder_p)
+            except ChunkLabError as e:
+                st.error(one_line(str(e)), icon=":material/error:")
+            except OSError as e:
+                st.error(one_line(f"cannot read the question set: {e}"), icon=":material/error:")
+    return st.session_state.get(_IMPORTED)
+
+
+def _generation_panel(doc):
+    """Question generation from the current document (a background job) and the report's prefilters, live."""
+    st.subheader("Generate questions", anchor=False)
+    if doc is None:
+        st.info("Load a document to generate questions from it.", icon=":material/info:")
+        return None
+    with st.form("bm_gen_form", border=True):
+        c1, c2, c3 = st.columns(3)
+        base_url = c1.text_input("Base URL", key="bm_gen_url", placeholder="https://api.openai.com/v1 (OPENAI_BASE_URL)")
+        api_key = c2.text_input(
+            "API key", key="bm_gen_key", type="password", placeholder="OPENAI_API_KEY",
+            help="Held only in this session's widget state; never stored, cached or shown.",
+        )
+        model = c3.text_input("Model", key="bm_gen_model", placeholder="OPENAI_MODEL, or the server's only model")
+        c4, c5 = st.columns([1, 3], vertical_alignment="bottom")
+        n = c4.number_input("Questions", min_value=1, max_value=200, value=10, step=1, key="bm_gen_n")
+        local = c5.toggle("Use the local model instead of an API", key="bm_gen_local")
+        go = st.form_submit_button("Generate", type="primary", icon=":material/auto_awesome:", key="bm_gen_go")
+    use_local = local or not remote_llm_configured(base_url.strip() or None, api_key.strip() or None)
+    if use_local:
+        st.warning(
+            "No LLM API in use: the bundled small model will phrase one question per passage Chunk Lab picks. "
+            "Its questions are plainly weaker than the report's LLM-generated ones (simpler, one excerpt each, "
+            "sometimes vague).",
+            icon=":material/warning:",
+        )
+    if go:
+        st.session_state[_GEN_JOB] = start_job(
+            f"Generating {int(n)} questions",
+            generation_job(doc, int(n), local=use_local, base_url=base_url, api_key=api_key, model=model),
+            doc_id=doc.id,
+        )
+    job = st.session_state.get(_GEN_JOB)
+    if job is None:
+        return None
+    if job.running:
+        job_progress(_GEN_JOB, "bm_gen_cancel")
+        return None
+    if job.state == "failed":
+        st.error(job.error or "Generation failed.", icon=":material/error:")
+        return None
+    if job.state == "cancelled":
+        st.warning("Generation was cancelled.", icon=":material/stop_circle:")
+        return None
+    gen = job.result
+    if gen.weak and gen.notice:
+        st.warning(gen.notice, icon=":material/warning:")
+    s1, s2 = st.columns(2)
+    dup = s1.slider("Duplicate threshold", -1.0, 1.0, 0.70, 0.01, key=_DUP,
+                    help="Drop a question more similar than this to an earlier kept one (the report: 0.70)")
+    exc = s2.slider("Excerpt threshold", -1.0, 1.0, 0.40, 0.01, key=_EXC,
+                    help="Drop a question less similar than this to any of its excerpts (the report: 0.40)")
+    shown = gen.refilter(dup, exc)
+    st.caption(
+        f"**{len(shown.questions)}** kept of {len(gen.candidates)} candidates ({gen.attempts} attempts, "
+        f"{len(gen.rejected)} rejected: reply unparseable or an excerpt not in the document) · "
+        f"model {gen.model} · {gen.seconds:.1f} s"
+    )
+    h1, h2 = st.columns(2)
+    with h1:
+        st.plotly_chart(
+            similarity_histogram(gen.duplicate_similarities, dup, "question–question cosine similarity", "below"),
+            key="bm_hist_dup", config=_PLOT,
+        )
+    with h2:
+        st.plotly_chart(
+            similarity_histogram(gen.excerpt_similarities, exc, "question–excerpt cosine similarity", "above"),
+            key="bm_hist_exc", config=_PLOT,
+        )
+    st.dataframe(
+        candidates_frame(shown), key="bm_gen_table", hide_index=True,
+        column_config={"excerpt_similarity": st.column_config.NumberColumn("Excerpt sim.", format="%.2f")},
+    )
+    with st.container(horizontal=True, gap="small"):
+        if st.button("Add kept questions to the session set", key="bm_gen_add", icon=":material/playlist_add:",
+                     disabled=not shown.questions):
+            try:
+                qset = st.session_state.get(QSET)
+                new = shown.question_set()
+                st.session_state[QSET] = new if qset is None else qset.with_questions(new.questions, new.corpora)
+            except ChunkLabError as e:
+                st.error(one_line(str(e)), icon=":material/error:")
+            else:
+                st.toast(f"Added {len(shown.questions)} question(s)", icon=":material/check:")
+        if shown.questions:
+            st.download_button(
+                "CSV + corpus (zip)", lambda s=shown: question_set_zip(s.question_set()),
+                file_name="generated_questions.zip", mime="application/zip", key="bm_gen_zip",
+                icon=":material/download:", on_click="ignore",
+            )
+    return shown.question_set() if shown.questions else None
+
+
+st.title("Benchmark")
+doc = current_document()
+
+# --- the question set ---------------------------------------------------------------------------
+st.subheader("Question set", anchor=False)
+source = st.segmented_control("Source", SOURCES, default=SOURCES[0], required=True, key="bm_source")
+if source == "Import":
+    qset = _import_panel()
+elif source == "Generated":
+    qset = None  # set by the generation panel below
+else:
+    qset = st.session_state.get(QSET)
+    if qset is None:
+        st.caption("The session's set is empty: save marked queries on the Retrieval page, import a set, or generate one.")
+
+if source == "Generated":
+    qset = _generation_panel(doc)
+if qset is not None:
+    st.caption(f"{len(qset)} question(s) over {len(qset.corpus_ids)} corpus/corpora: {', '.join(qset.corpus_ids)}")
+    with st.expander("Questions"):
+        st.dataframe(questions_frame(qset), key="bm_questions", hide_index=True)
+        st.download_button(
+            "questions.csv", questions_to_csv(qset), file_name="questions.csv", mime="text/csv",
+            key="bm_dl_questions", icon=":material/download:", on_click="ignore",
+        )
+
+# --- the run ---------------------------------------------------------------------------------------
+st.subheader("Run", anchor=False)
+entries = configurations()
+by_uid = {e["uid"]: e for e in entries}
+held = st.session_state.get("bm_configs")
+if held is not None:
+    st.session_state["bm_configs"] = [u for u in held if u in by_uid]
+chosen_uids = st.multiselect(
+    "Configurations", list(by_uid), default=list(by_uid) if held is None else None, key="bm_configs",
+    format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].label}",
+    help="The Compare page's configurations; add more there.",
+)
+chosen = [by_uid[u] for u in chosen_uids]
+r1, r2, r3, r4 = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
+emb_default = st.session_state.get(EMB_CHOICE) or ""
+embedder = r1.text_input("Embedder", value=emb_default, key="bm_embedder", placeholder="default (bundled all-MiniLM-L6-v2)",
+                         help="Empty: CHUNKLAB_EMBEDDER or the bundled MiniLM; else a model folder or hub id")
+retrieve = r2.number_input("Chunks retrieved", min_value=1, max_value=100, value=5, step=1, key="bm_retrieve")
+auto = r3.toggle("As many as hold excerpts", key="bm_auto", help="The reference's retrieve=-1")
+cross = r4.toggle("Across corpora", value=True, key="bm_cross",
+                  help="Retrieve from every corpus of the set, as the reference does (off: the question's own corpus)")
+run = st.button("Run benchmark", key="bm_run", type="primary", icon=":material/play_arrow:",
+                disabled=qset is None or not chosen)
+if run:
+    lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
+    configs = [e["config"] for e in chosen]
+    meta = {
+        "tags": [e["tag"] for e in chosen],
+        "colors": [config_color(e["uid"]) for e in chosen],
+        "qset": qset,
+    }
+    body = benchmark_job(qset, configs, embedder.strip() or None, -1 if auto else int(retrieve), cross)
+    if any(c.name in lm_names for c in configs):
+        lm = session_lm()
+        if lm.error:
+            st.error(lm.error, icon=":material/error:")
+        else:
+            job = start_model_job(f"Benchmarking {len(configs)} configuration(s)", lm, body, None)
+            job.meta.update(meta)
+            st.session_state[_JOB] = job
+    else:
+        st.session_state[_JOB] = start_job(f"Benchmarking {len(configs)} configuration(s)", body, **meta)
+
+job = st.session_state.get(_JOB)
+bm = None
+if job is not None:
+    if job.running:
+        job_progress(_JOB, "bm_cancel")
+    elif job.state == "failed":
+        st.error(job.error or "The benchmark failed.", icon=":material/error:")
+    elif job.state == "cancelled":
+        st.warning("The benchmark was cancelled.", icon=":material/stop_circle:")
+    else:
+        bm = job.result
+if bm is None:
+    if job is None:
+        st.caption("Pick a question set and configurations, then run.")
+    st.stop()
+
+# --- results ---------------------------------------------------------------------------------------
+tags, colors, run_qset = job.meta["tags"], job.meta["colors"], job.meta["qset"]
+st.subheader("Results", anchor=False)
+st.caption(
+    f"{bm.questions} questions · {len(bm.corpora)} corpus/corpora · embedder {bm.embedder} · "
+    f"{'as many chunks as hold excerpts' if bm.retrieve == -1 else f'{bm.retrieve} chunks'} per question · "
+    f"{bm.seconds:.1f} s. Mean ± standard deviation over questions, in %."
+)
+st.dataframe(summary_frame(bm, tags), key="bm_table")
+st.plotly_chart(metric_bars(bm, tags, colors), key="bm_bars", config=_PLOT)
+if len(bm.corpora) > 1:
+    st.markdown("**Per corpus**")
+    st.dataframe(per_corpus_frame(bm, tags), key="bm_per_corpus", hide_index=True)
+table = pd.DataFrame(bm.table())
+table.insert(0, "tag", tags)
+with st.container(horizontal=True, gap="small"):
+    st.download_button("Results CSV", table.to_csv(index=False), file_name="benchmark.csv", mime="text/csv",
+                       key="bm_dl_csv", icon=":material/download:", on_click="ignore")
+    st.download_button("Results JSON", json.dumps(bm.to_json(), indent=2), file_name="benchmark.json",
+                       mime="application/json", key="bm_dl_json", icon=":material/download:", on_click="ignore")
+    st.download_button("Per-question CSV", lambda: per_question_frame(bm, tags).to_csv(index=False),
+                       file_name="benchmark_questions.csv", mime="text/csv", key="bm_dl_questions_csv",
+                       icon=":material/download:", on_click="ignore")
+
+# --- heat maps ---------------------------------------------------------------------------------------
+st.subheader("Questions × configurations", anchor=False)
+metric = st.segmented_control(
+    "Metric", ["iou", "recall", "precision"], default="iou", required=True, key="bm_heat_metric",
+    format_func=lambda m: METRIC_LABELS[m],
+)
+heat = question_heatmap(bm.matrix(metric), [q.question for q in run_qset.questions], tags, metric)
+st.plotly_chart(heat, key="bm_heat_q", config=_PLOT)
+_html_download("Heat map (HTML)", heat, f"questions_{metric}.html", "bm_dl_heat_q")
+
+st.subheader("Agreement and coverage", anchor=False)
+corpus = st.selectbox("Corpus", list(bm.corpora), key="bm_corpus") if len(bm.corpora) > 1 else bm.corpora[0]
+corpus_doc = run_qset.document(corpus)
+lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
+chunkings, kept_tags = [], []
+for tag, r in zip(tags, bm.results):
+    try:
+        if r.config.name in lm_names:
+            ch = model_chunking(corpus_doc, r.config, session_lm(), "bm")
+        else:
+            ch = chunk_document(corpus_doc, corpus_doc.id, r.config)
+    except (NotCached, ChunkLabError):
+        st.caption(f"{tag} is left out of the agreement maps: its chunks need the language model.")
+        continue
+    chunkings.append(ch)
+    kept_tags.append(tag)
+tolerance = st.slider("Boundary tolerance (characters)", 0, 200, 0, 5, key="bm_tolerance",
+                      help="Two boundaries this close count as the same cut")
+if len(chunkings) >= 2:
+    fig_b, fig_o, _, _ = agreement_heatmaps(chunkings, kept_tags, tolerance)
+    a1, a2 = st.columns(2)
+    with a1:
+        st.plotly_chart(fig_b, key="bm_agree_bounds", config=_PLOT)
+        _html_download("Boundary IoU (HTML)", fig_b, f"agreement_boundaries_{corpus}.html", "bm_dl_agree_b")
+    with a2:
+        st.plotly_chart(fig_o, key="bm_agree_overlap", config=_PLOT)
+        _html_download("Span overlap (HTML)", fig_o, f"agreement_overlap_{corpus}.html", "bm_dl_agree_o")
+else:
+    st.caption("Agreement needs two configurations or more.")
+rows, excerpts = coverage_rows(bm, run_qset, corpus, bins=200)
+st.caption("How many questions retrieved each stretch of the corpus, per configuration; the last row is where the excerpts are.")
+strip = coverage_strip(rows, excerpts, tags, len(corpus_doc.text))
+st.plotly_chart(strip, key="bm_coverage", config=_PLOT)
+_html_download("Coverage strip (HTML)", strip, f"coverage_{corpus}.html", "bm_dl_coverage")
