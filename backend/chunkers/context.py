@@ -1,7 +1,7 @@
-"""What model-backed chunkers run with: which language model, the output cache, progress.
+"""What model-backed chunkers run with: which language model or embedder, the output cache, progress.
 
-Chunkers that need a model declare ``needs = ("lm",)``; :meth:`Chunker.chunk` hands them a
-:class:`ModelContext`. The CLI builds one from ``--lm``/``--device``/``--no-cache``; the app
+Chunkers that need a model declare ``needs = ("lm",)`` (or ``("embedder",)``);
+:meth:`Chunker.chunk` hands them a :class:`ModelContext`. The CLI builds one from ``--lm``/``--device``/``--no-cache``; the app
 builds one around the session's model and a progress tracker. The model itself is not part
 of a chunker's configuration: the same configuration on another model is another result,
 and callers key their caches by :attr:`ModelContext.fingerprint` as well.
@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any
 from backend.errors import ModelError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from backend.cache import OutputCache
     from backend.llm import ChatModel
     from backend.models.types import Progress, Scorer, TokenScores
+    from backend.retrieval.embedding import TextEmbedder
 
-__all__ = ["ModelContext", "fingerprint_without_loading"]
+__all__ = ["ModelContext", "fingerprint_without_loading", "embedder_fingerprint_without_loading"]
 
 
 def fingerprint_without_loading(spec: str | None) -> str | None:
@@ -32,6 +35,22 @@ def fingerprint_without_loading(spec: str | None) -> str | None:
 
     kind, location = resolve_spec(spec)  # a spec naming no model fails here, before any loading
     return file_sha256(Path(location)) if kind == "gguf" else None
+
+
+def embedder_fingerprint_without_loading(spec: str | None) -> str | None:
+    """The weights' fingerprint of the bundled embedder or a local embedder folder; None for a hub id.
+
+    Lets a rerun find its cached embeddings without loading the embedder (or torch) at all.
+    """
+    from backend.models.embedder import DEFAULT_EMBEDDER, resolve_embedder_spec, weights_fingerprint
+
+    resolved = resolve_embedder_spec(spec)  # a spec naming no model fails here, before any loading
+    if resolved == DEFAULT_EMBEDDER:
+        from backend.tokenizers import minilm_dir
+
+        return weights_fingerprint(minilm_dir())
+    path = Path(resolved)
+    return weights_fingerprint(path) if path.is_absolute() else None
 
 
 @dataclass
@@ -49,6 +68,10 @@ class ModelContext:
         chat: The chat model of LLM chunkers (``needs = ("chat",)``); None picks one on first
             use: an OpenAI-compatible API when one is configured, else ``lm`` as a local chat
             model (see :func:`backend.llm.default_chat_model` and ``CHUNKLAB_CHAT``).
+        embedder: A loaded embedder (:class:`~backend.retrieval.embedding.TextEmbedder`); None
+            loads ``embedder_spec`` on first use.
+        embedder_spec: The embedder to load when ``embedder`` is None (None: ``CHUNKLAB_EMBEDDER``
+            or the bundled all-MiniLM-L6-v2); loaded on ``device``.
     """
 
     scorer: Scorer | None = None
@@ -59,6 +82,8 @@ class ModelContext:
     progress: Progress | None = None
     on_load: Any = None
     chat: ChatModel | None = None
+    embedder: TextEmbedder | None = None
+    embedder_spec: str | None = None
     _cache: OutputCache | None = field(default=None, repr=False)
 
     @property
@@ -113,6 +138,48 @@ class ModelContext:
             text, self.get_scorer(), window=self.window, cache=cache, progress=self.progress
         )
         return scores
+
+    def get_embedder(self) -> TextEmbedder:
+        """The embedder, loading ``embedder_spec`` on first use.
+
+        Raises:
+            ModelError: the embedder cannot be loaded.
+        """
+        if self.embedder is None:
+            if self.on_load is not None:
+                self.on_load()
+            from backend.models.embedder import load_embedder
+
+            self.embedder = load_embedder(self.embedder_spec, self.device)
+        return self.embedder
+
+    @property
+    def embedder_fingerprint(self) -> str | None:
+        """The embedder's fingerprint when known without loading it (a loaded embedder, or a local folder)."""
+        if self.embedder is not None:
+            return self.embedder.info.fingerprint
+        try:
+            return embedder_fingerprint_without_loading(self.embedder_spec)
+        except ModelError:
+            return None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """L2-normalized embeddings of ``texts``: from the cache when possible (without loading the embedder)."""
+        from backend.retrieval.embedding import embed_texts, embeddings_key
+
+        cache = self.cache
+        if texts and cache is not None and self.embedder is None:
+            fp = self.embedder_fingerprint
+            if fp is not None:
+                hit = cache.get(embeddings_key(fp, texts))
+                if hit is not None and len(hit.get("vectors", ())) == len(texts):
+                    if self.progress is not None:
+                        self.progress(1, 1)
+                    import numpy as np
+
+                    return np.asarray(hit["vectors"], dtype=np.float32)
+        vectors, _hit = embed_texts(self.get_embedder(), texts, cache=cache, progress=self.progress)
+        return vectors
 
     def get_chat(self) -> ChatModel:
         """The chat model, chosen on first use (see the ``chat`` attribute).
