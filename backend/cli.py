@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--param", action="append", default=[], metavar="KEY=VALUE", help="chunker parameter (repeatable)"
     )
     _add_model_flags(p_chunk)
+    _add_embedder_flag(p_chunk)
     for name, info in _registry_params().items():
         p_chunk.add_argument(
             f"--{name}",
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_cmp.add_argument("--out", type=Path, help="folder for <config>.jsonl and <config>.csv files")
     _add_model_flags(p_cmp)
+    _add_embedder_flag(p_cmp)
 
     _add_model_commands(sub)
     cli_retrieval.add_commands(sub)
@@ -132,6 +134,16 @@ def _add_model_flags(parser: argparse.ArgumentParser) -> None:
         help="where the model runs (default: CHUNKLAB_DEVICE, else auto)",
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache of model outputs")
+
+
+def _add_embedder_flag(parser: argparse.ArgumentParser) -> None:
+    """``--embedder``: the embedding model of the chunkers that need one (``semantic``, ``cluster``…)."""
+    parser.add_argument(
+        "--embedder",
+        metavar="default|PATH",
+        help="embedder of the semantic chunkers: default (CHUNKLAB_EMBEDDER or the bundled all-MiniLM-L6-v2), "
+        "a model folder or a hub id",
+    )
 
 
 def _add_model_commands(sub: Any) -> None:
@@ -265,6 +277,10 @@ def _ppl(args: argparse.Namespace) -> None:
     _write("".join(json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in score_sentences(doc, scores)))
 
 
+def _embedder_spec(raw: str | None) -> str | None:
+    return None if raw is None or raw.strip().lower() == "default" else raw
+
+
 class _model_context:  # noqa: N801  (used as a context manager, reads like a function)
     """A :class:`ModelContext` from the model flags, with progress on stderr while a model works.
 
@@ -284,6 +300,7 @@ class _model_context:  # noqa: N801  (used as a context manager, reads like a fu
             window=args.window,
             progress=ProgressTracker(report=self._line.report) if self._active else None,
             on_load=self._loading,
+            embedder_spec=_embedder_spec(getattr(args, "embedder", None)),
         )
 
     def _loading(self) -> None:
