@@ -176,9 +176,10 @@ class LLMSemanticChunker(_LLMChunker):
             if not valid:
                 shown = [int(x) for x in re.findall(r"\d+", reply or "")][:20]
                 reply = self._ask(split_after_messages(tagged, first_id, shown), 200)
-                ids, valid = parse_split_after(reply, first_id, last_id)
-                if not valid:
+                retried, valid = parse_split_after(reply, first_id, last_id)
+                if not valid:  # repair: the retry's usable numbers, else the first answer's
                     self._meta["repairs"] += 1
+                ids = retried if valid or retried else ids
             splits.update(i for i in ids if i < n)
             # Like the reference, go on after the last split; with none, after the window.
             current = max(ids) if ids else last_id
@@ -279,9 +280,10 @@ class LumberChunker(_LLMChunker):
             k, valid = parse_lumber_answer(reply, current, stop - 1)
             if not valid:
                 reply = self._ask(lumber_messages(numbered, (reply or "").strip()[:80]), 32)
-                k, valid = parse_lumber_answer(reply, current, stop - 1)
-                if not valid:
+                retried, valid = parse_lumber_answer(reply, current, stop - 1)
+                if not valid:  # repair: the retry's usable id, else the first answer's
                     self._meta["repairs"] += 1
+                k = retried if valid or retried is not None else k
             # No usable answer: the whole window is one group.
             current = k if k is not None else stop
             starts.append(current)
