@@ -454,11 +454,11 @@ def test_moc_end_to_end_on_the_bundled_smollm2(tmp_path):
     cache = OutputCache(tmp_path / "cache")
     doc = Document.from_text(SHORT)
     chat = LocalChat(device="cpu")
-    result = make_chunker("moc", {"answer_tokens": 40}).chunk(doc, ModelContext(chat=chat, _cache=cache))
+    result = make_chunker("moc", {"answer_tokens": 24}).chunk(doc, ModelContext(chat=chat, _cache=cache))
     invariants(doc, result)
     meta = result.meta_dict
     assert meta["model_calls"] == 1 and 0.0 <= meta["content_loss"] <= 1.0
-    rerun = make_chunker("moc", {"answer_tokens": 40}).chunk(doc, ModelContext(chat=LocalChat(device="cpu"), _cache=cache))
+    rerun = make_chunker("moc", {"answer_tokens": 24}).chunk(doc, ModelContext(chat=LocalChat(device="cpu"), _cache=cache))
     assert rerun.meta_dict["model_calls"] == 0 and rerun.chunks == result.chunks
 
 
