@@ -768,11 +768,22 @@ def benchmark_job(
     return run
 
 
-def generation_job(doc: Document, n: int, *, local: bool, base_url: str, api_key: str, model: str) -> Callable[[Progress], GeneratedQuestions]:
-    """``fn(progress)`` generating up to ``n`` questions from ``doc``.
+def generation_job(
+    doc: Document,
+    n: int,
+    *,
+    local: bool,
+    base_url: str,
+    api_key: str,
+    model: str,
+    duplicate_threshold: float,
+    excerpt_threshold: float,
+) -> Callable[[Progress], GeneratedQuestions]:
+    """``fn(progress)`` generating up to ``n`` questions from ``doc`` that pass the given thresholds.
 
     Empty fields fall back to the environment (``OPENAI_*``). The key lives only in this
-    closure and the session's widget state; the result never holds it.
+    closure and the session's widget state; the result never holds it. The thresholds only
+    decide when enough questions are kept: the result can be refiltered with any others.
     """
 
     def run(progress: Progress) -> GeneratedQuestions:
@@ -781,7 +792,8 @@ def generation_job(doc: Document, n: int, *, local: bool, base_url: str, api_key
         progress(0, n)
         return generate_questions(
             doc, n=n, local=True if local else None, base_url=base_url.strip() or None,
-            api_key=api_key.strip() or None, model=model.strip() or None, progress=progress,
+            api_key=api_key.strip() or None, model=model.strip() or None,
+            duplicate_threshold=duplicate_threshold, excerpt_threshold=excerpt_threshold, progress=progress,
         )
 
     return run

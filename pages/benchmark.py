@@ -12,6 +12,7 @@ import streamlit as st
 
 from backend.errors import ChunkLabError
 from backend.llm import remote_llm_configured
+from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.questions import load_question_set, parse_questions_csv, questions_to_csv
 from components.cached import chunk_document, specs
 from components.documents import one_line
@@ -121,7 +122,11 @@ def _generation_panel(doc):
     if go:
         st.session_state[_GEN_JOB] = start_job(
             f"Generating {int(n)} questions",
-            generation_job(doc, int(n), local=use_local, base_url=base_url, api_key=api_key, model=model),
+            generation_job(
+                doc, int(n), local=use_local, base_url=base_url, api_key=api_key, model=model,
+                duplicate_threshold=st.session_state.get(_DUP, DEFAULT_DUPLICATE_THRESHOLD),
+                excerpt_threshold=st.session_state.get(_EXC, DEFAULT_EXCERPT_THRESHOLD),
+            ),
             doc_id=doc.id,
         )
     job = st.session_state.get(_GEN_JOB)
@@ -140,9 +145,11 @@ def _generation_panel(doc):
     if gen.weak and gen.notice:
         st.warning(gen.notice, icon=":material/warning:")
     s1, s2 = st.columns(2)
-    dup = s1.slider("Duplicate threshold", -1.0, 1.0, 0.70, 0.01, key=_DUP,
+    st.session_state.setdefault(_DUP, DEFAULT_DUPLICATE_THRESHOLD)
+    st.session_state.setdefault(_EXC, DEFAULT_EXCERPT_THRESHOLD)
+    dup = s1.slider("Duplicate threshold", -1.0, 1.0, step=0.01, key=_DUP,
                     help="Drop a question more similar than this to an earlier kept one (the report: 0.70)")
-    exc = s2.slider("Excerpt threshold", -1.0, 1.0, 0.40, 0.01, key=_EXC,
+    exc = s2.slider("Excerpt threshold", -1.0, 1.0, step=0.01, key=_EXC,
                     help="Drop a question less similar than this to any of its excerpts (the report: 0.40)")
     shown = gen.refilter(dup, exc)
     st.caption(
