@@ -12,6 +12,7 @@ from components.config_form import add_config_form
 from components.documents import one_line
 from components.layout import ensure_routed
 from components.lm_runs import NotCached, model_chunking, pending_runs_panel, session_lm
+from components.match import match_lengths_panel
 from components.render import STYLE, ChunkIndex, legend_html, window_html
 from components.state import add_configuration, configurations, current_document, normalized_config
 from components.views import chunk_inspector, config_card, config_title, grid
@@ -153,6 +154,11 @@ for col, (e, ch, err) in grid(results, MAX_PER_ROW):
     with col:
         note = f"Waiting for {lm.name}…" if e["uid"] in waiting else None
         config_card(e, ch, err, doc.source, _color(e["uid"]), note=note)
+
+# --- match lengths: tune every configuration to one mean chunk length (components/match.py) --------
+with st.expander("Match lengths", icon=":material/straighten:"):
+    st.caption("Compare chunkers at the same mean chunk length: tune each one's size or threshold to a target.")
+    match_lengths_panel(doc, entries, "cmp")
 
 if not ok:
     st.stop()

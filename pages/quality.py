@@ -1,0 +1,368 @@
+"""Quality page: MoC's chunk-quality metrics (Boundary Clarity, Chunk Stickiness, dissimilarity) per configuration.
+
+The language model scores each configuration's chunk pairs once (a background job, or the
+output cache); the embedder embeds its chunks for DS. Every control below — K, the CS
+rule, the BC mode, δ, the graph — recomputes from those scores in session state, with no
+model call.
+"""
+
+import os
+import time
+
+import streamlit as st
+
+from backend.cache import default_cache
+from backend.errors import ChunkLabError
+from backend.quality import BC_MODES, CS_RULES, DEFAULT_K, pair_table
+from components.cached import chunk_document, specs
+from components.charts import CONFIG_COLORS
+from components.documents import one_line
+from components.layout import ensure_routed
+from components.lm_runs import NotCached, cache_only_context, model_chunking, model_job_panel, pending_runs_panel, session_lm, start_model_job
+from components.match import match_lengths_panel
+from components.models import EMB_INFO, current_embedder, start_job
+from components.quality import (
+    DEFAULT_TOKENS_PER_S,
+    QualityData,
+    bc_figure,
+    cached_vectors,
+    cost_estimate,
+    cs_k_figure,
+    figure_html,
+    format_seconds,
+    png_export_available,
+    quality_table,
+    score_chunkings,
+    stickiness_figure,
+    styled_table,
+    table_csv,
+)
+from components.state import configurations, current_document
+from components.views import grid
+
+ensure_routed()
+
+_STORE = "qual_store"  # {key: PairTable or vectors} of the current document
+_TPS = "qual_tokens_per_s"  # tokens per second measured on this session's last scoring job
+_JOB = "qual_job"
+METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness", "ds": "DS — dissimilarity"}
+K_GRID = [round(0.05 * i, 2) for i in range(31)]  # 0 … 1.5, the K slider's range
+GRAPHS_PER_ROW = 3
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _default_embedder_fingerprint(env_spec: str) -> str | None:
+    """The default embedder's (``CHUNKLAB_EMBEDDER`` = ``env_spec``) weight fingerprint, without loading it."""
+    from backend.errors import ModelError
+    from backend.models.embedder import _model_folder, resolve_embedder_spec, weights_fingerprint
+
+    try:
+        return weights_fingerprint(_model_folder(resolve_embedder_spec(None)))
+    except (ModelError, OSError):  # no way to know it without loading: the job will load it
+        return None
+
+
+def _embedder_identity() -> tuple[str | None, str]:
+    """``(fingerprint or None, name)`` of the embedder DS uses: the session's, else the default."""
+    info = st.session_state.get(EMB_INFO)
+    if info is not None:
+        return info.fingerprint, info.name
+    return _default_embedder_fingerprint(os.environ.get("CHUNKLAB_EMBEDDER", "").strip()), "default embedder"
+
+
+def _embedder_loader():
+    """A function the job calls to get the embedder: the session's (loaded already), else the default."""
+    if st.session_state.get(EMB_INFO) is not None:
+        emb = current_embedder()
+        return lambda: emb
+    from backend.models.embedder import load_embedder
+
+    return lambda: load_embedder(None)
+
+
+def _color(uid: int) -> str:
+    return CONFIG_COLORS[uid % len(CONFIG_COLORS)]
+
+
+st.title("Quality")
+st.caption(
+    "MoC's chunk-quality metrics (Zhao et al., 2025) for every configuration of the Compare page. "
+    "**BC** (boundary clarity, higher = clearer): how little chunk i helps the model predict chunk i+1. "
+    "**CS** (chunk stickiness, lower = better): the structural entropy of the graph linking chunks that predict "
+    "each other, on the complete graph and on the sequence-aware incomplete one. **DS** (dissimilarity): "
+    "1 − cosine of adjacent chunks' embeddings. Compare configurations at equal mean chunk length (below)."
+)
+doc = current_document()
+if doc is None:
+    st.info("Load a document first.", icon=":material/info:")
+    st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
+    st.stop()
+entries = configurations()
+if not entries:
+    st.info("No configurations yet: add some on the Compare page.", icon=":material/info:")
+    st.page_link("pages/compare.py", label="Go to the Compare page", icon=":material/compare:")
+    st.stop()
+
+with st.expander("Match lengths", icon=":material/straighten:"):
+    st.caption(
+        "Both papers compare chunkers only at the same mean chunk length: tune each configuration's size or "
+        "threshold until its mean length is within ±5 % of a target."
+    )
+    match_lengths_panel(doc, entries, "qual")
+
+# --- what to compute -----------------------------------------------------------------------------------
+cols = st.columns([3, 1.2], vertical_alignment="bottom")
+metrics = cols[0].multiselect(
+    "Metrics", list(METRIC_LABELS), default=list(METRIC_LABELS), format_func=METRIC_LABELS.get,
+    key="qual_metrics", persist_state="session",
+    help="BC needs the adjacent pairs only; CS needs every ordered pair (n² model passes); DS needs the embedder.",
+)
+w = int(
+    cols[1].number_input(
+        "Pair window w (0 = all pairs)", min_value=0, max_value=10_000, value=0, step=1, key="qual_window",
+        persist_state="session", disabled="cs" not in metrics,
+        help="An approximation for the CPU: score only the pairs with |i − j| ≤ w; pairs further apart count as "
+        "not sticky (no edge). 0 scores every pair, as the paper does.",
+    )
+)
+if not metrics:
+    st.info("Pick at least one metric.", icon=":material/info:")
+    st.stop()
+window = w or None
+complete = "cs" in metrics
+needs_scorer = "bc" in metrics or "cs" in metrics
+needs_embedder = "ds" in metrics
+
+lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
+lm = session_lm() if needs_scorer or any(e["config"].name in lm_names for e in entries) else None
+if lm is not None:
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        st.caption("Language model:")
+        st.text(lm.label)  # a model name is user or server input: plain text
+        st.page_link("pages/models.py", label="Choose another" if not lm.default else "Choose one", icon=":material/memory:")
+    if lm.error:
+        st.error(lm.error, icon=":material/error:")
+        st.stop()
+
+# --- the chunkings (model-backed ones from the cache, else a background job) ---------------------------
+ok, pending = [], []
+for e in entries:
+    try:
+        if e["config"].name in lm_names:
+            ch = model_chunking(doc, e["config"], lm, "qual")
+        else:
+            ch = chunk_document(doc, doc.id, e["config"])
+    except NotCached:
+        pending.append(e)
+    except ChunkLabError as err:
+        st.error(f"{e['tag']}: {one_line(str(err))}", icon=":material/error:")
+    else:
+        ok.append((e, ch))
+if pending:
+    pending_runs_panel(doc, lm, [e["config"] for e in pending], "qual")
+if not ok:
+    st.stop()
+
+# --- the scores: session state, else the output cache alone, else a background job ----------------------
+store = st.session_state.get(_STORE)
+if store is None or store.get("doc") != doc.id:
+    store = st.session_state[_STORE] = {"doc": doc.id}
+cache = default_cache()
+emb_fp, emb_name = _embedder_identity() if needs_embedder else (None, "")
+_lookup = cache_only_context(lm) if needs_scorer else None
+refusing = _lookup.scorer if _lookup is not None else None  # a stand-in that raises NotCached on any model call
+
+
+def _table_key(config):
+    return ("table", config, lm.identity if lm else None, complete, window)
+
+
+def _vectors_key(config):
+    return ("vectors", config, emb_fp)
+
+
+missing = []  # (entry, chunking) whose scores or vectors are not known yet
+for e, ch in ok:
+    texts = [c.text for c in ch.chunks]
+    if needs_scorer and _table_key(e["config"]) not in store:
+        if refusing is not None:
+            try:
+                store[_table_key(e["config"])] = pair_table(texts, refusing, complete=complete, window=window, cache=cache)
+            except NotCached:
+                pass
+    if needs_embedder and emb_fp is not None and _vectors_key(e["config"]) not in store:
+        hit = cached_vectors(cache, emb_fp, texts)
+        if hit is not None:
+            store[_vectors_key(e["config"])] = hit
+    if (needs_scorer and _table_key(e["config"]) not in store) or (
+        needs_embedder and (emb_fp is None or _vectors_key(e["config"]) not in store)
+    ):
+        missing.append((e, ch))
+
+if missing:
+    tps = st.session_state.get(_TPS, DEFAULT_TOKENS_PER_S)
+    to_score = [ch for e, ch in missing if needs_scorer and _table_key(e["config"]) not in store]
+    cost = cost_estimate([ch.token_counts for ch in to_score], complete=complete, window=window, tokens_per_s=tps)
+    tags = ", ".join(e["tag"] for e, _ in missing)
+    if to_score:
+        measured = "measured on your last run" if _TPS in st.session_state else "a rough CPU figure"
+        st.info(
+            f"Scoring {tags} costs **{cost['pairs']:,}** model passes over about **{cost['tokens']:,}** tokens: "
+            f"≈ {format_seconds(cost['seconds'])} at {tps:,.0f} tokens/s ({measured}). "
+            + ("A pair window w cuts the cost of CS. " if complete and not window and cost["seconds"] > 60 else "")
+            + ("Embedding the chunks for DS takes seconds." if needs_embedder else ""),
+            icon=":material/schedule:",
+        )
+    else:
+        st.info(f"{tags}: the chunks need embedding for DS ({emb_name}); it takes seconds.", icon=":material/schedule:")
+    signature = (
+        "quality", doc.id, lm.identity if lm else None, emb_fp, tuple(e["config"] for e, _ in missing), complete, window,
+        tuple(sorted(metrics)),
+    )
+    load_embedder = _embedder_loader() if needs_embedder else None
+    chunkings = [ch for _, ch in missing]
+    n_tok = cost["tokens"]
+
+    def _start():
+        def run(scorer, progress, c=chunkings, emb=load_embedder, cmp=complete, win=window, oc=cache):
+            t0 = time.perf_counter()  # after the model has loaded: the throughput is the scoring's own
+            out = score_chunkings(c, scorer=scorer, embedder=emb, complete=cmp, window=win, cache=oc, progress=progress)
+            return out, time.perf_counter() - t0
+
+        title = f"Scoring {len(chunkings)} configuration{'s' if len(chunkings) != 1 else ''}"
+        if needs_scorer:
+            return start_model_job(f"{title} with {lm.name}", lm, run, signature)
+        return start_job(title, lambda progress: run(None, progress), signature=signature)
+
+    label = f"Score {cost['pairs']:,} pairs with {lm.name}" if to_score else "Embed the chunks"
+    job = model_job_panel(
+        _JOB, signature, _start, run_label=label, run_key="qual_run", cancel_key="qual_cancel", auto=False,
+        what="Scoring",
+    )
+    if job is not None:
+        results, seconds = job.result
+        for (e, _ch), (table, vectors) in zip(missing, results):
+            if table is not None:
+                store[_table_key(e["config"])] = table
+            if vectors is not None:
+                store[_vectors_key(e["config"])] = vectors
+        if n_tok >= 2_000 and seconds > 5:  # a short run, or one read from the cache, says little about speed
+            st.session_state[_TPS] = n_tok / seconds
+        st.session_state.pop(_JOB, None)
+        st.rerun()
+
+waiting = {e["uid"] for e, _ in missing}
+datas = [
+    QualityData(
+        e["tag"], e["config"], ch,
+        table=store.get(_table_key(e["config"])) if needs_scorer else None,
+        vectors=store.get(_vectors_key(e["config"])) if needs_embedder else None,
+        complete=complete,
+    )
+    for e, ch in ok
+    if e["uid"] not in waiting
+]
+colors = [_color(e["uid"]) for e, _ in ok if e["uid"] not in waiting]
+uids = [e["uid"] for e, _ in ok if e["uid"] not in waiting]
+if not datas:
+    st.stop()
+
+# --- controls: recompute from the scores, no model call ----------------------------------------------
+cols = st.columns([2.2, 1.2, 1.2, 1], vertical_alignment="bottom")
+K = cols[0].slider(
+    "K", min_value=0.0, max_value=1.5, value=DEFAULT_K, step=0.01, key="qual_K", persist_state="session",
+    disabled="cs" not in metrics,
+    help="CS keeps an edge between two chunks when its value is above K. Larger K: fewer edges, lower CS.",
+)
+cs_rule = cols[1].segmented_control(
+    "CS rule", list(CS_RULES), default="paper", required=True, key="qual_cs_rule", persist_state="session",
+    disabled="cs" not in metrics,
+    help="paper (eq. 2): edge = (ppl(q) − ppl(q|d)) / ppl(q) > K. reference (the authors' code): "
+    "ppl(q|d) / ppl(q) > K.",
+)
+bc_mode = cols[2].segmented_control(
+    "BC mode", list(BC_MODES), default="reference", required=True, key="qual_bc_mode", persist_state="session",
+    disabled="bc" not in metrics,
+    help="reference (the authors' code, their published table): mean NLL of q given d ÷ mean NLL of q. "
+    "paper (eq. 1): ppl(q|d) ÷ ppl(q).",
+)
+delta = int(
+    cols[3].number_input(
+        "δ", min_value=0, max_value=1_000, value=0, step=1, key="qual_delta", persist_state="session",
+        disabled="cs" not in metrics, help="The incomplete graph keeps only edges from chunk i to chunk j with j − i > δ.",
+    )
+)
+
+# --- the table (MoC Table 3) ------------------------------------------------------------------------------
+st.subheader("Metrics", anchor=False)
+table = quality_table(datas, K=K, bc_mode=bc_mode, cs_rule=cs_rule, delta=delta)
+st.dataframe(
+    styled_table(table),
+    key="qual_table",
+    column_config={
+        "_index": st.column_config.TextColumn("", width=40),
+        "chunker": st.column_config.TextColumn("Chunker"),
+        "chunks": st.column_config.NumberColumn("Chunks", format="%d"),
+        "mean_tokens": st.column_config.Column("Mean tokens"),
+        "bc": st.column_config.Column("BC ↑", help="Mean boundary clarity over the boundaries"),
+        "cs_complete": st.column_config.Column("CS complete ↓", help="Chunk stickiness, complete graph"),
+        "cs_incomplete": st.column_config.Column("CS incomplete ↓", help="Chunk stickiness, j − i > δ"),
+        "ds": st.column_config.Column("DS", help="Mean dissimilarity of adjacent chunks (highest marked)"),
+    },
+)
+notes = [f"best value per column in green; K = {K:.2f}, CS rule {cs_rule}, BC mode {bc_mode}, δ = {delta}"]
+if window and complete:
+    notes.append(f"pair window w = {window}: pairs further apart are not scored and count as no edge")
+if needs_embedder:
+    notes.append(f"DS with {emb_name}; the paper finds DS does not follow QA quality — it is shown for context")
+means = table["mean_tokens"]
+if len(means) > 1 and means.max() > 1.1 * means.min():
+    notes.append("mean lengths differ by more than 10 %: match lengths (above) for a fair comparison")
+st.caption("Best " + " · ".join(notes)[len("best ") :])
+st.download_button(
+    "CSV", lambda: table_csv(table, K=K, bc_mode=bc_mode, cs_rule=cs_rule, delta=delta, window=window),
+    file_name=f"quality-{doc.id[:12]}.csv", mime="text/csv", key="qual_csv", icon=":material/download:",
+    on_click="ignore",
+)
+
+# --- BC along the document ---------------------------------------------------------------------------------
+if "bc" in metrics:
+    st.subheader("Boundary clarity along the document", anchor=False)
+    st.caption("One point per boundary, at the character where the next chunk starts; hover for the two chunks' edges.")
+    st.plotly_chart(bc_figure(datas, colors, bc_mode=bc_mode), key="qual_bc_chart", config={"displaylogo": False})
+
+# --- CS against K and the stickiness graphs -------------------------------------------------------------------
+if "cs" in metrics:
+    st.subheader("Chunk stickiness against K", anchor=False)
+    st.caption("MoC's Table 4, live: complete graph solid, incomplete graph dashed; the dotted line is the current K.")
+    st.plotly_chart(
+        cs_k_figure(datas, colors, K_GRID, K, rule=cs_rule, delta=delta), key="qual_cs_k", config={"displaylogo": False}
+    )
+    head, graph_col = st.columns([3, 1.2], vertical_alignment="bottom")
+    head.subheader("Stickiness graphs", anchor=False)
+    graph = graph_col.segmented_control(
+        "Graph", ["complete", "incomplete"], default="complete", required=True, key="qual_graph",
+        persist_state="session",
+    )
+    if st.toggle("Show the graphs", value=True, key="qual_show_graphs", persist_state="session"):
+        png = png_export_available()
+        st.caption(
+            "Chunks in document order, sized by degree; an arc above the line links chunk i to a later chunk it "
+            "makes easier to predict, one below to an earlier one. Hover a chunk for its text. "
+            + ("" if png else "PNG export needs the kaleido package (not installed): HTML only.")
+        )
+        for col, (d, color, uid) in grid(list(zip(datas, colors, uids)), GRAPHS_PER_ROW):
+            with col:
+                fig = stickiness_figure(d, K, color, rule=cs_rule, graph=graph, delta=delta)
+                st.plotly_chart(fig, key=f"qual_graph_{uid}", config={"displaylogo": False})
+                with st.container(horizontal=True, gap="small"):
+                    st.download_button(
+                        "HTML", lambda f=fig: figure_html(f), file_name=f"stickiness-{d.tag}-{graph}.html",
+                        mime="text/html", key=f"qual_graph_html_{uid}", icon=":material/download:", on_click="ignore",
+                    )
+                    if png:
+                        st.download_button(
+                            "PNG", lambda f=fig: f.to_image(format="png"), file_name=f"stickiness-{d.tag}-{graph}.png",
+                            mime="image/png", key=f"qual_graph_png_{uid}", icon=":material/download:",
+                            on_click="ignore",
+                        )
