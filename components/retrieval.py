@@ -86,6 +86,7 @@ __all__ = [
     "figure_html",
     "search_job",
     "cp_job",
+    "BenchmarkRun",
     "benchmark_job",
     "generation_job",
 ]
@@ -337,7 +338,7 @@ def scores_frame(scores: Mapping[str, RetrievalScores], cp: Mapping[str, float] 
     return pd.DataFrame(rows, columns=columns).set_index("config")
 
 
-def sentence_choices(doc: Document, near: Sequence[tuple[int, int]] = (), limit: int = 2000) -> list[int]:
+def sentence_choices(doc: Document, near: Sequence[tuple[int, int]] = (), limit: int = 1000) -> list[int]:
     """Indices of the sentences to offer for picking: all of them up to ``limit``, else those meeting ``near``."""
     sentences = doc.sentences
     if len(sentences) <= limit:
@@ -744,12 +745,24 @@ def cp_job(retrieved: Mapping[str, Sequence[str]], answer: str) -> Callable[[Sco
     return run
 
 
+@dataclass(frozen=True)
+class BenchmarkRun:
+    """A finished benchmark and the chunkings it scored: ``chunkings[corpus_id]`` has one per configuration, in order.
+
+    The chunkings feed the agreement heat maps, so a page run never re-chunks a large corpus.
+    """
+
+    benchmark: Benchmark
+    chunkings: Mapping[str, tuple[Chunking, ...]]
+
+
 def benchmark_job(
     qset: QuestionSet, configs: Sequence[ChunkerConfig], embedder_spec: str | None, retrieve: int, cross_corpus: bool
-) -> Callable[..., Benchmark]:
+) -> Callable[..., BenchmarkRun]:
     """``fn(progress)`` (or ``fn(scorer, progress)`` for model-backed configurations) running the benchmark."""
 
-    def run(*args: Any) -> Benchmark:
+    def run(*args: Any) -> BenchmarkRun:
+        from backend.chunkers import run_chunker
         from backend.retrieval.evaluate import evaluate
         from backend.retrieval.store import open_store
 
@@ -760,10 +773,13 @@ def benchmark_job(
             from backend.chunkers.context import ModelContext
 
             context = ModelContext(scorer=scorer)
-        return evaluate(
+        bm = evaluate(
             qset, list(configs), embedder=embedder_spec, retrieve=retrieve, store=open_store(),
             context=context, cross_corpus=cross_corpus, progress=progress,
         )
+        # The same chunkings evaluate indexed (chunkers are deterministic; model outputs come from the cache).
+        chunkings = {cid: tuple(run_chunker(qset.document(cid), c, context) for c in configs) for cid in bm.corpora}
+        return BenchmarkRun(bm, chunkings)
 
     return run
 

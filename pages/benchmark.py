@@ -14,10 +14,10 @@ from backend.errors import ChunkLabError
 from backend.llm import remote_llm_configured
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.questions import load_question_set, parse_questions_csv, questions_to_csv
-from components.cached import chunk_document, specs
+from components.cached import specs
 from components.documents import one_line
 from components.layout import ensure_routed
-from components.lm_runs import NotCached, model_chunking, session_lm, start_model_job
+from components.lm_runs import session_lm, start_model_job
 from components.models import EMB_CHOICE, job_progress, start_job
 from components.retrieval import (
     METRIC_LABELS,
@@ -239,9 +239,9 @@ retrieve = r2.number_input("Chunks retrieved", min_value=1, max_value=100, value
 auto = r3.toggle("As many as hold excerpts", key="bm_auto", help="The reference's retrieve=-1")
 cross = r4.toggle("Across corpora", value=True, key="bm_cross",
                   help="Retrieve from every corpus of the set, as the reference does (off: the question's own corpus)")
-run = st.button("Run benchmark", key="bm_run", type="primary", icon=":material/play_arrow:",
+run_clicked = st.button("Run benchmark", key="bm_run", type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
-if run:
+if run_clicked:
     lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
     configs = [e["config"] for e in chosen]
     meta = {
@@ -271,7 +271,8 @@ if job is not None:
     elif job.state == "cancelled":
         st.warning("The benchmark was cancelled.", icon=":material/stop_circle:")
     else:
-        bm = job.result
+        run = job.result
+        bm = run.benchmark
 if bm is None:
     if job is None:
         st.caption("Pick a question set and configurations, then run.")
@@ -314,23 +315,11 @@ _html_download("Heat map (HTML)", heat, f"questions_{metric}.html", "bm_dl_heat_
 st.subheader("Agreement and coverage", anchor=False)
 corpus = st.selectbox("Corpus", list(bm.corpora), key="bm_corpus") if len(bm.corpora) > 1 else bm.corpora[0]
 corpus_doc = run_qset.document(corpus)
-lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
-chunkings, kept_tags = [], []
-for tag, r in zip(tags, bm.results):
-    try:
-        if r.config.name in lm_names:
-            ch = model_chunking(corpus_doc, r.config, session_lm(), "bm")
-        else:
-            ch = chunk_document(corpus_doc, corpus_doc.id, r.config)
-    except (NotCached, ChunkLabError):
-        st.caption(f"{tag} is left out of the agreement maps: its chunks need the language model.")
-        continue
-    chunkings.append(ch)
-    kept_tags.append(tag)
+chunkings = run.chunkings[corpus]
 tolerance = st.slider("Boundary tolerance (characters)", 0, 200, 0, 5, key="bm_tolerance",
                       help="Two boundaries this close count as the same cut")
 if len(chunkings) >= 2:
-    fig_b, fig_o, _, _ = agreement_heatmaps(chunkings, kept_tags, tolerance)
+    fig_b, fig_o, _, _ = agreement_heatmaps(chunkings, tags, tolerance)
     a1, a2 = st.columns(2)
     with a1:
         st.plotly_chart(fig_b, key="bm_agree_bounds", config=_PLOT)

@@ -5,6 +5,8 @@ Chroma server may be slow); CP runs the language model in another. Page runs onl
 (the cached chunkings of the Compare page), score spans and draw.
 """
 
+import logging
+
 import streamlit as st
 
 from backend.errors import ChunkLabError
@@ -50,6 +52,7 @@ _QUERY, _K = "ret_query", "ret_k"
 _PASTE = "ret_paste"
 _ANSWER = "ret_answer"
 MAX_PER_ROW = 4
+_log = logging.getLogger(__name__)
 
 
 def _reset_for(doc_id: str) -> None:
@@ -74,6 +77,9 @@ def _chunkings(doc, entries) -> tuple[dict, list[str]]:
             notes.append(f"{e['tag']} needs the language model: open it on the Compare page first")
         except ChunkLabError as err:
             notes.append(f"{e['tag']}: {one_line(str(err))}")
+        except Exception as err:  # one failing chunker must not hide the others (as on Compare)
+            _log.exception("chunking with %s failed", e["config"].label)
+            notes.append(f"{e['tag']}: {one_line(f'{type(err).__name__}: {err}')}")
     return out, notes
 
 
