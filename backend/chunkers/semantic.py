@@ -47,7 +47,7 @@ import numpy as np
 from backend.chunkers._packing import _SUBSENTENCE_SEPARATORS
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
-from backend.chunkers.recursive import enforce_size, recursive_spans
+from backend.chunkers.recursive import _strip, enforce_size, recursive_spans
 from backend.document import Document
 from backend.errors import ParameterError
 from backend.tokenizers import SpanCounter
@@ -239,11 +239,34 @@ def _capped(
         if cap is None or n <= cap:
             out.append((s, e, n))
         elif a == b:
-            out.extend(enforce_size(text, [(s, e)], counter.tokenizer, cap, _SUBSENTENCE_SEPARATORS, counter))
+            out.extend(_fit(text, s, e, counter, cap))
         else:
             k = a + int(np.argmax(distances[a:b]))  # the first of equal maxima
             stack.append((k + 1, b))
             stack.append((a, k))
+    return out
+
+
+def _fit(text: str, s: int, e: int, counter: SpanCounter, cap: int) -> list[tuple[int, int, int]]:
+    """One unit over ``cap`` split at clause marks, words, then tokens; then characters for what still does not fit.
+
+    The last step is for tiny caps only: a token window stripped of its leading space can
+    count one token more than it did inside the text (``" burned"`` is one token, ``"burned"`` two).
+    """
+    out: list[tuple[int, int, int]] = []
+    for a, b, n in enforce_size(text, [(s, e)], counter.tokenizer, cap, _SUBSENTENCE_SEPARATORS, counter):
+        if n <= cap or b - a == 1:
+            out.append((a, b, n))
+            continue
+        i = a
+        while i < b:
+            j = i + 1
+            while j < b and counter.count(i, j + 1) <= cap:
+                j += 1
+            x, y = _strip(text, i, j)
+            if y > x:
+                out.append((x, y, counter.count(x, y)))
+            i = j
     return out
 
 
