@@ -8,7 +8,8 @@ Subcommands:
     info FILE   Document statistics as JSON (characters, tokens, sentences, pages, language…).
     chunk FILE  One JSON object per chunk and line: {"index","start","end","text","tokens"}.
     compare FILE --config SPEC [--config SPEC …]
-                A stats table of several configurations; ``--out DIR`` writes JSONL and CSV.
+                A stats table of several configurations; ``--out DIR`` writes JSONL and CSV;
+                ``--match-length N`` first tunes each to a mean chunk length of N tokens (±5 %).
     ppl FILE    Per-sentence perplexity under a causal LM, one JSON object per sentence and line:
                 {"index","start","end","text","tokens","nll_mean","ppl"}. Served from the on-disk
                 cache of model outputs when this model has scored this exact text before (the
@@ -17,6 +18,9 @@ Subcommands:
     eval, questions, index, query
                 The retrieval lab (Chroma store, question sets, the Chroma report's
                 metrics): see :mod:`backend.cli_retrieval`.
+    metrics FILE --chunker NAME
+                MoC's Boundary Clarity, Chunk Stickiness and dissimilarity as one JSON object:
+                see :mod:`backend.cli_quality`.
 
 Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
 2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
@@ -34,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn, Sequence, TextIO
 
-from backend import cli_retrieval
+from backend import cli_quality, cli_retrieval
 from backend.errors import ChunkLabError, InputError, ParameterError
 
 __all__ = ["main", "build_parser"]
@@ -100,11 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="'NAME key=value … [tokenizer=T]', e.g. 'recursive chunk_size=200' (repeatable)",
     )
     p_cmp.add_argument("--out", type=Path, help="folder for <config>.jsonl and <config>.csv files")
+    p_cmp.add_argument(
+        "--match-length",
+        type=_positive_float,
+        metavar="N",
+        help="tune each configuration's length parameter to a mean chunk length of N tokens (±5%%) first",
+    )
     _add_model_flags(p_cmp)
     _add_embedder_flag(p_cmp)
 
     _add_model_commands(sub)
     cli_retrieval.add_commands(sub)
+    cli_quality.add_commands(sub)
     return parser
 
 
@@ -115,6 +126,16 @@ def _positive_int(raw: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}")
+    return value
+
+
+def _positive_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw!r}")
     return value
 
 
@@ -204,6 +225,8 @@ def _write(text: str) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.command in cli_retrieval.COMMANDS:
         return cli_retrieval.run(args)
+    if args.command in cli_quality.COMMANDS:
+        return cli_quality.run(args)
     if args.command == "chunkers":
         from backend.chunkers import chunker_specs
 
@@ -256,9 +279,19 @@ def _compare(args: argparse.Namespace) -> None:
 
     chunkers = [_parse_config(spec) for spec in args.config]
     doc = _load(args.file)
+    matches = None
     with _model_context(args, chunkers) as context:
-        results = [c.chunk(doc, context) for c in chunkers]
+        if args.match_length is not None:
+            from backend.match_length import match_length
+
+            matches = [match_length(doc, c.config, args.match_length, context=context) for c in chunkers]
+            results = [m.chunking for m in matches]
+        else:
+            results = [c.chunk(doc, context) for c in chunkers]
     rows = chunking_stats(results)
+    if matches is not None:
+        for row, m in zip(rows, matches):
+            row["match"] = m.to_json()
     _write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -95,6 +95,14 @@ class Chunker(ABC):
     family: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
     needs: ClassVar[tuple[str, ...]] = ()  # models it runs: ("lm",) for a language model
+    # The parameter that sets chunk length, tuned by "match lengths" (None: chunk_size if it has one).
+    length_param: ClassVar[str | None] = None
+
+    @classmethod
+    def length_parameter(cls) -> Param | None:
+        """The :class:`Param` that controls chunk length (larger value, longer chunks), if any."""
+        name = cls.length_param or "chunk_size"
+        return next((p for p in cls.params if p.name == name), None)
 
     def __init__(self, tokenizer: str | Tokenizer = "cl100k", **params: Any) -> None:
         self.tokenizer: Tokenizer = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
@@ -210,6 +218,7 @@ def chunker_specs() -> list[dict[str, Any]]:
                 "name": name,
                 "family": cls.family,
                 "needs": list(cls.needs),
+                "length_param": (lp.name if (lp := cls.length_parameter()) is not None else None),
                 "summary": doc.split("\n", 1)[0],
                 "doc": doc,
                 "params": [p.to_json() for p in cls.params],

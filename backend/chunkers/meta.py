@@ -158,6 +158,7 @@ class PPLChunker(_PPLBase):
 
     name = "ppl"
     params = _rule_params(0.5)
+    length_param = "threshold"
 
 
 @register
@@ -171,6 +172,7 @@ class PPLCombinedChunker(_PPLBase):
 
     name = "ppl_combined"
     params = _rule_params(0.0) + (_TARGET,)
+    length_param = "target_length"
     _combined = True
 
 
@@ -184,6 +186,7 @@ class PPLOverlapChunker(_PPLBase):
 
     name = "ppl_overlap"
     params = _rule_params(0.5)
+    length_param = "threshold"
     _overlap = True
 
 
@@ -251,6 +254,7 @@ class MarginSamplingChunker(Chunker):
     name = "margin_sampling"
     family = "meta-chunking"
     needs = ("lm",)
+    length_param = "target_length"
     params = (
         Param("unit", "str", "chunk", "Compare the next sentence with the chunk so far or the previous sentence.",
               choices=("chunk", "sentence")),
