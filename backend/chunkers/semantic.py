@@ -352,7 +352,7 @@ def _band_rewards(vectors: np.ndarray, width: int) -> np.ndarray:
     mean = (float(total @ total) - float(np.einsum("ij,ij->", e, e))) / 2 / pairs if pairs else 0.0
     # B[j, t] = sim(j, j+t) - mean for t >= 1; C[j, d] = sum of B[j, 1..d].
     band = np.zeros((n, width))
-    for t in range(1, width):
+    for t in range(1, min(width, n)):
         band[: n - t, t] = np.einsum("ij,ij->i", e[: n - t], e[t:]) - mean
     c = np.cumsum(band, axis=1)
     # A[i, u] = C[i-u, u]: row i of the chunk ending at i, read back from its last piece.

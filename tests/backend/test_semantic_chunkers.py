@@ -364,6 +364,43 @@ def test_cluster_dp_equals_brute_force(seed):
     assert reference_objective(vectors, got) == pytest.approx(best, abs=1e-9)
 
 
+def reference_segmentation(vectors: np.ndarray, max_cluster_size: int):
+    """The reference code's ``_optimal_segmentation``, transcribed: ``(clusters, dp)``."""
+    matrix = vectors @ vectors.T
+    matrix = matrix - np.mean(matrix[np.triu_indices(matrix.shape[0], k=1)])
+    np.fill_diagonal(matrix, 0)
+    n = matrix.shape[0]
+    dp = np.zeros(n)
+    segmentation = np.zeros(n, dtype=int)
+    for i in range(n):
+        for size in range(1, max_cluster_size + 1):
+            if i - size + 1 >= 0:
+                reward = np.sum(matrix[i - size + 1 : i + 1, i - size + 1 : i + 1])
+                if i - size >= 0:
+                    reward += dp[i - size]
+                if reward > dp[i]:
+                    dp[i] = reward
+                    segmentation[i] = i - size + 1
+    clusters, i = [], n - 1
+    while i >= 0:
+        clusters.append((int(segmentation[i]), i))
+        i = segmentation[i] - 1
+    return clusters[::-1], dp
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_cluster_dp_matches_the_reference_code_where_its_recursion_is_sound(seed):
+    rng = np.random.default_rng(100 + seed)
+    n, k = int(rng.integers(3, 30)), int(rng.integers(1, 9))
+    vectors = rng.normal(size=(n, 8)) + np.repeat(rng.normal(size=(3, 8)) * 2, -(-n // 3), axis=0)[:n]
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ref, dp = reference_segmentation(vectors, k)
+    got = cluster_segmentation(vectors, np.ones((n, k), dtype=bool))
+    assert reference_objective(vectors, got) >= reference_objective(vectors, ref) - 1e-9
+    if all(b - a < k for a, b in ref) and (dp[1:] > 0).all():
+        assert got == ref
+
+
 def test_cluster_groups_two_obvious_topics(uncached):
     bread = "Bread is made from flour, water, salt and yeast, and the dough must rest before it is shaped. "
     rain = "Rain fell all night over the valley and by morning the river had flooded the low fields. "
