@@ -24,13 +24,13 @@ sys.path.insert(0, str(ROOT))
 
 from backend.chunkers import make_chunker  # noqa: E402
 from backend.chunkers.semantic import (  # noqa: E402
+    DistanceCurve,
     _allowed,
     capped_threshold,
     cluster_segmentation,
     forced_cuts,
     piece_spans,
     semantic_spans,
-    DistanceCurve,
 )
 from backend.document import Document  # noqa: E402
 from backend.tokenizers import SpanCounter, get_tokenizer  # noqa: E402
