@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -59,6 +60,7 @@ __all__ = [
     "METRIC_LABELS",
     "RET_STYLE",
     "Layer",
+    "md_text",
     "config_color",
     "highlight_html",
     "layers_legend_html",
@@ -110,6 +112,14 @@ RET_STYLE = """
   margin-right: 0.3rem; }
 </style>
 """
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:])")
+
+
+def md_text(text: str) -> str:
+    """``text`` (a query, a model or corpus name) safe to place in Markdown: special characters escaped, one line."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
 def config_color(uid: int) -> str:

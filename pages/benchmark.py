@@ -31,6 +31,7 @@ from components.retrieval import (
     coverage_strip,
     figure_html,
     generation_job,
+    md_text,
     metric_bars,
     per_corpus_frame,
     per_question_frame,
@@ -155,7 +156,7 @@ def _generation_panel(doc):
     st.caption(
         f"**{len(shown.questions)}** kept of {len(gen.candidates)} candidates ({gen.attempts} attempts, "
         f"{len(gen.rejected)} rejected: reply unparseable or an excerpt not in the document) · "
-        f"model {gen.model} · {gen.seconds:.1f} s"
+        f"model {md_text(gen.model)} · {gen.seconds:.1f} s"
     )
     h1, h2 = st.columns(2)
     with h1:
@@ -197,7 +198,9 @@ doc = current_document()
 
 # --- the question set ---------------------------------------------------------------------------
 st.subheader("Question set", anchor=False)
-source = st.segmented_control("Source", SOURCES, default=SOURCES[0], required=True, key="bm_source")
+source = st.segmented_control(
+    "Source", SOURCES, default=SOURCES[0], required=True, key="bm_source", persist_state="session"
+)
 if source == "Import":
     qset = _import_panel()
 elif source == "Generated":
@@ -210,7 +213,9 @@ else:
 if source == "Generated":
     qset = _generation_panel(doc)
 if qset is not None:
-    st.caption(f"{len(qset)} question(s) over {len(qset.corpus_ids)} corpus/corpora: {', '.join(qset.corpus_ids)}")
+    st.caption(
+        f"{len(qset)} question(s) over {len(qset.corpus_ids)} corpus/corpora: {md_text(', '.join(qset.corpus_ids))}"
+    )
     with st.expander("Questions"):
         st.dataframe(questions_frame(qset), key="bm_questions", hide_index=True)
         st.download_button(
@@ -227,6 +232,7 @@ if held is not None:
     st.session_state["bm_configs"] = [u for u in held if u in by_uid]
 chosen_uids = st.multiselect(
     "Configurations", list(by_uid), default=list(by_uid) if held is None else None, key="bm_configs",
+    persist_state="session",
     format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].label}",
     help="The Compare page's configurations; add more there.",
 )
@@ -242,6 +248,9 @@ cross = r4.toggle("Across corpora", value=True, key="bm_cross",
 run_clicked = st.button("Run benchmark", key="bm_run", type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
 if run_clicked:
+    previous = st.session_state.get(_JOB)
+    if previous is not None and previous.running:
+        previous.cancel()
     lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
     configs = [e["config"] for e in chosen]
     meta = {
@@ -282,7 +291,7 @@ if bm is None:
 tags, colors, run_qset = job.meta["tags"], job.meta["colors"], job.meta["qset"]
 st.subheader("Results", anchor=False)
 st.caption(
-    f"{bm.questions} questions · {len(bm.corpora)} corpus/corpora · embedder {bm.embedder} · "
+    f"{bm.questions} questions · {len(bm.corpora)} corpus/corpora · embedder {md_text(bm.embedder)} · "
     f"{'as many chunks as hold excerpts' if bm.retrieve == -1 else f'{bm.retrieve} chunks'} per question · "
     f"{bm.seconds:.1f} s. Mean ± standard deviation over questions, in %."
 )

@@ -32,6 +32,7 @@ from components.retrieval import (
     hits_frame,
     layers_legend_html,
     live_scores,
+    md_text,
     question_set_zip,
     questions_frame,
     scores_frame,
@@ -149,6 +150,7 @@ chosen_uids = st.multiselect(
     default=list(by_uid)[:MAX_PER_ROW] if held is None else None,
     format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].label}",
     key=_CONFIGS,
+    persist_state="session",
     help="The Compare page's configurations; add more there.",
 )
 chosen = [by_uid[u] for u in chosen_uids]
@@ -171,6 +173,9 @@ if search:
     elif not chunkings:
         st.error("Pick at least one configuration that has chunks.", icon=":material/error:")
     else:
+        for superseded in (st.session_state.get(_CP_JOB), st.session_state.get(_SEARCH_JOB)):
+            if superseded is not None and superseded.running:
+                superseded.cancel()  # its thread stops at its next progress report
         st.session_state[_CP_JOB] = None
         st.session_state[_SEARCH_JOB] = start_job(
             "Searching",
@@ -193,7 +198,7 @@ if job is not None and job.meta.get("doc_id") == doc.id:
 # --- results side by side ----------------------------------------------------------------------
 if hits:
     st.subheader("Top chunks", anchor=False)
-    st.caption(f"Query: {job.meta['query']} · top {job.meta['k']} · distance is cosine (0 = same direction).")
+    st.caption(f"Query: {md_text(job.meta['query'])} · top {job.meta['k']} · distance is cosine (0 = same direction).")
     for col, tag in grid(list(hits), MAX_PER_ROW):
         with col:
             st.html(f"{tag_badge_html(tag, colors[tag])}<b>{esc(labels[tag])}</b>")
@@ -237,6 +242,7 @@ with pick_col:
         "Sentences",
         options,
         key=_PICK,
+        persist_state="session",
         format_func=lambda i: f"{i}: {' '.join(sentences[i].slice(doc.text).split())[:90]}",
         help="Long documents list the sentences of the retrieved chunks only.",
     )
@@ -263,6 +269,8 @@ if hits:
             st.error(lm.error, icon=":material/error:")
         else:
             texts = {t: [doc.text[h.start : h.end] for h in rows] for t, rows in hits.items()}
+            if cp is not None and cp.running:
+                cp.cancel()
             cp = st.session_state[_CP_JOB] = start_model_job(
                 "Computing CP", lm, cp_job(texts, answer.strip()), cp_signature
             )

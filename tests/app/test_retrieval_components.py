@@ -26,6 +26,7 @@ from components.retrieval import (
     highlight_html,
     hits_frame,
     live_scores,
+    md_text,
     metric_bars,
     question_heatmap,
     question_set_zip,
@@ -246,3 +247,7 @@ def test_similarity_histogram_draws_the_threshold() -> None:
     assert list(fig.data[0].x) == [0.1, 0.5, 0.9]
     (line,) = fig.layout.shapes
     assert line.x0 == line.x1 == 0.7
+
+
+def test_md_text_neutralises_markdown() -> None:
+    assert md_text("[x](javascript:alert(1)) *b*\n`c`") == r"\[x\]\(javascript\:alert\(1\)\) \*b\* \`c\`"

@@ -357,7 +357,7 @@ def test_generation_errors_never_show_the_api_key(monkeypatch) -> None:
     job = _wait(at, "bm_gen_job")
     assert job.state == "failed"
     errors = [e.value for e in at.error]
-    assert len(errors) == 1 and "\n" not in errors[0]
+    assert len(errors) == 1 and "\n" not in errors[0], (errors, job.error, [x.value for x in at.subheader])
     shown = [e.value for kind in (at.error, at.warning, at.caption, at.markdown, at.text, at.info) for e in kind]
     assert not any(secret in s for s in shown)
     assert secret not in repr(job.meta) and secret not in (job.error or "")
