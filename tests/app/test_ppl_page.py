@@ -1,0 +1,362 @@
+"""The Meta-Chunking (PPL) page with ``AppTest``: scoring job, θ controls, target length, margin view, Compare.
+
+Every test uses the bundled SmolLM2 on documents of a few sentences, and one output cache
+for the module: the shared document is scored once (by the ``scored`` fixture, through the
+backend), so the tests that only move controls start from a cache hit.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from backend.document import Document
+from tests.conftest import ROOT
+
+TIMEOUT = 120
+TEXT = (
+    "The cat sat on the mat. It was warm by the fire. Then the <b>dog</b> came & barked loudly! "
+    "Stock prices fell sharply on Monday. Investors worried about inflation. The central bank said nothing. "
+    "Meanwhile, the cat went back to sleep. It dreamed of <script>fish</script>. "
+    "Quantum chromodynamics describes the strong force. Gluons bind quarks together."
+)
+_BADGE = re.compile(r'title="chunk (\d+) · (\d+) tokens · chars ([\d,]+)–([\d,]+)"')
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_cache(tmp_path_factory):
+    """One output cache folder for the module's tests (default_cache() follows CHUNKLAB_CACHE_DIR)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path_factory.mktemp("ppl-cache")))
+    mp.delenv("CHUNKLAB_LM", raising=False)
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def scored() -> Document:
+    """TEXT as a document, its token scores in the output cache (scored through the backend)."""
+    from backend.cache import default_cache
+    from backend.models.lm import load_scorer
+    from backend.scoring import document_token_scores
+
+    doc = Document.from_text(TEXT, source="tiny.txt")
+    document_token_scores(doc.text, load_scorer(None), cache=default_cache())
+    return doc
+
+
+def _run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _open(doc: Document, page: str = "pages/ppl.py") -> AppTest:
+    """The app with ``doc`` as the current document, switched to ``page``."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    _run(at)
+    _run(at)  # see tests/app/test_pages.py: the second run settles the widget ids
+    at.session_state["doc"] = doc
+    at.switch_page(page)
+    _run(at)
+    return at
+
+
+def _wait(at: AppTest, key: str, timeout: float = 120) -> object:
+    """Rerun (as the progress fragment's timer does in a browser) until the job at ``key`` ends."""
+    job = at.session_state[key]
+    t0 = time.perf_counter()
+    while job.running and time.perf_counter() - t0 < timeout:
+        time.sleep(0.25)
+        _run(at)
+    assert not job.running, f"{key} still running after {timeout}s"
+    _run(at)
+    return job
+
+
+def _has(at: AppTest, key: str) -> bool:
+    try:
+        at.get_by_key(key)
+    except KeyError:
+        return False
+    return True
+
+
+def _stats(at: AppTest) -> str:
+    (line,) = [m.value for m in at.markdown if "re-chunked in" in m.value]
+    return line
+
+
+def _n_chunks(at: AppTest) -> int:
+    return int(re.match(r"\*\*([\d,]+)\*\* chunk", _stats(at)).group(1).replace(",", ""))
+
+
+def _chunks(at: AppTest, view: str = "ppl_view") -> list[tuple[int, int, int]]:
+    """``(start, end, tokens)`` of every chunk drawn in a document view (from the badges' titles)."""
+    html = "".join(h.value for h in at.get_by_key(view).html)
+    return [(int(a.replace(",", "")), int(b.replace(",", "")), int(n)) for _, n, a, b in _BADGE.findall(html)]
+
+
+def _set_theta(at: AppTest, theta: float) -> None:
+    at.number_input(key="ppl_theta").set_value(theta)
+    _run(at)
+
+
+def _no_model_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every model call fail the test: the controls must only re-chunk cached values."""
+    from backend.models.scorer import LocalScorer
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the page called the model")
+
+    for name in ("token_nll", "conditional_nll", "next_token_probs"):
+        monkeypatch.setattr(LocalScorer, name, refuse)
+
+
+def test_uncached_document_is_scored_in_a_job_then_shows_the_curve() -> None:
+    doc = Document.from_text(f"Run {uuid.uuid4().hex[:8]} starts here. " + TEXT, source="fresh.txt")
+    at = _open(doc)
+    job = at.session_state["ppl_score_job"]
+    assert job.meta["signature"][0] == doc.id
+    if job.running:  # the progress view: bar, ETA and a Cancel button
+        assert at.button(key="ppl_score_cancel")
+        assert not _has(at, "ppl_view")
+    job = _wait(at, "ppl_score_job")
+    assert job.state == "done", job.error
+    assert not at.error
+    assert "SmolLM2" in "".join(t.value for t in at.text) and "(default)" in "".join(t.value for t in at.text)
+    assert len(at.get("plotly_chart")) == 3  # values, drops histogram, θ curve
+    assert at.session_state["ppl_scores"].doc_id == doc.id
+    assert len(at.session_state["ppl_scores"].sentences) == len(doc.sentences)
+    assert _chunks(at) and _chunks(at)[0][0] == doc.sentences[0].start
+
+
+def test_a_cached_document_opens_without_a_job(scored: Document) -> None:
+    at = _open(scored)
+    assert "ppl_score_job" not in at.session_state
+    assert at.session_state["ppl_scores"].doc_id == scored.id
+    assert at.slider(key="ppl_theta_slider").max > 0
+    assert _n_chunks(at) >= 1
+
+
+def test_theta_input_and_slider_rechunk_without_a_model_call(scored: Document, monkeypatch) -> None:
+    at = _open(scored)
+    _no_model_calls(monkeypatch)
+    slider = at.slider(key="ppl_theta_slider")
+    low, high = slider.min, slider.max
+    assert high < 100  # from this document's drops, not a fixed 0..1 (nor the PPL scale)
+
+    _set_theta(at, 0.0)
+    many = _n_chunks(at)
+    assert at.slider(key="ppl_theta_slider").value == 0.0
+    _set_theta(at, high)
+    assert _n_chunks(at) == 1  # past the largest drop: no boundary
+    assert at.slider(key="ppl_theta_slider").value == high
+    assert many > 1
+
+    # The slider writes the exact input back.
+    from components.ppl import snap
+
+    mid = snap((low + high) / 2, low, high, slider.step)
+    at.slider(key="ppl_theta_slider").set_value(mid)
+    _run(at)
+    theta = at.number_input(key="ppl_theta").value
+    assert abs(theta - at.slider(key="ppl_theta_slider").value) < 1e-9
+    assert 1 <= _n_chunks(at) <= many
+
+    # A θ between two slider steps is kept exactly; the chunks follow it, not the slider.
+    from backend.metachunking import boundary_candidates, find_minima, sentence_values
+
+    values = sentence_values(at.session_state["ppl_scores"].nll, "nll")
+    drops = sorted(c.drop for c in boundary_candidates(values, "reference"))
+    exact = drops[0] + 1e-7  # just above the smallest drop: that minimum is no longer a boundary
+    _set_theta(at, exact)
+    assert at.number_input(key="ppl_theta").value == pytest.approx(exact, abs=1e-12)
+    assert _n_chunks(at) == len(find_minima(values, exact, "reference")) + 1
+    assert "ppl_score_job" not in at.session_state  # no job, no model call: only re-chunking
+
+
+def test_value_and_rule_switches_change_the_slider_range(scored: Document, monkeypatch) -> None:
+    at = _open(scored)
+    _no_model_calls(monkeypatch)
+    nll_high = at.slider(key="ppl_theta_slider").max
+    at.segmented_control(key="ppl_value").set_value("ppl")
+    _run(at)
+    assert at.slider(key="ppl_theta_slider").max > nll_high  # perplexity drops are larger
+    at.segmented_control(key="ppl_rule").set_value("paper")
+    _run(at)
+    _set_theta(at, -0.5)  # a negative θ is allowed (the paper rule then cuts at non-minima too)
+    assert _n_chunks(at) >= 1
+    assert not at.error
+
+
+def test_target_length_keeps_chunks_within_the_target(scored: Document, monkeypatch) -> None:
+    from backend.chunkers.meta import ppl_spans
+    from backend.metachunking import sentence_values
+    from backend.tokenizers import get_tokenizer
+
+    at = _open(scored)
+    _no_model_calls(monkeypatch)
+    _set_theta(at, 0.0)
+    target = 25
+    at.number_input(key="ppl_target").set_value(target)
+    _run(at)
+    assert at.toggle(key="ppl_overlap").disabled  # overlap does not combine with a target
+    assert at.button(key="ppl_add").label == "Add ppl_combined to Compare"
+    chunks = _chunks(at)
+    values = sentence_values(at.session_state["ppl_scores"].nll, "nll")
+    meta = {(s, e) for s, e, _ in ppl_spans(scored, values, get_tokenizer("cl100k"), threshold=0.0)}
+    assert len(chunks) > 1
+    for start, end, tokens in chunks:
+        assert tokens <= target or (start, end) in meta, (start, end, tokens)
+    assert sum(1 for _, _, n in chunks if n > target) == sum(1 for s, e, n in ppl_spans(
+        scored, values, get_tokenizer("cl100k"), threshold=0.0) if n > target)
+
+
+def test_overlap_add_to_compare_and_exports(scored: Document, monkeypatch) -> None:
+    from components.ppl import values_csv
+
+    at = _open(scored)
+    _no_model_calls(monkeypatch)
+    _set_theta(at, 0.0)
+    at.toggle(key="ppl_overlap").set_value(True)
+    _run(at)
+    chunks = _chunks(at)
+    assert any(a[1] > b[0] for a, b in zip(chunks, chunks[1:]))  # a boundary sentence is in two chunks
+    assert 'class="cl-ov"' in "".join(h.value for h in at.get_by_key("ppl_view").html)
+    assert {b.key for b in at.get("download_button")} >= {"ppl_dl_values", "ppl_dl_chunks"}
+
+    at.button(key="ppl_add").click()
+    _run(at)
+    added = at.session_state["configs"][-1]["config"]
+    assert added.name == "ppl_overlap"
+    assert added.params_dict == {"threshold": 0.0, "rule": "reference", "value": "nll"}
+
+    # Compare shows it at once: the scores are cached, no job starts.
+    at.switch_page("pages/compare.py")
+    _run(at)
+    assert "cmp_lm_job" not in at.session_state
+    uid = at.session_state["configs"][-1]["uid"]
+    card = " ".join(c.value for c in at.get_by_key(f"cmp_card_{uid}").caption)
+    assert f"**{len(chunks)}** chunks" in card
+
+    # The per-sentence CSV: one row per sentence, the boundary flags where the chunks end.
+    from backend.metachunking import boundary_candidates, find_minima, sentence_values
+
+    scores = at.session_state["ppl_scores"]
+    values = sentence_values(scores.nll, "nll")
+    cands = boundary_candidates(values, "reference")
+    kept = find_minima(values, 0.0, "reference")
+    from backend.chunking import Chunk, ChunkerConfig, Chunking
+
+    chunking = Chunking(ChunkerConfig.make("ppl"), tuple(Chunk(i, s, e, scored.text[s:e], n)
+                                                         for i, (s, e, n) in enumerate(chunks)), 0.0, scored.id, len(TEXT))
+    rows = values_csv(scored, scores, values, cands, kept, chunking, "nll").splitlines()
+    assert rows[0].startswith("index,start,end,tokens,nll_mean,ppl,nll,drop,boundary,chunk,text")
+    assert len(rows) == 1 + len(scored.sentences)
+    assert sum(int(r.split(",")[8]) for r in rows[1:]) == len(kept)
+
+
+def test_compare_runs_an_uncached_ppl_configuration_in_a_job() -> None:
+    doc = Document.from_text(f"Compare run {uuid.uuid4().hex[:8]}. " + TEXT, source="cmp.txt")
+    at = _open(doc, "pages/compare.py")
+    _run(at)
+    assert "ppl · meta-chunking" in at.selectbox(key="cmp_new_chunker").options  # from the registry
+    at.selectbox(key="cmp_new_chunker").set_value("ppl")
+    _run(at)
+    at.number_input(key="cmp_new_ppl_threshold").set_value(0.2)
+    at.button(key="cmp_new_submit").click()
+    _run(at)
+    uid = at.session_state["configs"][-1]["uid"]
+    assert at.session_state["configs"][-1]["config"].name == "ppl"
+    job = at.session_state["cmp_lm_job"]  # started on its own; the page did not wait for it
+    if job.running:
+        assert "Waiting for" in " ".join(c.value for c in at.get_by_key(f"cmp_card_{uid}").caption)
+    job = _wait(at, "cmp_lm_job")
+    assert job.state == "done", job.error
+    card = " ".join(c.value for c in at.get_by_key(f"cmp_card_{uid}").caption)
+    assert "chunks" in card and "Waiting" not in card
+    assert not at.error
+
+
+def test_margin_view_runs_on_a_tiny_document() -> None:
+    doc = Document.from_text("Tea is hot. Rain fell on the roof. Stocks crashed today.", source="margin.txt")
+    at = _open(doc)
+    if "ppl_score_job" in at.session_state:
+        _wait(at, "ppl_score_job")
+    assert at.button(key="ppl_margin_run").label == "Run margin sampling (2 model calls)"
+    at.button(key="ppl_margin_run").click()
+    _run(at)
+    job = _wait(at, "ppl_margin_job")
+    assert job.state == "done", job.error
+    steps = at.session_state["ppl_margin"].steps
+    assert [s.index for s in steps] == [1, 2]
+    assert all(-1 <= s.margin <= 1 for s in steps)
+    assert steps[0].threshold == 0.0  # the adaptive threshold starts at 0
+    assert len(at.get("plotly_chart")) == 4
+    chunks = _chunks(at, "ppl_margin_view")
+    assert len(chunks) == 1 + sum(s.split for s in steps)
+    at.button(key="ppl_margin_add").click()
+    _run(at)
+    assert at.session_state["configs"][-1]["config"].name == "margin_sampling"
+
+    # The other unit is another result: it needs its own run.
+    at.segmented_control(key="ppl_margin_unit").set_value("sentence")
+    _run(at)
+    assert _has(at, "ppl_margin_run") and not _has(at, "ppl_margin_view")
+
+    # Another session asking for the same margins reads them from the cache: no model call.
+    again = _open(doc)
+    again.button(key="ppl_margin_run").click()
+    _run(again)
+    _run(again)
+    assert again.session_state["ppl_margin_job"].label == "from the cache"
+    assert _chunks(again, "ppl_margin_view") == chunks
+
+
+def test_bad_inputs_give_one_line_messages(scored: Document, monkeypatch) -> None:
+    # No sentences: a message, no job.
+    at = _open(Document.from_text("   \n  ", source="blank.txt"))
+    assert [i.value for i in at.info] == ["This document has no sentences to score."]
+    assert "ppl_score_job" not in at.session_state
+
+    # A default model that does not exist: one line naming it, no job, no traceback.
+    monkeypatch.setenv("CHUNKLAB_LM", "/no/such/model.gguf")
+    at = _open(scored)
+    (error,) = [e.value for e in at.error]
+    assert "/no/such/model.gguf" in error and "\n" not in error
+    assert "ppl_score_job" not in at.session_state
+    monkeypatch.delenv("CHUNKLAB_LM")
+
+    # Aiming at an unreachable length picks the nearest reachable θ.
+    at = _open(scored)
+    _no_model_calls(monkeypatch)
+    at.number_input(key="ppl_aim").set_value(1_000_000)
+    at.button(key="ppl_aim_apply").click()
+    _run(at)
+    assert _n_chunks(at) == 1
+    assert any("aimed at 1,000,000" in t.value for t in at.toast)
+
+
+def test_one_sentence_document_stays_one_chunk() -> None:
+    doc = Document.from_text("Just one sentence here, nothing else.", source="one.txt")
+    at = _open(doc)
+    if "ppl_score_job" in at.session_state:
+        _wait(at, "ppl_score_job")
+    assert any("stays one chunk" in i.value for i in at.info)
+    assert _n_chunks(at) == 1
+    assert not at.error
+
+
+def test_document_text_is_escaped(scored: Document) -> None:
+    at = _open(scored)
+    view = "".join(h.value for h in at.get_by_key("ppl_view").html)
+    assert "&lt;b&gt;dog&lt;/b&gt; came &amp; barked" in view and "<b>dog</b>" not in view
+    assert "&lt;script&gt;fish&lt;/script&gt;" in view and "<script>" not in view
+    chart = at.get("plotly_chart")[0].proto.spec
+    # Plotly's JSON writes "/" as \u002f: look for the escaped opening tag.
+    assert "&lt;b&gt;dog" in chart and "<b>dog" not in chart and "<script>" not in chart
