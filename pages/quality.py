@@ -6,6 +6,7 @@ rule, the BC mode, δ, the graph — recomputes from those scores in session sta
 model call.
 """
 
+import logging
 import os
 import time
 
@@ -48,6 +49,7 @@ _JOB = "qual_job"
 METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness", "ds": "DS — dissimilarity"}
 K_GRID = [round(0.05 * i, 2) for i in range(31)]  # 0 … 1.5, the K slider's range
 GRAPHS_PER_ROW = 3
+_log = logging.getLogger(__name__)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -156,6 +158,9 @@ for e in entries:
         pending.append(e)
     except ChunkLabError as err:
         st.error(f"{e['tag']}: {one_line(str(err))}", icon=":material/error:")
+    except Exception as err:  # one failing chunker must not hide the others: one line, logged
+        _log.exception("chunking with %s failed", e["config"].label)
+        st.error(f"{e['tag']}: {one_line(f'{type(err).__name__}: {err}')}", icon=":material/error:")
     else:
         ok.append((e, ch))
 if pending:
@@ -215,12 +220,14 @@ if missing:
         )
     else:
         st.info(f"{tags}: the chunks need embedding for DS ({emb_name}); it takes seconds.", icon=":material/schedule:")
+    # The job covers every configuration (cached ones are read back at once), so its signature does not
+    # change while it runs and fills the cache configuration by configuration.
     signature = (
-        "quality", doc.id, lm.identity if lm else None, emb_fp, tuple(e["config"] for e, _ in missing), complete, window,
+        "quality", doc.id, lm.identity if lm else None, emb_fp, tuple(e["config"] for e, _ in ok), complete, window,
         tuple(sorted(metrics)),
     )
     load_embedder = _embedder_loader() if needs_embedder else None
-    chunkings = [ch for _, ch in missing]
+    chunkings = [ch for _, ch in ok]
     n_tok = cost["tokens"]
 
     def _start():
@@ -241,7 +248,7 @@ if missing:
     )
     if job is not None:
         results, seconds = job.result
-        for (e, _ch), (table, vectors) in zip(missing, results):
+        for (e, _ch), (table, vectors) in zip(ok, results):
             if table is not None:
                 store[_table_key(e["config"])] = table
             if vectors is not None:

@@ -1,0 +1,273 @@
+"""The Quality page with ``AppTest``: cost shown before a run, scoring job, cache-only reopen, live K, match lengths.
+
+The bundled SmolLM2 and MiniLM score a short document cut into a few chunks by two
+configurations; one output cache serves the whole module, so the tests after the first
+scoring start from cache hits. (Until the router lists the page, the tests add it to the
+navigation themselves.)
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import components.layout as layout
+from backend.document import Document
+from backend.quality import boundary_clarity, chunk_stickiness
+from components.state import normalized_config
+from tests.conftest import ROOT
+
+TIMEOUT = 120
+TEXT = (
+    "The cat sat on the <b>mat</b> & slept. It was warm by the fire. "
+    "Stock prices fell sharply on Monday. Investors worried about inflation. "
+    "Quantum chromodynamics describes the strong force."
+)
+CONFIGS = (("recursive", {"chunk_size": 16, "chunk_overlap": 0}), ("fixed_token", {"chunk_size": 20, "chunk_overlap": 0}))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_setup(tmp_path_factory):
+    """One output cache for the module, the default models, and the page in the navigation."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path_factory.mktemp("quality-cache")))
+    mp.delenv("CHUNKLAB_LM", raising=False)
+    mp.delenv("CHUNKLAB_EMBEDDER", raising=False)
+    original = layout.page_list
+
+    def pages() -> list:
+        listed = original()
+        if not any(p.title == "Quality" for p in listed):
+            listed.append(st.Page("pages/quality.py", title="Quality", icon=":material/insights:"))
+        return listed
+
+    mp.setattr(layout, "page_list", pages)
+    yield
+    mp.undo()
+
+
+def _entries() -> list[dict]:
+    return [{"uid": i, "tag": "AB"[i], "config": normalized_config(n, p)} for i, (n, p) in enumerate(CONFIGS)]
+
+
+@pytest.fixture(scope="module")
+def scored() -> Document:
+    """TEXT with both configurations' pairs and embeddings in the output cache (scored through the backend)."""
+    from backend.cache import default_cache
+    from backend.chunkers import run_chunker
+    from backend.models.embedder import load_embedder
+    from backend.models.lm import load_scorer
+    from components.quality import score_chunkings
+
+    doc = Document.from_text(TEXT, source="quality.txt")
+    chunkings = [run_chunker(doc, e["config"]) for e in _entries()]
+    assert all(2 <= len(ch.chunks) <= 4 for ch in chunkings), [len(ch.chunks) for ch in chunkings]
+    score_chunkings(
+        chunkings, scorer=load_scorer(None), embedder=lambda: load_embedder(None), complete=True, window=None,
+        cache=default_cache(),
+    )
+    return doc
+
+
+def _run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _open(doc: Document, page: str = "pages/quality.py") -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    _run(at)
+    _run(at)  # see tests/app/test_pages.py: the second run settles the widget ids
+    at.session_state["doc"] = doc
+    at.session_state["configs"] = _entries()
+    at.session_state["configs_next_uid"] = len(CONFIGS)
+    at.switch_page(page)
+    _run(at)
+    return at
+
+
+def _wait(at: AppTest, key: str, timeout: float = 240) -> object:
+    job = at.session_state[key]
+    t0 = time.perf_counter()
+    while job.running and time.perf_counter() - t0 < timeout:
+        time.sleep(0.25)
+        _run(at)
+    assert not job.running, f"{key} still running after {timeout}s"
+    _run(at)
+    return job
+
+
+def _has(at: AppTest, key: str) -> bool:
+    try:
+        at.get_by_key(key)
+    except KeyError:
+        return False
+    return True
+
+
+def _frame(at: AppTest, column: str):
+    """The one data frame on the page that has ``column`` (AppTest's data frames carry no key)."""
+    (frame,) = [d.value for d in at.dataframe if column in d.value.columns]
+    return frame
+
+
+def _table(at: AppTest):
+    return _frame(at, "cs_complete")
+
+
+def _no_model_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    from backend.models.embedder import Embedder
+    from backend.models.scorer import LocalScorer
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the page called a model")
+
+    for name in ("token_nll", "conditional_nll", "next_token_probs"):
+        monkeypatch.setattr(LocalScorer, name, refuse)
+    monkeypatch.setattr(Embedder, "embed", refuse)
+
+
+def test_uncached_run_shows_its_cost_then_scores_in_a_job() -> None:
+    doc = Document.from_text(f"Run {uuid.uuid4().hex[:8]} begins. " + TEXT, source="fresh.txt")
+    at = _open(doc)
+    assert [t.value for t in at.title] == ["Quality"]
+    (info,) = [i.value for i in at.info if "model passes" in i.value]
+    assert "tokens/s" in info and "≈" in info
+    assert "qual_job" not in at.session_state  # a long run never starts on its own
+    assert not [d for d in at.dataframe if "cs_complete" in d.value.columns]
+    # BC and DS only: adjacent pairs, so the run stays short on a busy CPU (CS is checked on cached scores below).
+    at.multiselect(key="qual_metrics").set_value(["bc", "ds"])
+    _run(at)
+    at.button(key="qual_run").click()
+    _run(at)
+    job = _wait(at, "qual_job")
+    assert job.state == "done", job.error
+    assert not at.error
+    table = _table(at)
+    assert list(table["chunker"]) == [e["config"].label for e in _entries()]
+    for col in ("bc", "ds"):
+        assert np.isfinite(table[col].astype(float)).all(), col
+    assert table["cs_complete"].isna().all()
+    assert _has(at, "qual_bc_chart") and _has(at, "qual_csv") and not _has(at, "qual_cs_k")
+
+
+def test_cached_document_opens_without_a_job_and_matches_the_backend(scored: Document, monkeypatch) -> None:
+    _no_model_calls(monkeypatch)  # the cache-only lookup must need no model
+    at = _open(scored)
+    assert "qual_job" not in at.session_state
+    assert not at.error
+    table = _table(at)
+    store = at.session_state["qual_store"]
+    tables = [v for k, v in store.items() if k != "doc" and k[0] == "table"]
+    assert len(tables) == 2
+    for e in _entries():
+        assert _has(at, f"qual_graph_{e['uid']}") and _has(at, f"qual_graph_html_{e['uid']}")
+    assert _has(at, "qual_bc_chart") and _has(at, "qual_cs_k")
+    for (_, row), t in zip(table.iterrows(), tables):
+        assert float(row["bc"]) == pytest.approx(float(np.mean(boundary_clarity(t, "reference"))), abs=1e-9)
+        assert float(row["cs_complete"]) == pytest.approx(chunk_stickiness(t, 0.8), abs=1e-9)
+
+
+def test_k_rule_and_mode_recompute_with_no_model_call(scored: Document, monkeypatch) -> None:
+    at = _open(scored)
+    _no_model_calls(monkeypatch)
+    tables = [v for k, v in at.session_state["qual_store"].items() if k != "doc" and k[0] == "table"]
+    for K in (0.0, 0.3, 1.2):
+        at.slider(key="qual_K").set_value(K)
+        _run(at)
+        got = [float(x) for x in _table(at)["cs_complete"]]
+        assert got == pytest.approx([chunk_stickiness(t, K) for t in tables], abs=1e-9)
+    at.segmented_control(key="qual_cs_rule").set_value("reference")
+    at.number_input(key="qual_delta").set_value(1)
+    _run(at)
+    got = [float(x) for x in _table(at)["cs_incomplete"]]
+    assert got == pytest.approx(
+        [chunk_stickiness(t, 1.2, rule="reference", graph="incomplete", delta=1) for t in tables], abs=1e-9
+    )
+    at.segmented_control(key="qual_bc_mode").set_value("paper")
+    at.segmented_control(key="qual_graph").set_value("incomplete")
+    _run(at)
+    got = [float(x) for x in _table(at)["bc"]]
+    assert got == pytest.approx([float(np.mean(boundary_clarity(t, "paper"))) for t in tables], abs=1e-9)
+    assert "qual_job" not in at.session_state and not at.error
+
+
+def test_bc_only_needs_no_embedder_and_a_window_changes_the_cost(scored: Document) -> None:
+    at = _open(scored)
+    at.multiselect(key="qual_metrics").set_value(["bc"])
+    _run(at)
+    table = _table(at)
+    assert np.isfinite(table["bc"].astype(float)).all()
+    assert table["ds"].isna().all() and table["cs_complete"].isna().all()
+    assert not _has(at, "qual_cs_k")
+    assert at.number_input(key="qual_window").disabled  # the window only applies to CS
+    at.multiselect(key="qual_metrics").set_value(["bc", "cs"])
+    _run(at)
+    at.number_input(key="qual_window").set_value(1)
+    _run(at)  # pairs with |i - j| <= 1, all cached: nothing to run
+    assert not [i for i in at.info if "model passes" in i.value]
+    assert np.isfinite(_table(at)["cs_complete"].astype(float)).all()
+    assert any("pair window w = 1" in c.value for c in at.caption)
+    at.multiselect(key="qual_metrics").set_value([])
+    _run(at)
+    assert [i.value for i in at.info] == ["Pick at least one metric."]
+
+
+def test_match_lengths_then_use_the_tuned_configurations(scored: Document) -> None:
+    at = _open(scored)
+    at.number_input(key="qual_match_target").set_value(12)
+    at.button(key="qual_match_run").click()
+    _run(at)
+    rows = _frame(at, "status")
+    assert list(rows["configuration"]) == ["A", "B"] and set(rows["target"]) == {12}
+    assert all(s in ("within ±5%", "closest reachable") for s in rows["status"])
+    at.button(key="qual_match_apply").click()
+    _run(at)
+    configs = [e["config"] for e in at.session_state["configs"]]
+    assert [c.params_dict["chunk_size"] for c in configs] == [int(v) for v in rows["after"]]
+    assert [e["tag"] for e in at.session_state["configs"]] == ["A", "B"]
+    assert any("Replaced 2 configurations" in s.value for s in at.success)
+
+
+def test_match_lengths_without_a_configuration_is_one_line(scored: Document) -> None:
+    at = _open(scored)
+    at.multiselect(key="qual_match_sel").set_value([])
+    at.button(key="qual_match_run").click()
+    _run(at)
+    assert [e.value for e in at.error] == ["Pick at least one configuration to match."]
+
+
+def test_compare_page_has_the_match_lengths_block(scored: Document) -> None:
+    at = _open(scored, "pages/compare.py")
+    at.number_input(key="cmp_match_target").set_value(30)
+    at.button(key="cmp_match_run").click()
+    _run(at)
+    rows = _frame(at, "status")
+    assert len(rows) == 2 and not at.error
+    assert _has(at, "cmp_match_apply")
+
+
+def test_a_running_scoring_job_can_be_cancelled() -> None:
+    doc = Document.from_text(f"Cancel {uuid.uuid4().hex[:8]} here. " + TEXT, source="cancel.txt")
+    at = _open(doc)
+    at.button(key="qual_run").click()
+    _run(at)
+    job = at.session_state["qual_job"]
+    if job.running:
+        at.button(key="qual_cancel").click()
+        _run(at)
+    t0 = time.perf_counter()
+    while job.running and time.perf_counter() - t0 < 240:
+        time.sleep(0.25)
+        _run(at)
+    _run(at)
+    assert job.state in ("cancelled", "done")
+    if job.state == "cancelled":
+        assert any("cancelled" in w.value for w in at.warning)
+        assert at.button(key="qual_run")  # the run can be started again, never on its own
