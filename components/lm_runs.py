@@ -31,7 +31,7 @@ from backend.document import Document
 from backend.errors import Cancelled, ChunkLabError, ModelError
 from backend.models.types import ModelInfo, Progress, Scorer
 from components.documents import one_line
-from components.models import LM_INFO, Job, _freeze_long_lived, current_scorer, job_progress, start_job
+from components.models import EMB_CHOICE, LM_INFO, Job, _freeze_long_lived, current_scorer, job_progress, start_job
 
 if TYPE_CHECKING:
     from backend.models.types import TokenScores
@@ -76,6 +76,12 @@ class SessionLM:
     scorer: Scorer | None = field(default=None, compare=False, repr=False)
     default: bool = False
     error: str | None = None
+    embedder_spec: str | None = None
+
+    @property
+    def models_key(self) -> str:
+        """What model-backed chunkings are keyed by: the language model and the session's embedder."""
+        return f"{self.identity}|embedder={self.embedder_spec or 'default'}"
 
     @property
     def identity(self) -> str:
@@ -108,12 +114,13 @@ def _default_identity(env_spec: str) -> tuple[str, str | None, str | None]:
 def session_lm() -> SessionLM:
     """The session's language model, or the default (not loaded) when the session has chosen none."""
     info: ModelInfo | None = st.session_state.get(LM_INFO)
+    embedder_spec = st.session_state.get(EMB_CHOICE)
     if info is not None:
         scorer = current_scorer()
         if scorer is not None:
-            return SessionLM(info.name, info.fingerprint, info.kind, scorer)
+            return SessionLM(info.name, info.fingerprint, info.kind, scorer, embedder_spec=embedder_spec)
     name, fingerprint, error = _default_identity(os.environ.get("CHUNKLAB_LM", "").strip())
-    return SessionLM(name, fingerprint, "lm", None, default=True, error=error)
+    return SessionLM(name, fingerprint, "lm", None, default=True, error=error, embedder_spec=embedder_spec)
 
 
 # --- cache-only lookups --------------------------------------------------------------------------
@@ -148,6 +155,29 @@ class _CacheOnlyContext(ModelContext):
             raise NotCached(f"this document has not been scored by {info.name} yet")
         return hit
 
+    def get_embedder(self) -> Any:
+        """Never loads: ``embed`` reads cached vectors without the embedder, a miss ends here."""
+        raise NotCached("these embeddings are not in the output cache yet")
+
+    def get_chat(self) -> Any:
+        """The default chat model's identity, refusing to answer (cached replies are read by key)."""
+        if self.chat is None:
+            from backend.llm import default_chat_model
+
+            self.chat = _RefusingChat(default_chat_model(self.lm, self.device))
+        return self.chat
+
+
+class _RefusingChat:
+    """A chat model with the real one's identity whose every call raises :class:`NotCached`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.fingerprint = inner.fingerprint
+        self.name = inner.name
+
+    def complete(self, *args: Any, **kwargs: Any) -> str:
+        raise NotCached(f"these answers of {self.name} are not in the output cache yet")
+
 
 def _stand_in_info(lm: SessionLM) -> ModelInfo:
     if lm.scorer is not None:
@@ -159,7 +189,7 @@ def cache_only_context(lm: SessionLM) -> ModelContext | None:
     """A context whose model calls raise :class:`NotCached`; None when the fingerprint is unknown."""
     if lm.fingerprint is None:
         return None
-    return _CacheOnlyContext(scorer=_RefusingScorer(_stand_in_info(lm)))
+    return _CacheOnlyContext(scorer=_RefusingScorer(_stand_in_info(lm)), embedder_spec=lm.embedder_spec)
 
 
 def cached_document_scores(lm: SessionLM, text: str) -> TokenScores | None:
@@ -276,7 +306,13 @@ def finished_job(title: str, signature: Hashable, value: Any) -> Job:
     return Job(title, {"signature": signature}, state="done", fraction=1.0, label="from the cache", result=value)
 
 
-def run_configs(doc: Document, configs: Sequence[ChunkerConfig], scorer: Scorer, progress: Progress) -> dict[ChunkerConfig, Chunking | str]:
+def run_configs(
+    doc: Document,
+    configs: Sequence[ChunkerConfig],
+    scorer: Scorer,
+    progress: Progress,
+    embedder_spec: str | None = None,
+) -> dict[ChunkerConfig, Chunking | str]:
     """Run model-backed chunker configurations one after the other (job side).
 
     The model outputs land in the output cache as well, so any page can read them back.
@@ -289,7 +325,9 @@ def run_configs(doc: Document, configs: Sequence[ChunkerConfig], scorer: Scorer,
 
     out: dict[ChunkerConfig, Chunking | str] = {}
     for k, config in enumerate(configs):
-        context = ModelContext(scorer=scorer, progress=scaled_progress(progress, k, len(configs)))
+        context = ModelContext(
+            scorer=scorer, embedder_spec=embedder_spec, progress=scaled_progress(progress, k, len(configs))
+        )
         try:
             out[config] = run_chunker(doc, config, context)
         except Cancelled:
@@ -308,7 +346,7 @@ def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionLM, results_
     """
     from components.cached import chunk_with_model
 
-    held = st.session_state.get(results_key, {}).get((doc.id, lm.identity, config))
+    held = st.session_state.get(results_key, {}).get((doc.id, lm.models_key, config))
     if isinstance(held, str):
         raise ChunkLabError(held)
     if held is not None:
@@ -316,7 +354,7 @@ def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionLM, results_
     context = cache_only_context(lm)
     if context is None:
         raise NotCached(f"{lm.name} has not run on this document yet")
-    return chunk_with_model(doc, doc.id, config, lm.identity, context)
+    return chunk_with_model(doc, doc.id, config, lm.models_key, context)
 
 
 def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerConfig], prefix: str) -> None:
@@ -328,18 +366,26 @@ def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerCo
     :func:`model_chunking`, and the page reruns to show them.
     """
     configs = tuple(configs)
-    signature = (doc.id, lm.identity, configs)
+    signature = (doc.id, lm.models_key, configs)
     results_key = f"{prefix}_lm_results"
     n = len(configs)
     st.caption(
-        f"{n} configuration{'s' if n != 1 else ''} use{'s' if n == 1 else ''} a language model: "
+        f"{n} configuration{'s' if n != 1 else ''} use{'s' if n == 1 else ''} a model: "
         f"running {'it' if n == 1 else 'them'} with {lm.label} in the background."
     )
 
+    from backend.chunkers import REGISTRY
+
+    needs_lm = any("lm" in REGISTRY[c.name].needs for c in configs if c.name in REGISTRY)
+
     def start() -> Job:
-        run = lambda scorer, progress, d=doc, c=configs: run_configs(d, c, scorer, progress)  # noqa: E731
+        run = lambda scorer, progress, d=doc, c=configs, e=lm.embedder_spec: run_configs(d, c, scorer, progress, e)  # noqa: E731
         title = f"Running {n} configuration{'s' if n != 1 else ''} with {lm.name}"
-        return start_model_job(title, lm, run, signature)
+        if needs_lm:
+            return start_model_job(title, lm, run, signature)
+        # Embedder or chat models only: nothing loads the scoring model; the context loads what it needs.
+        title = f"Running {n} model-backed configuration{'s' if n != 1 else ''}"
+        return start_job(title, lambda progress: run(None, progress), signature=signature, model=lm.label)
 
     job = model_job_panel(
         f"{prefix}_lm_job", signature, start, run_label=f"Run with {lm.name}", run_key=f"{prefix}_lm_run",
@@ -348,7 +394,7 @@ def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerCo
     if job is None:
         return
     held = {k: v for k, v in st.session_state.get(results_key, {}).items() if k[0] == doc.id}
-    fresh = {(doc.id, lm.identity, config): out for config, out in job.result.items()}
+    fresh = {(doc.id, lm.models_key, config): out for config, out in job.result.items()}
     if any(k not in held for k in fresh):
         held.update(fresh)
         st.session_state[results_key] = held

@@ -251,6 +251,11 @@ def start_job(title: str, fn: Callable[[Progress], Any], **meta: Any) -> Job:
 
     ``fn`` must not call Streamlit (it runs outside any script run).
     """
+    # A job importing a module the script thread is importing at the same moment can be handed
+    # a partially initialized module ("PIL.Image has no attribute Image", seen in the tests):
+    # import the shared heavy ones here first, in the script thread.
+    import PIL.Image  # noqa: F401
+
     job = Job(title, meta)
     job.thread = threading.Thread(target=job._run, args=(fn,), name=f"chunklab-job: {title}", daemon=True)
     job.thread.start()

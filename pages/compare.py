@@ -111,7 +111,7 @@ if st.session_state.get("cmp_doc_id") != doc.id:
         st.session_state.pop(_sel_key(e["uid"]), None)
 
 # Model-backed configurations never run inline: from the cache, else in a background job (below).
-lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
+lm_names = {s["name"] for s in specs() if s.get("needs")}  # any model: run in a background job, never inline
 lm = session_lm() if any(e["config"].name in lm_names for e in entries) else None
 pending: list = []  # entries waiting for the language model
 results: list = []  # (entry, chunking or None, error message or None)

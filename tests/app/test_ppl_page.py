@@ -360,3 +360,31 @@ def test_document_text_is_escaped(scored: Document) -> None:
     chart = at.get("plotly_chart")[0].proto.spec
     # Plotly's JSON writes "/" as \u002f: look for the escaped opening tag.
     assert "&lt;b&gt;dog" in chart and "<b>dog" not in chart and "<script>" not in chart
+
+
+def test_compare_runs_an_embedder_chunker_in_a_job_then_from_the_cache() -> None:
+    """semantic (needs the embedder) never runs inline: a job first, the output cache afterwards."""
+    from backend.chunkers import ModelContext, make_chunker
+
+    doc = Document.from_text(f"Semantic run {uuid.uuid4().hex[:8]}. " + TEXT, source="sem.txt")
+    at = _open(doc, "pages/compare.py")
+    at.selectbox(key="cmp_new_chunker").set_value("semantic")
+    _run(at)
+    at.button(key="cmp_new_submit").click()
+    _run(at)
+    uid = at.session_state["configs"][-1]["uid"]
+    config = at.session_state["configs"][-1]["config"]
+    assert config.name == "semantic"
+    job = _wait(at, "cmp_lm_job")
+    assert job.state == "done", job.error
+    want = make_chunker("semantic", config.params_dict).chunk(doc, ModelContext())
+    card = " ".join(c.value for c in at.get_by_key(f"cmp_card_{uid}").caption)
+    assert f"**{len(want)}** chunks" in card
+
+    # A new session on the same document: served from the output cache, no job.
+    again = _open(doc, "pages/compare.py")
+    again.session_state["configs"] = at.session_state["configs"]
+    _run(again)
+    assert "cmp_lm_job" not in again.session_state
+    card = " ".join(c.value for c in again.get_by_key(f"cmp_card_{uid}").caption)
+    assert f"**{len(want)}** chunks" in card
