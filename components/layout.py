@@ -41,6 +41,9 @@ def page_list() -> list:
         st.Page("pages/document.py", title="Document", icon=":material/description:", default=True),
         st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
         st.Page("pages/ppl.py", title="Meta-Chunking", icon=":material/show_chart:"),
+        st.Page("pages/quality.py", title="Quality", icon=":material/hub:"),
+        st.Page("pages/retrieval.py", title="Retrieval", icon=":material/search:"),
+        st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:"),
         st.Page("pages/models.py", title="Models", icon=":material/memory:"),
     ]
 
