@@ -49,6 +49,7 @@ __all__ = [
     "QualityData",
     "bc_figure",
     "best_cells",
+    "cached_pair_table",
     "cached_vectors",
     "cost_estimate",
     "cs_curve",
@@ -145,6 +146,22 @@ def cached_vectors(cache: Any, fingerprint: str, texts: Sequence[str]) -> np.nda
         return None
     vectors = np.asarray(value["vectors"], dtype=np.float32)
     return vectors if vectors.shape[0] == len(texts) else None
+
+
+def cached_pair_table(
+    texts: Sequence[str], scorer: Any, *, complete: bool, window: int | None, cache: Any
+) -> PairTable:
+    """:func:`~backend.quality.pair_table` through a scorer that refuses to compute: a cache-only lookup.
+
+    The first and the last adjacent pair (needed by every table) are looked up first, so a
+    chunking never scored costs a few cache reads, not n² of them, on every page run.
+    ``scorer``'s refusal (e.g. ``NotCached``) propagates on the first miss.
+    """
+    texts = list(texts)
+    if len(texts) > 3:
+        for probe in (texts[:2], texts[-2:]):
+            pair_table(probe, scorer, complete=False, cache=cache)
+    return pair_table(texts, scorer, complete=complete, window=window, cache=cache)
 
 
 def score_chunkings(

@@ -14,7 +14,7 @@ import streamlit as st
 
 from backend.cache import default_cache
 from backend.errors import ChunkLabError
-from backend.quality import BC_MODES, CS_RULES, DEFAULT_K, pair_table
+from backend.quality import BC_MODES, CS_RULES, DEFAULT_K
 from components.cached import chunk_document, specs
 from components.charts import CONFIG_COLORS
 from components.documents import one_line
@@ -26,6 +26,7 @@ from components.quality import (
     DEFAULT_TOKENS_PER_S,
     QualityData,
     bc_figure,
+    cached_pair_table,
     cached_vectors,
     cost_estimate,
     cs_k_figure,
@@ -192,7 +193,9 @@ for e, ch in ok:
     if needs_scorer and _table_key(e["config"]) not in store:
         if refusing is not None:
             try:
-                store[_table_key(e["config"])] = pair_table(texts, refusing, complete=complete, window=window, cache=cache)
+                store[_table_key(e["config"])] = cached_pair_table(
+                    texts, refusing, complete=complete, window=window, cache=cache
+                )
             except NotCached:
                 pass
     if needs_embedder and emb_fp is not None and _vectors_key(e["config"]) not in store:

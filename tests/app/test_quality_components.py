@@ -35,6 +35,7 @@ from components.quality import (
     QualityData,
     bc_figure,
     best_cells,
+    cached_pair_table,
     cached_vectors,
     cost_estimate,
     cs_curve,
@@ -207,6 +208,43 @@ def test_scores_once_then_k_rule_and_graph_changes_call_no_model(tmp_path) -> No
     # A second scoring of the same chunks is served by the cache alone.
     score_chunkings([ch], scorer=scorer, embedder=None, complete=True, window=None, cache=cache)
     assert scorer.calls == 1
+
+
+class Refusing:
+    """A scorer with LengthScorer's identity that refuses to compute (what a page's lookup uses)."""
+
+    info = LengthScorer.info
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def conditional_nll(self, pairs, *, progress=None):
+        self.calls += 1
+        raise LookupError("not cached")
+
+
+class CountingCache(OutputCache):
+    """An output cache that counts its lookups."""
+
+    gets = 0
+
+    def get(self, key):
+        self.gets += 1
+        return super().get(key)
+
+
+def test_cache_only_lookup_probes_before_reading_every_pair(tmp_path) -> None:
+    texts = [f"Chunk {i} talks about thing {i}." for i in range(12)]
+    cache = CountingCache(tmp_path)
+    with pytest.raises(LookupError):
+        cached_pair_table(texts, Refusing(), complete=True, window=None, cache=cache)
+    assert cache.gets <= 3  # the first probe missed: not 12 + 132 reads
+    scored = pair_table(texts, LengthScorer(), complete=True, cache=cache)
+    refusing = Refusing()
+    got = cached_pair_table(texts, refusing, complete=True, window=None, cache=cache)
+    assert refusing.calls == 0
+    np.testing.assert_array_equal(got.cond, scored.cond)
+    np.testing.assert_array_equal(got.uncond, scored.uncond)
 
 
 def test_window_scores_only_near_pairs(tmp_path) -> None:
