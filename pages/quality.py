@@ -179,37 +179,40 @@ _lookup = cache_only_context(lm) if needs_scorer else None
 refusing = _lookup.scorer if _lookup is not None else None  # a stand-in that raises NotCached on any model call
 
 
-def _table_key(config):
-    return ("table", config, lm.identity if lm else None, complete, window)
+# Keyed by the chunks' spans (on this document), not the configuration: a model-backed chunking
+# changes with the model, and equal chunkings share their scores.
+spans = {e["uid"]: tuple((c.start, c.end) for c in ch.chunks) for e, ch in ok}
 
 
-def _vectors_key(config):
-    return ("vectors", config, emb_fp)
+def _table_key(entry):
+    return ("table", spans[entry["uid"]], lm.identity if lm else None, complete, window)
+
+
+def _vectors_key(entry):
+    return ("vectors", spans[entry["uid"]], emb_fp)
 
 
 missing = []  # (entry, chunking) whose scores or vectors are not known yet
 for e, ch in ok:
     texts = [c.text for c in ch.chunks]
-    if needs_scorer and _table_key(e["config"]) not in store:
+    if needs_scorer and _table_key(e) not in store:
         if refusing is not None:
             try:
-                store[_table_key(e["config"])] = cached_pair_table(
+                store[_table_key(e)] = cached_pair_table(
                     texts, refusing, complete=complete, window=window, cache=cache
                 )
             except NotCached:
                 pass
-    if needs_embedder and emb_fp is not None and _vectors_key(e["config"]) not in store:
+    if needs_embedder and emb_fp is not None and _vectors_key(e) not in store:
         hit = cached_vectors(cache, emb_fp, texts)
         if hit is not None:
-            store[_vectors_key(e["config"])] = hit
-    if (needs_scorer and _table_key(e["config"]) not in store) or (
-        needs_embedder and (emb_fp is None or _vectors_key(e["config"]) not in store)
-    ):
+            store[_vectors_key(e)] = hit
+    if (needs_scorer and _table_key(e) not in store) or (needs_embedder and _vectors_key(e) not in store):
         missing.append((e, ch))
 
 if missing:
     tps = st.session_state.get(_TPS, DEFAULT_TOKENS_PER_S)
-    to_score = [ch for e, ch in missing if needs_scorer and _table_key(e["config"]) not in store]
+    to_score = [ch for e, ch in missing if needs_scorer and _table_key(e) not in store]
     cost = cost_estimate([ch.token_counts for ch in to_score], complete=complete, window=window, tokens_per_s=tps)
     tags = ", ".join(e["tag"] for e, _ in missing)
     if to_score:
@@ -253,9 +256,9 @@ if missing:
         results, seconds = job.result
         for (e, _ch), (table, vectors) in zip(ok, results):
             if table is not None:
-                store[_table_key(e["config"])] = table
+                store[_table_key(e)] = table
             if vectors is not None:
-                store[_vectors_key(e["config"])] = vectors
+                store[_vectors_key(e)] = vectors
         if n_tok >= 2_000 and seconds > 5:  # a short run, or one read from the cache, says little about speed
             st.session_state[_TPS] = n_tok / seconds
         st.session_state.pop(_JOB, None)
@@ -265,8 +268,8 @@ waiting = {e["uid"] for e, _ in missing}
 datas = [
     QualityData(
         e["tag"], e["config"], ch,
-        table=store.get(_table_key(e["config"])) if needs_scorer else None,
-        vectors=store.get(_vectors_key(e["config"])) if needs_embedder else None,
+        table=store.get(_table_key(e)) if needs_scorer else None,
+        vectors=store.get(_vectors_key(e)) if needs_embedder else None,
         complete=complete,
     )
     for e, ch in ok
