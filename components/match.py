@@ -120,7 +120,8 @@ def _on_replace(prefix: str) -> None:
     if outcome is None:
         return
     n = replace_with_tuned(outcome)
-    st.session_state[f"{prefix}_match_note"] = f"Replaced {n} configuration{'s' if n != 1 else ''} with the tuned one{'s' if n != 1 else ''}."
+    plural = "s" if n != 1 else ""
+    st.session_state[f"{prefix}_match_note"] = f"Replaced {n} configuration{plural} with the tuned one{plural}."
     st.session_state.pop(f"{prefix}_match_result", None)
 
 
@@ -183,8 +184,10 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix
                 from components.lm_runs import scaled_progress
 
                 def run(scorer, progress, d=doc, c=req_configs, t=req_target):
-                    factory = lambda k, n: ModelContext(scorer=scorer, progress=scaled_progress(progress, k, n))  # noqa: E731
-                    return MatchOutcome(d.id, t, run_matches(d, c, float(t), context=factory))
+                    def context(k: int, n: int) -> ModelContext:
+                        return ModelContext(scorer=scorer, progress=scaled_progress(progress, k, n))
+
+                    return MatchOutcome(d.id, t, run_matches(d, c, float(t), context=context))
 
                 return start_model_job(f"Matching lengths to {req_target} tokens with {lm.name}", lm, run, signature)
 

@@ -277,7 +277,7 @@ def best_cells(table: pd.DataFrame) -> dict[str, list[Any]]:
             out[col] = []
             continue
         best = values.max() if how == "max" else values.min()
-        out[col] = [i for i, v in values.items() if np.isfinite(v) and math.isclose(v, best, rel_tol=1e-12, abs_tol=1e-12)]
+        out[col] = [i for i, v in values.items() if np.isfinite(v) and math.isclose(v, best, abs_tol=1e-12)]
     return out
 
 
@@ -365,7 +365,9 @@ def bc_figure(datas: Sequence[QualityData], colors: Sequence[str], *, bc_mode: s
     return fig
 
 
-def cs_curve(table: PairTable, ks: Sequence[float], *, rule: str = "paper", delta: int = 0) -> tuple[list[float], list[float]]:
+def cs_curve(
+    table: PairTable, ks: Sequence[float], *, rule: str = "paper", delta: int = 0
+) -> tuple[list[float], list[float]]:
     """CS of the complete and of the incomplete graph at each K (edge values computed once)."""
     edges = edge_values(table, rule)
     complete = [structural_entropy(kept_edges(edges, k, graph="complete"), table.n) for k in ks]
@@ -476,7 +478,10 @@ def stickiness_figure(
     fig.update_layout(
         height=300,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        title={"text": f"{data.tag} · {len(edges):,} edges · CS {structural_entropy(edges, n):.3f}", "font": {"size": 13}},
+        title={
+            "text": f"{data.tag} · {len(edges):,} edges · CS {structural_entropy(edges, n):.3f}",
+            "font": {"size": 13},
+        },
         xaxis={"visible": False, "range": [-1, max(n, 1)]},
         yaxis={"visible": False, "range": [-span - 0.5, span + 0.5]},
         plot_bgcolor="#ffffff",

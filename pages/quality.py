@@ -19,7 +19,15 @@ from components.cached import chunk_document, specs
 from components.charts import CONFIG_COLORS
 from components.documents import one_line
 from components.layout import ensure_routed
-from components.lm_runs import NotCached, cache_only_context, model_chunking, model_job_panel, pending_runs_panel, session_lm, start_model_job
+from components.lm_runs import (
+    NotCached,
+    cache_only_context,
+    model_chunking,
+    model_job_panel,
+    pending_runs_panel,
+    session_lm,
+    start_model_job,
+)
 from components.match import match_lengths_panel
 from components.models import EMB_INFO, current_embedder, start_job
 from components.quality import (
@@ -142,7 +150,9 @@ if lm is not None:
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         st.caption("Language model:")
         st.text(lm.label)  # a model name is user or server input: plain text
-        st.page_link("pages/models.py", label="Choose another" if not lm.default else "Choose one", icon=":material/memory:")
+        st.page_link(
+            "pages/models.py", label="Choose another" if not lm.default else "Choose one", icon=":material/memory:"
+        )
     if lm.error:
         st.error(lm.error, icon=":material/error:")
         st.stop()
@@ -302,7 +312,8 @@ bc_mode = cols[2].segmented_control(
 delta = int(
     cols[3].number_input(
         "δ", min_value=0, max_value=1_000, value=0, step=1, key="qual_delta", persist_state="session",
-        disabled="cs" not in metrics, help="The incomplete graph keeps only edges from chunk i to chunk j with j − i > δ.",
+        disabled="cs" not in metrics,
+        help="The incomplete graph keeps only edges from chunk i to chunk j with j − i > δ.",
     )
 )
 
