@@ -4,8 +4,8 @@ Both Meta-Chunking and MoC compare chunkers only at equal mean chunk length. For
 (tokens), :func:`backend.match_length.match_length` bisects each selected configuration's
 length parameter (chunk size, PPL threshold or target length) until its mean chunk length is
 within ±5 %, or reports the closest reachable. Configurations that need no model are tuned
-in the script run (chunking is fast); as soon as one needs the language model, all of them
-are tuned in a background job with progress and Cancel. The user then replaces the
+in the script run (chunking is fast); as soon as one needs a model (language model, embedder
+or chat model), all of them are tuned in a background job with progress and Cancel. The user then replaces the
 configurations with the tuned ones (same letters).
 
 Session-state keys: ``{prefix}_match_*``.
@@ -142,6 +142,7 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix
         st.caption("No configurations to match.")
         return
     by_uid = {e["uid"]: e for e in entries}
+    sel_key = f"{prefix}_match_sel_" + "_".join(map(str, by_uid))  # a configuration added or removed: all again
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         target = st.number_input(
             "Target mean length (tokens)", min_value=1, max_value=100_000, value=DEFAULT_TARGET, step=10,
@@ -149,20 +150,20 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix
             help="Each configuration's own tokenizer counts the tokens.",
         )
         chosen = st.multiselect(
-            "Configurations", list(by_uid), default=list(by_uid), key=f"{prefix}_match_sel",
+            "Configurations", list(by_uid), default=list(by_uid), key=sel_key,
             format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].name}" if u in by_uid else str(u),
         )
         clicked = st.button("Match lengths", key=f"{prefix}_match_run", icon=":material/straighten:")
     chosen = [u for u in chosen if u in by_uid]
     configs = tuple((u, by_uid[u]["config"]) for u in chosen)
-    lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
-    needs_lm = any(c.name in lm_names for _, c in configs)
+    needs = {s["name"]: set(s.get("needs") or ()) for s in specs()}
+    needs_model = any(needs.get(c.name) for _, c in configs)  # any model: a background job, never inline
     request_key, result_key = f"{prefix}_match_request", f"{prefix}_match_result"
     if clicked:
         st.session_state.pop(result_key, None)
         if not configs:
             st.error("Pick at least one configuration to match.", icon=":material/error:")
-        elif not needs_lm:
+        elif not needs_model:
             with st.spinner("Matching lengths…", show_time=True):
                 results = run_matches(doc, configs, float(target))
             st.session_state[result_key] = MatchOutcome(doc.id, int(target), results)
@@ -172,24 +173,30 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix
     request = st.session_state.get(request_key)
     if request is not None and request[0] == doc.id:
         lm = session_lm()
-        if lm.error:
+        _doc_id, req_configs, req_target = request
+        needs_lm = any("lm" in needs.get(c.name, ()) for _, c in req_configs)
+        if needs_lm and lm.error:
             st.error(lm.error, icon=":material/error:")
             st.session_state.pop(request_key, None)
         else:
-            _doc_id, req_configs, req_target = request
-            signature = ("match", doc.id, lm.identity, req_configs, req_target)
+            signature = ("match", doc.id, lm.models_key, req_configs, req_target)
 
             def start():
                 from backend.chunkers.context import ModelContext
                 from components.lm_runs import scaled_progress
+                from components.models import start_job
 
-                def run(scorer, progress, d=doc, c=req_configs, t=req_target):
+                def run(scorer, progress, d=doc, c=req_configs, t=req_target, emb=lm.embedder_spec):
                     def context(k: int, n: int) -> ModelContext:
-                        return ModelContext(scorer=scorer, progress=scaled_progress(progress, k, n))
+                        return ModelContext(scorer=scorer, embedder_spec=emb, progress=scaled_progress(progress, k, n))
 
                     return MatchOutcome(d.id, t, run_matches(d, c, float(t), context=context))
 
-                return start_model_job(f"Matching lengths to {req_target} tokens with {lm.name}", lm, run, signature)
+                title = f"Matching lengths to {req_target} tokens"
+                if needs_lm:
+                    return start_model_job(f"{title} with {lm.name}", lm, run, signature)
+                # Embedder or chat models only: the context loads what it needs; the scoring model stays unloaded.
+                return start_job(title, lambda progress: run(None, progress), signature=signature, model=lm.label)
 
             job = model_job_panel(
                 f"{prefix}_match_job", signature, start, run_label="Match lengths again",

@@ -64,11 +64,11 @@ _log = logging.getLogger(__name__)
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _default_embedder_fingerprint(env_spec: str) -> str | None:
     """The default embedder's (``CHUNKLAB_EMBEDDER`` = ``env_spec``) weight fingerprint, without loading it."""
+    from backend.chunkers.context import embedder_fingerprint_without_loading
     from backend.errors import ModelError
-    from backend.models.embedder import _model_folder, resolve_embedder_spec, weights_fingerprint
 
     try:
-        return weights_fingerprint(_model_folder(resolve_embedder_spec(None)))
+        return embedder_fingerprint_without_loading(None)
     except (ModelError, OSError):  # no way to know it without loading: the job will load it
         return None
 
@@ -144,8 +144,9 @@ complete = "cs" in metrics
 needs_scorer = "bc" in metrics or "cs" in metrics
 needs_embedder = "ds" in metrics
 
-lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
-lm = session_lm() if needs_scorer or any(e["config"].name in lm_names for e in entries) else None
+# Model-backed chunkers (language model, embedder or chat model) never run inline, as on Compare.
+model_names = {s["name"] for s in specs() if s.get("needs")}
+lm = session_lm() if needs_scorer or any(e["config"].name in model_names for e in entries) else None
 if lm is not None:
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         st.caption("Language model:")
@@ -161,7 +162,7 @@ if lm is not None:
 ok, pending = [], []
 for e in entries:
     try:
-        if e["config"].name in lm_names:
+        if e["config"].name in model_names:
             ch = model_chunking(doc, e["config"], lm, "qual")
         else:
             ch = chunk_document(doc, doc.id, e["config"])

@@ -28,7 +28,10 @@ TEXT = (
     "Stock prices fell sharply on Monday. Investors worried about inflation. "
     "Quantum chromodynamics describes the strong force."
 )
-CONFIGS = (("recursive", {"chunk_size": 16, "chunk_overlap": 0}), ("fixed_token", {"chunk_size": 20, "chunk_overlap": 0}))
+CONFIGS = (
+    ("recursive", {"chunk_size": 16, "chunk_overlap": 0}),
+    ("fixed_token", {"chunk_size": 20, "chunk_overlap": 0}),
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -237,7 +240,7 @@ def test_match_lengths_then_use_the_tuned_configurations(scored: Document) -> No
 
 def test_match_lengths_without_a_configuration_is_one_line(scored: Document) -> None:
     at = _open(scored)
-    at.multiselect(key="qual_match_sel").set_value([])
+    at.multiselect(key="qual_match_sel_0_1").set_value([])
     at.button(key="qual_match_run").click()
     _run(at)
     assert [e.value for e in at.error] == ["Pick at least one configuration to match."]
@@ -271,3 +274,30 @@ def test_a_running_scoring_job_can_be_cancelled() -> None:
     if job.state == "cancelled":
         assert any("cancelled" in w.value for w in at.warning)
         assert at.button(key="qual_run")  # the run can be started again, never on its own
+
+
+def test_an_embedder_chunker_runs_in_jobs_on_the_page_and_in_match_lengths(scored: Document) -> None:
+    at = _open(scored)
+    at.multiselect(key="qual_metrics").set_value(["ds"])  # no language model needed by the metrics
+    at.session_state["configs"] = [
+        _entries()[0], {"uid": 2, "tag": "C", "config": normalized_config("semantic_max", {"chunk_size": 30})}
+    ]
+    _run(at)
+    job = _wait(at, "qual_lm_job")  # the chunker needs the embedder: a job, never inline
+    assert job.state == "done", job.error
+    at.button(key="qual_run").click()
+    _run(at)
+    if "qual_job" in at.session_state:
+        _wait(at, "qual_job")
+    table = _table(at)
+    assert list(table.index) == ["A", "C"]
+    assert np.isfinite(table["ds"].astype(float)).all() and table["bc"].isna().all()
+    at.number_input(key="qual_match_target").set_value(20)
+    at.button(key="qual_match_run").click()
+    _run(at)
+    assert not at.error, [e.value for e in at.error]
+    job = _wait(at, "qual_match_job")
+    assert job.state == "done", job.error
+    rows = _frame(at, "status")
+    assert list(rows["configuration"]) == ["A", "C"] and not at.error
+    assert list(rows["parameter"]) == ["chunk_size", "chunk_size"]
