@@ -114,11 +114,14 @@ class PairTable:
         cond: ``cond[i, j]`` = mean NLL of chunk j given chunk i; ``nan`` where not scored
             (the diagonal, and pairs outside the window).
         window: The pair window used (None: every pair that was asked for).
+        complete: Whether every ordered pair (within the window) was scored, as Chunk
+            Stickiness needs; False: only the adjacent pairs of Boundary Clarity.
     """
 
     uncond: np.ndarray
     cond: np.ndarray
     window: int | None = None
+    complete: bool = True
 
     @property
     def n(self) -> int:
@@ -156,7 +159,7 @@ def pair_table(
     cond = np.full((n, n), np.nan, dtype=np.float64)
     for (i, j), v in zip(pairs, values[n:]):
         cond[i, j] = v
-    return PairTable(uncond=uncond, cond=cond, window=window if complete else 1)
+    return PairTable(uncond=uncond, cond=cond, window=window if complete else 1, complete=complete)
 
 
 class LazyScorer:

@@ -196,6 +196,26 @@ def _pair_key(info: ModelInfo, context: str, continuation: str) -> dict[str, Any
     }
 
 
+GROUP_PAIRS = 64  # pairs per scorer call (whole contexts) when results are cached as they come
+
+
+def _context_groups(pairs: list[tuple[str, str]], size: int) -> list[list[tuple[str, str]]]:
+    """``pairs`` grouped by context (first-seen order), contexts packed into groups of about ``size`` pairs."""
+    by_context: dict[str, list[tuple[str, str]]] = {}
+    for pair in pairs:
+        by_context.setdefault(pair[0], []).append(pair)
+    groups: list[list[tuple[str, str]]] = []
+    current: list[tuple[str, str]] = []
+    for same in by_context.values():
+        if current and len(current) + len(same) > size:
+            groups.append(current)
+            current = []
+        current.extend(same)
+    if current:
+        groups.append(current)
+    return groups
+
+
 def conditional_scores(
     pairs: Sequence[tuple[str, str]],
     scorer: Scorer,
@@ -231,15 +251,27 @@ def conditional_scores(
             missing.setdefault(pair, []).append(i)
     if missing:
         todo = list(missing)
-        values = scorer.conditional_nll(todo, progress=progress)
-        if len(values) != len(todo):
-            raise RuntimeError(f"scorer returned {len(values)} values for {len(todo)} pairs")
-        for pair, value in zip(todo, values, strict=True):
-            indices = missing[pair]
-            for i in indices:
-                out[i] = float(value)
-            if cache is not None:
-                cache.put(keys[indices[0]], {"nll": np.array(float(value), dtype=np.float64)})
+        # Scored in groups of whole contexts (the scorer shares each context's keys and values
+        # across its continuations), each group cached as soon as it is done: a cancel or an
+        # error late in a long run keeps everything scored before it.
+        groups = _context_groups(todo, GROUP_PAIRS) if cache is not None else [todo]
+        done = 0
+        for group in groups:
+            sub = None
+            if progress is not None:
+                sub = lambda d, t, base=done, size=len(group): progress(  # noqa: E731
+                    base + (size * d / t if t else 0), len(todo)
+                )
+            values = scorer.conditional_nll(group, progress=sub)
+            if len(values) != len(group):
+                raise RuntimeError(f"scorer returned {len(values)} values for {len(group)} pairs")
+            for pair, value in zip(group, values, strict=True):
+                indices = missing[pair]
+                for i in indices:
+                    out[i] = float(value)
+                if cache is not None:
+                    cache.put(keys[indices[0]], {"nll": np.array(float(value), dtype=np.float64)})
+            done += len(group)
     elif progress is not None:
         progress(len(pairs), max(1, len(pairs)))
     return [float(v) for v in out]  # type: ignore[arg-type]

@@ -179,3 +179,42 @@ def test_progress_reaches_the_end_and_cancel_stops_before_the_model(
     with pytest.raises(Cancelled):
         conditional_scores([("a", "b")], scorer, cache=cache, progress=ProgressTracker(cancel=token))
     assert len(scorer.token_calls) == 1 and scorer.pair_calls == []
+
+
+class _ArithmeticScorer:
+    """No model: the value of (d, q) is len(d) + len(q) / 1000; raises Cancelled on call ``cancel_on``."""
+
+    info = ModelInfo("arith", "", "lm", 0, "cpu", "float32", "arith-fingerprint")
+
+    def __init__(self, cancel_on: int | None = None) -> None:
+        self.calls: list[list[tuple[str, str]]] = []
+        self.cancel_on = cancel_on
+
+    def conditional_nll(self, pairs, *, progress=None) -> list[float]:
+        self.calls.append(list(pairs))
+        if self.cancel_on is not None and len(self.calls) == self.cancel_on:
+            raise Cancelled("stopped")
+        if progress is not None:
+            progress(len(pairs), len(pairs))
+        return [len(d) + len(q) / 1000 for d, q in pairs]
+
+
+def test_long_pair_runs_are_cached_group_by_group_and_a_cancel_keeps_what_was_done(tmp_path):
+    from backend.scoring import GROUP_PAIRS
+
+    cache = OutputCache(tmp_path / "groups")
+    contexts = [f"context {i} " + "x" * i for i in range(12)]
+    pairs = [(d, f"q{j}") for d in contexts for j in range(12)]  # 144 pairs, 12 per context
+    first = _ArithmeticScorer(cancel_on=2)
+    with pytest.raises(Cancelled):
+        conditional_scores(pairs, first, cache=cache)
+    assert len(first.calls[0]) <= GROUP_PAIRS
+    assert {d for d, _ in first.calls[0]}.isdisjoint({d for d, _ in first.calls[1]})  # whole contexts per call
+    # The rerun asks only for what the cancelled run had not finished.
+    second = _ArithmeticScorer()
+    seen: list[float] = []
+    values = conditional_scores(pairs, second, cache=cache, progress=lambda d, t: seen.append(d / t))
+    asked = [p for call in second.calls for p in call]
+    assert sorted(asked) == sorted(p for p in pairs if p not in first.calls[0])
+    assert values == [len(d) + len(q) / 1000 for d, q in pairs]
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
