@@ -139,15 +139,18 @@ def _positive_float(raw: str) -> float:
     return value
 
 
-def _add_model_flags(parser: argparse.ArgumentParser) -> None:
-    """``--lm``, ``--window``, ``--device`` and ``--no-cache``: the model a command (or a model chunker) uses."""
+def _add_model_flags(parser: argparse.ArgumentParser, window_flag: str = "--window") -> None:
+    """``--lm``, ``--window``, ``--device`` and ``--no-cache``: the model a command (or a model chunker) uses.
+
+    ``window_flag`` renames ``--window`` where a command has a window of its own (``metrics``).
+    """
     parser.add_argument(
         "--lm",
         metavar="NAME|PATH",
         help="smollm2 (bundled, the default; CHUNKLAB_LM), a checkpoint folder, a .gguf file or a hub id",
     )
     parser.add_argument(
-        "--window", type=_positive_int, metavar="N", help="context window in tokens (default: the model's)"
+        window_flag, type=_positive_int, metavar="N", help="context window in tokens (default: the model's)"
     )
     parser.add_argument(
         "--device",

@@ -40,16 +40,6 @@ def _metrics_list(raw: str) -> tuple[str, ...]:
     return names
 
 
-def _positive_int(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}")
-    return value
-
-
 def _non_negative_int(raw: str) -> int:
     try:
         value = int(raw)
@@ -57,16 +47,6 @@ def _non_negative_int(raw: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {raw!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {raw!r}")
-    return value
-
-
-def _positive_float(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw!r}")
     return value
 
 
@@ -82,6 +62,7 @@ def _finite_float(raw: str) -> float:
 
 def add_commands(sub: Any) -> None:
     """Register ``metrics`` on the ``python -m backend`` subparsers."""
+    from backend.cli import _add_model_flags, _positive_float, _positive_int  # late: backend.cli imports this module
     from backend.quality import BC_MODES, CS_RULES, DEFAULT_K
     from backend.tokenizers import TOKENIZER_NAMES
 
@@ -103,12 +84,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--match-length", type=_positive_float, metavar="N",
                    help="first tune the length parameter to a mean chunk length of N tokens (±5%%)")
     p.add_argument("--embedder", default="default", metavar="default|PATH", help="embedder for dissimilarity")
-    p.add_argument("--lm", metavar="NAME|PATH",
-                   help="smollm2 (bundled, the default; CHUNKLAB_LM), a checkpoint folder, a .gguf file or a hub id")
-    p.add_argument("--lm-window", type=_positive_int, metavar="N", help="the model's context window in tokens")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda", "mps"),
-                   help="where the model runs (default: CHUNKLAB_DEVICE, else auto)")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache of model outputs")
+    _add_model_flags(p, window_flag="--lm-window")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             device=args.device,
             use_cache=not args.no_cache,
             window=args.lm_window,
+            embedder_spec=None if args.embedder.strip().lower() == "default" else args.embedder,
             progress=ProgressTracker(report=line.report),
             on_load=lambda: line.status("loading model…"),
         )
@@ -145,10 +122,8 @@ def run(args: argparse.Namespace) -> int:
         scorer = LazyScorer(context) if needs_lm and texts else None
         embedder = None
         if "ds" in args.metrics and len(texts) > 1:
-            from backend.retrieval.embedding import load_text_embedder
-
             line.status("loading embedder…")
-            embedder = load_text_embedder(args.embedder)
+            embedder = context.get_embedder()
         report = quality_report(
             texts,
             counts,
