@@ -12,13 +12,16 @@ import inspect
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from backend.chunkers.context import ModelContext
 from backend.chunking import Chunk, ChunkerConfig, Chunking
 from backend.document import Document
 from backend.errors import ParameterError
 from backend.tokenizers import Tokenizer, get_tokenizer
+
+if TYPE_CHECKING:
+    from backend.curves import Curve
 
 __all__ = ["Param", "Chunker", "size_params", "REGISTRY", "register", "make_chunker", "run_chunker", "chunker_specs"]
 
@@ -128,6 +131,27 @@ class Chunker(ABC):
         if size is not None and overlap is not None and overlap >= size:
             raise ParameterError(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")
 
+    @classmethod
+    def has_curve(cls) -> bool:
+        """Whether this chunker draws a curve: it overrides :meth:`curve`."""
+        return cls.curve is not Chunker.curve
+
+    def curve(self, doc: Document, context: ModelContext | None = None) -> Curve | None:
+        """What this chunker cuts ``doc`` on: its values, threshold and chunk ends (None: no curve).
+
+        The extension point of the app's curve view: a chunker that compares a value with a
+        threshold (perplexity, margin, embedding distance) overrides this and returns a
+        :class:`~backend.curves.Curve` whose ``boundaries`` are exactly where :meth:`chunk`
+        ends chunks. It computes nothing the chunker did not: it reads the same model outputs
+        through ``context``'s cache, so calling it after :meth:`chunk` makes no model call,
+        and a cache-only context raises the same error chunking would.
+
+        Args:
+            doc: The document.
+            context: As for :meth:`chunk` (None: keep this chunker's context).
+        """
+        return None
+
     @property
     def config(self) -> ChunkerConfig:
         """This chunker's configuration (name, parameter values, tokenizer name)."""
@@ -219,6 +243,7 @@ def chunker_specs() -> list[dict[str, Any]]:
                 "family": cls.family,
                 "needs": list(cls.needs),
                 "length_param": (lp.name if (lp := cls.length_parameter()) is not None else None),
+                "has_curve": cls.has_curve(),
                 "summary": doc.split("\n", 1)[0],
                 "doc": doc,
                 "params": [p.to_json() for p in cls.params],

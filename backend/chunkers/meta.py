@@ -16,12 +16,14 @@ import numpy as np
 from backend.cache import text_digest
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
+from backend.curves import Curve, chunk_end_points
 from backend.document import Document
 from backend.errors import ParameterError
 from backend.metachunking import (
     RULES,
     VALUES,
     MarginStep,
+    boundary_candidates,
     combine,
     find_minima,
     margin_messages,
@@ -129,10 +131,10 @@ class _PPLBase(Chunker):
     _overlap = False
     _combined = False
 
-    def split(self, doc: Document) -> list[tuple[int, int, int]]:
-        if not doc.sentences:
-            return []
-        values = sentence_values(sentence_nll_means(doc, self.context), self.values["value"])
+    def _sentence_values(self, doc: Document) -> np.ndarray:
+        return sentence_values(sentence_nll_means(doc, self.context), self.values["value"])
+
+    def _spans(self, doc: Document, values: Sequence[float]) -> list[tuple[int, int, int]]:
         return ppl_spans(
             doc,
             values,
@@ -141,6 +143,33 @@ class _PPLBase(Chunker):
             rule=self.values["rule"],
             target_length=self.values["target_length"] if self._combined else None,
             overlap=self._overlap,
+        )
+
+    def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        if not doc.sentences:
+            return []
+        return self._spans(doc, self._sentence_values(doc))
+
+    def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
+        """Per-sentence values, θ on their local minima, and the sentences that end a chunk (cached scores)."""
+        if context is not None:
+            self.context = context
+        units = tuple((s.start, s.end) for s in doc.sentences)
+        values = self._sentence_values(doc) if units else np.zeros(0)
+        spans = self._spans(doc, values) if units else []
+        theta, rule = self.values["threshold"], self.values["rule"]
+        kept = set(find_minima(values, theta, rule))
+        # The minima a θ bar is drawn on: the real minima (a positive drop) and any that cut.
+        candidates = tuple(c.index for c in boundary_candidates(values, rule) if c.drop > 0 or c.index in kept)
+        return Curve(
+            units,
+            values,
+            x_label="sentence",
+            y_label="mean token NLL" if self.values["value"] == "nll" else "perplexity",
+            point_label="sentence",
+            boundaries=chunk_end_points(units, spans),
+            drop_threshold=float(theta),
+            candidates=candidates,
         )
 
 
@@ -265,10 +294,36 @@ class MarginSamplingChunker(Chunker):
     )
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
-        sentences = doc.sentences
-        if not sentences:
+        if not doc.sentences:
             return []
-        steps = margin_steps(doc, self.context, self.values["unit"], self.values["language"])
+        return self._spans(doc, self._steps(doc))
+
+    def _steps(self, doc: Document) -> list[MarginStep]:
+        return margin_steps(doc, self.context, self.values["unit"], self.values["language"])
+
+    def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
+        """The margin at each gap between sentences with the adaptive threshold it met (cached margins).
+
+        Point ``i`` is the gap after sentence ``i``: the model's margin for splitting there.
+        """
+        if context is not None:
+            self.context = context
+        sentences = doc.sentences
+        steps = self._steps(doc) if sentences else []
+        units = tuple((sentences[s.index - 1].start, sentences[s.index - 1].end) for s in steps)
+        return Curve(
+            units,
+            np.array([s.margin for s in steps], dtype=np.float64),
+            x_label="sentence",
+            y_label='margin P("1": split) − P("2": keep)',
+            point_label="gap after sentence",
+            boundaries=chunk_end_points(units, self._spans(doc, steps) if sentences else []),
+            threshold_label="threshold (mean of the last 5 margins)",
+            threshold_series=np.array([s.threshold for s in steps], dtype=np.float64),
+        )
+
+    def _spans(self, doc: Document, steps: Sequence[MarginStep]) -> list[tuple[int, int, int]]:
+        sentences = doc.sentences
         ranges = ranges_from_steps(len(sentences), steps)
         spans = [(sentences[a].start, sentences[b].end) for a, b in ranges]
         counter = SpanCounter(self.tokenizer, doc.text)

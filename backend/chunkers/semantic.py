@@ -39,6 +39,7 @@ fit), so a 300-page PDF costs O(pieces × band) memory and time, not pieces².
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -48,6 +49,7 @@ from backend.chunkers._packing import _SUBSENTENCE_SEPARATORS
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
 from backend.chunkers.recursive import _strip, enforce_size, recursive_spans
+from backend.curves import Curve, chunk_end_points
 from backend.document import Document
 from backend.errors import ParameterError
 from backend.tokenizers import SpanCounter
@@ -59,6 +61,7 @@ __all__ = [
     "SemanticChunker",
     "SemanticMaxChunker",
     "ClusterChunker",
+    "as_curve",
     "breakpoint_threshold",
     "capped_threshold",
     "cluster_segmentation",
@@ -329,6 +332,36 @@ def capped_threshold(
     return float(candidates[lo])
 
 
+_RULE_TEXT = {
+    "percentile": "{a:g}th percentile of the distances",
+    "std": "mean + {a:g} standard deviations",
+    "iqr": "mean + {a:g} interquartile ranges",
+    "gradient": "{a:g}th percentile of the gradient",
+    "cap": "the largest that keeps chunks within {a:g} tokens",
+}
+
+
+def as_curve(distance: DistanceCurve, spans: Sequence[Sequence[int]], unit: str) -> Curve:
+    """A :class:`DistanceCurve` as the app's :class:`~backend.curves.Curve`: one point per gap between units.
+
+    Point ``i`` is the gap after unit ``i``; its value is what the threshold was compared with
+    (the distance, or its gradient); ``spans`` (the chunker's chunks) give the boundaries.
+    """
+    points = distance.units[:-1]
+    threshold = distance.threshold if math.isfinite(distance.threshold) else None
+    gradient = distance.rule == "gradient"
+    return Curve(
+        points,
+        np.asarray(distance.scores, dtype=np.float64),
+        x_label=unit,
+        y_label="gradient of the cosine distance" if gradient else "cosine distance to the next window",
+        point_label=f"gap after {unit}",
+        boundaries=chunk_end_points(points, spans),
+        threshold=threshold,
+        threshold_label="threshold: " + _RULE_TEXT[distance.rule].format(a=distance.amount),
+    )
+
+
 # --- cluster ---------------------------------------------------------------------------------
 
 
@@ -477,15 +510,28 @@ class SemanticChunker(Chunker):
         a = self.values["amount"]
         return BREAKPOINT_DEFAULTS[self.values["breakpoint"]] if a == -1 else float(a)
 
-    def curve(self, doc: Document) -> DistanceCurve:
+    def distance_curve(self, doc: Document) -> DistanceCurve:
         """This configuration's distance curve and threshold of ``doc`` (embeddings cached)."""
         return semantic_distances(doc, self.context, self.values["buffer_size"], self.values["breakpoint"], self.amount)
+
+    def _spans(self, doc: Document, distance: DistanceCurve) -> list[tuple[int, int, int]]:
+        cap = self.values["max_tokens"] or None
+        return semantic_spans(doc.text, distance, SpanCounter(self.tokenizer, doc.text), cap)
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         if not doc.sentences:
             return []
-        cap = self.values["max_tokens"] or None
-        return semantic_spans(doc.text, self.curve(doc), SpanCounter(self.tokenizer, doc.text), cap)
+        return self._spans(doc, self.distance_curve(doc))
+
+    def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
+        """The distances (or their gradient) between sentence windows, the threshold, and the chunk ends."""
+        if context is not None:
+            self.context = context
+        if not doc.sentences:
+            empty = np.zeros(0)
+            return as_curve(DistanceCurve((), empty, empty, float("nan"), self.values["breakpoint"], 0.0), [], "sentence")
+        distance = self.distance_curve(doc)
+        return as_curve(distance, self._spans(doc, distance), "sentence")
 
 
 @register
@@ -516,7 +562,7 @@ class SemanticMaxChunker(Chunker):
             return [(s.start, s.end) for s in doc.sentences]
         return piece_spans(doc.text, counter, min(50, self.values["chunk_size"]))
 
-    def curve(self, doc: Document, counter: SpanCounter | None = None) -> DistanceCurve:
+    def distance_curve(self, doc: Document, counter: SpanCounter | None = None) -> DistanceCurve:
         """The distance curve of ``doc`` and the threshold the search found (rule ``cap``)."""
         counter = counter or SpanCounter(self.tokenizer, doc.text)
         units = tuple(self.units(doc, counter))
@@ -529,9 +575,19 @@ class SemanticMaxChunker(Chunker):
         return DistanceCurve(units, distances, distances, threshold, "cap", float(cap), forced)
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        return self._cut(doc)[1]
+
+    def _cut(self, doc: Document) -> tuple[DistanceCurve, list[tuple[int, int, int]]]:
         counter = SpanCounter(self.tokenizer, doc.text)
-        curve = self.curve(doc, counter)
-        return semantic_spans(doc.text, curve, counter, self.values["chunk_size"])
+        curve = self.distance_curve(doc, counter)
+        return curve, semantic_spans(doc.text, curve, counter, self.values["chunk_size"])
+
+    def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
+        """The distances between unit windows, the threshold the search found, and the chunk ends."""
+        if context is not None:
+            self.context = context
+        distance, spans = self._cut(doc)
+        return as_curve(distance, spans, self.values["unit"])
 
 
 @register

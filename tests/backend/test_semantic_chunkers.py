@@ -255,7 +255,7 @@ def test_semantic_chunks_equal_langchain_grouping_of_the_same_distances(kind, bu
     chunker = make_chunker("semantic", {"breakpoint": kind, "buffer_size": buffer_size})
     got = [(c.start, c.end) for c in chunker.chunk(doc, context)]
     assert got == expected
-    curve = chunker.curve(doc)
+    curve = chunker.distance_curve(doc)
     np.testing.assert_allclose(curve.distances, distances, atol=1e-5)
 
 
@@ -292,7 +292,7 @@ def test_semantic_max_threshold_is_the_largest_that_fits(unit, cap, context):
     chunker = make_chunker("semantic_max", {"chunk_size": cap, "unit": unit})
     chunker.context = context
     counter = SpanCounter(chunker.tokenizer, doc.text)
-    curve = chunker.curve(doc, counter)
+    curve = chunker.distance_curve(doc, counter)
     chunks = chunker.chunk(doc, context).chunks
     assert max(c.tokens for c in chunks) <= cap
     units, d = curve.units, curve.distances
