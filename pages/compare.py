@@ -9,6 +9,7 @@ from backend.errors import ChunkLabError
 from components.cached import chunk_document, specs, stats_rows
 from components.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from components.config_form import add_config_form
+from components.curves import curves_section
 from components.documents import one_line
 from components.layout import ensure_routed
 from components.lm_runs import NotCached, model_chunking, pending_runs_panel, session_lm
@@ -275,3 +276,6 @@ st.plotly_chart(
     key="cmp_hist",
     config={"displaylogo": False},
 )
+
+# --- curves: what each chunker with a curve (registry: has_curve) cut on; components/curves.py ----------
+curves_section(doc, results, lm, _color, "cmp")
