@@ -1,0 +1,133 @@
+"""The Compare page's Curves section with ``AppTest``: a semantic configuration's curve, none for recursive.
+
+The semantic configuration runs in the page's background job (the bundled MiniLM), then its
+curve is read from the output cache; the document's HTML reaches the hover labels escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from backend.document import Document
+from components.state import normalized_config
+from tests.conftest import ROOT
+
+TIMEOUT = 120
+TEXT = (
+    "The cat sat on the mat. It was warm by the fire. Then the <b>dog</b> came & barked loudly! "
+    "Stock prices fell sharply on Monday. Investors worried about inflation. The central bank said nothing. "
+    "Meanwhile, the cat went back to sleep. It dreamed of <script>fish</script>. "
+    "Quantum chromodynamics describes the strong force. Gluons bind quarks together."
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_cache(tmp_path_factory):
+    """One output cache folder for the module, and the default models."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path_factory.mktemp("curves-cache")))
+    mp.delenv("CHUNKLAB_LM", raising=False)
+    mp.delenv("CHUNKLAB_EMBEDDER", raising=False)
+    yield
+    mp.undo()
+
+
+def _run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _open(doc: Document, configs: list[tuple[str, dict]]) -> AppTest:
+    """The app on the Compare page with ``doc`` and ``configs`` (uids 0, 1, …)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    _run(at)
+    _run(at)  # see tests/app/test_pages.py: the second run settles the widget ids
+    at.session_state["doc"] = doc
+    at.session_state["configs"] = [
+        {"uid": i, "tag": "ABCDEFGH"[i], "config": normalized_config(name, params)}
+        for i, (name, params) in enumerate(configs)
+    ]
+    at.session_state["configs_next_uid"] = len(configs)
+    at.switch_page("pages/compare.py")
+    _run(at)
+    return at
+
+
+def _wait(at: AppTest, key: str, timeout: float = 240) -> object:
+    """Rerun (as the progress fragment's timer does in a browser) until the job at ``key`` ends."""
+    job = at.session_state[key]
+    t0 = time.perf_counter()
+    while job.running and time.perf_counter() - t0 < timeout:
+        time.sleep(0.25)
+        _run(at)
+    assert not job.running, f"{key} still running after {timeout}s"
+    _run(at)
+    return job
+
+
+def _curve_charts(at: AppTest) -> dict[str, dict]:
+    """The Curves section's figures by chart key (``cmp_curve_<uid>``)."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        ident = chart.proto.id
+        if "cmp_curve_" in ident:
+            out["cmp_curve_" + ident.rsplit("cmp_curve_", 1)[1]] = json.loads(chart.proto.spec)
+    return out
+
+
+def _texts(at: AppTest) -> str:
+    return " ".join(m.value for m in at.caption)
+
+
+def test_semantic_configuration_gets_a_curve_and_recursive_none() -> None:
+    doc = Document.from_text(f"Curves {uuid.uuid4().hex[:8]}. " + TEXT, source="curves.txt")
+    at = _open(doc, [("recursive", {"chunk_size": 30, "chunk_overlap": 0}), ("semantic", {"amount": 70})])
+    job = at.session_state["cmp_lm_job"]  # the embedder runs in a job, never inline
+    if job.running:
+        assert "cmp_curve_1" not in _curve_charts(at)
+        assert "Waiting for the model run" in _texts(at)
+    job = _wait(at, "cmp_lm_job")
+    assert job.state == "done", job.error
+    charts = _curve_charts(at)
+    assert list(charts) == ["cmp_curve_1"]  # semantic has a curve, recursive none
+    figure = charts["cmp_curve_1"]
+    assert "B · semantic" in figure["layout"]["title"]["text"]
+    names = [t.get("name") for t in figure["data"]]
+    assert any(n and n.startswith("threshold: 70th percentile") for n in names)
+    assert "Show curves" in [t.label for t in at.toggle]
+
+    # The hover previews are the sentences, HTML-escaped.
+    hovers = json.dumps([t.get("customdata") for t in figure["data"]])
+    assert "&lt;b&gt;dog&lt;/b&gt; came &amp; barked" in hovers
+    assert "<b>dog" not in hovers and "<script>" not in hovers
+
+    # Reopened with the embeddings cached: the curve at once, no job.
+    again = _open(doc, [("semantic", {"amount": 70})])
+    assert "cmp_lm_job" not in again.session_state
+    assert list(_curve_charts(again)) == ["cmp_curve_0"]
+
+
+def test_only_recursive_configurations_have_no_curves_section() -> None:
+    doc = Document.from_text(TEXT, source="plain.txt")
+    at = _open(doc, [("recursive", {"chunk_size": 30, "chunk_overlap": 0}), ("fixed_token", {"chunk_size": 20})])
+    assert _curve_charts(at) == {}
+    assert "Curves" not in [h.value for h in at.subheader]
+    assert len(at.get("plotly_chart")) == 2  # strip and histogram only
+
+
+def test_toggle_hides_the_curves() -> None:
+    doc = Document.from_text(f"Toggle {uuid.uuid4().hex[:8]}. " + TEXT, source="toggle.txt")
+    at = _open(doc, [("semantic", {})])
+    if "cmp_lm_job" in at.session_state:
+        _wait(at, "cmp_lm_job")
+    assert "cmp_curve_0" in _curve_charts(at)
+    at.toggle(key="cmp_show_curves").set_value(False)
+    _run(at)
+    assert _curve_charts(at) == {}
+    assert not at.error
