@@ -131,3 +131,39 @@ def test_toggle_hides_the_curves() -> None:
     _run(at)
     assert _curve_charts(at) == {}
     assert not at.error
+
+
+def test_curve_chart_draws_every_kind_of_threshold_and_escapes() -> None:
+    import numpy as np
+
+    from backend.curves import Curve
+    from components.curves import curve_chart
+
+    text = "a <b>x</b>. b & c. d. e."
+    units = ((0, 11), (12, 18), (19, 21), (22, 24))
+    drops = curve_chart(
+        Curve(units, np.array([3.0, 1.0, 2.0, np.nan]), "sentence", "mean token NLL", "sentence",
+              boundaries=(1,), drop_threshold=0.5, candidates=(1,)),
+        text, "#2563eb", "A · <ppl>",
+    )
+    names = [t.name for t in drops.data]
+    assert "θ = 0.5 above a minimum" in names and "chunk boundary" in names
+    bars = next(t for t in drops.data if t.name.startswith("θ"))
+    assert list(bars.y[:2]) == [1.0, 1.5]  # from the minimum up by θ
+    line = next(t for t in drops.data if t.name == "mean token NLL")
+    assert line.customdata[0][0] == "a &lt;b&gt;x&lt;/b&gt;." and line.y[3] is None
+    assert drops.layout.title.text == "A · &lt;ppl&gt;"
+
+    series = curve_chart(
+        Curve(units, np.array([0.2, -0.1, 0.4, 0.0]), "sentence", "margin", "gap after sentence",
+              boundaries=(2,), threshold_series=np.array([0.0, 0.0, 0.1, 0.2]), threshold_label="adaptive"),
+        text, "#d97706", "B",
+    )
+    assert [t.name for t in series.data].count("adaptive") == 1
+    flat = curve_chart(
+        Curve(units[:3], np.array([0.1, 0.5, 0.2]), "sentence", "distance", "gap after sentence",
+              boundaries=(1,), threshold=0.3, threshold_label="threshold: 95th percentile"),
+        text, "#059669", "C",
+    )
+    hline = next(t for t in flat.data if t.name == "threshold: 95th percentile")
+    assert list(hline.y) == [0.3, 0.3]
