@@ -113,6 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_flags(p_cmp)
     _add_embedder_flag(p_cmp)
 
+    p_curve = sub.add_parser("curve", help="what a chunker cuts on: values, threshold and chunk ends (JSON)")
+    p_curve.add_argument("file", help="document path, or sample:NAME")
+    p_curve.add_argument("--config", required=True, metavar="SPEC",
+                         help="'NAME key=value … [tokenizer=T]' of a chunker with a curve (has_curve in 'chunkers')")
+    _add_model_flags(p_curve)
+    _add_embedder_flag(p_curve)
+
     _add_model_commands(sub)
     cli_retrieval.add_commands(sub)
     cli_quality.add_commands(sub)
@@ -263,6 +270,8 @@ def _run(args: argparse.Namespace) -> int:
         _write(chunking.to_jsonl())
     elif args.command == "compare":
         _compare(args)
+    elif args.command == "curve":
+        _curve(args)
     elif args.command == "ppl":
         _ppl(args)
     elif args.command == "cache":
@@ -302,6 +311,19 @@ def _compare(args: argparse.Namespace) -> None:
             stem = f"{i:02d}-{r.config.name}"
             (args.out / f"{stem}.jsonl").write_text(r.to_jsonl(), encoding="utf-8")
             (args.out / f"{stem}.csv").write_text(r.to_csv(), encoding="utf-8")
+
+
+def _curve(args: argparse.Namespace) -> None:
+    from backend.chunkers import REGISTRY
+
+    chunker = _parse_config(args.config)
+    if not chunker.has_curve():
+        with_curve = ", ".join(sorted(name for name, cls in REGISTRY.items() if cls.has_curve()))
+        raise ParameterError(f"{chunker.name} has no curve; chunkers with one: {with_curve}")
+    doc = _load(args.file)
+    with _model_context(args, [chunker]) as context:
+        curve = chunker.curve(doc, context)
+    _write(json.dumps(curve.to_json(), ensure_ascii=False) + "\n")
 
 
 def _ppl(args: argparse.Namespace) -> None:

@@ -27,6 +27,11 @@ from tests.backend.test_semantic_chunkers import CountingEmbedder
 
 WITH_CURVE = {"ppl", "ppl_combined", "ppl_overlap", "margin_sampling", "semantic", "semantic_max"}
 DOCS = ("narrative", "chinese")
+TEXT = (
+    "The lighthouse was built in 1851. Its lamp burned whale oil. Keepers climbed the steps at dusk. "
+    "Bread is made from flour and water. The dough must rest. A hot oven gives the crust its colour. "
+    "The committee met on Tuesday. It approved the library budget. Work starts in May."
+)
 
 
 class _Refused(ChunkLabError):
@@ -194,16 +199,17 @@ def embedding_cache(tmp_path_factory):
 
 
 SEMANTIC = [
-    ("semantic", {}),
-    ("semantic", {"breakpoint": "gradient", "buffer_size": 0}),
-    ("semantic", {"breakpoint": "std", "max_tokens": 60}),
-    ("semantic_max", {}),
-    ("semantic_max", {"chunk_size": 150, "unit": "sentence"}),
+    ("narrative", "semantic", {}),
+    ("narrative", "semantic", {"breakpoint": "gradient", "buffer_size": 0}),
+    ("narrative", "semantic", {"breakpoint": "std", "max_tokens": 60}),
+    ("narrative", "semantic_max", {}),
+    ("narrative", "semantic_max", {"chunk_size": 150, "unit": "sentence"}),
+    ("chinese", "semantic", {"max_tokens": 80}),
+    ("chinese", "semantic_max", {"chunk_size": 150}),
 ]
 
 
-@pytest.mark.parametrize("sample", DOCS)
-@pytest.mark.parametrize(("name", "params"), SEMANTIC)
+@pytest.mark.parametrize(("sample", "name", "params"), SEMANTIC)
 def test_semantic_curve_boundaries_are_the_chunk_ends(sample, name, params, embedder, embedding_cache):
     doc = load_sample(sample)
     counting = CountingEmbedder(embedder)
@@ -280,3 +286,22 @@ def test_chunk_end_points_skip_the_last_chunk_end():
     assert chunk_end_points(units, [(0, 7, 2), (8, 15, 2)]) == (1,)
     assert chunk_end_points(units, [(0, 7, 2), (4, 11, 2), (12, 15, 1)]) == (1, 2)  # overlapping chunks
     assert chunk_end_points(units, []) == ()
+
+
+# --- the CLI ---------------------------------------------------------------------------------------------
+
+
+def test_cli_curve_prints_the_semantic_curve_and_names_chunkers_with_one(tmp_path):
+    from tests.backend.test_cli_models import records, run_cli
+
+    path = tmp_path / "doc.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    doc = Document.from_text(TEXT, source="doc.txt")
+    (out,) = records(run_cli("curve", str(path), "--config", "semantic amount=60", cache_dir=tmp_path))
+    chunker = make_chunker("semantic", {"amount": 60})
+    chunking = chunker.chunk(doc, ModelContext(_cache=OutputCache(tmp_path)))  # the CLI's cache: no embedding
+    assert out["point_label"] == "gap after sentence" and out["threshold"] is not None
+    assert {out["units"][i][1] for i in out["boundaries"]} == _ends(chunking)
+    assert len(chunking.chunks) > 1
+    bad = run_cli("curve", str(path), "--config", "recursive", cache_dir=tmp_path)
+    assert bad.returncode == 2 and b"recursive has no curve; chunkers with one: margin_sampling" in bad.stderr
