@@ -18,6 +18,9 @@ Subcommands:
     eval, questions, index, query
                 The retrieval lab (Chroma store, question sets, the Chroma report's
                 metrics): see :mod:`backend.cli_retrieval`.
+    curve FILE --config SPEC
+                JSON of what a chunker cuts on (per-unit values, threshold, chunk ends), for
+                the chunkers with ``has_curve`` (PPL, margin sampling, semantic).
     metrics FILE --chunker NAME
                 MoC's Boundary Clarity, Chunk Stickiness and dissimilarity as one JSON object:
                 see :mod:`backend.cli_quality`.
