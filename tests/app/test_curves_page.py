@@ -7,7 +7,6 @@ curve is read from the output cache; the document's HTML reaches the hover label
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import pytest
@@ -15,9 +14,10 @@ from streamlit.testing.v1 import AppTest
 
 from backend.document import Document
 from components.state import normalized_config
-from tests.conftest import ROOT
+from tests.support.apptest import open_page
+from tests.support.apptest import run as _run
+from tests.support.apptest import wait_job as _wait
 
-TIMEOUT = 120
 TEXT = (
     "The cat sat on the mat. It was warm by the fire. Then the <b>dog</b> came & barked loudly! "
     "Stock prices fell sharply on Monday. Investors worried about inflation. The central bank said nothing. "
@@ -37,38 +37,13 @@ def module_cache(tmp_path_factory):
     mp.undo()
 
 
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _open(doc: Document, configs: list[tuple[str, dict]]) -> AppTest:
     """The app on the Compare page with ``doc`` and ``configs`` (uids 0, 1, …)."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    _run(at)
-    _run(at)  # see tests/app/test_pages.py: the second run settles the widget ids
-    at.session_state["doc"] = doc
-    at.session_state["configs"] = [
+    entries = [
         {"uid": i, "tag": "ABCDEFGH"[i], "config": normalized_config(name, params)}
         for i, (name, params) in enumerate(configs)
     ]
-    at.session_state["configs_next_uid"] = len(configs)
-    at.switch_page("pages/compare.py")
-    _run(at)
-    return at
-
-
-def _wait(at: AppTest, key: str, timeout: float = 240) -> object:
-    """Rerun (as the progress fragment's timer does in a browser) until the job at ``key`` ends."""
-    job = at.session_state[key]
-    t0 = time.perf_counter()
-    while job.running and time.perf_counter() - t0 < timeout:
-        time.sleep(0.25)
-        _run(at)
-    assert not job.running, f"{key} still running after {timeout}s"
-    _run(at)
-    return job
+    return open_page("pages/compare.py", doc, entries)
 
 
 def _curve_charts(at: AppTest) -> dict[str, dict]:

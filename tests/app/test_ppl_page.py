@@ -8,16 +8,15 @@ backend), so the tests that only move controls start from a cache hit.
 from __future__ import annotations
 
 import re
-import time
 import uuid
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.document import Document
-from tests.conftest import ROOT
+from tests.support.apptest import open_page, wait_job
+from tests.support.apptest import run as _run
 
-TIMEOUT = 120
 TEXT = (
     "The cat sat on the mat. It was warm by the fire. Then the <b>dog</b> came & barked loudly! "
     "Stock prices fell sharply on Monday. Investors worried about inflation. The central bank said nothing. "
@@ -49,33 +48,13 @@ def scored() -> Document:
     return doc
 
 
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _open(doc: Document, page: str = "pages/ppl.py") -> AppTest:
     """The app with ``doc`` as the current document, switched to ``page``."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    _run(at)
-    _run(at)  # see tests/app/test_pages.py: the second run settles the widget ids
-    at.session_state["doc"] = doc
-    at.switch_page(page)
-    _run(at)
-    return at
+    return open_page(page, doc)
 
 
 def _wait(at: AppTest, key: str, timeout: float = 120) -> object:
-    """Rerun (as the progress fragment's timer does in a browser) until the job at ``key`` ends."""
-    job = at.session_state[key]
-    t0 = time.perf_counter()
-    while job.running and time.perf_counter() - t0 < timeout:
-        time.sleep(0.25)
-        _run(at)
-    assert not job.running, f"{key} still running after {timeout}s"
-    _run(at)
-    return job
+    return wait_job(at, key, timeout)
 
 
 def _has(at: AppTest, key: str) -> bool:

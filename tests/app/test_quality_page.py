@@ -20,9 +20,10 @@ import components.layout as layout
 from backend.document import Document
 from backend.quality import boundary_clarity, chunk_stickiness
 from components.state import normalized_config
-from tests.conftest import ROOT
+from tests.support.apptest import open_page
+from tests.support.apptest import run as _run
+from tests.support.apptest import wait_job as _wait
 
-TIMEOUT = 120
 TEXT = (
     "The cat sat on the <b>mat</b> & slept. It was warm by the fire. "
     "Stock prices fell sharply on Monday. Investors worried about inflation. "
@@ -77,33 +78,8 @@ def scored() -> Document:
     return doc
 
 
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _open(doc: Document, page: str = "pages/quality.py") -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    _run(at)
-    _run(at)  # see tests/app/test_pages.py: the second run settles the widget ids
-    at.session_state["doc"] = doc
-    at.session_state["configs"] = _entries()
-    at.session_state["configs_next_uid"] = len(CONFIGS)
-    at.switch_page(page)
-    _run(at)
-    return at
-
-
-def _wait(at: AppTest, key: str, timeout: float = 240) -> object:
-    job = at.session_state[key]
-    t0 = time.perf_counter()
-    while job.running and time.perf_counter() - t0 < timeout:
-        time.sleep(0.25)
-        _run(at)
-    assert not job.running, f"{key} still running after {timeout}s"
-    _run(at)
-    return job
+    return open_page(page, doc, _entries())
 
 
 def _has(at: AppTest, key: str) -> bool:

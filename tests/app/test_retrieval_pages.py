@@ -14,7 +14,6 @@ import json
 import os
 import re
 import socket
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +26,9 @@ from backend.document import Document
 from backend.retrieval.metrics import agreement_matrices, find_excerpt, score_retrieval
 from components.state import normalized_config
 from tests.conftest import ROOT
+from tests.support.apptest import open_page, wait_job
+from tests.support.apptest import run as _run
 
-TIMEOUT = 120
 DATA = ROOT / "tests" / "data" / "retrieval"
 _LIGHTS = (DATA / "corpora" / "lighthouses.md").read_text(encoding="utf-8")
 # The lighthouse corpus with markup in the paragraph the query retrieves: it must be shown escaped.
@@ -73,12 +73,6 @@ def lab_env(tmp_path_factory):
     mp.undo()
 
 
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _configs():
     return [
         {"uid": i, "tag": "AB"[i], "config": normalized_config(name, params)} for i, (name, params) in enumerate(CONFIGS)
@@ -86,28 +80,12 @@ def _configs():
 
 
 def _open(page: str, doc: Document | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    _run(at)
-    _run(at)  # see tests/app/test_pages.py: the second run settles the widget ids
-    if doc is not None:
-        at.session_state["doc"] = doc
-    at.session_state["configs"] = _configs()
-    at.session_state["configs_next_uid"] = 2
-    at.switch_page(page)
-    return _run(at)
+    return open_page(page, doc, _configs())
 
 
 def _wait(at: AppTest, key: str, timeout: float = 150) -> object:
-    """Rerun (as the progress fragment's timer does in a browser) until the job at ``key`` ends."""
-    job = at.session_state[key]
-    assert job.thread is not None  # it runs in a background thread, not in the page run
-    t0 = time.perf_counter()
-    while job.running and time.perf_counter() - t0 < timeout:
-        time.sleep(0.25)
-        _run(at)
-    assert not job.running, f"{key} still running after {timeout}s"
-    _run(at)
-    return job
+    assert at.session_state[key].thread is not None  # it runs in a background thread, not in the page run
+    return wait_job(at, key, timeout)
 
 
 def _frames(at: AppTest, column: str) -> list:

@@ -1,0 +1,52 @@
+"""What the AppTest page tests share: a checked run, the app opened on a page, waiting for a job."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT
+
+TIMEOUT = 120
+
+
+def run(at: AppTest) -> AppTest:
+    """One script run that must end without an exception."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_page(page: str, doc: Any = None, configs: Sequence[dict] | None = None) -> AppTest:
+    """The app (``app.py``, as in a browser) switched to ``page``.
+
+    Args:
+        page: e.g. ``"pages/compare.py"``.
+        doc: Made the current document when given.
+        configs: Compare entries (``{"uid", "tag", "config"}``) to start with, when given.
+    """
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    run(at)
+    run(at)  # see tests/app/test_pages.py: the second run settles the widget ids
+    if doc is not None:
+        at.session_state["doc"] = doc
+    if configs is not None:
+        at.session_state["configs"] = list(configs)
+        at.session_state["configs_next_uid"] = len(configs)
+    at.switch_page(page)
+    return run(at)
+
+
+def wait_job(at: AppTest, key: str, timeout: float = 240) -> Any:
+    """Rerun (as the progress fragment's timer does in a browser) until the job at ``key`` ends."""
+    job = at.session_state[key]
+    t0 = time.perf_counter()
+    while job.running and time.perf_counter() - t0 < timeout:
+        time.sleep(0.25)
+        run(at)
+    assert not job.running, f"{key} still running after {timeout}s"
+    run(at)
+    return job
