@@ -386,7 +386,8 @@ def test_next_token_probs_match_a_direct_softmax(scorer):
     assert set(got) == {"1", "2"}
     for c, p in got.items():
         assert 0.0 <= p <= 1.0
-        assert abs(p - probs[_ids(scorer, c)[0]]) <= 1e-6
+        # float32 forwards through different code paths (prompt cache vs one call) differ by ~1e-6
+        assert abs(p - probs[_ids(scorer, c)[0]]) <= 1e-5
     dist = scorer.next_token_distribution(QUESTION)
     assert dist.shape == (scorer.lm.model.config.vocab_size,)
     assert abs(dist.sum() - 1.0) <= 1e-6
