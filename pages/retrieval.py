@@ -66,7 +66,7 @@ def _reset_for(doc_id: str) -> None:
 
 def _chunkings(doc, entries) -> tuple[dict, list[str]]:
     """Each selected configuration's chunking (no model call), and one-line notes for those left out."""
-    lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
+    lm_names = {s["name"] for s in specs() if s.get("needs")}  # any model: never run inline
     out, notes = {}, []
     for e in entries:
         try:
@@ -75,7 +75,7 @@ def _chunkings(doc, entries) -> tuple[dict, list[str]]:
             else:
                 out[e["tag"]] = chunk_document(doc, doc.id, e["config"])
         except NotCached:
-            notes.append(f"{e['tag']} needs the language model: open it on the Compare page first")
+            notes.append(f"{e['tag']} needs a model run: open it on the Compare page first")
         except ChunkLabError as err:
             notes.append(f"{e['tag']}: {one_line(str(err))}")
         except Exception as err:  # one failing chunker must not hide the others (as on Compare)

@@ -374,3 +374,19 @@ def test_local_generation_is_weak_and_refilters_live() -> None:
     at.button(key="bm_gen_add").click()
     _run(at)
     assert len(at.session_state["ret_qset"]) == len(gen.candidates)
+
+
+def test_a_model_backed_configuration_is_never_chunked_inline() -> None:
+    """semantic needs the embedder: without a Compare run it is a note, and the page starts no model work."""
+    import uuid
+
+    doc = Document.from_text(f"Retrieval {uuid.uuid4().hex[:8]}. " + TEXT[:1500], source="inline.md")
+    entries = _configs() + [{"uid": 2, "tag": "C", "config": normalized_config("semantic", {})}]
+    at = open_page("pages/retrieval.py", doc, entries)
+    at.multiselect(key="ret_configs").set_value([e["uid"] for e in entries])
+    _run(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "C needs a model run: open it on the Compare page first" in captions
+    for key in ("ret_search_job", "ret_cp_job", "cmp_lm_job"):  # nothing started a model run
+        assert key not in at.session_state or not at.session_state[key].running
+
