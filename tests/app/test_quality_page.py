@@ -13,10 +13,8 @@ import uuid
 
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-import components.layout as layout
 from backend.document import Document
 from backend.quality import boundary_clarity, chunk_stickiness
 from components.state import normalized_config
@@ -37,20 +35,11 @@ CONFIGS = (
 
 @pytest.fixture(scope="module", autouse=True)
 def module_setup(tmp_path_factory):
-    """One output cache for the module, the default models, and the page in the navigation."""
+    """One output cache for the module and the default models."""
     mp = pytest.MonkeyPatch()
     mp.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path_factory.mktemp("quality-cache")))
     mp.delenv("CHUNKLAB_LM", raising=False)
     mp.delenv("CHUNKLAB_EMBEDDER", raising=False)
-    original = layout.page_list
-
-    def pages() -> list:
-        listed = original()
-        if not any(p.title == "Quality" for p in listed):
-            listed.append(st.Page("pages/quality.py", title="Quality", icon=":material/insights:"))
-        return listed
-
-    mp.setattr(layout, "page_list", pages)
     yield
     mp.undo()
 

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import components.layout as layout
 from backend.chunkers import run_chunker
 from backend.document import Document
 from backend.retrieval.metrics import agreement_matrices, find_excerpt, score_retrieval
@@ -37,23 +36,6 @@ QUERY = "How was the granite brought to the headland?"
 EXCERPT = "The granite was quarried inland and carried to the headland on a narrow railway"
 CONFIGS = (("recursive", {"chunk_size": 40}), ("fixed_token", {"chunk_size": 60, "chunk_overlap": 20}))
 COLORS = ("#2563eb", "#d97706")  # CONFIG_COLORS of uids 0 and 1
-LAB_PAGES = (("pages/retrieval.py", "Retrieval"), ("pages/benchmark.py", "Benchmark"))
-
-
-def _with_lab_pages(original):
-    """``page_list`` plus the retrieval pages when the router does not list them yet."""
-
-    def pages():
-        import streamlit as st
-
-        listed = original()
-        have = {str(getattr(p, "_page", "")) for p in listed}
-        extra = [st.Page(path, title=title) for path, title in LAB_PAGES if not any(h.endswith(path) for h in have)]
-        return listed + extra
-
-    return pages
-
-
 @pytest.fixture(scope="module", autouse=True)
 def lab_env(tmp_path_factory):
     mp = pytest.MonkeyPatch()
@@ -68,7 +50,6 @@ def lab_env(tmp_path_factory):
         "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL",
     ):
         mp.delenv(name, raising=False)
-    mp.setattr(layout, "page_list", _with_lab_pages(layout.page_list))
     yield data
     mp.undo()
 
