@@ -84,6 +84,28 @@ class Chunking:
         return dict(self.meta)
 
     @property
+    def run_report(self) -> str | None:
+        """A one-line summary of ``meta`` for people (None when the chunker reported nothing).
+
+        E.g. ``content loss 12.5 % (3 gap chunks) · granularity 120-150 (paragraph router) ·
+        4 model calls, 2 cached, 1 repair``.
+        """
+        m = self.meta_dict
+        parts = []
+        if "content_loss" in m:
+            gaps = len(m.get("gap_chunks") or ())
+            parts.append(f"content loss {100 * float(m['content_loss']):.1f} %"
+                         + (f" ({gaps} gap chunk{'s' if gaps != 1 else ''})" if gaps else ""))
+        if "granularity" in m:
+            router = f" ({m['router']} router)" if m.get("router") else ""
+            parts.append(f"granularity {m['granularity']}{router}")
+        calls = [(m[k], label) for k, label in (("model_calls", "model call"), ("cache_hits", "cached"),
+                                                ("repairs", "repair")) if k in m]
+        if calls:
+            parts.append(", ".join(f"{n} {label}{'s' if n != 1 and label != 'cached' else ''}" for n, label in calls))
+        return " · ".join(parts) or None
+
+    @property
     def token_counts(self) -> list[int]:
         """Token count of each chunk, in order."""
         return [c.tokens for c in self.chunks]

@@ -271,6 +271,8 @@ def _run(args: argparse.Namespace) -> int:
         with _model_context(args, [chunker]) as context:
             chunking = chunker.chunk(doc, context)
         _write(chunking.to_jsonl())
+        if chunking.run_report:  # e.g. an LLM chunker's content loss: on stderr, stdout stays JSONL
+            print(f"{chunking.config.name}: {chunking.run_report}", file=sys.stderr)
     elif args.command == "compare":
         _compare(args)
     elif args.command == "curve":
@@ -304,6 +306,9 @@ def _compare(args: argparse.Namespace) -> None:
         else:
             results = [c.chunk(doc, context) for c in chunkers]
     rows = chunking_stats(results)
+    for row, r in zip(rows, results):
+        if r.meta:  # the chunker's own report, machine-readable (content loss, model calls…)
+            row["meta"] = r.meta_dict
     if matches is not None:
         for row, m in zip(rows, matches):
             row["match"] = m.to_json()

@@ -60,4 +60,6 @@ def chunking_stats(chunkings: Sequence[Chunking]) -> list[dict[str, Any]]:
                 "time_ms": ch.elapsed_s * 1000.0,
             }
         )
+        if ch.run_report:  # what the chunker reported about its run (e.g. an LLM chunker's content loss)
+            rows[-1]["report"] = ch.run_report
     return rows

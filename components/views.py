@@ -68,6 +68,8 @@ def config_card(
             st.error(error, icon=":material/error:")
         elif chunking is not None:
             st.caption(f"**{len(chunking.chunks):,}** chunks · {chunking.elapsed_s * 1000:,.0f} ms")
+            if chunking.run_report:  # what the chunker reported, e.g. an LLM chunker's content loss
+                st.caption(esc(chunking.run_report))
         elif note:
             st.caption(note)
         with st.container(horizontal=True, gap="small"):

@@ -186,6 +186,7 @@ st.dataframe(
             "Overlap %", format="%.1f", help="Share of the document's characters inside two or more chunks"
         ),
         "time_ms": st.column_config.NumberColumn("Time (ms)", format="%.0f"),
+        "report": st.column_config.TextColumn("Run report", help="What the chunker reported, e.g. content loss"),
     },
 )
 

@@ -163,3 +163,18 @@ def test_registry_describes_every_chunker():
         for p in spec["params"]:
             assert {"name", "type", "default", "min", "max", "choices", "help"} <= set(p)
             assert p["help"], (name, p["name"])
+
+
+def test_run_report_summarizes_a_chunkers_meta_and_reaches_the_stats():
+    from backend.chunking import Chunk, Chunking, ChunkerConfig
+    from backend.stats import chunking_stats
+
+    base = Chunking(ChunkerConfig.make("moc"), (Chunk(0, 0, 5, "hello", 1),), 0.01, "doc", 5)
+    assert base.run_report is None and "report" not in chunking_stats([base])[0]
+    meta = {"content_loss": 0.125, "gap_chunks": [1, 4, 6], "granularity": "120-150", "router": "paragraph",
+            "model_calls": 4, "cache_hits": 2, "repairs": 1}
+    ch = Chunking(base.config, base.chunks, 0.01, "doc", 5, meta=tuple(sorted(meta.items())))
+    assert ch.run_report == (
+        "content loss 12.5 % (3 gap chunks) · granularity 120-150 (paragraph router) · 4 model calls, 2 cached, 1 repair"
+    )
+    assert chunking_stats([ch])[0]["report"] == ch.run_report

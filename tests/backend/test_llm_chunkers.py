@@ -504,4 +504,11 @@ def test_cli_chunk_with_moc_through_the_registry(tmp_path):
         records = [json.loads(line) for line in proc.stdout.decode().splitlines()]
         assert [r["text"] for r in records] == [P1, P2, P3, P4]
         assert all(TEXT[r["start"] : r["end"]] == r["text"] for r in records)
+    # The run report goes to stderr (stdout stays JSONL): the skipped paragraph is content loss.
+    report = first.stderr.decode().strip().splitlines()[-1]
+    assert report.startswith("moc: content loss ") and "(1 gap chunk)" in report and "1 model call" in report
+    loss = float(report.split("content loss ")[1].split(" %")[0])
+    share = 100 * sum(not c.isspace() for c in P2) / sum(not c.isspace() for c in TEXT)
+    assert 0.8 * share < loss <= share  # about one paragraph of four (the rules' anchors cover its edges)
+    assert "0 model calls, 1 cached" in second.stderr.decode()
     assert sys.executable
