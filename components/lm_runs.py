@@ -31,7 +31,7 @@ from backend.document import Document
 from backend.errors import Cancelled, ChunkLabError, ModelError
 from backend.models.types import ModelInfo, Progress, Scorer
 from components.documents import one_line
-from components.models import EMB_CHOICE, LM_INFO, Job, _freeze_long_lived, current_scorer, job_progress, start_job
+from components.models import EMB_CHOICE, LM_INFO, session_chat, Job, _freeze_long_lived, current_scorer, job_progress, start_job
 
 if TYPE_CHECKING:
     from backend.models.types import TokenScores
@@ -77,11 +77,13 @@ class SessionLM:
     default: bool = False
     error: str | None = None
     embedder_spec: str | None = None
+    chat: Any = field(default=None, compare=False, repr=False)  # the session's ChatModel; None: the default
 
     @property
     def models_key(self) -> str:
-        """What model-backed chunkings are keyed by: the language model and the session's embedder."""
-        return f"{self.identity}|embedder={self.embedder_spec or 'default'}"
+        """What model-backed chunkings are keyed by: the language model, the session's embedder and chat model."""
+        chat = "default" if self.chat is None else self.chat.fingerprint
+        return f"{self.identity}|embedder={self.embedder_spec or 'default'}|chat={chat}"
 
     @property
     def identity(self) -> str:
@@ -115,12 +117,13 @@ def session_lm() -> SessionLM:
     """The session's language model, or the default (not loaded) when the session has chosen none."""
     info: ModelInfo | None = st.session_state.get(LM_INFO)
     embedder_spec = st.session_state.get(EMB_CHOICE)
+    chat = session_chat()
     if info is not None:
         scorer = current_scorer()
         if scorer is not None:
-            return SessionLM(info.name, info.fingerprint, info.kind, scorer, embedder_spec=embedder_spec)
+            return SessionLM(info.name, info.fingerprint, info.kind, scorer, embedder_spec=embedder_spec, chat=chat)
     name, fingerprint, error = _default_identity(os.environ.get("CHUNKLAB_LM", "").strip())
-    return SessionLM(name, fingerprint, "lm", None, default=True, error=error, embedder_spec=embedder_spec)
+    return SessionLM(name, fingerprint, "lm", None, default=True, error=error, embedder_spec=embedder_spec, chat=chat)
 
 
 # --- cache-only lookups --------------------------------------------------------------------------
@@ -189,7 +192,8 @@ def cache_only_context(lm: SessionLM) -> ModelContext | None:
     """A context whose model calls raise :class:`NotCached`; None when the fingerprint is unknown."""
     if lm.fingerprint is None:
         return None
-    return _CacheOnlyContext(scorer=_RefusingScorer(_stand_in_info(lm)), embedder_spec=lm.embedder_spec)
+    chat = _RefusingChat(lm.chat) if lm.chat is not None else None
+    return _CacheOnlyContext(scorer=_RefusingScorer(_stand_in_info(lm)), embedder_spec=lm.embedder_spec, chat=chat)
 
 
 def cached_document_scores(lm: SessionLM, text: str) -> TokenScores | None:
@@ -312,6 +316,7 @@ def run_configs(
     scorer: Scorer,
     progress: Progress,
     embedder_spec: str | None = None,
+    chat: Any = None,
 ) -> dict[ChunkerConfig, Chunking | str]:
     """Run model-backed chunker configurations one after the other (job side).
 
@@ -326,7 +331,7 @@ def run_configs(
     out: dict[ChunkerConfig, Chunking | str] = {}
     for k, config in enumerate(configs):
         context = ModelContext(
-            scorer=scorer, embedder_spec=embedder_spec, progress=scaled_progress(progress, k, len(configs))
+            scorer=scorer, embedder_spec=embedder_spec, chat=chat, progress=scaled_progress(progress, k, len(configs))
         )
         try:
             out[config] = run_chunker(doc, config, context)
@@ -379,7 +384,9 @@ def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerCo
     needs_lm = any("lm" in REGISTRY[c.name].needs for c in configs if c.name in REGISTRY)
 
     def start() -> Job:
-        run = lambda scorer, progress, d=doc, c=configs, e=lm.embedder_spec: run_configs(d, c, scorer, progress, e)  # noqa: E731
+        run = lambda scorer, progress, d=doc, c=configs, e=lm.embedder_spec, m=lm.chat: run_configs(  # noqa: E731
+            d, c, scorer, progress, e, m
+        )
         title = f"Running {n} configuration{'s' if n != 1 else ''} with {lm.name}"
         if needs_lm:
             return start_model_job(title, lm, run, signature)

@@ -50,6 +50,10 @@ __all__ = [
     "LM_INFO",
     "EMB_CHOICE",
     "EMB_INFO",
+    "CHAT_CHOICE",
+    "CHAT_KEY",
+    "session_chat",
+    "chat_label",
     "Job",
     "start_job",
     "local_scorer",
@@ -73,6 +77,10 @@ LM_CHOICE = "models_lm_choice"  # ("local", spec or None) or ("remote", None), s
 LM_INFO = "models_lm_info"  # the loaded language model's ModelInfo
 EMB_CHOICE = "models_emb_choice"  # the loaded embedder's spec (None: the default)
 EMB_INFO = "models_emb_info"
+# The chat model of LLM chunkers: None = the default (an API when OPENAI_* is set, else the bundled
+# model), ("local", None) or ("remote", (base_url, model)); the key lives only in CHAT_KEY.
+CHAT_CHOICE = "models_chat_choice"
+CHAT_KEY = "models_chat_api_key"
 _REMOTE = "models_remote_scorer"  # this session's RemoteScorer (it holds the user's key)
 
 
@@ -160,6 +168,36 @@ def load_embedding_model(spec: str | None) -> str | None:
         st.session_state[EMB_CHOICE] = spec
         st.session_state[EMB_INFO] = model.info
     return error
+
+
+def session_chat() -> Any:
+    """The session's chat model for LLM chunkers (a ``ChatModel``), or None for the default.
+
+    Builds no connection and loads nothing: a remote model is named, so its cache identity
+    (``openai-compatible:<model>``) needs no request; the local one loads on first use.
+    """
+    choice = st.session_state.get(CHAT_CHOICE)
+    if choice is None:
+        return None
+    from backend.llm import LocalChat, RemoteChat
+
+    kind, spec = choice
+    if kind == "local":
+        return LocalChat(None)
+    base_url, model = spec
+    return RemoteChat(base_url or None, st.session_state.get(CHAT_KEY) or None, model)
+
+
+def chat_label() -> str:
+    """What the session's chat model is, in words (never the key)."""
+    choice = st.session_state.get(CHAT_CHOICE)
+    if choice is None:
+        return "default (an OpenAI-compatible API when OPENAI_BASE_URL/OPENAI_API_KEY are set, else the bundled model)"
+    kind, spec = choice
+    if kind == "local":
+        return "the bundled model (CHUNKLAB_LM or SmolLM2), as a local chat model"
+    base_url, model = spec
+    return f"{model} at {base_url or 'OPENAI_BASE_URL'}"
 
 
 def current_scorer() -> Scorer | None:

@@ -6,8 +6,11 @@ from backend.cache import default_cache
 from backend.scoring import sentence_scores
 from components.layout import ensure_routed
 from components.models import (
+    CHAT_CHOICE,
+    CHAT_KEY,
     EMB_INFO,
     LM_INFO,
+    chat_label,
     current_scorer,
     job_progress,
     load_embedding_model,
@@ -17,6 +20,7 @@ from components.models import (
     score_results,
     start_job,
 )
+from components.render import esc
 from components.state import current_document
 
 ensure_routed()
@@ -123,6 +127,44 @@ with col_emb:
     if st.session_state.get(_EMB_ERROR):
         st.error(st.session_state[_EMB_ERROR], icon=":material/error:")
     model_card(st.session_state.get(EMB_INFO), key="models_emb_card")
+
+# --- chat model (LLM chunkers) -------------------------------------------------------------------
+st.divider()
+st.subheader("Chat model", anchor=False)
+st.caption(
+    "What the LLM chunkers (llm_split, lumber, moc) ask. Their answers are cached per model, so a "
+    "rerun costs nothing; the API key is kept only in this browser session, never saved or shown."
+)
+CHAT_SOURCES = {"default": "Default", "local": "Bundled model", "remote": "OpenAI-compatible API"}
+chat_source = st.radio(
+    "Source", list(CHAT_SOURCES), format_func=CHAT_SOURCES.get, key="models_chat_source",
+    horizontal=True, persist_state="session",
+    help="Default: the API when OPENAI_BASE_URL or OPENAI_API_KEY is set, else the bundled model.",
+)
+with st.form("models_chat_form", border=False):
+    if chat_source == "remote":
+        left, mid, right = st.columns(3)
+        left.text_input("Base URL", key="models_chat_url", persist_state="session",
+                        placeholder="http://gpu-box:8000/v1", help="Empty: OPENAI_BASE_URL, else OpenAI's API.")
+        mid.text_input("Model name", key="models_chat_model", persist_state="session",
+                       placeholder="e.g. Qwen2.5-1.5B-Instruct", help="Required: it names the cached answers.")
+        # Not persisted: the key lives in this widget and in the session's chat model only.
+        right.text_input("API key", key="models_chat_key_input", type="password", autocomplete="off",
+                         help="Sent as a bearer token; empty: OPENAI_API_KEY.")
+    use_chat = st.form_submit_button("Use", key="models_chat_use", icon=":material/check:")
+if use_chat:
+    if chat_source == "default":
+        st.session_state.pop(CHAT_CHOICE, None)
+    elif chat_source == "local":
+        st.session_state[CHAT_CHOICE] = ("local", None)
+    else:
+        model = (st.session_state.get("models_chat_model") or "").strip()
+        if not model:
+            st.error("enter the model name the server serves", icon=":material/error:")
+        else:
+            st.session_state[CHAT_CHOICE] = ("remote", ((st.session_state.get("models_chat_url") or "").strip(), model))
+            st.session_state[CHAT_KEY] = st.session_state.get("models_chat_key_input") or ""
+st.caption(f"LLM chunkers use: {esc(chat_label())}")
 
 # --- scoring the current document ----------------------------------------------------------------
 st.divider()
