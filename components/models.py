@@ -366,6 +366,9 @@ def sidebar_models() -> None:
     st.text(f"Embedder: {emb.name}" if emb else "Embedder: not loaded")
     if emb:
         st.caption(_summary(emb))
+    choice = st.session_state.get(CHAT_CHOICE)
+    chat = "default" if choice is None else "bundled model" if choice[0] == "local" else f"{choice[1][1]} (API)"
+    st.text(f"Chat: {chat}")
 
 
 def sentence_nll_chart(scores: list[SentenceScore]) -> go.Figure:

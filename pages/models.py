@@ -153,17 +153,18 @@ with st.form("models_chat_form", border=False):
                          help="Sent as a bearer token; empty: OPENAI_API_KEY.")
     use_chat = st.form_submit_button("Use", key="models_chat_use", icon=":material/check:")
 if use_chat:
-    if chat_source == "default":
-        st.session_state.pop(CHAT_CHOICE, None)
-    elif chat_source == "local":
-        st.session_state[CHAT_CHOICE] = ("local", None)
+    model = (st.session_state.get("models_chat_model") or "").strip()
+    if chat_source == "remote" and not model:
+        st.error("enter the model name the server serves", icon=":material/error:")
     else:
-        model = (st.session_state.get("models_chat_model") or "").strip()
-        if not model:
-            st.error("enter the model name the server serves", icon=":material/error:")
+        if chat_source == "default":
+            st.session_state.pop(CHAT_CHOICE, None)
+        elif chat_source == "local":
+            st.session_state[CHAT_CHOICE] = ("local", None)
         else:
             st.session_state[CHAT_CHOICE] = ("remote", ((st.session_state.get("models_chat_url") or "").strip(), model))
             st.session_state[CHAT_KEY] = st.session_state.get("models_chat_key_input") or ""
+        st.rerun()  # the router drew the sidebar before this choice
 st.caption(f"LLM chunkers use: {esc(chat_label())}")
 
 # --- scoring the current document ----------------------------------------------------------------

@@ -41,6 +41,7 @@ def test_models_page_sets_the_chat_model_and_compare_runs_moc_through_it(tmp_pat
         at.button(key="models_chat_use").click()
         _run(at)
         assert "LLM chunkers use: scripted-model at " in _page_text(at)
+        assert "Chat: scripted-model (API)" in [t.value for t in at.sidebar.text]
         assert KEY not in _page_text(at)
 
         doc = Document.from_text(
