@@ -186,9 +186,11 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix
                 from components.lm_runs import scaled_progress
                 from components.models import start_job
 
-                def run(scorer, progress, d=doc, c=req_configs, t=req_target, emb=lm.embedder_spec):
+                def run(scorer, progress, d=doc, c=req_configs, t=req_target, emb=lm.embedder_spec, chat=lm.chat):
                     def context(k: int, n: int) -> ModelContext:
-                        return ModelContext(scorer=scorer, embedder_spec=emb, progress=scaled_progress(progress, k, n))
+                        return ModelContext(
+                            scorer=scorer, embedder_spec=emb, chat=chat, progress=scaled_progress(progress, k, n)
+                        )
 
                     return MatchOutcome(d.id, t, run_matches(d, c, float(t), context=context))
 
