@@ -36,6 +36,8 @@ from typing import Sequence
 
 import numpy as np
 
+from backend.segment import strip_span as _strip
+
 __all__ = [
     "PLACEHOLDERS",
     "MOC_PROMPT",
@@ -248,14 +250,6 @@ class Recovery:
     dropped: int
     approximate: int
     tail_repairs: int
-
-
-def _strip(text: str, s: int, e: int) -> tuple[int, int]:
-    while s < e and text[s].isspace():
-        s += 1
-    while e > s and text[e - 1].isspace():
-        e -= 1
-    return s, e
 
 
 def recover_spans(text: str, rules: Sequence[Rule], lo: int, hi: int, tolerance: float = 0.3) -> Recovery:

@@ -79,7 +79,7 @@ from backend._segment_blingfire import SentenceBreakerError, sentence_starts
 from backend.document import Span
 from backend.errors import ParameterError
 
-__all__ = ["sentence_spans", "paragraph_spans"]
+__all__ = ["sentence_spans", "paragraph_spans", "strip_span"]
 
 # Line breaks are exactly those of str.splitlines(), so "a line" means one thing everywhere;
 # "\r\n" is one break, never "\r" then "\n" (which would make it a blank line).
@@ -435,3 +435,12 @@ def _starts_new_block(
 def _first_char(text: str, start: int, end: int) -> str:
     """The first non-whitespace character of a line (paragraphs hold no blank line)."""
     return text[_NON_WS.search(text, start, end).start()]
+
+
+def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` narrowed past the whitespace at both ends of ``text[start:end]``."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end

@@ -15,6 +15,7 @@ from typing import Sequence
 
 from backend.chunkers.base import Chunker, register, size_params
 from backend.document import Document
+from backend.segment import strip_span as _strip
 from backend.tokenizers import SpanCounter, Tokenizer
 
 __all__ = ["RecursiveChunker", "recursive_spans", "enforce_size", "CHROMA_SEPARATORS"]
@@ -42,14 +43,6 @@ def _cut(text: str, lo: int, hi: int, sep: str) -> list[tuple[int, int]]:
         pos = end + step
         first = False
     return out
-
-
-def _strip(text: str, s: int, e: int) -> tuple[int, int]:
-    while s < e and text[s].isspace():
-        s += 1
-    while e > s and text[e - 1].isspace():
-        e -= 1
-    return s, e
 
 
 def _merge(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import numpy as np
 import pytest
@@ -21,9 +20,10 @@ from backend.curves import Curve, chunk_end_points
 from backend.document import Document
 from backend.errors import ChunkLabError
 from backend.metachunking import find_minima, sentence_values
-from backend.models.types import ModelInfo, TokenScores
+from backend.models.types import ModelInfo
 from backend.samples import load_sample
 from tests.backend.test_semantic_chunkers import CountingEmbedder
+from tests.support.fake_scores import fake_token_scores
 
 WITH_CURVE = {"ppl", "ppl_combined", "ppl_overlap", "margin_sampling", "semantic", "semantic_max"}
 DOCS = ("narrative", "chinese")
@@ -48,15 +48,7 @@ class _FakeScorer:
 
     def token_nll(self, text, *, window=None, progress=None):
         self.calls += 1
-        words = [(m.start(), m.end()) for m in re.finditer(r"\S", text)]
-        nll = np.random.default_rng(11).gamma(2.0, 1.5, size=len(words))
-        nll[0] = np.nan
-        return TokenScores(
-            starts=np.array([a for a, _ in words], dtype=np.int64),
-            ends=np.array([b for _, b in words], dtype=np.int64),
-            nll=nll,
-            window=window or 8192,
-        )
+        return fake_token_scores(text, pattern=r"\S", seed=11, window=window)
 
     def next_token_probs(self, messages, candidates):
         self.calls += 1

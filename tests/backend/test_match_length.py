@@ -15,8 +15,9 @@ from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
 from backend.match_length import match_length, mean_length
-from backend.models.types import ModelInfo, TokenScores
+from backend.models.types import ModelInfo
 from backend.samples import load_sample
+from tests.support.fake_scores import fake_token_scores
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,20 +74,8 @@ class _FakeScorer:
         self.calls = 0
 
     def token_nll(self, text, *, window=None, progress=None):
-        import re
-
-        import numpy as np
-
         self.calls += 1
-        words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
-        nll = np.random.default_rng(7).gamma(2.0, 1.5, size=len(words))
-        nll[0] = np.nan
-        return TokenScores(
-            starts=np.array([a for a, _ in words], dtype=np.int64),
-            ends=np.array([b for _, b in words], dtype=np.int64),
-            nll=nll,
-            window=window or 8192,
-        )
+        return fake_token_scores(text, seed=7, window=window)
 
 
 def test_ppl_threshold_is_tuned_from_one_scoring_pass(doc, tmp_path):
