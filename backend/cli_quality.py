@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         texts = [c.text for c in chunking.chunks]
         counts = chunking.token_counts
         needs_lm = "bc" in args.metrics or "cs" in args.metrics
-        scorer = LazyScorer(context) if needs_lm and texts else None
+        scorer = LazyScorer(context) if needs_lm and len(texts) > 1 else None
         embedder = None
         if "ds" in args.metrics and len(texts) > 1:
             line.status("loading embedder…")
@@ -148,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
         for name, key in (("bc", "bc"), ("ds", "ds")):
             if name in args.metrics and out[key] is None:
                 out[key] = []
-    cost = estimate_cost(counts, complete="cs" in args.metrics, window=args.window) if needs_lm else {"pairs": 0}
+    scored = needs_lm and len(texts) > 1
+    cost = estimate_cost(counts, complete="cs" in args.metrics, window=args.window) if scored else {"pairs": 0}
     out["pairs"] = cost["pairs"]
     out["config"] = chunking.config.to_json()
     if match is not None:

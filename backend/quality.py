@@ -377,6 +377,11 @@ def quality_report(
     counts = [int(t) for t in token_counts]
     table = None
     bc = cs_c = cs_i = ds = None
+    if n < 2:  # no boundary and no pair: nothing to score
+        bc = () if "bc" in metrics else None
+        cs_c = cs_i = 0.0 if "cs" in metrics else None
+        ds = () if "ds" in metrics else None
+        metrics = ()
     if "bc" in metrics or "cs" in metrics:
         if scorer is None:
             raise ParameterError("bc and cs need a language model")

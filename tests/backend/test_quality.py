@@ -336,3 +336,20 @@ def test_cli_metrics_bad_arguments_exit_2(tmp_path):
         assert "Traceback" not in proc.stderr and proc.stderr.strip().count("\n") <= 1
     proc = _cli("metrics", str(tmp_path / "missing.txt"), "--chunker", "sentence")
     assert proc.returncode == 1 and "no such file" in proc.stderr
+
+
+def test_cli_metrics_of_a_single_chunk_needs_no_model(tmp_path, monkeypatch, capsys):
+    import backend.models.lm as lm_module
+    from backend.cli import main
+
+    def no_loading(*_a, **_k):
+        raise AssertionError("a single chunk has no pair to score")
+
+    monkeypatch.setattr(lm_module, "load_scorer", no_loading)
+    path = tmp_path / "one.txt"
+    path.write_text("Just one short sentence here.", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["metrics", str(path), "--chunker", "sentence"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["chunks"], out["bc"], out["ds"], out["cs_complete"], out["cs_incomplete"]) == (1, [], [], 0.0, 0.0)
+    assert out["bc_mean"] is None and out["pairs"] == 0
