@@ -4,7 +4,7 @@ import os
 import signal
 import sys
 
-from backend.cli import main
+from backend.cli.main import main
 
 code = main()
 if code == 130:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import ParameterError
 
 __all__ = ["Sample", "SAMPLES_DIR", "DEFAULT_SAMPLE", "list_samples", "get_sample", "load_sample"]

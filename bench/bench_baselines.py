@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backend.chunkers import make_chunker  # noqa: E402
-from backend.document import Document  # noqa: E402
+from backend.text.document import Document  # noqa: E402
 from backend.tokenizers import bundled_cl100k_path  # noqa: E402
 
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"

@@ -32,7 +32,7 @@ from backend.chunkers.semantic import (  # noqa: E402
     piece_spans,
     semantic_spans,
 )
-from backend.document import Document  # noqa: E402
+from backend.text.document import Document  # noqa: E402
 from backend.tokenizers import SpanCounter, get_tokenizer  # noqa: E402
 from bench.bench_baselines import corpus  # noqa: E402
 

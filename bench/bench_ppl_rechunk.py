@@ -40,9 +40,9 @@ import numpy as np  # noqa: E402
 
 from backend.chunkers import make_chunker  # noqa: E402
 from backend.chunkers.context import ModelContext  # noqa: E402
-from backend.chunkers.meta import ppl_spans  # noqa: E402
-from backend.document import Document  # noqa: E402
-from backend.metachunking import boundary_candidates, suggest_thresholds  # noqa: E402
+from backend.chunkers.meta.chunkers import ppl_spans  # noqa: E402
+from backend.text.document import Document  # noqa: E402
+from backend.chunkers.meta.algorithms import boundary_candidates, suggest_thresholds  # noqa: E402
 from backend.samples import load_sample  # noqa: E402
 from backend.tokenizers import get_tokenizer  # noqa: E402
 
@@ -68,7 +68,7 @@ def build_document(n: int) -> Document:
 
 def sentence_values(doc: Document, real: bool) -> list[float]:
     if real:
-        from backend.chunkers.meta import sentence_nll_means
+        from backend.chunkers.meta.chunkers import sentence_nll_means
 
         print("scoring the document with the model (once)…", file=sys.stderr)
         return sentence_nll_means(doc, ModelContext(use_cache=True))
@@ -101,7 +101,7 @@ def part1(n: int, real: bool) -> None:
 
 def part2(sample: str, repeat: int) -> None:
     from backend.models.lm import load_scorer
-    from backend.scoring import document_token_scores
+    from backend.models.scoring import document_token_scores
 
     doc = load_sample(sample)
     scorer = load_scorer(None)

@@ -14,10 +14,10 @@ import streamlit as st
 from backend.chunkers import chunker_specs, run_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
-from backend.document import Document
+from backend.text.document import Document
 from backend.samples import list_samples, load_sample
-from backend.stats import chunking_stats
-from backend.stats import document_stats as _document_stats
+from backend.metrics.stats import chunking_stats
+from backend.metrics.stats import document_stats as _document_stats
 
 __all__ = ["chunk_document", "chunk_with_model", "document_stats", "specs", "samples", "sample_document", "stats_rows"]
 
@@ -41,13 +41,13 @@ def chunk_with_model(_doc: Document, doc_id: str, config: ChunkerConfig, model: 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def document_stats(_doc: Document, doc_id: str) -> dict[str, Any]:
-    """:func:`backend.stats.document_stats` (cl100k tokens), cached per document id."""
+    """:func:`backend.metrics.stats.document_stats` (cl100k tokens), cached per document id."""
     return _document_stats(_doc, "cl100k")
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def stats_rows(_chunkings: tuple[Chunking, ...], key: tuple[tuple[str, ChunkerConfig], ...]) -> list[dict[str, Any]]:
-    """:func:`backend.stats.chunking_stats`, cached per (document id, configuration) list."""
+    """:func:`backend.metrics.stats.chunking_stats`, cached per (document id, configuration) list."""
     return chunking_stats(_chunkings)
 
 

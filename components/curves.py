@@ -22,7 +22,7 @@ from backend.chunkers import make_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig
 from backend.curves import Curve
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import ChunkLabError
 from components.cached import specs
 from components.charts import _preview

@@ -27,7 +27,7 @@ import streamlit as st
 
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import Cancelled, ChunkLabError, ModelError
 from backend.models.types import ModelInfo, Progress, Scorer
 from components.documents import one_line
@@ -150,7 +150,7 @@ class _CacheOnlyContext(ModelContext):
     """
 
     def token_scores(self, text: str) -> TokenScores:
-        from backend.scoring import cached_token_scores
+        from backend.models.scoring import cached_token_scores
 
         cache, info = self.cache, self.scorer.info
         hit = cached_token_scores(cache, info.fingerprint, text, self.window, scorer_kind=info.kind) if cache else None
@@ -165,7 +165,7 @@ class _CacheOnlyContext(ModelContext):
     def get_chat(self) -> Any:
         """The default chat model's identity, refusing to answer (cached replies are read by key)."""
         if self.chat is None:
-            from backend.llm import default_chat_model
+            from backend.models.chat import default_chat_model
 
             self.chat = _RefusingChat(default_chat_model(self.lm, self.device))
         return self.chat

@@ -1,7 +1,7 @@
 """The "Match lengths" panel (Compare and Quality pages): tune configurations to one mean chunk length.
 
 Both Meta-Chunking and MoC compare chunkers only at equal mean chunk length. For a target
-(tokens), :func:`backend.match_length.match_length` bisects each selected configuration's
+(tokens), :func:`backend.chunkers.match_length.match_length` bisects each selected configuration's
 length parameter (chunk size, PPL threshold or target length) until its mean chunk length is
 within ±5 %, or reports the closest reachable. Configurations that need no model are tuned
 in the script run (chunking is fast); as soon as one needs a model (language model, embedder
@@ -20,9 +20,9 @@ from typing import Any
 import streamlit as st
 
 from backend.chunking import ChunkerConfig
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import Cancelled, ChunkLabError
-from backend.match_length import DEFAULT_TOLERANCE, MatchResult, match_length
+from backend.chunkers.match_length import DEFAULT_TOLERANCE, MatchResult, match_length
 from components.cached import specs
 from components.documents import one_line
 from components.state import CONFIGS, configurations

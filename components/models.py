@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from backend.models.embedder import Embedder
-    from backend.scoring import SentenceScore
+    from backend.models.scoring import SentenceScore
 
 __all__ = [
     "LM_CHOICE",
@@ -179,7 +179,7 @@ def session_chat() -> Any:
     choice = st.session_state.get(CHAT_CHOICE)
     if choice is None:
         return None
-    from backend.llm import LocalChat, RemoteChat
+    from backend.models.chat import LocalChat, RemoteChat
 
     kind, spec = choice
     if kind == "local":

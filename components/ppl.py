@@ -2,7 +2,7 @@
 
 Everything θ-dependent is computed from per-sentence values kept in session state
 (:class:`PPLScores`), never from the model: :func:`ppl_chunking` calls
-:func:`backend.chunkers.meta.ppl_spans`, the charts call :mod:`backend.metachunking`'s
+:func:`backend.chunkers.meta.chunkers.ppl_spans`, the charts call :mod:`backend.chunkers.meta.algorithms`'s
 candidate and curve functions. Figures put every series in one trace (arrays with ``None``
 separators), so a 1,000-sentence document is a handful of Plotly objects, not thousands.
 Sentence text reaches a hover label only escaped and shortened.
@@ -22,11 +22,11 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from backend.chunkers.meta import ppl_spans
+from backend.chunkers.meta.chunkers import ppl_spans
 from backend.chunking import Chunk, ChunkerConfig, Chunking
-from backend.document import Document
-from backend.metachunking import Candidate, MarginStep, combine, ranges_from_steps
-from backend.scoring import SentenceScore, score_sentences
+from backend.text.document import Document
+from backend.chunkers.meta.algorithms import Candidate, MarginStep, combine, ranges_from_steps
+from backend.models.scoring import SentenceScore, score_sentences
 from backend.tokenizers import SpanCounter
 from components.charts import _preview
 from components.render import ChunkIndex, legend_html, window_html
@@ -56,7 +56,7 @@ __all__ = [
     "export_buttons",
 ]
 
-# The two boundary rules as backend/metachunking.py's docstring states them.
+# The two boundary rules as backend/chunkers/meta/algorithms.py's docstring states them.
 REFERENCE_RULE = (
     "`v[i] < v[i-1] and v[i] < v[i+1]` and (`v[i-1] - v[i] >= θ` or `v[i+1] - v[i] >= θ`), "
     "or the plateau `v[i] < v[i-1] and v[i] == v[i+1]` with `v[i-1] - v[i] >= θ`."
@@ -128,7 +128,7 @@ def _chunking(doc: Document, config: ChunkerConfig, spans: Sequence[tuple[int, i
 def ppl_chunking(doc: Document, values: Sequence[float], counter: SpanCounter, config: ChunkerConfig) -> Chunking:
     """What ``config`` (``ppl``, ``ppl_combined`` or ``ppl_overlap``) gives on ``values``, with no model call.
 
-    ``values`` are :func:`backend.metachunking.sentence_values` of the cached scores with the
+    ``values`` are :func:`backend.chunkers.meta.algorithms.sentence_values` of the cached scores with the
     configuration's ``value``; ``counter`` counts with the configuration's tokenizer.
     """
     p = config.params_dict
@@ -432,7 +432,7 @@ def theta_controls(theta_key: str, slider_key: str, bounds: tuple[float, float, 
     Args:
         theta_key: Session key of θ (the number input's).
         slider_key: Session key of the slider.
-        bounds: ``(low, high, step)`` from :func:`backend.metachunking.suggest_thresholds`.
+        bounds: ``(low, high, step)`` from :func:`backend.chunkers.meta.algorithms.suggest_thresholds`.
         default: θ before the user sets one.
     """
     low, high, step = bounds

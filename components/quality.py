@@ -1,7 +1,7 @@
 """Building blocks of the Quality page: MoC's chunk-quality metrics as tables and figures.
 
 Everything here is pure (no Streamlit): the page scores each configuration's chunks once
-into a :class:`~backend.quality.PairTable` (and embeds them for DS), keeps those in session
+into a :class:`~backend.metrics.quality.PairTable` (and embeds them for DS), keeps those in session
 state, and every control — K, the CS rule, the BC mode, δ — redraws from them through the
 functions below, with no model call. Document text is untrusted: every chunk preview that
 reaches a Plotly hover label or a download is HTML-escaped.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
-from backend.quality import (
+from backend.metrics.quality import (
     DEFAULT_K,
     PairTable,
     boundary_clarity,
@@ -108,7 +108,7 @@ class QualityData:
 def cost_estimate(
     token_counts: Sequence[Sequence[int]], *, complete: bool, window: int | None, tokens_per_s: float
 ) -> dict[str, float]:
-    """The summed :func:`~backend.quality.estimate_cost` of several chunkings, with a time estimate.
+    """The summed :func:`~backend.metrics.quality.estimate_cost` of several chunkings, with a time estimate.
 
     Token counts are each configuration's own tokenizer's, so ``tokens`` (and the time) is
     an approximation of what the model reads.
@@ -138,7 +138,7 @@ def cached_vectors(cache: Any, fingerprint: str, texts: Sequence[str]) -> np.nda
 
     A plain lookup (no compute lock), so a page never waits for a job embedding the same texts.
     """
-    from backend.retrieval.embedding import embeddings_key
+    from backend.models.embeddings import embeddings_key
 
     texts = list(texts)
     value = cache.get(embeddings_key(fingerprint, texts)) if cache is not None and texts else None
@@ -151,7 +151,7 @@ def cached_vectors(cache: Any, fingerprint: str, texts: Sequence[str]) -> np.nda
 def cached_pair_table(
     texts: Sequence[str], scorer: Any, *, complete: bool, window: int | None, cache: Any
 ) -> PairTable:
-    """:func:`~backend.quality.pair_table` through a scorer that refuses to compute: a cache-only lookup.
+    """:func:`~backend.metrics.quality.pair_table` through a scorer that refuses to compute: a cache-only lookup.
 
     The first and the last adjacent pair (needed by every table) are looked up first, so a
     chunking never scored costs a few cache reads, not n² of them, on every page run.
@@ -189,7 +189,7 @@ def score_chunkings(
     Returns:
         Per chunking, ``(table, vectors)``.
     """
-    from backend.retrieval.embedding import embed_texts
+    from backend.models.embeddings import embed_texts
 
     out = []
     loaded = None
@@ -408,7 +408,7 @@ def cs_k_figure(
 def stickiness_edges(
     table: PairTable, K: float, *, rule: str = "paper", graph: str = "complete", delta: int = 0
 ) -> list[tuple[int, int]]:
-    """The kept edges of a chunking's stickiness graph (exactly :func:`~backend.quality.kept_edges`)."""
+    """The kept edges of a chunking's stickiness graph (exactly :func:`~backend.metrics.quality.kept_edges`)."""
     return kept_edges(edge_values(table, rule), K, graph=graph, delta=delta)
 
 

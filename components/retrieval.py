@@ -26,7 +26,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from backend.chunking import ChunkerConfig, Chunking
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import InputError, ParameterError
 from backend.retrieval.evaluate import METRICS, Benchmark
 from backend.retrieval.metrics import (
@@ -722,8 +722,8 @@ def search_job(
     """
 
     def run(progress: Progress) -> dict[str, list[Hit]]:
-        from backend.cache import default_cache
-        from backend.retrieval.embedding import load_text_embedder
+        from backend.models.cache import default_cache
+        from backend.models.embeddings import load_text_embedder
         from backend.retrieval.store import open_store
 
         progress(0, 1)
@@ -742,8 +742,8 @@ def cp_job(retrieved: Mapping[str, Sequence[str]], answer: str) -> Callable[[Sco
     """``fn(scorer, progress)`` computing CP (information support) of each tag's retrieved texts for ``answer``."""
 
     def run(scorer: Scorer, progress: Progress) -> dict[str, float]:
-        from backend.cache import default_cache
-        from backend.quality import information_support
+        from backend.models.cache import default_cache
+        from backend.metrics.quality import information_support
 
         out = {}
         for i, (tag, texts) in enumerate(retrieved.items()):

@@ -12,7 +12,7 @@ import streamlit as st
 
 from backend.chunkers import make_chunker
 from backend.chunking import ChunkerConfig
-from backend.document import Document
+from backend.text.document import Document
 
 __all__ = [
     "DOC",

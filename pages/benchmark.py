@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from backend.errors import ChunkLabError
-from backend.llm import remote_llm_configured
+from backend.models.chat import remote_llm_configured
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.questions import load_question_set, parse_questions_csv, questions_to_csv
 from components.cached import specs

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from backend.cache import default_cache
-from backend.scoring import sentence_scores
+from backend.models.cache import default_cache
+from backend.models.scoring import sentence_scores
 from components.layout import ensure_routed
 from components.models import (
     CHAT_CHOICE,

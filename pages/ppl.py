@@ -8,11 +8,11 @@ from functools import partial
 
 import streamlit as st
 
-from backend.cache import default_cache
+from backend.models.cache import default_cache
 from backend.chunkers.context import ModelContext
-from backend.chunkers.meta import margin_steps
+from backend.chunkers.meta.chunkers import margin_steps
 from backend.errors import ChunkLabError
-from backend.metachunking import (
+from backend.chunkers.meta.algorithms import (
     RULES,
     VALUES,
     boundary_candidates,
@@ -21,7 +21,7 @@ from backend.metachunking import (
     sentence_values,
     suggest_thresholds,
 )
-from backend.scoring import document_token_scores
+from backend.models.scoring import document_token_scores
 from backend.tokenizers import TOKENIZER_NAMES, SpanCounter, get_tokenizer
 from components.config_form import TOKENIZER_HELP
 from components.documents import one_line

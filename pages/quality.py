@@ -12,9 +12,9 @@ import time
 
 import streamlit as st
 
-from backend.cache import default_cache
+from backend.models.cache import default_cache
 from backend.errors import ChunkLabError
-from backend.quality import BC_MODES, CS_RULES, DEFAULT_K
+from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
 from components.cached import chunk_document, specs
 from components.charts import CONFIG_COLORS
 from components.documents import one_line

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backend.chunking import Chunking
-from backend.document import Document
+from backend.text.document import Document
 
 
 def check_invariants(doc: Document, chunking: Chunking, size: int | None, overlap_allowed: bool, tokenizer) -> None:

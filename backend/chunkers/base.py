@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from backend.chunkers.context import ModelContext
 from backend.chunking import Chunk, ChunkerConfig, Chunking
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import ParameterError
 from backend.tokenizers import Tokenizer, get_tokenizer
 

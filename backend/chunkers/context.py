@@ -18,10 +18,10 @@ from backend.errors import ModelError
 if TYPE_CHECKING:
     import numpy as np
 
-    from backend.cache import OutputCache
-    from backend.llm import ChatModel
+    from backend.models.cache import OutputCache
+    from backend.models.chat import ChatModel
     from backend.models.types import Progress, Scorer, TokenScores
-    from backend.retrieval.embedding import TextEmbedder
+    from backend.models.embeddings import TextEmbedder
 
 __all__ = ["ModelContext", "fingerprint_without_loading", "embedder_fingerprint_without_loading"]
 
@@ -67,8 +67,8 @@ class ModelContext:
         on_load: Called with no argument just before a model is loaded (e.g. to show "loading…").
         chat: The chat model of LLM chunkers (``needs = ("chat",)``); None picks one on first
             use: an OpenAI-compatible API when one is configured, else ``lm`` as a local chat
-            model (see :func:`backend.llm.default_chat_model` and ``CHUNKLAB_CHAT``).
-        embedder: A loaded embedder (:class:`~backend.retrieval.embedding.TextEmbedder`); None
+            model (see :func:`backend.models.chat.default_chat_model` and ``CHUNKLAB_CHAT``).
+        embedder: A loaded embedder (:class:`~backend.models.embeddings.TextEmbedder`); None
             loads ``embedder_spec`` on first use.
         embedder_spec: The embedder to load when ``embedder`` is None (None: ``CHUNKLAB_EMBEDDER``
             or the bundled all-MiniLM-L6-v2); loaded on ``device``.
@@ -92,7 +92,7 @@ class ModelContext:
         if not self.use_cache:
             return None
         if self._cache is None:
-            from backend.cache import default_cache
+            from backend.models.cache import default_cache
 
             self._cache = default_cache()
         return self._cache
@@ -123,7 +123,7 @@ class ModelContext:
 
     def token_scores(self, text: str) -> TokenScores:
         """Per-token NLLs of ``text``: from the cache when possible (without loading the model), else scored."""
-        from backend.scoring import cached_token_scores, document_token_scores
+        from backend.models.scoring import cached_token_scores, document_token_scores
 
         cache = self.cache
         if cache is not None and self.scorer is None:
@@ -165,7 +165,7 @@ class ModelContext:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """L2-normalized embeddings of ``texts``: from the cache when possible (without loading the embedder)."""
-        from backend.retrieval.embedding import embed_texts, embeddings_key
+        from backend.models.embeddings import embed_texts, embeddings_key
 
         cache = self.cache
         if texts and cache is not None and self.embedder is None:
@@ -188,7 +188,7 @@ class ModelContext:
             ModelError: ``CHUNKLAB_CHAT`` asks for an API that is not configured.
         """
         if self.chat is None:
-            from backend.llm import default_chat_model
+            from backend.models.chat import default_chat_model
 
             self.chat = default_chat_model(self.lm, self.device, self.on_load)
         return self.chat

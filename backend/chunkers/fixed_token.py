@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from backend.chunkers.base import Chunker, register, size_params
-from backend.document import Document
+from backend.text.document import Document
 from backend.tokenizers import SpanCounter
 
 __all__ = ["FixedTokenChunker"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import bisect
 
-from backend.chunkers._packing import pack_units, split_oversized
+from backend.chunkers.packing import pack_units, split_oversized
 from backend.chunkers.base import Chunker, register, size_params
-from backend.document import Document
+from backend.text.document import Document
 from backend.tokenizers import SpanCounter
 
 __all__ = ["ParagraphChunker"]

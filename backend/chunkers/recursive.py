@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from backend.chunkers.base import Chunker, register, size_params
-from backend.document import Document
-from backend.segment import strip_span as _strip
+from backend.text.document import Document
+from backend.text.segment import strip_span as _strip
 from backend.tokenizers import SpanCounter, Tokenizer
 
 __all__ = ["RecursiveChunker", "recursive_spans", "enforce_size", "CHROMA_SEPARATORS"]

@@ -10,7 +10,7 @@ is embedded together with ``buffer_size`` neighbours on each side, the cosine di
 consecutive windows is computed, and a chunk ends after sentence ``i`` when its distance (its
 gradient, for ``gradient``) is strictly above a threshold set by ``breakpoint`` and
 ``amount`` with LangChain's formulas and defaults (:func:`breakpoint_threshold`). Differences
-from LangChain, all deliberate: sentences are the document's own (``backend.segment``), not
+from LangChain, all deliberate: sentences are the document's own (``backend.text.segment``), not
 the regex ``(?<=[.?!])\\s+``; a window is the document's text from its first to its last
 sentence, not the sentences re-joined with spaces; chunks are exact spans; and an optional
 hard ``max_tokens`` splits an oversized chunk at its largest internal distance, recursively,
@@ -45,12 +45,12 @@ from typing import Sequence
 
 import numpy as np
 
-from backend.chunkers._packing import _SUBSENTENCE_SEPARATORS
+from backend.chunkers.packing import _SUBSENTENCE_SEPARATORS
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
 from backend.chunkers.recursive import _strip, enforce_size, recursive_spans
 from backend.curves import Curve, chunk_end_points
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import ParameterError
 from backend.tokenizers import SpanCounter
 

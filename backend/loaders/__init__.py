@@ -1,4 +1,4 @@
-"""Document loading: bytes or a file in, a normalized :class:`~backend.document.Document` out.
+"""Document loading: bytes or a file in, a normalized :class:`~backend.text.document.Document` out.
 
 One module per format (``pdf``, ``text``, ``html``, ``docx``), with encoding detection and
 text normalization shared (``encoding``, ``normalize``). This module only dispatches: the
@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from backend.config import max_file_bytes
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import EmptyFileError, FileTooLargeError, InputError, ParameterError, UnsupportedTypeError
 
 __all__ = ["SUPPORTED_EXTENSIONS", "KIND_BY_EXTENSION", "load_bytes", "load_document"]

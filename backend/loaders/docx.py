@@ -17,7 +17,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import CorruptFileError, FileTooLargeError
 from backend.loaders.normalize import TextBuilder
 

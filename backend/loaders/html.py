@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import EmptyFileError
 from backend.loaders.encoding import declared_html_charset, decode_text
 from backend.loaders.normalize import TextBuilder

@@ -1,4 +1,4 @@
-"""The invariants every loaded :class:`~backend.document.Document` satisfies.
+"""The invariants every loaded :class:`~backend.text.document.Document` satisfies.
 
 Loaders guarantee them and tests check them (for loaders here, and for any code that
 builds documents): a violation is a bug, so this module reports problems rather than
@@ -7,7 +7,7 @@ raising a user-facing error.
 
 from __future__ import annotations
 
-from backend.document import Document, Span
+from backend.text.document import Document, Span
 from backend.loaders.normalize import PARAGRAPH_BREAK, normalize_text
 
 __all__ = ["document_problems"]

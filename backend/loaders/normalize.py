@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from backend.document import Document, Span
+from backend.text.document import Document, Span
 from backend.errors import EmptyFileError
 
 __all__ = ["normalize_text", "TextBuilder", "PARAGRAPH_BREAK"]
@@ -139,7 +139,7 @@ class TextBuilder:
         Raises:
             EmptyFileError: No text was added.
         """
-        from backend.language import detect_language
+        from backend.text.language import detect_language
 
         if not self.has_text:
             raise EmptyFileError(f"'{source}' contains no text")

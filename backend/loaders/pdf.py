@@ -46,7 +46,7 @@ import statistics
 import threading
 from dataclasses import dataclass
 
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import CorruptFileError, EmptyFileError, EncryptedPDFError, NoTextLayerError
 from backend.loaders.normalize import TextBuilder
 

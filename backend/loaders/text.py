@@ -7,7 +7,7 @@ that Markdown-aware chunkers split on.
 
 from __future__ import annotations
 
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import EmptyFileError
 from backend.loaders.encoding import decode_text
 from backend.loaders.normalize import normalize_text

@@ -32,10 +32,10 @@ from backend.retrieval.metrics import containing_chunks, precision_omega, span_s
 from backend.retrieval.questions import QuestionSet
 
 if TYPE_CHECKING:
-    from backend.cache import OutputCache
+    from backend.models.cache import OutputCache
     from backend.chunkers.context import ModelContext
     from backend.models.types import Progress
-    from backend.retrieval.embedding import TextEmbedder
+    from backend.models.embeddings import TextEmbedder
     from backend.retrieval.store import ChunkStore
 
 __all__ = [
@@ -286,7 +286,7 @@ def evaluate(
         ModelError: the embedder (or a chunker's model) fails.
     """
     from backend.chunkers import run_chunker
-    from backend.retrieval.embedding import embed_texts, load_text_embedder
+    from backend.models.embeddings import embed_texts, load_text_embedder
     from backend.retrieval.store import open_store
 
     if not configs:
@@ -296,7 +296,7 @@ def evaluate(
     _check_retrieve(retrieve)
     t_all = time.perf_counter()
     if use_cache and cache is None:
-        from backend.cache import default_cache
+        from backend.models.cache import default_cache
 
         cache = default_cache()
     elif not use_cache:

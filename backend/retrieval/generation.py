@@ -1,6 +1,6 @@
 """Generating a question set from a document: the Chroma report's LLM method, or a weaker local fallback.
 
-With an LLM (``OPENAI_API_KEY`` and/or ``OPENAI_BASE_URL``, through :func:`backend.llm.chat`),
+With an LLM (``OPENAI_API_KEY`` and/or ``OPENAI_BASE_URL``, through :func:`backend.models.chat.chat`),
 each attempt follows the report's *Dataset Generation*: the model sees a random window of the
 document (4,000 characters), the questions already asked (up to 20, sampled) and the report's
 prompt, oath included, and answers with a question and its excerpts in JSON. Its reply is
@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import ModelError, ParameterError
 from backend.retrieval.metrics import ExcerptFinder
 from backend.retrieval.questions import Question, QuestionSet, Reference, corpus_id_for
 
 if TYPE_CHECKING:
     from backend.models.types import Progress
-    from backend.retrieval.embedding import TextEmbedder
+    from backend.models.embeddings import TextEmbedder
 
 __all__ = [
     "Candidate",
@@ -455,8 +455,8 @@ def generate_questions(
         ModelError: no LLM configured with ``local=False``; the server failed twice in a
             row; the local or embedding model cannot be loaded.
     """
-    from backend.llm import chat, remote_llm_configured, resolve_model
-    from backend.retrieval.embedding import load_text_embedder
+    from backend.models.chat import chat, remote_llm_configured, resolve_model
+    from backend.models.embeddings import load_text_embedder
 
     if n < 1:
         raise ParameterError(f"n ({n}) must be at least 1")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import InputError, ParameterError
 
 __all__ = [

@@ -45,13 +45,13 @@ import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
 from backend.config import data_dir
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import ParameterError, StoreError
 
 if TYPE_CHECKING:
-    from backend.cache import OutputCache
+    from backend.models.cache import OutputCache
     from backend.models.types import Progress
-    from backend.retrieval.embedding import TextEmbedder
+    from backend.models.embeddings import TextEmbedder
 
 __all__ = [
     "ChunkStore",
@@ -414,7 +414,7 @@ class ChunkStore:
             StoreError: the store fails or cannot be reached.
             ModelError: the embedder fails.
         """
-        from backend.retrieval.embedding import embed_texts
+        from backend.models.embeddings import embed_texts
 
         if chunking.doc_id != doc.id:
             raise ParameterError(f"the chunking is of document {chunking.doc_id}, not of {doc.source} ({doc.id})")
@@ -525,7 +525,7 @@ class ChunkStore:
             ParameterError: an empty query, ``k`` below 1.
             StoreError, ModelError: as :meth:`index` and :meth:`query`.
         """
-        from backend.retrieval.embedding import embed_texts
+        from backend.models.embeddings import embed_texts
 
         if not query.strip():
             raise ParameterError("the query is empty")

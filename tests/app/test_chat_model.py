@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from backend.document import Document
+from backend.text.document import Document
 from components.state import normalized_config
 from tests.support.apptest import open_page, wait_job
 from tests.support.apptest import run as _run

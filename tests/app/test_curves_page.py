@@ -12,7 +12,7 @@ import uuid
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from backend.document import Document
+from backend.text.document import Document
 from components.state import normalized_config
 from tests.support.apptest import open_page
 from tests.support.apptest import run as _run

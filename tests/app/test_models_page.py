@@ -8,8 +8,8 @@ import uuid
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from backend.cache import default_cache
-from backend.document import Document
+from backend.models.cache import default_cache
+from backend.text.document import Document
 from tests.conftest import ROOT
 
 TIMEOUT = 120

@@ -13,7 +13,7 @@ import uuid
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from backend.document import Document
+from backend.text.document import Document
 from tests.support.apptest import open_page, wait_job
 from tests.support.apptest import run as _run
 
@@ -39,9 +39,9 @@ def module_cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def scored() -> Document:
     """TEXT as a document, its token scores in the output cache (scored through the backend)."""
-    from backend.cache import default_cache
+    from backend.models.cache import default_cache
     from backend.models.lm import load_scorer
-    from backend.scoring import document_token_scores
+    from backend.models.scoring import document_token_scores
 
     doc = Document.from_text(TEXT, source="tiny.txt")
     document_token_scores(doc.text, load_scorer(None), cache=default_cache())
@@ -148,7 +148,7 @@ def test_theta_input_and_slider_rechunk_without_a_model_call(scored: Document, m
     assert 1 <= _n_chunks(at) <= many
 
     # A θ between two slider steps is kept exactly; the chunks follow it, not the slider.
-    from backend.metachunking import boundary_candidates, find_minima, sentence_values
+    from backend.chunkers.meta.algorithms import boundary_candidates, find_minima, sentence_values
 
     values = sentence_values(at.session_state["ppl_scores"].nll, "nll")
     drops = sorted(c.drop for c in boundary_candidates(values, "reference"))
@@ -174,8 +174,8 @@ def test_value_and_rule_switches_change_the_slider_range(scored: Document, monke
 
 
 def test_target_length_keeps_chunks_within_the_target(scored: Document, monkeypatch) -> None:
-    from backend.chunkers.meta import ppl_spans
-    from backend.metachunking import sentence_values
+    from backend.chunkers.meta.chunkers import ppl_spans
+    from backend.chunkers.meta.algorithms import sentence_values
     from backend.tokenizers import get_tokenizer
 
     at = _open(scored)
@@ -224,7 +224,7 @@ def test_overlap_add_to_compare_and_exports(scored: Document, monkeypatch) -> No
     assert f"**{len(chunks)}** chunks" in card
 
     # The per-sentence CSV: one row per sentence, the boundary flags where the chunks end.
-    from backend.metachunking import boundary_candidates, find_minima, sentence_values
+    from backend.chunkers.meta.algorithms import boundary_candidates, find_minima, sentence_values
 
     scores = at.session_state["ppl_scores"]
     values = sentence_values(scores.nll, "nll")

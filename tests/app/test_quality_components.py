@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.cache import OutputCache
+from backend.models.cache import OutputCache
 from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig, Chunk, Chunking
-from backend.document import Document
-from backend.match_length import MatchResult
+from backend.text.document import Document
+from backend.chunkers.match_length import MatchResult
 from backend.models.types import ModelInfo
-from backend.quality import (
+from backend.metrics.quality import (
     PairTable,
     boundary_clarity,
     chunk_stickiness,
@@ -29,7 +29,7 @@ from backend.quality import (
     edge_values,
     pair_table,
 )
-from backend.retrieval.embedding import embeddings_key
+from backend.models.embeddings import embeddings_key
 from components.match import MatchOutcome, match_rows, run_matches
 from components.quality import (
     QualityData,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from backend.chunking import Chunk, ChunkerConfig, Chunking
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import InputError, ParameterError
 from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult, RetrievedChunk
 from backend.retrieval.questions import Question, QuestionSet, Reference, parse_questions_csv, read_corpus_text

@@ -21,7 +21,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.chunkers import run_chunker
-from backend.document import Document
+from backend.text.document import Document
 from backend.retrieval.metrics import agreement_matrices, find_excerpt, score_retrieval
 from components.state import normalized_config
 from tests.conftest import ROOT
@@ -208,7 +208,7 @@ def test_a_chroma_server_that_is_down_is_one_line_and_the_page_keeps_working(mon
 
 
 def test_cp_of_each_configuration_runs_in_a_model_job() -> None:
-    quality = pytest.importorskip("backend.quality", reason="CP comes from backend.quality (the metrics work)")
+    quality = pytest.importorskip("backend.metrics.quality", reason="CP comes from backend.metrics.quality (the metrics work)")
     from backend.models.lm import load_scorer
 
     doc = _doc()

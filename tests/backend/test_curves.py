@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 import backend.chunkers  # noqa: F401  (registers the chunkers)
-from backend.cache import OutputCache
+from backend.models.cache import OutputCache
 from backend.chunkers import REGISTRY, ModelContext, chunker_specs, make_chunker
-from backend.chunkers.meta import margin_steps, sentence_nll_means
+from backend.chunkers.meta.chunkers import margin_steps, sentence_nll_means
 from backend.curves import Curve, chunk_end_points
-from backend.document import Document
+from backend.text.document import Document
 from backend.errors import ChunkLabError
-from backend.metachunking import find_minima, sentence_values
+from backend.chunkers.meta.algorithms import find_minima, sentence_values
 from backend.models.types import ModelInfo
 from backend.samples import load_sample
-from tests.backend.test_semantic_chunkers import CountingEmbedder
+from tests.backend.chunkers.test_semantic_chunkers import CountingEmbedder
 from tests.support.fake_scores import fake_token_scores
 
 WITH_CURVE = {"ppl", "ppl_combined", "ppl_overlap", "margin_sampling", "semantic", "semantic_max"}
@@ -284,7 +284,7 @@ def test_chunk_end_points_skip_the_last_chunk_end():
 
 
 def test_cli_curve_prints_the_semantic_curve_and_names_chunkers_with_one(tmp_path):
-    from tests.backend.test_cli_models import records, run_cli
+    from tests.backend.cli.test_cli_models import records, run_cli
 
     path = tmp_path / "doc.txt"
     path.write_text(TEXT, encoding="utf-8")

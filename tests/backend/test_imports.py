@@ -12,7 +12,7 @@ HEAVY = ("torch", "transformers", "chromadb", "streamlit", "sentence_transformer
 
 def test_import_backend_loads_no_heavy_module():
     code = (
-        "import sys, backend, backend.chunkers, backend.cli, backend.loaders, backend.segment, backend.stats\n"
+        "import sys, backend, backend.chunkers, backend.cli.main, backend.loaders, backend.text.segment, backend.metrics.stats\n"
         f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )

@@ -1,0 +1,333 @@
+"""Meta-Chunking chunkers: ``ppl``, ``ppl_combined``, ``ppl_overlap`` and ``margin_sampling``.
+
+The algorithms are in :mod:`backend.chunkers.meta.algorithms`; here they meet the model backend (through
+the :class:`~backend.chunkers.context.ModelContext` the caller passes) and the registry.
+Chunks are whole sentences: a chunk runs from its first sentence's start to its last
+sentence's end, so the whitespace between two chunks belongs to neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from backend.models.cache import text_digest
+from backend.chunkers.base import Chunker, Param, register
+from backend.chunkers.context import ModelContext
+from backend.curves import Curve, chunk_end_points
+from backend.text.document import Document
+from backend.errors import ParameterError
+from backend.chunkers.meta.algorithms import (
+    RULES,
+    VALUES,
+    MarginStep,
+    boundary_candidates,
+    combine,
+    find_minima,
+    margin_messages,
+    margin_sampling_steps,
+    meta_chunk_ranges,
+    overlap_ranges,
+    ranges_from_steps,
+    sentence_values,
+)
+from backend.tokenizers import SpanCounter, Tokenizer
+
+__all__ = [
+    "PPLChunker",
+    "PPLCombinedChunker",
+    "PPLOverlapChunker",
+    "MarginSamplingChunker",
+    "ppl_spans",
+    "sentence_nll_means",
+    "margin_steps",
+]
+
+MARGIN_VERSION = 1  # bump when the prompt or the margin computation changes
+
+
+def _rule_params(threshold_default: float) -> tuple[Param, ...]:
+    return (
+        Param(
+            "threshold",
+            "float",
+            threshold_default,
+            "θ: a local minimum of the per-sentence values closes a chunk when its drop reaches θ "
+            "(larger θ, fewer and longer chunks).",
+        ),
+        Param(
+            "rule",
+            "str",
+            "reference",
+            "reference: the authors' code (larger drop >= θ, plateau allowed); paper: eq. 3 "
+            "(smaller drop > θ).",
+            choices=RULES,
+        ),
+        Param("value", "str", "nll", "Compare mean token NLL (the authors' code) or perplexity (the paper).",
+              choices=VALUES),
+    )
+
+
+_TARGET = Param(
+    "target_length",
+    "int",
+    200,
+    "Dynamic combination: merge adjacent meta-chunks while a chunk stays within this many tokens "
+    "(a longer meta-chunk stands alone).",
+    min=1,
+    max=100_000,
+)
+
+
+def sentence_nll_means(doc: Document, context: ModelContext) -> list[float]:
+    """Each sentence's mean token NLL given all preceding text (nan for a sentence with no scored token)."""
+    scores = context.token_scores(doc.text)
+    return [m for m, _n in scores.span_stats([(s.start, s.end) for s in doc.sentences])]
+
+
+def ppl_spans(
+    doc: Document,
+    values: Sequence[float],
+    tokenizer: Tokenizer,
+    *,
+    threshold: float,
+    rule: str = "reference",
+    target_length: int | None = None,
+    overlap: bool = False,
+    counter: SpanCounter | None = None,
+) -> list[tuple[int, int, int]]:
+    """PPL chunking of ``doc`` from per-sentence values, with no model call.
+
+    Args:
+        doc: The document; ``values[i]`` belongs to ``doc.sentences[i]``.
+        values: Per-sentence values (:func:`backend.chunkers.meta.algorithms.sentence_values`).
+        tokenizer: Counts chunk tokens.
+        threshold: θ.
+        rule: ``reference`` or ``paper``.
+        target_length: Dynamic combination to this many tokens; None for plain meta-chunks.
+        overlap: Minimum sentences open the next chunk too (``ppl_overlap``).
+        counter: A :class:`SpanCounter` of ``doc.text`` to reuse (the slider re-chunks often).
+
+    Returns:
+        ``(start, end, tokens)`` per chunk.
+    """
+    sentences = doc.sentences
+    if len(values) != len(sentences):
+        raise ParameterError(f"{len(values)} values for {len(sentences)} sentences")
+    counter = counter or SpanCounter(tokenizer, doc.text)
+    minima = find_minima(values, threshold, rule)
+    ranges = (overlap_ranges if overlap else meta_chunk_ranges)(len(sentences), minima)
+    spans = [(sentences[a].start, sentences[b].end) for a, b in ranges]
+    if target_length is not None:
+        return combine(doc.text, spans, counter, target_length)
+    return [(s, e, n) for (s, e), n in zip(spans, counter.count_many(spans))]
+
+
+class _PPLBase(Chunker):
+    family = "meta-chunking"
+    needs = ("lm",)
+    _overlap = False
+    _combined = False
+
+    def _sentence_values(self, doc: Document) -> np.ndarray:
+        return sentence_values(sentence_nll_means(doc, self.context), self.values["value"])
+
+    def _spans(self, doc: Document, values: Sequence[float]) -> list[tuple[int, int, int]]:
+        return ppl_spans(
+            doc,
+            values,
+            self.tokenizer,
+            threshold=self.values["threshold"],
+            rule=self.values["rule"],
+            target_length=self.values["target_length"] if self._combined else None,
+            overlap=self._overlap,
+        )
+
+    def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        if not doc.sentences:
+            return []
+        return self._spans(doc, self._sentence_values(doc))
+
+    def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
+        """Per-sentence values, θ on their local minima, and the sentences that end a chunk (cached scores)."""
+        if context is not None:
+            self.context = context
+        units = tuple((s.start, s.end) for s in doc.sentences)
+        values = self._sentence_values(doc) if units else np.zeros(0)
+        spans = self._spans(doc, values) if units else []
+        theta, rule = self.values["threshold"], self.values["rule"]
+        kept = set(find_minima(values, theta, rule))
+        # The minima a θ bar is drawn on: the real minima (a positive drop) and any that cut.
+        candidates = tuple(c.index for c in boundary_candidates(values, rule) if c.drop > 0 or c.index in kept)
+        return Curve(
+            units,
+            values,
+            x_label="sentence",
+            y_label="mean token NLL" if self.values["value"] == "nll" else "perplexity",
+            point_label="sentence",
+            boundaries=chunk_end_points(units, spans),
+            drop_threshold=float(theta),
+            candidates=candidates,
+        )
+
+
+@register
+class PPLChunker(_PPLBase):
+    """Perplexity chunking (Meta-Chunking): cut after sentences at minima of the per-sentence perplexity.
+
+    Each sentence's value is the mean NLL of its tokens given all the text before it (one
+    scoring pass over the whole document, cached). A sentence at a local minimum whose drop
+    passes ``threshold`` is the last sentence of its chunk. ``rule=reference`` follows the
+    authors' code, ``rule=paper`` eq. 3 as printed (see ``backend.chunkers.meta.algorithms``). The
+    paper's advice: a flat perplexity curve wants a small threshold, a fluctuating one a
+    larger threshold.
+    """
+
+    name = "ppl"
+    params = _rule_params(0.5)
+    length_param = "threshold"
+
+
+@register
+class PPLCombinedChunker(_PPLBase):
+    """PPL chunking with dynamic combination: meta-chunks at ``threshold``, merged up to ``target_length`` tokens.
+
+    Adjacent meta-chunks are merged greedily while the merged chunk stays within
+    ``target_length`` tokens (counted exactly); a meta-chunk longer than the target stands
+    alone. The paper runs it with threshold 0.
+    """
+
+    name = "ppl_combined"
+    params = _rule_params(0.0) + (_TARGET,)
+    length_param = "target_length"
+    _combined = True
+
+
+@register
+class PPLOverlapChunker(_PPLBase):
+    """PPL chunking with dynamic overlap: a sentence at a minimum ends one chunk and starts the next.
+
+    Section 4.2.1 of the paper: the overlap is the boundary sentence itself, so its length
+    varies with the text.
+    """
+
+    name = "ppl_overlap"
+    params = _rule_params(0.5)
+    length_param = "threshold"
+    _overlap = True
+
+
+def _margin_key(fingerprint: str, scorer_kind: str, first: str, second: str, both: str, language: str) -> dict[str, Any]:
+    return {
+        "kind": "margin",
+        "model": fingerprint,
+        "scorer": scorer_kind,
+        "first": text_digest(first),
+        "second": text_digest(second),
+        "both": text_digest(both),
+        "language": language,
+        "version": MARGIN_VERSION,
+    }
+
+
+def margin_steps(doc: Document, context: ModelContext, unit: str = "chunk", language: str = "auto") -> list[MarginStep]:
+    """Margin sampling's decisions over ``doc``'s sentences, every margin cached per (model, texts, language).
+
+    A rerun reads every margin from the cache without loading the model (for a GGUF model).
+    """
+    sentences = doc.sentences
+    text = doc.text
+    lang = doc.language if language == "auto" else language
+    lang = "zh" if lang == "zh" else "en"
+    cache = context.cache
+    fingerprint = context.fingerprint
+    kind = context.scorer.info.kind if context.scorer is not None else "lm"
+
+    def margin_of(ctx: int, i: int) -> float:
+        nonlocal fingerprint, kind
+        first = text[sentences[ctx].start : sentences[i - 1].end]
+        second = text[sentences[i].start : sentences[i].end]
+        both = text[sentences[ctx].start : sentences[i].end]
+        key = None
+        if cache is not None and fingerprint is not None:
+            key = _margin_key(fingerprint, kind, first, second, both, lang)
+            hit = cache.get(key)
+            if hit is not None:
+                return float(hit["margin"])
+        scorer = context.get_scorer()
+        fingerprint, kind = scorer.info.fingerprint, scorer.info.kind
+        probs = scorer.next_token_probs(margin_messages(first, second, both, lang), ["1", "2"])
+        margin = probs["1"] - probs["2"]
+        if cache is not None:
+            key = _margin_key(fingerprint, kind, first, second, both, lang)
+            cache.put(key, {"margin": np.array(margin, dtype=np.float64)})
+        return margin
+
+    return margin_sampling_steps(len(sentences), margin_of, unit, context.progress)
+
+
+@register
+class MarginSamplingChunker(Chunker):
+    """Margin sampling chunking (Meta-Chunking): the model decides, sentence by sentence, whether to split.
+
+    For each sentence the model answers the paper's Table 5 prompt (English, or Chinese for
+    Chinese documents) through its chat template; margin = P("1": split) − P("2": keep). The
+    threshold starts at 0 and follows the mean of the last five margins; a margin at or
+    above it starts a new chunk. ``unit=chunk`` compares the sentence with the chunk built
+    so far (the paper's better variant), ``unit=sentence`` with the previous sentence. With
+    ``target_length`` > 0 the chunks are then merged up to that many tokens.
+    """
+
+    name = "margin_sampling"
+    family = "meta-chunking"
+    needs = ("lm",)
+    length_param = "target_length"
+    params = (
+        Param("unit", "str", "chunk", "Compare the next sentence with the chunk so far or the previous sentence.",
+              choices=("chunk", "sentence")),
+        Param("language", "str", "auto", "Prompt language: auto (the document's), en or zh.",
+              choices=("auto", "en", "zh")),
+        Param("target_length", "int", 0, "Dynamic combination up to this many tokens (0: none).", min=0,
+              max=100_000),
+    )
+
+    def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        if not doc.sentences:
+            return []
+        return self._spans(doc, self._steps(doc))
+
+    def _steps(self, doc: Document) -> list[MarginStep]:
+        return margin_steps(doc, self.context, self.values["unit"], self.values["language"])
+
+    def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
+        """The margin at each gap between sentences with the adaptive threshold it met (cached margins).
+
+        Point ``i`` is the gap after sentence ``i``: the model's margin for splitting there.
+        """
+        if context is not None:
+            self.context = context
+        sentences = doc.sentences
+        steps = self._steps(doc) if sentences else []
+        units = tuple((sentences[s.index - 1].start, sentences[s.index - 1].end) for s in steps)
+        return Curve(
+            units,
+            np.array([s.margin for s in steps], dtype=np.float64),
+            x_label="sentence",
+            y_label='margin P("1": split) − P("2": keep)',
+            point_label="gap after sentence",
+            boundaries=chunk_end_points(units, self._spans(doc, steps) if sentences else []),
+            threshold_label="threshold (mean of the last 5 margins)",
+            threshold_series=np.array([s.threshold for s in steps], dtype=np.float64),
+        )
+
+    def _spans(self, doc: Document, steps: Sequence[MarginStep]) -> list[tuple[int, int, int]]:
+        sentences = doc.sentences
+        ranges = ranges_from_steps(len(sentences), steps)
+        spans = [(sentences[a].start, sentences[b].end) for a, b in ranges]
+        counter = SpanCounter(self.tokenizer, doc.text)
+        target = self.values["target_length"]
+        if target:
+            return combine(doc.text, spans, counter, target)
+        return [(s, e, n) for (s, e), n in zip(spans, counter.count_many(spans))]

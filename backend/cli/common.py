@@ -1,0 +1,215 @@
+"""What every CLI subcommand shares: argument types, model flags, document loading, progress on stderr.
+
+Public names only, so each subcommand module (:mod:`backend.cli.main`, :mod:`backend.cli.quality`,
+:mod:`backend.cli.retrieval`) imports from here and never from another subcommand module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn, Sequence, TextIO
+
+from backend.errors import InputError, ParameterError
+
+__all__ = [
+    "Parser",
+    "positive_int",
+    "positive_float",
+    "add_model_flags",
+    "add_embedder_flag",
+    "load_input",
+    "parse_pairs",
+    "parse_config",
+    "write",
+    "embedder_spec",
+    "model_context",
+    "StderrProgress",
+]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) instead of a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}")
+    return value
+
+
+def positive_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw!r}")
+    return value
+
+
+def add_model_flags(parser: argparse.ArgumentParser, window_flag: str = "--window") -> None:
+    """``--lm``, ``--window``, ``--device`` and ``--no-cache``: the model a command (or a model chunker) uses.
+
+    ``window_flag`` renames ``--window`` where a command has a window of its own (``metrics``).
+    """
+    parser.add_argument(
+        "--lm",
+        metavar="NAME|PATH",
+        help="smollm2 (bundled, the default; CHUNKLAB_LM), a checkpoint folder, a .gguf file or a hub id",
+    )
+    parser.add_argument(
+        window_flag, type=positive_int, metavar="N", help="context window in tokens (default: the model's)"
+    )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda", "mps"),
+        help="where the model runs (default: CHUNKLAB_DEVICE, else auto)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache of model outputs")
+
+
+def add_embedder_flag(parser: argparse.ArgumentParser) -> None:
+    """``--embedder``: the embedding model of the chunkers that need one (``semantic``, ``cluster``…)."""
+    parser.add_argument(
+        "--embedder",
+        metavar="default|PATH",
+        help="embedder of the semantic chunkers: default (CHUNKLAB_EMBEDDER or the bundled all-MiniLM-L6-v2), "
+        "a model folder or a hub id",
+    )
+
+
+def load_input(spec: str):
+    if spec.startswith("sample:"):
+        from backend.samples import load_sample
+
+        return load_sample(spec[len("sample:") :])
+    from backend.loaders import load_document
+
+    path = Path(spec)
+    if not path.exists():
+        raise InputError(f"{spec}: no such file")
+    if path.is_dir():
+        raise InputError(f"{spec}: is a directory, not a document")
+    try:
+        return load_document(path)
+    except PermissionError as e:
+        raise InputError(f"{spec}: permission denied") from e
+
+
+def parse_pairs(pairs: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ParameterError(f"parameter {pair!r} must look like key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_config(spec: str):
+    from backend.chunkers import make_chunker
+
+    parts = shlex.split(spec)
+    if not parts:
+        raise ParameterError("--config needs a chunker name, e.g. 'recursive chunk_size=200'")
+    params = parse_pairs(parts[1:])
+    tokenizer = params.pop("tokenizer", "cl100k")
+    return make_chunker(parts[0], params, tokenizer)
+
+
+def write(text: str) -> None:
+    sys.stdout.buffer.write(text.encode("utf-8", "surrogatepass"))
+
+
+def embedder_spec(raw: str | None) -> str | None:
+    return None if raw is None or raw.strip().lower() == "default" else raw
+
+
+class model_context:  # noqa: N801  (used as a context manager, reads like a function)
+    """A :class:`ModelContext` from the model flags, with progress on stderr while a model works.
+
+    With ``chunkers`` given and none of them needing a model, no progress line is drawn.
+    """
+
+    def __init__(self, args: argparse.Namespace, chunkers: Sequence[Any] | None) -> None:
+        from backend.chunkers.context import ModelContext
+        from backend.models.types import ProgressTracker
+
+        self._active = chunkers is None or any(c.needs for c in chunkers)
+        self._line = StderrProgress("scoring")
+        self.context = ModelContext(
+            lm=args.lm,
+            device=args.device,
+            use_cache=not args.no_cache,
+            window=args.window,
+            progress=ProgressTracker(report=self._line.report) if self._active else None,
+            on_load=self._loading,
+            embedder_spec=embedder_spec(getattr(args, "embedder", None)),
+        )
+
+    def _loading(self) -> None:
+        # Our own progress line replaces transformers' "Loading weights" bar (read at import).
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        self._line.status("loading model…")
+
+    def __enter__(self) -> Any:
+        self._line.__enter__()
+        return self.context
+
+    def __exit__(self, *exc: object) -> None:
+        self._line.__exit__(*exc)
+
+
+class StderrProgress:
+    """Progress on stderr: one updating line on a terminal; a plain line every 30 s otherwise."""
+
+    _TTY_INTERVAL = 0.1
+    _LOG_INTERVAL = 30.0
+
+    def __init__(self, what: str, stream: TextIO | None = None) -> None:
+        self._what = what
+        self._stream = stream if stream is not None else sys.stderr
+        self._tty = self._stream.isatty()
+        self._last = 0.0
+        self._dirty = False
+
+    def __enter__(self) -> StderrProgress:
+        self._last = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._dirty:  # leave the terminal line clean for the next output or error
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+
+    def status(self, message: str) -> None:
+        """A transient message (terminal only)."""
+        if self._tty:
+            self._stream.write(f"\r\x1b[K{message}")
+            self._stream.flush()
+            self._dirty = True
+
+    def report(self, fraction: float, eta: float | None, _label: str) -> None:
+        """A :class:`~backend.models.types.ProgressTracker` report callback."""
+        now = time.monotonic()
+        eta_text = f", ETA {eta:.0f}s" if eta is not None and fraction < 1 else ""
+        text = f"{self._what}: {fraction:6.1%}{eta_text}"
+        if self._tty:
+            if now - self._last >= self._TTY_INTERVAL or fraction >= 1:
+                self._last = now
+                self.status(text)
+        elif now - self._last >= self._LOG_INTERVAL:
+            self._last = now
+            print(text, file=self._stream, flush=True)

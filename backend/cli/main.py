@@ -1,0 +1,281 @@
+"""The command-line interface: ``python -m backend …``.
+
+Subcommands:
+    chunkers    JSON array of the registered chunkers and their parameters.
+    tokenizers  JSON array of the tokenizer names.
+    samples     JSON array of the bundled sample documents.
+    text FILE   The extracted document text, exactly the string chunk offsets index.
+    info FILE   Document statistics as JSON (characters, tokens, sentences, pages, language…).
+    chunk FILE  One JSON object per chunk and line: {"index","start","end","text","tokens"}.
+    compare FILE --config SPEC [--config SPEC …]
+                A stats table of several configurations; ``--out DIR`` writes JSONL and CSV;
+                ``--match-length N`` first tunes each to a mean chunk length of N tokens (±5 %).
+    ppl FILE    Per-sentence perplexity under a causal LM, one JSON object per sentence and line:
+                {"index","start","end","text","tokens","nll_mean","ppl"}. Served from the on-disk
+                cache of model outputs when this model has scored this exact text before (the
+                model is then not even loaded); ``--no-cache`` bypasses the cache.
+    cache info  JSON statistics of that cache; ``cache clear`` empties it.
+    eval, questions, index, query
+                The retrieval lab (Chroma store, question sets, the Chroma report's
+                metrics): see :mod:`backend.cli.retrieval`.
+    curve FILE --config SPEC
+                JSON of what a chunker cuts on (per-unit values, threshold, chunk ends), for
+                the chunkers with ``has_curve`` (PPL, margin sampling, semantic).
+    metrics FILE --chunker NAME
+                MoC's Boundary Clarity, Chunk Stickiness and dissimilarity as one JSON object:
+                see :mod:`backend.cli.quality`.
+
+Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
+2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
+Per-parameter flags of ``chunk`` (``--chunk_size 200``) are generated from the registry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn, Sequence, TextIO
+
+from backend.cli import quality as cli_quality
+from backend.cli import retrieval as cli_retrieval
+from backend.cli.common import (
+    Parser,
+    add_embedder_flag,
+    add_model_flags,
+    load_input,
+    model_context,
+    parse_config,
+    parse_pairs,
+    positive_float,
+    write,
+)
+from backend.errors import ChunkLabError, InputError, ParameterError
+
+__all__ = ["main", "build_parser"]
+
+
+def _registry_params() -> dict[str, dict[str, Any]]:
+    from backend.chunkers import REGISTRY
+
+    params: dict[str, dict[str, Any]] = {}
+    for name, cls in sorted(REGISTRY.items()):
+        for p in cls.params:
+            entry = params.setdefault(p.name, {"help": p.help, "chunkers": []})
+            entry["chunkers"].append(name)
+    return params
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; the chunk flags come from the chunker registry."""
+    from backend.tokenizers import TOKENIZER_NAMES
+
+    parser = Parser(prog="python -m backend", description="Chunk Lab command line.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub.add_parser("chunkers", help="list chunkers and their parameters (JSON)")
+    sub.add_parser("tokenizers", help="list tokenizer names (JSON)")
+    sub.add_parser("samples", help="list bundled sample documents (JSON)")
+    p_text = sub.add_parser("text", help="print the extracted document text")
+    p_text.add_argument("file", help="document path, or sample:NAME")
+    p_info = sub.add_parser("info", help="document statistics (JSON)")
+    p_info.add_argument("file", help="document path, or sample:NAME")
+    p_info.add_argument("--tokenizer", default="cl100k", choices=TOKENIZER_NAMES)
+
+    p_chunk = sub.add_parser("chunk", help="chunk a document; one JSON object per line")
+    p_chunk.add_argument("file", help="document path, or sample:NAME")
+    p_chunk.add_argument("--chunker", required=True, help="registered chunker name (see 'chunkers')")
+    p_chunk.add_argument("--tokenizer", default="cl100k", choices=TOKENIZER_NAMES)
+    p_chunk.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="chunker parameter (repeatable)"
+    )
+    add_model_flags(p_chunk)
+    add_embedder_flag(p_chunk)
+    for name, info in _registry_params().items():
+        p_chunk.add_argument(
+            f"--{name}",
+            dest=f"param__{name}",
+            metavar="VALUE",
+            help=f"{info['help']} ({', '.join(info['chunkers'])})",
+        )
+
+    p_cmp = sub.add_parser("compare", help="stats of several configurations; optional JSONL/CSV export")
+    p_cmp.add_argument("file", help="document path, or sample:NAME")
+    p_cmp.add_argument(
+        "--config",
+        action="append",
+        required=True,
+        metavar="SPEC",
+        help="'NAME key=value … [tokenizer=T]', e.g. 'recursive chunk_size=200' (repeatable)",
+    )
+    p_cmp.add_argument("--out", type=Path, help="folder for <config>.jsonl and <config>.csv files")
+    p_cmp.add_argument(
+        "--match-length",
+        type=positive_float,
+        metavar="N",
+        help="tune each configuration's length parameter to a mean chunk length of N tokens (±5%%) first",
+    )
+    add_model_flags(p_cmp)
+    add_embedder_flag(p_cmp)
+
+    p_curve = sub.add_parser("curve", help="what a chunker cuts on: values, threshold and chunk ends (JSON)")
+    p_curve.add_argument("file", help="document path, or sample:NAME")
+    p_curve.add_argument("--config", required=True, metavar="SPEC",
+                         help="'NAME key=value … [tokenizer=T]' of a chunker with a curve (has_curve in 'chunkers')")
+    add_model_flags(p_curve)
+    add_embedder_flag(p_curve)
+
+    _add_model_commands(sub)
+    cli_retrieval.add_commands(sub)
+    cli_quality.add_commands(sub)
+    return parser
+
+
+def _add_model_commands(sub: Any) -> None:
+    """The subcommands that run models (``ppl``) or manage their output cache (``cache``)."""
+    p_ppl = sub.add_parser("ppl", help="per-sentence perplexity under a causal LM; one JSON object per line")
+    p_ppl.add_argument("file", help="document path, or sample:NAME")
+    add_model_flags(p_ppl)
+
+    p_cache = sub.add_parser("cache", help="the on-disk cache of model outputs (CHUNKLAB_CACHE_DIR)")
+    cache_sub = p_cache.add_subparsers(dest="cache_command", required=True, parser_class=Parser)
+    cache_sub.add_parser("info", help="entries, bytes, directory and size bound (JSON)")
+    cache_sub.add_parser("clear", help="delete every entry; prints how many were removed")
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command in cli_retrieval.COMMANDS:
+        return cli_retrieval.run(args)
+    if args.command in cli_quality.COMMANDS:
+        return cli_quality.run(args)
+    if args.command == "chunkers":
+        from backend.chunkers import chunker_specs
+
+        write(json.dumps(chunker_specs(), indent=2, ensure_ascii=False) + "\n")
+    elif args.command == "tokenizers":
+        from backend.tokenizers import TOKENIZER_NAMES
+
+        write(json.dumps(list(TOKENIZER_NAMES)) + "\n")
+    elif args.command == "samples":
+        from backend.samples import list_samples
+
+        rows = [{"name": s.name, "title": s.title, "description": s.description} for s in list_samples()]
+        write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+    elif args.command == "text":
+        write(load_input(args.file).text)
+    elif args.command == "info":
+        from backend.metrics.stats import document_stats
+
+        write(json.dumps(document_stats(load_input(args.file), args.tokenizer), ensure_ascii=False, indent=2) + "\n")
+    elif args.command == "chunk":
+        from backend.chunkers import make_chunker
+
+        params = parse_pairs(args.param)
+        for key, value in vars(args).items():
+            if key.startswith("param__") and value is not None:
+                params[key[len("param__") :]] = value
+        chunker = make_chunker(args.chunker, params, args.tokenizer)  # bad arguments fail before reading
+        doc = load_input(args.file)
+        with model_context(args, [chunker]) as context:
+            chunking = chunker.chunk(doc, context)
+        write(chunking.to_jsonl())
+        if chunking.run_report:  # e.g. an LLM chunker's content loss: on stderr, stdout stays JSONL
+            print(f"{chunking.config.name}: {chunking.run_report}", file=sys.stderr)
+    elif args.command == "compare":
+        _compare(args)
+    elif args.command == "curve":
+        _curve(args)
+    elif args.command == "ppl":
+        _ppl(args)
+    elif args.command == "cache":
+        from backend.models.cache import default_cache
+
+        cache = default_cache()
+        if args.cache_command == "info":
+            write(json.dumps(cache.stats(), indent=2) + "\n")
+        else:
+            removed = cache.clear()
+            write(f"removed {removed} {'entry' if removed == 1 else 'entries'} from {cache.directory}\n")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> None:
+    from backend.metrics.stats import chunking_stats
+
+    chunkers = [parse_config(spec) for spec in args.config]
+    doc = load_input(args.file)
+    matches = None
+    with model_context(args, chunkers) as context:
+        if args.match_length is not None:
+            from backend.chunkers.match_length import match_length
+
+            matches = [match_length(doc, c.config, args.match_length, context=context) for c in chunkers]
+            results = [m.chunking for m in matches]
+        else:
+            results = [c.chunk(doc, context) for c in chunkers]
+    rows = chunking_stats(results)
+    for row, r in zip(rows, results):
+        if r.meta:  # the chunker's own report, machine-readable (content loss, model calls…)
+            row["meta"] = r.meta_dict
+    if matches is not None:
+        for row, m in zip(rows, matches):
+            row["match"] = m.to_json()
+    write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for i, r in enumerate(results, 1):
+            stem = f"{i:02d}-{r.config.name}"
+            (args.out / f"{stem}.jsonl").write_text(r.to_jsonl(), encoding="utf-8")
+            (args.out / f"{stem}.csv").write_text(r.to_csv(), encoding="utf-8")
+
+
+def _curve(args: argparse.Namespace) -> None:
+    from backend.chunkers import REGISTRY
+
+    chunker = parse_config(args.config)
+    if not chunker.has_curve():
+        with_curve = ", ".join(sorted(name for name, cls in REGISTRY.items() if cls.has_curve()))
+        raise ParameterError(f"{chunker.name} has no curve; chunkers with one: {with_curve}")
+    doc = load_input(args.file)
+    with model_context(args, [chunker]) as context:
+        curve = chunker.curve(doc, context)
+    write(json.dumps(curve.to_json(), ensure_ascii=False) + "\n")
+
+
+def _ppl(args: argparse.Namespace) -> None:
+    from backend.models.scoring import score_sentences
+
+    doc = load_input(args.file)
+    with model_context(args, None) as context:
+        scores = context.token_scores(doc.text)
+    write("".join(json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in score_sentences(doc, scores)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 bad input, 2 bad arguments)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        # The reader (e.g. `head`) went away; stay quiet like other Unix tools.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except ParameterError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (ChunkLabError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # the last line of defence: one line, never a traceback
+        if os.environ.get("CHUNKLAB_DEBUG"):
+            raise
+        print(f"internal error: {type(e).__name__}: {e} (set CHUNKLAB_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1

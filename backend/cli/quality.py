@@ -1,0 +1,159 @@
+"""The chunk-quality subcommand of ``python -m backend`` (wired in by :mod:`backend.cli.main`).
+
+Subcommand:
+    metrics FILE --chunker NAME [--param k=v …] [--tokenizer T] [--metrics bc,cs,ds]
+            [--K 0.8] [--bc-mode reference|paper] [--cs-rule paper|reference] [--delta 0]
+            [--window W] [--match-length N] [--embedder default|PATH]
+            [--lm NAME|PATH] [--lm-window N] [--device D] [--no-cache]
+        MoC's Boundary Clarity, Chunk Stickiness (complete and incomplete graphs) and
+        dissimilarity of one chunking, as one JSON object: ``{"chunks", "mean_tokens",
+        "bc_mean", "bc", "cs_complete", "cs_incomplete", "ds_mean", "ds", "K", "bc_mode",
+        "cs_rule", "delta", "window", "pairs", "seconds"}`` (a metric not asked for is null).
+        ``--window W`` scores only chunk pairs with ``|i - j| <= W`` for CS (an approximation
+        for the CPU); the language model's own context window is ``--lm-window``.
+        ``--match-length N`` first tunes the configuration's length parameter until its mean
+        chunk length is within ±5 % of N tokens, and adds ``"match": {…}``.
+
+Model outputs (pair scores, embeddings) are cached, so a rerun with another ``--K``, rule or
+mode calls no model. Errors are one line on stderr (exit 1; bad arguments exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from backend.cli.common import StderrProgress, add_model_flags, load_input, parse_pairs, positive_float, positive_int, write
+
+__all__ = ["COMMANDS", "add_commands", "run"]
+
+COMMANDS = ("metrics",)
+
+
+def _metrics_list(raw: str) -> tuple[str, ...]:
+    from backend.metrics.quality import METRICS
+
+    names = tuple(dict.fromkeys(x.strip() for x in raw.split(",") if x.strip()))
+    bad = [x for x in names if x not in METRICS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"choose from {','.join(METRICS)} (comma-separated), got {raw!r}")
+    return names
+
+
+def _non_negative_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {raw!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {raw!r}")
+    return value
+
+
+def _finite_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {raw!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {raw!r}")
+    return value
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``metrics`` on the ``python -m backend`` subparsers."""
+    from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
+    from backend.tokenizers import TOKENIZER_NAMES
+
+    p = sub.add_parser("metrics", help="Boundary Clarity, Chunk Stickiness and dissimilarity of a chunking (JSON)")
+    p.add_argument("file", help="document path, or sample:NAME")
+    p.add_argument("--chunker", required=True, help="registered chunker name (see 'chunkers')")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="chunker parameter (repeatable)")
+    p.add_argument("--tokenizer", default="cl100k", choices=TOKENIZER_NAMES)
+    p.add_argument("--metrics", type=_metrics_list, default=("bc", "cs", "ds"), metavar="bc,cs,ds",
+                   help="which metrics (default: all three)")
+    p.add_argument("--K", type=_finite_float, default=DEFAULT_K, help=f"Chunk Stickiness edge threshold (default {DEFAULT_K})")
+    p.add_argument("--bc-mode", choices=BC_MODES, default="reference",
+                   help="reference: ratio of mean NLLs (the authors' code, default); paper: ratio of perplexities")
+    p.add_argument("--cs-rule", choices=CS_RULES, default="paper",
+                   help="paper: keep an edge when (ppl(q)-ppl(q|d))/ppl(q) > K (default); reference: ppl(q|d)/ppl(q) > K")
+    p.add_argument("--delta", type=_non_negative_int, default=0, help="δ of the incomplete graph: pairs with j - i > δ")
+    p.add_argument("--window", type=positive_int, metavar="W",
+                   help="score only chunk pairs with |i - j| <= W for CS (CPU approximation; default every pair)")
+    p.add_argument("--match-length", type=positive_float, metavar="N",
+                   help="first tune the length parameter to a mean chunk length of N tokens (±5%%)")
+    p.add_argument("--embedder", default="default", metavar="default|PATH", help="embedder for dissimilarity")
+    add_model_flags(p, window_flag="--lm-window")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``metrics``; errors propagate as :class:`~backend.errors.ChunkLabError` for the CLI to print."""
+    from backend.chunkers import make_chunker
+    from backend.chunkers.context import ModelContext
+    from backend.chunkers.match_length import match_length
+    from backend.models.types import ProgressTracker
+    from backend.metrics.quality import LazyScorer, estimate_cost, quality_report
+
+    chunker = make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer)  # bad arguments fail first
+    doc = load_input(args.file)
+    started = time.perf_counter()
+    line = StderrProgress("scoring")
+    with line:
+        context = ModelContext(
+            lm=args.lm,
+            device=args.device,
+            use_cache=not args.no_cache,
+            window=args.lm_window,
+            embedder_spec=None if args.embedder.strip().lower() == "default" else args.embedder,
+            progress=ProgressTracker(report=line.report),
+            on_load=lambda: line.status("loading model…"),
+        )
+        match = None
+        if args.match_length is not None:
+            match = match_length(doc, chunker.config, args.match_length, context=context)
+            chunking = match.chunking
+        else:
+            chunking = chunker.chunk(doc, context)
+        texts = [c.text for c in chunking.chunks]
+        counts = chunking.token_counts
+        needs_lm = "bc" in args.metrics or "cs" in args.metrics
+        scorer = LazyScorer(context) if needs_lm and len(texts) > 1 else None
+        embedder = None
+        if "ds" in args.metrics and len(texts) > 1:
+            line.status("loading embedder…")
+            embedder = context.get_embedder()
+        report = quality_report(
+            texts,
+            counts,
+            metrics=args.metrics,
+            scorer=scorer,
+            embedder=embedder,
+            K=args.K,
+            bc_mode=args.bc_mode,
+            cs_rule=args.cs_rule,
+            delta=args.delta,
+            window=args.window,
+            cache=context.cache,
+            progress=context.progress,
+        ) if texts else None
+    out: dict[str, Any]
+    if report is None:
+        out = {"chunks": 0, "mean_tokens": 0.0, "bc_mean": None, "bc": [], "cs_complete": None,
+               "cs_incomplete": None, "ds_mean": None, "ds": [], "K": args.K, "bc_mode": args.bc_mode,
+               "cs_rule": args.cs_rule, "delta": args.delta, "window": args.window}
+    else:
+        out = report.to_json()
+        for name, key in (("bc", "bc"), ("ds", "ds")):
+            if name in args.metrics and out[key] is None:
+                out[key] = []
+    scored = needs_lm and len(texts) > 1
+    cost = estimate_cost(counts, complete="cs" in args.metrics, window=args.window) if scored else {"pairs": 0}
+    out["pairs"] = cost["pairs"]
+    out["config"] = chunking.config.to_json()
+    if match is not None:
+        out["match"] = match.to_json()
+    out["seconds"] = round(time.perf_counter() - started, 3)
+    write(json.dumps(out, ensure_ascii=False, indent=2) + "\n")
+    return 0

@@ -1,0 +1,286 @@
+"""The retrieval lab's subcommands of ``python -m backend`` (wired in by :mod:`backend.cli.main`).
+
+Subcommands:
+    eval --questions FILE.csv --corpora DIR --chunker NAME [--param k=v …] [--tokenizer T]
+         [--embedder default|PATH] [--retrieve 5] [--json]
+                The Chroma report's metrics of one configuration on a Chroma-format question
+                set. ``--json`` prints ``{"recall_mean", "recall_std", "precision_mean",
+                "precision_std", "precision_omega_mean", "precision_omega_std", "iou_mean",
+                "iou_std", "per_corpus": {…}, "chunks", "seconds"}`` (fractions in 0..1);
+                without it, a short text summary. ``--retrieve -1``: as many chunks as contain
+                excerpts (the reference's mode).
+    questions generate FILE --out DIR [--n 10] [--base-url URL] [--model NAME] [--local]
+                Generate a question set from a document (an OpenAI-compatible LLM when
+                OPENAI_BASE_URL/OPENAI_API_KEY or --base-url is set, else the weaker local
+                fallback) and write ``DIR/questions.csv`` and ``DIR/corpora/<corpus_id>.md``;
+                prints a JSON summary. The API key is read from OPENAI_API_KEY only.
+    questions check --questions FILE.csv --corpora DIR
+                Validate a question set; prints ``{"questions", "corpora"}``.
+    index FILE --chunker NAME [--param k=v …]
+                Chunk, embed and index a document in the store; prints the collection as JSON.
+    query FILE --chunker NAME --query TEXT [--k 5]
+                The live query, headless: one JSON object per hit and line,
+                ``{"rank", "distance", "start", "end", "index", "tokens", "text"}``.
+
+The store is the embedded one under the data directory, or the Chroma server named by
+CHROMA_HOST/CHROMA_PORT. Errors are one line on stderr (exit 1; bad arguments exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from backend.cli.common import StderrProgress, load_input, parse_pairs, write
+
+__all__ = ["COMMANDS", "add_commands", "run"]
+
+COMMANDS = ("eval", "questions", "index", "query")
+
+
+def _retrieve(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or -1, got {raw!r}") from None
+    if value != -1 and value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or -1, got {raw!r}")
+    return value
+
+
+def _positive(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}")
+    return value
+
+
+def _similarity(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in -1..1, got {raw!r}") from None
+    if not -1.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in -1..1, got {raw!r}")
+    return value
+
+
+def _add_config_flags(p: argparse.ArgumentParser, tokenizers: tuple[str, ...]) -> None:
+    p.add_argument("--chunker", required=True, help="registered chunker name (see 'chunkers')")
+    p.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="chunker parameter (repeatable)"
+    )
+    p.add_argument("--tokenizer", default="cl100k", choices=tokenizers)
+    p.add_argument(
+        "--embedder",
+        default="default",
+        metavar="default|PATH",
+        help="embedding model: default (CHUNKLAB_EMBEDDER or the bundled all-MiniLM-L6-v2), a model folder or a hub id",
+    )
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write cached embeddings")
+
+
+def add_commands(sub: Any) -> None:
+    """Add ``eval``, ``questions``, ``index`` and ``query`` to the CLI's subparsers."""
+    from backend.tokenizers import TOKENIZER_NAMES
+
+    p_eval = sub.add_parser("eval", help="the Chroma report's retrieval metrics of a configuration on a question set")
+    p_eval.add_argument("--questions", required=True, type=Path, metavar="FILE.csv", help="Chroma-format question CSV")
+    p_eval.add_argument("--corpora", required=True, type=Path, metavar="DIR", help="folder of <corpus_id>.md/.txt")
+    _add_config_flags(p_eval, TOKENIZER_NAMES)
+    p_eval.add_argument(
+        "--retrieve", type=_retrieve, default=5, metavar="N", help="chunks per question (default 5); -1: as many as contain excerpts"
+    )
+    p_eval.add_argument("--json", action="store_true", help="print the results as one JSON object")
+
+    p_q = sub.add_parser("questions", help="question sets: generate one from a document, or check one")
+    q_sub = p_q.add_subparsers(dest="questions_command", required=True, parser_class=type(p_q))
+    p_gen = q_sub.add_parser("generate", help="generate a Chroma-format question set from a document")
+    p_gen.add_argument("file", help="document path, or sample:NAME")
+    p_gen.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/questions.csv and DIR/corpora/")
+    p_gen.add_argument("--n", type=_positive, default=10, help="questions wanted (default 10)")
+    p_gen.add_argument("--base-url", help="OpenAI-compatible API (default OPENAI_BASE_URL; the key: OPENAI_API_KEY)")
+    p_gen.add_argument("--model", help="chat model (default OPENAI_MODEL, or the server's only model)")
+    p_gen.add_argument("--local", action="store_true", help="use the local fallback (bundled SmolLM2) even if an API is set")
+    p_gen.add_argument("--corpus-id", help="corpus id (default: from the file name)")
+    p_gen.add_argument("--duplicate-threshold", type=_similarity, default=0.70, metavar="COS")
+    p_gen.add_argument("--excerpt-threshold", type=_similarity, default=0.40, metavar="COS")
+    p_gen.add_argument("--max-attempts", type=_positive, metavar="N", help="requests at most (default 3n+2)")
+    p_gen.add_argument("--embedder", default="default", metavar="default|PATH", help="embedder of the filters")
+    p_gen.add_argument("--seed", type=int, default=0)
+    p_chk = q_sub.add_parser("check", help="validate a Chroma-format question set")
+    p_chk.add_argument("--questions", required=True, type=Path, metavar="FILE.csv")
+    p_chk.add_argument("--corpora", required=True, type=Path, metavar="DIR")
+
+    p_index = sub.add_parser("index", help="chunk, embed and index a document in the Chroma store (JSON)")
+    p_index.add_argument("file", help="document path, or sample:NAME")
+    _add_config_flags(p_index, TOKENIZER_NAMES)
+
+    p_query = sub.add_parser("query", help="top-k chunks of a configuration for a query; one JSON object per line")
+    p_query.add_argument("file", help="document path, or sample:NAME")
+    _add_config_flags(p_query, TOKENIZER_NAMES)
+    p_query.add_argument("--query", required=True, help="the query text")
+    p_query.add_argument("--k", type=_positive, default=5, help="chunks to return (default 5)")
+
+
+def _config(args: argparse.Namespace) -> Any:
+    """The ChunkerConfig of ``--chunker``/``--param``/``--tokenizer`` (validated, before any file is read)."""
+    from backend.chunkers import make_chunker
+
+    return make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer).config
+
+
+def _embedder(args: argparse.Namespace) -> Any:
+    # Our own progress goes to stderr; transformers' "Loading weights" bar would clutter it.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from backend.models.embeddings import load_text_embedder
+
+    return load_text_embedder(args.embedder)
+
+
+def _cache(args: argparse.Namespace) -> Any:
+    if getattr(args, "no_cache", False):
+        return None
+    from backend.models.cache import default_cache
+
+    return default_cache()
+
+
+def _progress(what: str) -> Any:
+
+    return StderrProgress(what)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one of :data:`COMMANDS`; returns the exit code (errors propagate to :func:`backend.cli.main.main`)."""
+    if args.command == "eval":
+        _eval(args)
+    elif args.command == "questions":
+        if args.questions_command == "generate":
+            _generate(args)
+        else:
+            _check(args)
+    elif args.command == "index":
+        _index(args)
+    elif args.command == "query":
+        _query(args)
+    else:  # pragma: no cover - the parser only routes COMMANDS here
+        raise ValueError(f"not a retrieval command: {args.command}")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> None:
+    from backend.models.types import ProgressTracker
+    from backend.retrieval.evaluate import evaluate
+    from backend.retrieval.questions import load_question_set
+    from backend.retrieval.store import open_store
+
+    config = _config(args)
+    questions = load_question_set(args.questions, args.corpora)
+    store = open_store()  # an unreachable server fails here, before any model loads
+    with _progress("evaluating") as line:
+        line.status("loading embedder…")
+        embedder = _embedder(args)
+        result = evaluate(
+            questions,
+            [config],
+            embedder=embedder,
+            retrieve=args.retrieve,
+            store=store,
+            cache=_cache(args),
+            use_cache=not args.no_cache,
+            progress=ProgressTracker(report=line.report),
+        ).results[0]
+    if args.json:
+        write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        return
+    s = result.summary
+    lines = [
+        f"{config.label} · {len(questions)} questions · retrieve {args.retrieve} · {embedder.info.name}",
+        f"  recall           {s.recall_mean:6.1%} ± {s.recall_std:.1%}",
+        f"  precision        {s.precision_mean:6.1%} ± {s.precision_std:.1%}",
+        f"  precision-Ω      {s.precision_omega_mean:6.1%} ± {s.precision_omega_std:.1%}",
+        f"  IoU              {s.iou_mean:6.1%} ± {s.iou_std:.1%}",
+        f"  chunks {result.chunks} · {result.seconds:.1f}s",
+    ]
+    write("\n".join(lines) + "\n")
+
+
+def _generate(args: argparse.Namespace) -> None:
+    from backend.models.types import ProgressTracker
+    from backend.retrieval.generation import generate_questions
+    from backend.retrieval.questions import save_question_set
+
+    doc = load_input(args.file)
+    with _progress("generating") as line:
+        line.status("loading models…")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        result = generate_questions(
+            doc,
+            n=args.n,
+            corpus_id=args.corpus_id,
+            base_url=args.base_url,
+            model=args.model,
+            local=True if args.local else None,
+            embedder=None if args.embedder == "default" else args.embedder,
+            duplicate_threshold=args.duplicate_threshold,
+            excerpt_threshold=args.excerpt_threshold,
+            max_attempts=args.max_attempts,
+            seed=args.seed,
+            progress=ProgressTracker(report=line.report),
+        )
+    written = save_question_set(result.question_set(), args.out / "questions.csv", args.out / "corpora")
+    summary = {**result.to_json(), "questions_csv": str(written[0]), "corpora": str(args.out / "corpora")}
+    write(json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+
+
+def _check(args: argparse.Namespace) -> None:
+    from backend.retrieval.questions import load_question_set
+
+    qs = load_question_set(args.questions, args.corpora)
+    counts = {cid: sum(q.corpus_id == cid for q in qs.questions) for cid in qs.corpus_ids}
+    write(json.dumps({"questions": len(qs), "corpora": counts}, ensure_ascii=False) + "\n")
+
+
+def _index(args: argparse.Namespace) -> None:
+    from backend.chunkers import run_chunker
+    from backend.models.types import ProgressTracker
+    from backend.retrieval.store import open_store
+
+    config = _config(args)
+    doc = load_input(args.file)
+    store = open_store()
+    with _progress("indexing") as line:
+        line.status("loading embedder…")
+        embedder = _embedder(args)
+        chunking = run_chunker(doc, config)
+        info = store.index(doc, chunking, embedder, cache=_cache(args), progress=ProgressTracker(report=line.report))
+    out = {**info.to_json(), "store": store.location, "config": config.to_json(), "embedder": embedder.info.name}
+    write(json.dumps(out, ensure_ascii=False) + "\n")
+
+
+def _query(args: argparse.Namespace) -> None:
+    from backend.chunkers import run_chunker
+    from backend.errors import ParameterError
+    from backend.retrieval.store import open_store
+
+    if not args.query.strip():
+        raise ParameterError("--query is empty")
+    config = _config(args)
+    doc = load_input(args.file)
+    store = open_store()
+    with _progress("indexing") as line:
+        line.status("loading embedder…")
+        embedder = _embedder(args)
+        chunking = run_chunker(doc, config)
+        hits = store.search(doc, [chunking], embedder, args.query, args.k, cache=_cache(args))[config]
+    write("".join(
+        json.dumps({**h.to_json(), "text": doc.text[h.start : h.end]}, ensure_ascii=False) + "\n" for h in hits
+    ))

@@ -1,0 +1,1 @@
+"""Metrics of chunkings: statistics (``stats``) and MoC's chunk-quality metrics (``quality``)."""

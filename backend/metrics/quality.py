@@ -1,0 +1,414 @@
+"""Chunk-quality metrics of MoC (Zhao et al., 2025): Boundary Clarity, Chunk Stickiness, dissimilarity, CP.
+
+Everything stands on one table of conditional scores per chunking (:class:`PairTable`): the
+mean NLL of each chunk ``q`` given each context chunk ``d`` that a metric needs, and given a
+single space (the authors' code's context for the unconditional ``ppl(q)``). The table is
+filled through :func:`backend.models.scoring.conditional_scores`, which caches every pair's value
+and batches every ``q`` of one ``d`` on ``d``'s cached keys and values; the metrics are then
+arithmetic on it, so changing ``K``, the rule or the graph never calls the model.
+
+Definitions (``ppl = exp(mean NLL)``):
+
+Boundary Clarity, adjacent chunks ``d = c_i``, ``q = c_{i+1}``
+    ``bc_mode="paper"``: ``BC = ppl(q|d) / ppl(q)`` (eq. 1).
+    ``bc_mode="reference"`` (default): ``nll(q|d) / nll(q)``, the ratio of mean NLLs the
+    authors' code computes (and their published table reports). Higher = clearer boundary.
+Chunk Stickiness, ordered pairs ``d = c_i``, ``q = c_j``, ``i != j``
+    ``Edge(q, d) = (ppl(q) - ppl(q|d)) / ppl(q)`` (eq. 2). ``cs_rule="paper"`` (default)
+    keeps an edge when ``Edge > K``; ``cs_rule="reference"`` when ``ppl(q|d) / ppl(q) > K``
+    (the authors' code). Each kept edge adds one to the degree of both its chunks;
+    ``CS = -Σ (deg_i / 2m) log2(deg_i / 2m)`` over chunks with a degree, ``m`` = kept edges
+    (eq. 3). The complete graph takes every ordered pair; the incomplete, sequence-aware
+    graph only pairs with ``j - i > δ`` (δ = 0 by default). Lower = better. With no kept
+    edge CS is 0.
+    ``window=w`` (a documented approximation for the CPU) scores only pairs with
+    ``|i - j| <= w``; the other pairs count as not kept.
+Dissimilarity, adjacent chunks
+    ``DS = 1 - cos(emb(d), emb(q))`` with the embedder's normalized vectors (section 4.5).
+Information support (A.4)
+    ``CP = -(1/M) Σ log P(a_i | C)``: the mean NLL of the answer's tokens given the retrieved
+    chunks joined by blank lines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from backend.errors import ParameterError
+
+__all__ = [
+    "BC_MODES",
+    "CS_RULES",
+    "GRAPHS",
+    "LazyScorer",
+    "PairTable",
+    "QualityReport",
+    "UNCONDITIONAL_CONTEXT",
+    "boundary_clarity",
+    "chunk_stickiness",
+    "dissimilarity",
+    "edge_values",
+    "estimate_cost",
+    "information_support",
+    "kept_edges",
+    "pair_table",
+    "quality_report",
+    "required_pairs",
+    "structural_entropy",
+]
+
+BC_MODES = ("reference", "paper")
+CS_RULES = ("paper", "reference")
+GRAPHS = ("complete", "incomplete")
+UNCONDITIONAL_CONTEXT = " "  # the authors' context for ppl(q)
+DEFAULT_K = 0.8
+
+
+def _check(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ParameterError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def required_pairs(n: int, *, complete: bool = True, window: int | None = None) -> list[tuple[int, int]]:
+    """The ordered chunk pairs ``(i, j)`` (d = chunk i, q = chunk j) to score.
+
+    Adjacent pairs ``(i, i+1)`` always (Boundary Clarity); with ``complete`` every ordered
+    pair ``i != j``, or only those with ``|i - j| <= window`` when a window is given.
+    """
+    if window is not None and window < 1:
+        raise ParameterError(f"window ({window}) must be at least 1")
+    pairs = {(i, i + 1) for i in range(n - 1)}
+    if complete:
+        for i in range(n):
+            for j in range(n):
+                if i != j and (window is None or abs(i - j) <= window):
+                    pairs.add((i, j))
+    return sorted(pairs)
+
+
+def estimate_cost(token_counts: Sequence[int], *, complete: bool = True, window: int | None = None) -> dict[str, int]:
+    """What scoring a chunking's pairs costs: ``{"pairs", "tokens"}``.
+
+    ``tokens`` counts what the model reads: every context chunk once per group of
+    continuations, every continuation once per pair, plus the unconditional pass per chunk.
+    """
+    n = len(token_counts)
+    pairs = required_pairs(n, complete=complete, window=window)
+    contexts = {i for i, _ in pairs}
+    tokens = sum(int(token_counts[i]) for i in contexts) + sum(int(token_counts[j]) for _, j in pairs)
+    tokens += sum(int(t) + 1 for t in token_counts)
+    return {"pairs": len(pairs) + n, "tokens": tokens}
+
+
+@dataclass(frozen=True)
+class PairTable:
+    """Mean NLLs of chunks given other chunks, and given a single space.
+
+    Attributes:
+        uncond: ``uncond[j]`` = mean NLL of chunk j given ``" "``.
+        cond: ``cond[i, j]`` = mean NLL of chunk j given chunk i; ``nan`` where not scored
+            (the diagonal, and pairs outside the window).
+        window: The pair window used (None: every pair that was asked for).
+        complete: Whether every ordered pair (within the window) was scored, as Chunk
+            Stickiness needs; False: only the adjacent pairs of Boundary Clarity.
+    """
+
+    uncond: np.ndarray
+    cond: np.ndarray
+    window: int | None = None
+    complete: bool = True
+
+    @property
+    def n(self) -> int:
+        """Number of chunks."""
+        return int(self.uncond.shape[0])
+
+
+def pair_table(
+    chunk_texts: Sequence[str],
+    scorer: Any,
+    *,
+    complete: bool = True,
+    window: int | None = None,
+    cache: Any = None,
+    progress: Any = None,
+) -> PairTable:
+    """Score the pairs the metrics need (see :func:`required_pairs`) through the cache.
+
+    Args:
+        chunk_texts: The chunks' texts, in document order.
+        scorer: A :class:`~backend.models.types.Scorer`.
+        complete: Score every ordered pair (Chunk Stickiness); False: adjacent pairs only.
+        window: Only pairs with ``|i - j| <= window`` (with ``complete``).
+        cache: The output cache (None: compute everything).
+        progress: ``progress(done, total)``; may raise ``Cancelled``.
+    """
+    from backend.models.scoring import conditional_scores
+
+    texts = [str(t) for t in chunk_texts]
+    n = len(texts)
+    pairs = required_pairs(n, complete=complete, window=window)
+    requests = [(UNCONDITIONAL_CONTEXT, t) for t in texts] + [(texts[i], texts[j]) for i, j in pairs]
+    values = conditional_scores(requests, scorer, cache=cache, progress=progress)
+    uncond = np.array(values[:n], dtype=np.float64)
+    cond = np.full((n, n), np.nan, dtype=np.float64)
+    for (i, j), v in zip(pairs, values[n:]):
+        cond[i, j] = v
+    return PairTable(uncond=uncond, cond=cond, window=window if complete else 1, complete=complete)
+
+
+class LazyScorer:
+    """A scorer that loads its model only when a pair is missing from the cache.
+
+    ``conditional_scores`` keys pairs by ``info.fingerprint`` and ``info.kind``; when the
+    fingerprint is known without loading (a GGUF model, see
+    :func:`~backend.chunkers.context.fingerprint_without_loading`), this stand-in carries it,
+    so a fully cached rerun (another K, rule or mode) never loads the model.
+
+    Args:
+        context: The :class:`~backend.chunkers.context.ModelContext` that loads the model.
+    """
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+        fp = context.fingerprint
+        if fp is None:  # identity unknown until loaded: load now
+            self.info = context.get_scorer().info
+        else:
+            from backend.models.types import ModelInfo
+
+            loaded = context.scorer
+            self.info = loaded.info if loaded is not None else ModelInfo("", "", "lm", 0, "", "", fp)
+
+    def conditional_nll(self, pairs: Any, *, progress: Any = None) -> list[float]:
+        """Load the model (once) and score ``pairs``."""
+        scorer = self._context.get_scorer()
+        if scorer.info.fingerprint != self.info.fingerprint or scorer.info.kind != self.info.kind:
+            raise RuntimeError("the loaded model is not the one the cache keys were made for")
+        return scorer.conditional_nll(pairs, progress=progress)
+
+
+def boundary_clarity(table: PairTable, mode: str = "reference") -> np.ndarray:
+    """BC of each boundary ``i`` (between chunk i and chunk i+1); see the module docstring."""
+    _check("bc_mode", mode, BC_MODES)
+    n = table.n
+    if n < 2:
+        return np.zeros(0, dtype=np.float64)
+    cond = np.array([table.cond[i, i + 1] for i in range(n - 1)], dtype=np.float64)
+    uncond = table.uncond[1:]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if mode == "reference":
+            return cond / uncond
+        return np.exp(cond - uncond)  # ppl(q|d) / ppl(q)
+
+
+def edge_values(table: PairTable, rule: str = "paper") -> np.ndarray:
+    """The value compared with K for every ordered pair (``nan`` where not scored).
+
+    ``paper``: ``(ppl(q) - ppl(q|d)) / ppl(q) = 1 - exp(nll(q|d) - nll(q))``;
+    ``reference``: ``ppl(q|d) / ppl(q) = exp(nll(q|d) - nll(q))``. Row = d, column = q.
+    """
+    _check("cs_rule", rule, CS_RULES)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ratio = np.exp(table.cond - table.uncond[None, :])
+    return 1.0 - ratio if rule == "paper" else ratio
+
+
+def kept_edges(
+    edges: np.ndarray, K: float, *, graph: str = "complete", delta: int = 0
+) -> list[tuple[int, int]]:
+    """Ordered pairs ``(i, j)`` whose edge value is greater than ``K``.
+
+    ``graph="incomplete"`` keeps only pairs with ``j - i > delta`` (sequence-aware).
+    """
+    _check("graph", graph, GRAPHS)
+    n = edges.shape[0]
+    with np.errstate(invalid="ignore"):
+        mask = edges > K  # nan compares false: unscored pairs are never kept
+    np.fill_diagonal(mask, False)
+    if graph == "incomplete":
+        i, j = np.indices((n, n))
+        mask &= (j - i) > delta
+    rows, cols = np.nonzero(mask)
+    return list(zip(rows.tolist(), cols.tolist()))
+
+
+def structural_entropy(edges: Sequence[tuple[int, int]], n: int) -> float:
+    """``-Σ (deg/2m) log2(deg/2m)`` over nodes with a degree; 0 with no edge."""
+    if not edges:
+        return 0.0
+    degree = np.zeros(n, dtype=np.int64)
+    for i, j in edges:
+        degree[i] += 1
+        degree[j] += 1
+    p = degree[degree > 0] / (2 * len(edges))
+    return float(-(p * np.log2(p)).sum())
+
+
+def chunk_stickiness(
+    table: PairTable, K: float = DEFAULT_K, *, rule: str = "paper", graph: str = "complete", delta: int = 0
+) -> float:
+    """CS of a chunking at ``K`` (see the module docstring)."""
+    return structural_entropy(kept_edges(edge_values(table, rule), K, graph=graph, delta=delta), table.n)
+
+
+def dissimilarity(vectors: np.ndarray) -> np.ndarray:
+    """``1 - cos`` between each pair of adjacent rows (rows need not be normalized)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    if v.shape[0] < 2:
+        return np.zeros(0, dtype=np.float64)
+    norms = np.linalg.norm(v, axis=1)
+    norms[norms == 0] = 1.0
+    u = v / norms[:, None]
+    return 1.0 - np.einsum("ij,ij->i", u[:-1], u[1:])
+
+
+def information_support(retrieved: Sequence[str], answer: str, scorer: Any, *, cache: Any = None) -> float:
+    """CP: the mean NLL of ``answer``'s tokens given the retrieved chunks joined by blank lines (lower = better)."""
+    from backend.models.scoring import conditional_scores
+
+    if not answer:
+        raise ParameterError("the answer is empty: CP needs at least one answer token")
+    context = "\n\n".join(str(c) for c in retrieved) or UNCONDITIONAL_CONTEXT
+    return float(conditional_scores([(context, answer)], scorer, cache=cache)[0])
+
+
+def _mean(x: np.ndarray) -> float | None:
+    x = x[np.isfinite(x)]
+    return float(x.mean()) if x.size else None
+
+
+@dataclass(frozen=True)
+class QualityReport:
+    """The metrics of one chunking (JSON-ready through :meth:`to_json`)."""
+
+    chunks: int
+    mean_tokens: float
+    K: float
+    bc_mode: str
+    cs_rule: str
+    delta: int
+    window: int | None
+    bc: tuple[float, ...] | None = None
+    cs_complete: float | None = None
+    cs_incomplete: float | None = None
+    ds: tuple[float, ...] | None = None
+    table: PairTable | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def bc_mean(self) -> float | None:
+        """Mean BC over the boundaries (None without BC or without a boundary)."""
+        return None if self.bc is None else _mean(np.array(self.bc, dtype=np.float64))
+
+    @property
+    def ds_mean(self) -> float | None:
+        """Mean DS over the boundaries."""
+        return None if self.ds is None else _mean(np.array(self.ds, dtype=np.float64))
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"chunks","mean_tokens","bc_mean","bc","cs_complete","cs_incomplete","ds_mean","ds","K",…}``."""
+        def clean(xs: tuple[float, ...] | None) -> list[float | None] | None:
+            return None if xs is None else [x if math.isfinite(x) else None for x in xs]
+
+        return {
+            "chunks": self.chunks,
+            "mean_tokens": self.mean_tokens,
+            "bc_mean": self.bc_mean,
+            "bc": clean(self.bc),
+            "cs_complete": self.cs_complete,
+            "cs_incomplete": self.cs_incomplete,
+            "ds_mean": self.ds_mean,
+            "ds": clean(self.ds),
+            "K": self.K,
+            "bc_mode": self.bc_mode,
+            "cs_rule": self.cs_rule,
+            "delta": self.delta,
+            "window": self.window,
+        }
+
+
+METRICS = ("bc", "cs", "ds")
+
+
+def quality_report(
+    chunk_texts: Sequence[str],
+    token_counts: Sequence[int],
+    *,
+    metrics: Sequence[str] = METRICS,
+    scorer: Any = None,
+    embedder: Any = None,
+    K: float = DEFAULT_K,
+    bc_mode: str = "reference",
+    cs_rule: str = "paper",
+    delta: int = 0,
+    window: int | None = None,
+    cache: Any = None,
+    progress: Any = None,
+) -> QualityReport:
+    """BC, CS (complete and incomplete) and DS of one chunking.
+
+    Args:
+        chunk_texts: The chunks' texts in document order.
+        token_counts: Their token counts (for ``mean_tokens``).
+        metrics: Any of ``bc``, ``cs``, ``ds``.
+        scorer: The language model (needed for ``bc`` and ``cs``).
+        embedder: The embedder (needed for ``ds``); its vectors are cached.
+        K: CS edge threshold.
+        bc_mode: ``reference`` or ``paper``.
+        cs_rule: ``paper`` or ``reference``.
+        delta: δ of the incomplete graph.
+        window: Pair window for CS (None: every pair).
+        cache: The output cache.
+        progress: ``progress(done, total)`` for the model work; may raise ``Cancelled``.
+    """
+    unknown = sorted(set(metrics) - set(METRICS))
+    if unknown:
+        raise ParameterError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+    _check("bc_mode", bc_mode, BC_MODES)
+    _check("cs_rule", cs_rule, CS_RULES)
+    if delta < 0:
+        raise ParameterError(f"delta ({delta}) must be at least 0")
+    n = len(chunk_texts)
+    counts = [int(t) for t in token_counts]
+    table = None
+    bc = cs_c = cs_i = ds = None
+    if n < 2:  # no boundary and no pair: nothing to score
+        bc = () if "bc" in metrics else None
+        cs_c = cs_i = 0.0 if "cs" in metrics else None
+        ds = () if "ds" in metrics else None
+        metrics = ()
+    if "bc" in metrics or "cs" in metrics:
+        if scorer is None:
+            raise ParameterError("bc and cs need a language model")
+        table = pair_table(chunk_texts, scorer, complete="cs" in metrics, window=window, cache=cache, progress=progress)
+        if "bc" in metrics:
+            bc = tuple(float(x) for x in boundary_clarity(table, bc_mode))
+        if "cs" in metrics:
+            cs_c = chunk_stickiness(table, K, rule=cs_rule, graph="complete")
+            cs_i = chunk_stickiness(table, K, rule=cs_rule, graph="incomplete", delta=delta)
+    if "ds" in metrics:
+        if embedder is None:
+            raise ParameterError("ds needs an embedder")
+        from backend.models.embeddings import embed_texts
+
+        vectors, _hit = embed_texts(embedder, list(chunk_texts), cache=cache)
+        ds = tuple(float(x) for x in dissimilarity(vectors))
+    return QualityReport(
+        chunks=n,
+        mean_tokens=float(np.mean(counts)) if counts else 0.0,
+        K=float(K),
+        bc_mode=bc_mode,
+        cs_rule=cs_rule,
+        delta=int(delta),
+        window=window,
+        bc=bc,
+        cs_complete=cs_c,
+        cs_incomplete=cs_i,
+        ds=ds,
+        table=table,
+    )

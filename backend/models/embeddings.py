@@ -1,0 +1,98 @@
+"""Embeddings of texts through the on-disk output cache, keyed by the embedder's weights.
+
+A list of texts (a chunking's chunks, a question set's questions, one live query) is one
+cache entry, keyed by the embedder's weight fingerprint and the sha256 of the texts' own
+digests: a rerun over the same texts with the same model reads the vectors back without
+loading the model. One entry per list, not per text, keeps a 2,000-chunk chunking one file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+import numpy as np
+
+from backend.models.cache import text_digest
+
+if TYPE_CHECKING:
+    from backend.models.cache import OutputCache
+    from backend.models.types import ModelInfo, Progress
+
+__all__ = ["TextEmbedder", "texts_digest", "embed_texts", "embeddings_key", "load_text_embedder"]
+
+_VERSION = 1
+
+
+class TextEmbedder(Protocol):
+    """What the retrieval lab needs of an embedder (:class:`backend.models.embedder.Embedder` is one)."""
+
+    info: ModelInfo
+
+    def embed(self, texts: Sequence[str], *, progress: Progress | None = None) -> np.ndarray:
+        """L2-normalized float32 vectors, one row per text."""
+        ...
+
+
+def load_text_embedder(spec: str | TextEmbedder | None = None) -> TextEmbedder:
+    """``spec`` itself when it is already an embedder, else :func:`backend.models.embedder.load_embedder` of it.
+
+    ``None`` and ``"default"`` mean ``CHUNKLAB_EMBEDDER`` or the bundled all-MiniLM-L6-v2.
+
+    Raises:
+        ModelError: the model cannot be found or loaded.
+    """
+    if spec is not None and not isinstance(spec, str):
+        return spec
+    from backend.models.embedder import load_embedder
+
+    return load_embedder(None if spec is None or spec.strip().lower() == "default" else spec)
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    """sha256 over the texts' digests, in order (equal lists, equal digests)."""
+    outer = hashlib.sha256()
+    for t in texts:
+        outer.update(text_digest(t).encode("ascii"))
+    return outer.hexdigest()
+
+
+def embeddings_key(fingerprint: str, texts: Sequence[str]) -> dict[str, str | int]:
+    """The cache key of ``texts`` embedded by the model whose weights hash to ``fingerprint``."""
+    return {"kind": "embeddings", "model": fingerprint, "texts": texts_digest(texts), "n": len(texts), "version": _VERSION}
+
+
+def embed_texts(
+    embedder: TextEmbedder,
+    texts: Sequence[str],
+    *,
+    cache: OutputCache | None = None,
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, bool]:
+    """The embeddings of ``texts``, from ``cache`` when this model embedded these texts before.
+
+    Args:
+        embedder: The model (its ``info.fingerprint`` keys the cache).
+        texts: The texts, in order.
+        cache: The output cache; None computes without caching.
+        progress: ``progress(done, total)`` while embedding (called once with ``(1, 1)`` on a hit).
+
+    Returns:
+        ``(vectors, hit)``: float32 rows, L2-normalized, and whether they came from the cache.
+    """
+    texts = list(texts)
+    if not texts:
+        return np.zeros((0, getattr(embedder, "dimension", 0)), dtype=np.float32), False
+
+    def compute() -> dict[str, np.ndarray]:
+        return {"vectors": np.asarray(embedder.embed(texts, progress=progress), dtype=np.float32)}
+
+    if cache is None:
+        return compute()["vectors"], False
+    value, hit = cache.get_or_compute(embeddings_key(embedder.info.fingerprint, texts), compute)
+    vectors = np.asarray(value["vectors"], dtype=np.float32)
+    if vectors.shape[0] != len(texts):  # a foreign entry under our key: recompute rather than trust it
+        vectors, hit = compute()["vectors"], False
+    if hit and progress is not None:
+        progress(1, 1)
+    return vectors, hit

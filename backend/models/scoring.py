@@ -1,0 +1,277 @@
+"""LM scoring of documents, sentences and (context, continuation) pairs, through the output cache.
+
+The pages and the CLI call these functions rather than a scorer directly, so that a rerun on
+the same text with the same model never touches the model: every result is cached under the
+model's fingerprint and the sha256 of the exact input text (see :mod:`backend.models.cache`).
+Scorers are anything that follows :class:`backend.models.types.Scorer` (the local
+:class:`LocalScorer` or the remote one); nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from backend.models.cache import OutputCache, text_digest
+from backend.text.document import Document
+from backend.models.types import ModelInfo, Progress, Scorer, TokenScores
+
+__all__ = [
+    "SCORES_VERSION",
+    "SentenceScore",
+    "cached_token_scores",
+    "conditional_scores",
+    "document_token_scores",
+    "score_sentences",
+    "sentence_scores",
+    "token_scores_key",
+]
+
+# Bump when the way scores are computed changes, so old cache entries stop matching.
+SCORES_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SentenceScore:
+    """The perplexity of one sentence of a document.
+
+    Attributes:
+        index: The sentence's position in the document (0-based).
+        start: Character offset of the sentence in ``Document.text``.
+        end: Character offset just past the sentence.
+        text: ``Document.text[start:end]``.
+        tokens: How many scored tokens start inside the sentence (the document's first
+            token has no context and is never scored).
+        nll_mean: Mean NLL (natural log) of those tokens; ``nan`` when there are none.
+        ppl: ``exp(nll_mean)``; ``nan`` when there are no tokens.
+    """
+
+    index: int
+    start: int
+    end: int
+    text: str
+    tokens: int
+    nll_mean: float
+    ppl: float
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"index", "start", "end", "text", "tokens", "nll_mean", "ppl"}``; nan and inf become None."""
+        return {
+            "index": self.index,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "tokens": self.tokens,
+            "nll_mean": _finite_or_none(self.nll_mean),
+            "ppl": _finite_or_none(self.ppl),
+        }
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def token_scores_key(fingerprint: str, text: str, window: int | None, *, scorer_kind: str = "lm") -> dict[str, Any]:
+    """The cache key of ``text``'s per-token scores under a model and a context window.
+
+    Args:
+        fingerprint: ``ModelInfo.fingerprint`` (the weights' hash; for a remote model its URL
+            and model name, never its API key).
+        text: The exact text scored.
+        window: The window asked for (None: the scorer's default).
+        scorer_kind: ``ModelInfo.kind``, so local and remote scores stay apart.
+    """
+    return {
+        "kind": "token_nll",
+        "model": fingerprint,
+        "scorer": scorer_kind,
+        "text": text_digest(text),
+        "window": window,
+        "version": SCORES_VERSION,
+    }
+
+
+def cached_token_scores(
+    cache: OutputCache, fingerprint: str, text: str, window: int | None, *, scorer_kind: str = "lm"
+) -> TokenScores | None:
+    """The cached token scores of ``text``, or None; needs only the model's fingerprint, not the model.
+
+    The CLI uses it to answer a rerun without loading the model at all.
+    """
+    value = cache.get(token_scores_key(fingerprint, text, window, scorer_kind=scorer_kind))
+    return None if value is None else _scores_from_value(value)
+
+
+def _scores_from_value(value: dict[str, Any]) -> TokenScores:
+    return TokenScores(starts=value["starts"], ends=value["ends"], nll=value["nll"], window=int(value["window"]))
+
+
+def document_token_scores(
+    doc_text: str,
+    scorer: Scorer,
+    *,
+    window: int | None = None,
+    cache: OutputCache | None = None,
+    progress: Progress | None = None,
+) -> tuple[TokenScores, bool]:
+    """Per-token NLLs of a whole text, from the cache when this model has scored it before.
+
+    Args:
+        doc_text: The exact text to score (usually ``Document.text``).
+        scorer: A :class:`~backend.models.types.Scorer`.
+        window: Context window in tokens; None lets the scorer choose (its default).
+        cache: Where to look up and store the result; None computes without caching.
+        progress: ``progress(done, total)``, passed to the scorer; a
+            :class:`~backend.models.types.ProgressTracker` with a cancel token stops the work
+            by raising :class:`~backend.errors.Cancelled`.
+
+    Returns:
+        The scores, and whether they came from the cache.
+    """
+    if progress is not None:
+        progress(0, 1)  # honours a cancel before anything starts
+    if cache is None:
+        return scorer.token_nll(doc_text, window=window, progress=progress), False
+
+    def compute() -> dict[str, Any]:
+        ts = scorer.token_nll(doc_text, window=window, progress=progress)
+        return {
+            "starts": np.asarray(ts.starts, dtype=np.int64),
+            "ends": np.asarray(ts.ends, dtype=np.int64),
+            "nll": np.asarray(ts.nll, dtype=np.float64),
+            "window": int(ts.window),
+        }
+
+    info = scorer.info
+    key = token_scores_key(info.fingerprint, doc_text, window, scorer_kind=info.kind)
+    value, hit = cache.get_or_compute(key, compute)
+    if hit and progress is not None:
+        progress(1, 1)
+    return _scores_from_value(value), hit
+
+
+def score_sentences(doc: Document, scores: TokenScores) -> list[SentenceScore]:
+    """Each sentence's mean NLL and perplexity over the scored tokens whose first character it holds."""
+    spans = [(s.start, s.end) for s in doc.sentences]
+    out = []
+    for i, ((start, end), (nll_mean, n)) in enumerate(zip(spans, scores.span_stats(spans), strict=True)):
+        ppl = math.exp(nll_mean) if n and nll_mean < 700 else (math.inf if n else math.nan)
+        out.append(SentenceScore(i, start, end, doc.text[start:end], n, nll_mean, ppl))
+    return out
+
+
+def sentence_scores(
+    doc: Document,
+    scorer: Scorer,
+    *,
+    window: int | None = None,
+    cache: OutputCache | None = None,
+    progress: Progress | None = None,
+) -> list[SentenceScore]:
+    """Perplexity of every sentence of ``doc``, from one (cached) scoring pass over the whole text.
+
+    Args:
+        doc: The document; its ``sentences`` are the units.
+        scorer: A :class:`~backend.models.types.Scorer`.
+        window: Context window in tokens; None lets the scorer choose.
+        cache: Where to look up and store the token scores; None computes without caching.
+        progress: ``progress(done, total)``, see :func:`document_token_scores`.
+    """
+    scores, _hit = document_token_scores(doc.text, scorer, window=window, cache=cache, progress=progress)
+    return score_sentences(doc, scores)
+
+
+def _pair_key(info: ModelInfo, context: str, continuation: str) -> dict[str, Any]:
+    return {
+        "kind": "conditional_nll",
+        "model": info.fingerprint,
+        "scorer": info.kind,
+        "context": text_digest(context),
+        "continuation": text_digest(continuation),
+        "version": SCORES_VERSION,
+    }
+
+
+GROUP_PAIRS = 64  # pairs per scorer call (whole contexts) when results are cached as they come
+
+
+def _context_groups(pairs: list[tuple[str, str]], size: int) -> list[list[tuple[str, str]]]:
+    """``pairs`` grouped by context (first-seen order), contexts packed into groups of about ``size`` pairs."""
+    by_context: dict[str, list[tuple[str, str]]] = {}
+    for pair in pairs:
+        by_context.setdefault(pair[0], []).append(pair)
+    groups: list[list[tuple[str, str]]] = []
+    current: list[tuple[str, str]] = []
+    for same in by_context.values():
+        if current and len(current) + len(same) > size:
+            groups.append(current)
+            current = []
+        current.extend(same)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def conditional_scores(
+    pairs: Sequence[tuple[str, str]],
+    scorer: Scorer,
+    *,
+    cache: OutputCache | None = None,
+    progress: Progress | None = None,
+) -> list[float]:
+    """Mean NLL of each continuation q given its context d, for ``(d, q)`` pairs.
+
+    Each pair's value is cached on its own; only the pairs missing from the cache (each
+    distinct pair once) go to the scorer, in a single call.
+
+    Args:
+        pairs: ``(context, continuation)`` pairs.
+        scorer: A :class:`~backend.models.types.Scorer`.
+        cache: Where to look up and store the values; None computes without caching.
+        progress: ``progress(done, total)``, passed to the scorer.
+
+    Returns:
+        One value per pair, in order.
+    """
+    pairs = [(str(d), str(q)) for d, q in pairs]
+    if progress is not None:
+        progress(0, max(1, len(pairs)))
+    out: list[float | None] = [None] * len(pairs)
+    keys = [_pair_key(scorer.info, d, q) for d, q in pairs] if cache is not None else []
+    missing: dict[tuple[str, str], list[int]] = {}
+    for i, pair in enumerate(pairs):
+        hit = cache.get(keys[i]) if cache is not None else None
+        if hit is not None:
+            out[i] = float(hit["nll"])
+        else:
+            missing.setdefault(pair, []).append(i)
+    if missing:
+        todo = list(missing)
+        # Scored in groups of whole contexts (the scorer shares each context's keys and values
+        # across its continuations), each group cached as soon as it is done: a cancel or an
+        # error late in a long run keeps everything scored before it.
+        groups = _context_groups(todo, GROUP_PAIRS) if cache is not None else [todo]
+        done = 0
+        for group in groups:
+            sub = None
+            if progress is not None:
+                sub = lambda d, t, base=done, size=len(group): progress(  # noqa: E731
+                    base + (size * d / t if t else 0), len(todo)
+                )
+            values = scorer.conditional_nll(group, progress=sub)
+            if len(values) != len(group):
+                raise RuntimeError(f"scorer returned {len(values)} values for {len(group)} pairs")
+            for pair, value in zip(group, values, strict=True):
+                indices = missing[pair]
+                for i in indices:
+                    out[i] = float(value)
+                if cache is not None:
+                    cache.put(keys[indices[0]], {"nll": np.array(float(value), dtype=np.float64)})
+            done += len(group)
+    elif progress is not None:
+        progress(len(pairs), max(1, len(pairs)))
+    return [float(v) for v in out]  # type: ignore[arg-type]

@@ -1,0 +1,103 @@
+"""The :class:`Document` type: normalized text plus exact page and paragraph spans.
+
+Every offset in Chunk Lab indexes ``Document.text``; nothing downstream rewrites it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+
+__all__ = ["Span", "Document"]
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A half-open character range ``[start, end)`` of a document's text."""
+
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if self.start < 0 or self.end < self.start:
+            raise ValueError(f"invalid span [{self.start}, {self.end})")
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def slice(self, text: str) -> str:
+        """The text this span covers."""
+        return text[self.start : self.end]
+
+
+@dataclass(frozen=True, eq=False)
+class Document:
+    """A loaded document.
+
+    Attributes:
+        text: The normalized text; every span indexes it.
+        source: The file name the user gave (no directories).
+        kind: The format it was read from: ``pdf``, ``txt``, ``md``, ``html`` or ``docx``.
+        pages: One span per page (a single page for formats without pages).
+        paragraphs: One span per paragraph, in order, without surrounding whitespace.
+        language: A language code (``en``, ``zh``, …; ``und`` when unknown).
+        encoding: The detected text encoding, for text formats.
+    """
+
+    text: str
+    source: str
+    kind: str
+    pages: tuple[Span, ...]
+    paragraphs: tuple[Span, ...]
+    language: str = "und"
+    encoding: str | None = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def id(self) -> str:
+        """A content hash: equal text gives an equal id."""
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    @cached_property
+    def sentences(self) -> tuple[Span, ...]:
+        """Sentence spans (computed on first use and kept)."""
+        from backend.text.segment import sentence_spans
+
+        return tuple(sentence_spans(self.text, language=self.language))
+
+    def page_of(self, offset: int) -> int:
+        """The 1-based page number holding ``offset`` (the last page for offsets past the end)."""
+        import bisect
+
+        starts = [p.start for p in self.pages]
+        return max(1, bisect.bisect_right(starts, offset))
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Document) and other.id == self.id and other.source == self.source
+
+    @classmethod
+    def from_text(
+        cls,
+        text: str,
+        source: str = "text",
+        kind: str = "txt",
+        language: str | None = None,
+        encoding: str | None = None,
+    ) -> Document:
+        """Build a single-page document from already-normalized text (text loaders, tests)."""
+        from backend.text.segment import paragraph_spans
+        from backend.text.language import detect_language
+
+        return cls(
+            text=text,
+            source=source,
+            kind=kind,
+            pages=(Span(0, len(text)),),
+            paragraphs=tuple(paragraph_spans(text)),
+            language=language or detect_language(text),
+            encoding=encoding,
+        )

@@ -1,0 +1,198 @@
+"""The Meta-Chunking chunkers on the real bundled SmolLM2, in-process and through the CLI.
+
+The acceptance check: from the per-sentence values ``python -m backend ppl`` prints, an
+independent implementation of each rule (written here from the issue's text) gives exactly
+the chunks ``python -m backend chunk --chunker ppl`` gives, for several thresholds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from backend.chunkers import ModelContext, make_chunker
+from backend.text.document import Document
+from backend.errors import Cancelled
+from backend.models.types import CancelToken, ProgressTracker
+from backend.tokenizers import get_tokenizer
+from tests.backend.cli.test_cli_models import run_cli
+from tests.invariants import check_invariants as _check
+
+TEXT = (
+    "The lighthouse at Corran Point was built in 1851. Its lamp burned whale oil for the first twenty years. "
+    "Keepers climbed one hundred and twelve steps to trim the wick. In 1873 the oil gave way to paraffin.\n\n"
+    "Bread is made from flour, water, salt and yeast. The dough must rest before it is shaped. "
+    "A hot oven gives the crust its colour. Some bakers add a pan of water for steam.\n\n"
+    "The committee met on Tuesday. It approved the budget for the new library. "
+    "Two members voted against it. The building work starts in May and should last a year. "
+    "Was the vote fair? Most people thought so.\n\n"
+    "Rain fell all night. By morning the river had risen over the path, and the ducks swam where people "
+    "usually walked their dogs. Nobody minded."
+)
+
+
+def independent(records, theta, rule="reference", value="nll"):
+    """Chunks (start, end) from the CLI's per-sentence records, written from the issue's rules."""
+    def val(r):
+        x = r["nll_mean"]
+        if x is None:
+            return float("nan")
+        return math.exp(x) if value == "ppl" else x
+
+    v = [val(r) for r in records]
+    minima = []
+    for i in range(1, len(v) - 1):
+        a, b, c = v[i - 1], v[i], v[i + 1]
+        if rule == "reference":
+            if b < a and b < c and (a - b >= theta or c - b >= theta):
+                minima.append(i)
+            elif b < a and b == c and a - b >= theta:
+                minima.append(i)
+        elif not any(math.isnan(x) for x in (a, b, c)):
+            if min(a, c) - b > theta or (a - b > theta and c == b):
+                minima.append(i)
+    cuts = [-1] + minima + [len(v) - 1]
+    return [(records[cuts[k] + 1]["start"], records[cuts[k + 1]]["end"]) for k in range(len(cuts) - 1)]
+
+
+def check_invariants(doc, chunking, overlap=False):
+    """Exact spans, order, exact token counts, every non-space character covered."""
+    _check(doc, chunking, None, overlap, get_tokenizer(chunking.config.tokenizer))
+
+
+@pytest.fixture()
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(d))
+    return d
+
+
+@pytest.fixture()
+def doc_file(tmp_path):
+    p = tmp_path / "mixed.txt"
+    p.write_text(TEXT, encoding="utf-8")
+    return p
+
+
+def spans(proc):
+    assert proc.returncode == 0, proc.stderr.decode()
+    return [(r["start"], r["end"]) for r in map(json.loads, proc.stdout.decode().splitlines())]
+
+
+def test_cli_chunks_equal_an_independent_implementation_of_each_rule(doc_file, cache_dir):
+    proc = run_cli("ppl", str(doc_file), cache_dir=cache_dir)
+    assert proc.returncode == 0, proc.stderr.decode()
+    records = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert len(records) >= 15
+    cases = [
+        (0.0, "reference", "nll"),
+        (0.3, "reference", "nll"),
+        (1.0, "reference", "nll"),
+        (0.0, "paper", "nll"),
+        (0.4, "paper", "nll"),
+        (5.0, "reference", "ppl"),
+        (20.0, "paper", "ppl"),
+    ]
+    distinct = set()
+    for theta, rule, value in cases:
+        got = spans(run_cli(
+            "chunk", str(doc_file), "--chunker", "ppl",
+            "--param", f"threshold={theta}", "--param", f"rule={rule}", "--param", f"value={value}",
+            cache_dir=cache_dir,
+        ))
+        assert got == independent(records, theta, rule, value), (theta, rule, value)
+        distinct.add(len(got))
+    assert len(distinct) >= 3  # the thresholds really change the chunking
+
+
+def test_combined_never_exceeds_the_target_except_single_meta_chunks(doc_file, cache_dir):
+    doc = Document.from_text(TEXT)
+    ctx = ModelContext()
+    meta = make_chunker("ppl", {"threshold": 0.0}).chunk(doc, ctx)
+    check_invariants(doc, meta)
+    meta_spans = {(c.start, c.end) for c in meta}
+    tok = get_tokenizer("cl100k")
+    for target in (10, 30, 60, 150):
+        combined = make_chunker("ppl_combined", {"threshold": 0.0, "target_length": target}).chunk(doc, ctx)
+        check_invariants(doc, combined)
+        assert len(combined) <= len(meta)
+        for c in combined:
+            assert c.tokens == tok.count(c.text)
+            assert c.tokens <= target or (c.start, c.end) in meta_spans
+    # The CLI flag form of the issue works too.
+    got = spans(run_cli("chunk", str(doc_file), "--chunker", "ppl_combined", "--param", "target_length=60",
+                        cache_dir=cache_dir))
+    assert got == [(c.start, c.end) for c in make_chunker("ppl_combined", {"target_length": 60}).chunk(doc, ctx)]
+
+
+def test_overlap_repeats_the_minimum_sentence(cache_dir):
+    doc = Document.from_text(TEXT)
+    ctx = ModelContext()
+    plain = make_chunker("ppl", {"threshold": 0.0}).chunk(doc, ctx)
+    over = make_chunker("ppl_overlap", {"threshold": 0.0}).chunk(doc, ctx)
+    check_invariants(doc, over, overlap=True)
+    assert len(over) == len(plain) >= 2
+    sentences = list(doc.sentences)
+    for a, b in zip(over.chunks, over.chunks[1:]):
+        shared = next(s for s in sentences if s.start == b.start)
+        assert a.end == shared.end  # the boundary sentence ends one chunk and starts the next
+
+
+def test_margin_sampling_runs_and_reruns_from_the_cache_without_the_model(cache_dir):
+    doc = Document.from_text(
+        "The train left at noon. It reached the coast by evening. "
+        "Photosynthesis turns light into chemical energy. Plants store it as sugar. The end."
+    )
+    for unit in ("sentence", "chunk"):
+        first = make_chunker("margin_sampling", {"unit": unit}).chunk(doc, ModelContext())
+        check_invariants(doc, first)
+        assert first.chunks[0].start == doc.sentences[0].start
+        assert first.chunks[-1].end == doc.sentences[-1].end
+
+        def no_loading():
+            raise AssertionError("the model was loaded although every margin is cached")
+
+        again = make_chunker("margin_sampling", {"unit": unit}).chunk(doc, ModelContext(on_load=no_loading))
+        assert [(c.start, c.end) for c in again] == [(c.start, c.end) for c in first]
+    combined = make_chunker("margin_sampling", {"unit": "sentence", "target_length": 12}).chunk(doc, ModelContext())
+    check_invariants(doc, combined)
+
+
+def test_chinese_document_and_a_small_sliding_window(cache_dir):
+    zh = Document.from_text(
+        "今天早上下了一场大雨。街道上到处都是积水。孩子们穿着雨靴去上学。"
+        "公司发布了新的财务报告。收入比去年增长了百分之十。董事会对结果很满意。"
+        "晚上雨停了。月亮从云后面出来了。"
+    )
+    assert zh.language == "zh" and len(zh.sentences) == 8
+    chunking = make_chunker("ppl", {"threshold": 0.0}, tokenizer="chars").chunk(zh, ModelContext())
+    check_invariants(zh, chunking)
+    assert chunking.chunks[-1].end == zh.sentences[-1].end
+    doc = Document.from_text(TEXT)
+    small = make_chunker("ppl", {"threshold": 0.2}).chunk(doc, ModelContext(window=48))
+    check_invariants(doc, small)
+
+
+def test_progress_is_reported_and_cancel_stops_scoring(cache_dir):
+    doc = Document.from_text(TEXT + " One more sentence makes this text new to the cache.")
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        make_chunker("ppl").chunk(doc, ModelContext(progress=ProgressTracker(cancel=token)))
+    seen = []
+    make_chunker("ppl").chunk(doc, ModelContext(progress=ProgressTracker(report=lambda f, eta, label: seen.append(f))))
+    assert seen and seen[-1] == 1.0
+
+
+def test_registry_marks_model_chunkers_and_bad_parameters_are_one_line(doc_file, cache_dir):
+    from backend.chunkers import chunker_specs
+
+    needs = {s["name"]: s["needs"] for s in chunker_specs()}
+    assert needs["ppl"] == needs["margin_sampling"] == ["lm"] and needs["recursive"] == []
+    proc = run_cli("chunk", str(doc_file), "--chunker", "ppl", "--param", "rule=loose", cache_dir=cache_dir)
+    assert proc.returncode == 2
+    assert proc.stderr.decode().count("\n") == 1 and "rule must be one of" in proc.stderr.decode()
+    proc = run_cli("chunk", str(doc_file), "--chunker", "ppl", "--lm", "/nonexistent/model", cache_dir=cache_dir)
+    assert proc.returncode == 1 and proc.stderr.decode().count("\n") == 1
