@@ -1,0 +1,212 @@
+"""The shape of the code, checked from its source: one-way imports, a pure backend, no private reach-ins.
+
+The import graph of ``backend/``, ``components/`` and ``pages/`` is built with :mod:`ast` from every
+``import`` statement, wherever it stands: at the top, inside a function (the usual way a cycle is
+hidden) or under ``if TYPE_CHECKING:`` (a type-only import is still a dependency a reader follows).
+An edge goes to the module that is named; ``from pkg import name`` goes to ``pkg.name`` when that
+is a module, else to the package ``pkg`` itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PACKAGES = ("backend", "components", "pages")
+LAYERS = ("backend", "components", "pages")  # a layer imports only itself and the layers before it
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # importing module
+    target: str  # imported module (project modules only)
+    name: str | None  # the imported name for ``from X import name``, else None
+    line: int
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_modules() -> dict[str, Path]:
+    mods: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            mods[module_name(path)] = path
+    return mods
+
+
+def _absolute(module: str, path: Path, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    if path.name != "__init__.py":
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(module: str, path: Path, mods: dict[str, Path]) -> list[Import]:
+    out: list[Import] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES:
+                    out.append(Import(module, alias.name, None, node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            target = _absolute(module, path, node)
+            if target.split(".")[0] not in PACKAGES:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                if sub in mods:
+                    out.append(Import(module, sub, None, node.lineno))
+                else:
+                    out.append(Import(module, target, alias.name, node.lineno))
+    return out
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[Import]]:
+    mods = project_modules()
+    edges: list[Import] = []
+    for module, path in mods.items():
+        edges.extend(imports_of(module, path, mods))
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for e in edges:
+        if e.target != e.source:
+            graph[e.source].add(e.target)
+    return graph, edges
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_graph_sees_every_kind_of_import(tmp_path):
+    # The checker itself: top-level, function-level, TYPE_CHECKING and relative imports all count.
+    mods = {"backend.a": tmp_path / "a.py", "backend.b": tmp_path / "b.py", "backend.pkg": tmp_path / "__init__.py"}
+    src = (
+        "from typing import TYPE_CHECKING\n"
+        "import backend.b\n"
+        "if TYPE_CHECKING:\n    from backend.pkg import Thing\n"
+        "def f():\n    from backend.b import _hidden\n"
+    )
+    found = imports_of("backend.a", _write(tmp_path / "a.py", src), mods)
+    assert [(i.target, i.name) for i in found] == [("backend.b", None), ("backend.pkg", "Thing"), ("backend.b", "_hidden")]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_no_import_cycles():
+    graph, _ = import_graph()
+    assert cycles(graph) == []
+
+
+def test_layers_import_only_downward():
+    # backend never imports components or pages; components never import pages.
+    _, edges = import_graph()
+    rank = {layer: i for i, layer in enumerate(LAYERS)}
+    upward = [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in edges
+        if rank[e.target.split(".")[0]] > rank[e.source.split(".")[0]]
+    ]
+    assert upward == []
+
+
+def test_backend_never_imports_streamlit():
+    offenders = []
+    for module, path in project_modules().items():
+        if not module.startswith("backend"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            offenders += [f"{module}:{node.lineno}" for n in names if n.split(".")[0] == "streamlit"]
+    assert offenders == []
+
+
+def test_no_private_name_crosses_modules():
+    # ``from x import _name`` (or ``import x._mod``) from another module: promote the name instead.
+    _, edges = import_graph()
+    private = [
+        f"{e.source}:{e.line} imports {e.target}.{e.name}"
+        for e in edges
+        if (e.name or "").startswith("_") and e.name != "__version__"
+    ]
+    private += [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in edges
+        if any(part.startswith("_") and part != "__init__" for part in e.target.split("."))
+    ]
+    assert private == []
+
+
+def test_package_inits_reexport_only_their_own_modules():
+    # chonkie's one-way __init__: what a package offers in ``__all__`` comes from its own modules.
+    offenders = []
+    mods = project_modules()
+    for module, path in mods.items():
+        if path.name != "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        exported: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+                exported = {elt.value for elt in node.value.elts}  # type: ignore[attr-defined]
+        for e in imports_of(module, path, mods):
+            inside = e.target == module or e.target.startswith(module + ".")
+            if not inside and e.name in exported:
+                offenders.append(f"{module}:{e.line} re-exports {e.target}.{e.name}")
+    assert offenders == []
