@@ -388,7 +388,7 @@ class LocalChat:
         if self._fingerprint is None:
             fp = self._lm.info.fingerprint if self._lm is not None else None
             if fp is None:
-                from backend.chunkers.context import fingerprint_without_loading
+                from backend.models.identity import fingerprint_without_loading
 
                 fp = fingerprint_without_loading(self.spec) or self.load().info.fingerprint
             self._fingerprint = f"local:{fp}"
