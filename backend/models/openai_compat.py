@@ -40,7 +40,7 @@ __all__ = [
     "connection_reason",
 ]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 _URL = re.compile(r"^https?://[^/\s]+")
 
 
@@ -178,7 +178,7 @@ class Endpoint:
         """``text`` on one line, at most 300 characters, without this endpoint's key."""
         return scrub(text, self.api_key)
 
-    def call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def call(self, what: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """``fn(*args, **kwargs)``, with a client error turned into a one-line :class:`ModelError`.
 
         The ModelError is raised outside the ``except`` block, so it carries no chained
