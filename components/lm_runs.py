@@ -99,7 +99,7 @@ class SessionLM:
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _default_identity(env_spec: str) -> tuple[str, str | None, str | None]:
     """``(name, fingerprint, error)`` of the default model (``CHUNKLAB_LM`` = ``env_spec``), without loading it."""
-    from backend.chunkers.context import fingerprint_without_loading
+    from backend.models.identity import fingerprint_without_loading
     from backend.models.lm import resolve_spec
 
     try:

@@ -185,7 +185,7 @@ def session_chat() -> Any:
     if kind == "local":
         return LocalChat(None)
     base_url, model = spec
-    return RemoteChat(base_url or None, st.session_state.get(CHAT_KEY) or None, model)
+    return RemoteChat(base_url or None, model, st.session_state.get(CHAT_KEY) or None)
 
 
 def chat_label() -> str:

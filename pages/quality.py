@@ -64,7 +64,7 @@ _log = logging.getLogger(__name__)
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _default_embedder_fingerprint(env_spec: str) -> str | None:
     """The default embedder's (``CHUNKLAB_EMBEDDER`` = ``env_spec``) weight fingerprint, without loading it."""
-    from backend.chunkers.context import embedder_fingerprint_without_loading
+    from backend.models.identity import embedder_fingerprint_without_loading
     from backend.errors import ModelError
 
     try:

@@ -10,10 +10,10 @@ and callers key their caches by :attr:`ModelContext.fingerprint` as well.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from backend.errors import ModelError
+from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,34 +23,7 @@ if TYPE_CHECKING:
     from backend.models.types import Progress, Scorer, TokenScores
     from backend.models.embeddings import TextEmbedder
 
-__all__ = ["ModelContext", "fingerprint_without_loading", "embedder_fingerprint_without_loading"]
-
-
-def fingerprint_without_loading(spec: str | None) -> str | None:
-    """The weights' fingerprint of a GGUF spec (hashed once, then remembered); None for other kinds.
-
-    Lets a rerun find its cached scores without loading the model at all.
-    """
-    from backend.models.lm import file_sha256, resolve_spec
-
-    kind, location = resolve_spec(spec)  # a spec naming no model fails here, before any loading
-    return file_sha256(Path(location)) if kind == "gguf" else None
-
-
-def embedder_fingerprint_without_loading(spec: str | None) -> str | None:
-    """The weights' fingerprint of the bundled embedder or a local embedder folder; None for a hub id.
-
-    Lets a rerun find its cached embeddings without loading the embedder (or torch) at all.
-    """
-    from backend.models.embedder import DEFAULT_EMBEDDER, resolve_embedder_spec, weights_fingerprint
-
-    resolved = resolve_embedder_spec(spec)  # a spec naming no model fails here, before any loading
-    if resolved == DEFAULT_EMBEDDER:
-        from backend.tokenizers import minilm_dir
-
-        return weights_fingerprint(minilm_dir())
-    path = Path(resolved)
-    return weights_fingerprint(path) if path.is_absolute() else None
+__all__ = ["ModelContext"]
 
 
 @dataclass

@@ -167,7 +167,7 @@ class LazyScorer:
 
     ``conditional_scores`` keys pairs by ``info.fingerprint`` and ``info.kind``; when the
     fingerprint is known without loading (a GGUF model, see
-    :func:`~backend.chunkers.context.fingerprint_without_loading`), this stand-in carries it,
+    :func:`~backend.models.identity.fingerprint_without_loading`), this stand-in carries it,
     so a fully cached rerun (another K, rule or mode) never loads the model.
 
     Args:

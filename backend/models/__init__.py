@@ -11,6 +11,11 @@ Modules (heavy libraries load inside functions, never on import):
   (context, continuation) pairs reusing the context's KV cache, next-token probabilities.
 - ``remote``: :class:`RemoteScorer` — the same protocol over an OpenAI-compatible completions
   endpoint that returns prompt log-probs.
+- ``chat``: chat models for the LLM chunkers and question generation — :class:`RemoteChat` over
+  an OpenAI-compatible API, :class:`LocalChat` over a local LM — and the on-disk reply cache.
+- ``openai_compat``: the one client layer ``chat`` and ``remote`` share — settings, the
+  ``openai`` client, retries, model discovery, key-free error messages.
+- ``identity``: a model's fingerprint without loading it (cache lookups with no model).
 - ``embedder``: batched, normalized sentence embeddings (bundled all-MiniLM-L6-v2 by default).
 """
 

@@ -1,18 +1,16 @@
 """Chat with an LLM behind any OpenAI-compatible API (OpenAI, vLLM, llama.cpp, Ollama…) through ``openai``.
 
-Shared by question generation and, later, LLM-based chunkers. Configuration (arguments win
-over the environment):
+Shared by question generation and the LLM-based chunkers. Configuration (arguments win over
+the environment, read by :mod:`backend.config`):
 
 - ``OPENAI_BASE_URL``: the server, e.g. ``http://gpu-box:8000/v1`` (unset: OpenAI's API);
 - ``OPENAI_API_KEY``: the bearer token (a server that checks none still gets ``EMPTY``);
 - ``OPENAI_MODEL``: the model; unset, the server's only model when it lists exactly one
   (``GET /models``), else ``gpt-4o-mini`` on OpenAI's API;
 - ``CHUNKLAB_LLM_TIMEOUT``: seconds to wait for an answer (default 120; connecting gives up
-  after 10 s); ``CHUNKLAB_LLM_RETRIES``: retries of failed requests (default 2). Retrying is
-  the ``openai`` client's own (``max_retries``), which we rely on rather than re-implement:
-  connection errors, timeouts, 408, 409, 429 and 5xx are retried after 0.5 s, 1 s, 2 s …
-  (doubling, at most 8 s, minus up to 25 % jitter), or after the server's ``Retry-After``;
-  a 401 is not retried and reads "rejected the API key".
+  after 10 s); ``CHUNKLAB_LLM_RETRIES``: retries of failed requests (default 2): connection
+  errors, timeouts, 429 and 5xx, with back-off and ``Retry-After``; a 401 is not retried and
+  reads "rejected the API key" (the policy of :mod:`backend.models.openai_compat`).
 - ``CHUNKLAB_CHAT``: which chat model LLM chunkers use: ``local`` (the bundled model),
   ``remote`` (the API above) or unset (the API when one is configured, else the local model).
 
@@ -25,30 +23,31 @@ model's identity, never a URL or a key: a remote model is ``openai-compatible:<m
 (the same model behind another URL or proxy shares answers), a local one the sha256 of its
 weights.
 
-The API key lives only in the HTTP client of one call: it is never logged, cached, written to
-disk, put in a result or repeated in an error message (text a server sends back is scrubbed
-of it, and errors are raised without the client's exception chained, since that holds the
-request headers). Every failure is a one-line :class:`~backend.errors.ModelError`.
+The API key lives only in memory and the HTTP client of one call: it is never logged, cached,
+written to disk, put in a result or repeated in an error message. Every failure is a one-line
+:class:`~backend.errors.ModelError`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
+from backend import config
 from backend.errors import ModelError, ParameterError
+from backend.models.openai_compat import Endpoint, Service
 
 if TYPE_CHECKING:
+    from openai import OpenAI
+
     from backend.models.cache import OutputCache
 
 __all__ = [
     "chat",
     "resolve_model",
-    "llm_settings",
     "remote_llm_configured",
+    "CHAT_SERVICE",
     "DEFAULT_OPENAI_MODEL",
     "ChatModel",
     "RemoteChat",
@@ -59,152 +58,80 @@ __all__ = [
 ]
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-_DEFAULT_TIMEOUT = 120.0
-_CONNECT_TIMEOUT = 10.0
-_DEFAULT_RETRIES = 2
+
+CHAT_SERVICE = Service(
+    label="LLM server",
+    base_url=config.llm_base_url,
+    model=config.llm_model,
+    api_key=config.llm_api_key,
+    timeout=config.llm_timeout,
+    retries=config.llm_retries,
+    connect_timeout=10.0,
+    timeout_setting="CHUNKLAB_LLM_TIMEOUT",
+    key_setting="OPENAI_API_KEY",
+    model_hint="choose one with OPENAI_MODEL or --model",
+    missing="no LLM configured: set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (any OpenAI-compatible server)",
+    needs_url=False,
+)
+"""The chat API's settings: ``OPENAI_*`` and ``CHUNKLAB_LLM_*``."""
+
 _models: dict[str, str] = {}  # base URL -> the model it serves (discovered once; no secrets)
 _models_lock = threading.Lock()
 
 
-def llm_settings(
-    base_url: str | None = None, model: str | None = None, api_key: str | None = None
-) -> tuple[str | None, str | None, str | None]:
-    """``(base_url, model, api_key)`` from the arguments, else ``OPENAI_BASE_URL``/``OPENAI_MODEL``/``OPENAI_API_KEY``.
-
-    Raises:
-        ModelError: a base URL that is not http(s).
-    """
-    env = os.environ
-    url = (base_url or env.get("OPENAI_BASE_URL") or "").strip() or None
-    if url is not None and not re.match(r"^https?://[^/\s]+", url):
-        raise ModelError(f"LLM base URL {url!r} must start with http:// or https:// and name a host")
-    name = (model or env.get("OPENAI_MODEL") or "").strip() or None
-    key = (api_key or env.get("OPENAI_API_KEY") or "").strip() or None
-    return (url.rstrip("/") if url else None), name, key
-
-
 def remote_llm_configured(base_url: str | None = None, api_key: str | None = None) -> bool:
     """Whether an LLM API is configured: a base URL or an API key, given or in the environment."""
-    env = os.environ
-    return bool((base_url or env.get("OPENAI_BASE_URL") or "").strip() or (api_key or env.get("OPENAI_API_KEY") or "").strip())
+    return bool(
+        (base_url or "").strip() or config.llm_base_url() or (api_key or "").strip() or config.llm_api_key()
+    )
 
 
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        return default
-    return value if value >= 0 else default
-
-
-def _scrub(text: str, secret: str | None) -> str:
-    flat = " ".join(str(text).split())
-    if secret:
-        flat = flat.replace(secret, "***")
-    return flat if len(flat) <= 300 else flat[:299] + "…"
-
-
-def _error_text(e: Any) -> str:
-    body = getattr(e, "body", None)
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and inner.get("message"):
-            return str(inner["message"])
-        if body.get("message"):
-            return str(body["message"])
-    return str(getattr(e, "message", None) or e)
-
-
-def _describe(e: Exception, where: str, timeout: float, secret: str | None) -> str:
-    """A one-line, key-free account of an ``openai`` client error."""
-    import openai
-
-    if isinstance(e, openai.APITimeoutError):
-        return f"{where} did not answer within {timeout:g}s (CHUNKLAB_LLM_TIMEOUT)"
-    if isinstance(e, openai.APIConnectionError):
-        cause = e.__cause__ or e.__context__
-        reason = _scrub(str(cause), secret) if cause is not None else "connection failed"
-        return f"{where} is unreachable ({reason})"
-    if isinstance(e, openai.AuthenticationError):
-        return f"{where} rejected the API key (HTTP {e.status_code}); check OPENAI_API_KEY"
-    if isinstance(e, openai.NotFoundError):
-        return f"{where} has no such endpoint or model (HTTP 404): {_scrub(_error_text(e), secret)}"
-    if isinstance(e, openai.APIStatusError):
-        return f"{where} refused the request (HTTP {e.status_code}): {_scrub(_error_text(e), secret)}"
-    return f"{where} gave no usable answer: {_scrub(str(e), secret)}"
-
-
-def _discover_model(client: Any, url: str, where: str, timeout: float, secret: str | None) -> str:
-    """The only model a server lists (remembered per URL)."""
-    import openai
-
+def _model_name(endpoint: Endpoint, client: Callable[[], OpenAI]) -> str:
+    """The endpoint's model: named, else the server's only one (asked once per URL), else OpenAI's default."""
+    if endpoint.model is not None:
+        return endpoint.model
+    url = endpoint.base_url
+    if url is None:
+        return DEFAULT_OPENAI_MODEL
     with _models_lock:
         known = _models.get(url)
     if known:
         return known
-    message = None
-    try:
-        ids = [m.id for m in client.models.list().data or []]
-    except openai.OpenAIError as e:
-        message = _describe(e, where, timeout, secret)
-        ids = []
-    if message is not None:
-        raise ModelError(message + "; or set OPENAI_MODEL")
-    if len(ids) != 1:
-        listed = ", ".join(ids[:5]) or "none"
-        raise ModelError(f"{where} serves {len(ids)} models ({listed}): choose one with OPENAI_MODEL or --model")
+    name = endpoint.discover(client()).name
     with _models_lock:
-        _models[url] = ids[0]
-    return ids[0]
+        _models[url] = name
+    return name
 
 
-def _client(
-    base_url: str | None, model: str | None, api_key: str | None, timeout_s: float | None, retries: int | None
-) -> tuple[Any, str | None, str | None, str | None, str, float]:
-    """An ``openai.OpenAI`` client and ``(url, model, key, where, timeout)`` for one call."""
-    url, name, key = llm_settings(base_url, model, api_key)
-    if url is None and key is None:
-        raise ModelError("no LLM configured: set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (any OpenAI-compatible server)")
-    import httpx
-    import openai
-
-    timeout = timeout_s if timeout_s is not None and timeout_s > 0 else _env_number("CHUNKLAB_LLM_TIMEOUT", _DEFAULT_TIMEOUT)
-    tries = retries if retries is not None and retries >= 0 else int(_env_number("CHUNKLAB_LLM_RETRIES", _DEFAULT_RETRIES))
-    where = f"LLM server at {url}" if url else "the OpenAI API"
-    client = openai.OpenAI(
-        base_url=url,
-        api_key=key or "EMPTY",  # servers that check no key still want a bearer token
-        timeout=httpx.Timeout(timeout, connect=min(_CONNECT_TIMEOUT, timeout)),
-        max_retries=tries,
-    )
-    return client, url, name, key, where, timeout
-
-
-def resolve_model(base_url: str | None = None, api_key: str | None = None, model: str | None = None) -> str:
+def resolve_model(base_url: str | None = None, model: str | None = None, api_key: str | None = None) -> str:
     """The model :func:`chat` would use with these settings (asks the server when it must).
 
     Raises:
         ModelError: no API configured, or the server cannot say (see :func:`chat`).
     """
-    client, url, name, key, where, timeout = _client(base_url, model, api_key, None, None)
+    endpoint = Endpoint.resolve(CHAT_SERVICE, base_url, model, api_key)
+    opened: list[OpenAI] = []
+
+    def client() -> OpenAI:
+        opened.append(endpoint.client())
+        return opened[-1]
+
     try:
-        if name is not None:
-            return name
-        return _discover_model(client, url, where, timeout, key) if url else DEFAULT_OPENAI_MODEL
+        return _model_name(endpoint, client)
     finally:
-        client.close()
+        for c in opened:
+            c.close()
 
 
 def chat(
     messages: Sequence[Mapping[str, str]],
     *,
     base_url: str | None = None,
-    api_key: str | None = None,
     model: str | None = None,
+    api_key: str | None = None,
     temperature: float = 0.0,
     max_tokens: int = 1024,
-    timeout_s: float | None = None,
+    timeout: float | None = None,
     retries: int | None = None,
     cache: OutputCache | None = None,
 ) -> str:
@@ -213,11 +140,11 @@ def chat(
     Args:
         messages: ``{"role": "system"|"user"|"assistant", "content": …}`` dicts, in order.
         base_url: The OpenAI-compatible API (default ``OPENAI_BASE_URL``, else OpenAI's).
-        api_key: The bearer token (default ``OPENAI_API_KEY``).
         model: The model (default ``OPENAI_MODEL``, else see the module docstring).
+        api_key: The bearer token (default ``OPENAI_API_KEY``).
         temperature: Sampling temperature (0 is the most deterministic the server offers).
         max_tokens: The longest reply, in tokens.
-        timeout_s: Seconds to wait for the answer (default ``CHUNKLAB_LLM_TIMEOUT`` or 120).
+        timeout: Seconds to wait for the answer (default ``CHUNKLAB_LLM_TIMEOUT`` or 120).
         retries: Retries of failed requests (default ``CHUNKLAB_LLM_RETRIES`` or 2).
         cache: Answer from (and store into) this output cache when ``temperature`` is 0
             (see :func:`cached_reply`); None asks the server every time.
@@ -237,29 +164,23 @@ def chat(
     if not 0 <= temperature <= 2:
         raise ParameterError(f"temperature ({temperature}) must be between 0 and 2")
     if cache is not None:
-        remote = RemoteChat(base_url, api_key, model, timeout_s=timeout_s, retries=retries)
+        remote = RemoteChat(base_url, model, api_key, timeout=timeout, retries=retries)
         return cached_reply(remote, messages, max_tokens=max_tokens, temperature=temperature, cache=cache)[0]
-    client, url, name, key, where, timeout = _client(base_url, model, api_key, timeout_s, retries)
-    import openai
-
+    endpoint = Endpoint.resolve(CHAT_SERVICE, base_url, model, api_key, timeout=timeout, retries=retries)
+    client = endpoint.client()
     try:
-        if name is None:
-            name = _discover_model(client, url, where, timeout, key) if url else DEFAULT_OPENAI_MODEL
-        message = None
-        try:
-            response = client.chat.completions.create(
-                model=name,
-                messages=[dict(m) for m in messages],  # type: ignore[misc]
-                temperature=temperature,
-                max_tokens=max_tokens,
-            )
-        except openai.OpenAIError as e:
-            message = _describe(e, where, timeout, key)
-        if message is not None:
-            raise ModelError(message)  # outside the except block: no chained request headers
+        name = _model_name(endpoint, lambda: client)
+        response = endpoint.call(
+            "a chat request",
+            client.chat.completions.create,
+            model=name,
+            messages=[dict(m) for m in messages],  # type: ignore[misc]
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
         choices = getattr(response, "choices", None) or []
         if not choices:
-            raise ModelError(f"{where} answered without a choice (model {name})")
+            raise ModelError(f"{endpoint.where} answered without a choice (model {name})")
         content = getattr(choices[0].message, "content", None)
         return content or ""
     finally:
@@ -298,25 +219,25 @@ class RemoteChat:
 
     Args:
         base_url: The API (default ``OPENAI_BASE_URL``, else OpenAI's).
-        api_key: The bearer token (default ``OPENAI_API_KEY``).
         model: The model (default ``OPENAI_MODEL``, else the server's only model).
-        timeout_s: Seconds to wait per request (default ``CHUNKLAB_LLM_TIMEOUT``).
+        api_key: The bearer token (default ``OPENAI_API_KEY``).
+        timeout: Seconds to wait per request (default ``CHUNKLAB_LLM_TIMEOUT``).
         retries: Retries on connection errors, timeouts, 429 and 5xx (default ``CHUNKLAB_LLM_RETRIES``).
     """
 
     def __init__(
         self,
         base_url: str | None = None,
-        api_key: str | None = None,
         model: str | None = None,
+        api_key: str | None = None,
         *,
-        timeout_s: float | None = None,
+        timeout: float | None = None,
         retries: int | None = None,
     ) -> None:
         self.base_url = base_url
-        self._api_key = api_key
         self._model = model
-        self.timeout_s = timeout_s
+        self._api_key = api_key
+        self.timeout = timeout
         self.retries = retries
 
     def __repr__(self) -> str:
@@ -326,7 +247,7 @@ class RemoteChat:
     def name(self) -> str:
         """The model name (asks the server for its only model when none was given)."""
         if self._model is None:
-            self._model = resolve_model(self.base_url, self._api_key, None)
+            self._model = resolve_model(self.base_url, None, self._api_key)
         return self._model
 
     @property
@@ -337,8 +258,8 @@ class RemoteChat:
     def complete(self, messages: Messages, *, max_tokens: int, temperature: float = 0.0) -> str:
         """One request through :func:`chat` (retries and errors as documented there)."""
         return chat(
-            messages, base_url=self.base_url, api_key=self._api_key, model=self.name,
-            temperature=temperature, max_tokens=max_tokens, timeout_s=self.timeout_s, retries=self.retries,
+            messages, base_url=self.base_url, model=self.name, api_key=self._api_key,
+            temperature=temperature, max_tokens=max_tokens, timeout=self.timeout, retries=self.retries,
         )
 
 
@@ -388,7 +309,7 @@ class LocalChat:
         if self._fingerprint is None:
             fp = self._lm.info.fingerprint if self._lm is not None else None
             if fp is None:
-                from backend.chunkers.context import fingerprint_without_loading
+                from backend.models.identity import fingerprint_without_loading
 
                 fp = fingerprint_without_loading(self.spec) or self.load().info.fingerprint
             self._fingerprint = f"local:{fp}"
@@ -473,9 +394,7 @@ def default_chat_model(
     Raises:
         ModelError: ``CHUNKLAB_CHAT`` is not ``local``, ``remote`` or empty, or ``remote`` with no API configured.
     """
-    choice = os.environ.get("CHUNKLAB_CHAT", "").strip().lower()
-    if choice not in {"", "local", "remote"}:
-        raise ModelError(f"CHUNKLAB_CHAT must be 'local', 'remote' or unset, got {choice!r}")
+    choice = config.chat_backend()
     if choice == "remote" or (choice == "" and remote_llm_configured()):
         if not remote_llm_configured():
             raise ModelError("CHUNKLAB_CHAT=remote but no LLM is configured: set OPENAI_BASE_URL or OPENAI_API_KEY")

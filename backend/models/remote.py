@@ -7,7 +7,7 @@ requested with ``echo=True, logprobs=1``: ``choices[0].logprobs`` then holds ``t
 asks for ``max_tokens=1`` (vLLM refuses 0) and drops the generated token. OpenAI's own API
 no longer returns prompt log-probs: pointing this at it gives a clear :class:`ModelError`.
 
-Configuration (arguments win over the environment):
+Configuration (arguments win over the environment, read by :mod:`backend.config`):
 
 - ``CHUNKLAB_REMOTE_BASE_URL`` (else ``OPENAI_BASE_URL``): e.g. ``http://gpu-box:8000/v1``.
 - ``CHUNKLAB_REMOTE_MODEL``: the served model's name; unset, the server's only model.
@@ -16,6 +16,9 @@ Configuration (arguments win over the environment):
   messages (any text that comes back from the server is scrubbed of it too).
 - ``CHUNKLAB_REMOTE_TIMEOUT``: seconds to wait for an answer (default 60; connecting gives
   up after 5 s), ``CHUNKLAB_REMOTE_RETRIES``: retries of failed requests (default 1).
+
+The client, its retry policy, model discovery and error messages are the ones chat uses
+(:mod:`backend.models.openai_compat`).
 
 Token offsets. ``text_offset`` is the running sum of the decoded tokens' lengths, so it is
 exact when the tokens spell the text. A leading special token (``<s>``) that is not part of
@@ -51,60 +54,47 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from backend import config
 from backend.errors import ModelError, ParameterError
+from backend.models.openai_compat import Endpoint, Service
 from backend.models.types import ModelInfo, Progress, TokenScores
 
 if TYPE_CHECKING:
     from openai import OpenAI
 
-__all__ = ["RemoteScorer", "remote_config", "DEFAULT_WINDOW", "PAIRS_PER_REQUEST"]
+__all__ = ["RemoteScorer", "SCORER_SERVICE", "DEFAULT_WINDOW", "PAIRS_PER_REQUEST"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 2048  # tokens per request when the server does not say its context length
 PAIRS_PER_REQUEST = 8  # conditional_nll prompts sent in one completions request
 TOP_LOGPROBS = 20  # the most vLLM and OpenAI return per position
-_CONNECT_TIMEOUT = 5.0
-_DEFAULT_TIMEOUT = 60.0
-_DEFAULT_RETRIES = 1
 _MIN_WINDOW = 16
 _MAX_SHRINKS = 6  # "prompt too long" answers (or overfull windows) in a row before giving up
 _START_CHARS_PER_TOKEN = 4.0
 _TOO_LONG = re.compile(r"context length|too long|maximum.{0,40}tokens|exceeds", re.IGNORECASE)
 
 
-def remote_config(
-    base_url: str | None = None, model: str | None = None, api_key: str | None = None
-) -> tuple[str, str | None, str | None]:
-    """``(base_url, model, api_key)`` from the arguments, else the environment (see the module docstring).
-
-    Raises:
-        ModelError: when no base URL is given or set, or it is not an http(s) URL.
-    """
-    env = os.environ
-    url = (base_url or env.get("CHUNKLAB_REMOTE_BASE_URL") or env.get("OPENAI_BASE_URL") or "").strip()
-    if not url:
-        raise ModelError("no remote scorer URL: enter one or set CHUNKLAB_REMOTE_BASE_URL (e.g. http://host:8000/v1)")
-    if not re.match(r"^https?://[^/\s]+", url):
-        raise ModelError(f"remote scorer URL {url!r} must start with http:// or https:// and name a host")
-    name = (model or env.get("CHUNKLAB_REMOTE_MODEL") or "").strip() or None
-    key = (api_key or env.get("CHUNKLAB_REMOTE_API_KEY") or env.get("OPENAI_API_KEY") or "").strip() or None
-    return url.rstrip("/"), name, key
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        return default
-    return value if value > 0 else default
+SCORER_SERVICE = Service(
+    label="remote scorer",
+    base_url=config.remote_base_url,
+    model=config.remote_model,
+    api_key=config.remote_api_key,
+    timeout=config.remote_timeout,
+    retries=config.remote_retries,
+    connect_timeout=5.0,
+    timeout_setting="CHUNKLAB_REMOTE_TIMEOUT",
+    key_setting="CHUNKLAB_REMOTE_API_KEY",
+    model_hint="give the model name",
+    missing="no remote scorer URL: enter one or set CHUNKLAB_REMOTE_BASE_URL (e.g. http://host:8000/v1)",
+    needs_url=True,
+)
+"""The remote scorer's settings: ``CHUNKLAB_REMOTE_*``, falling back to ``OPENAI_BASE_URL``/``OPENAI_API_KEY``."""
 
 
 class RemoteScorer:
@@ -126,34 +116,37 @@ class RemoteScorer:
         api_key: str | None = None,
         *,
         timeout: float | None = None,
-        max_retries: int | None = None,
+        retries: int | None = None,
     ) -> None:
-        """Connect to the server at ``base_url`` (see :func:`remote_config` for the defaults).
+        """Connect to the server at ``base_url``.
+
+        Args:
+            base_url: The server (default ``CHUNKLAB_REMOTE_BASE_URL``, else ``OPENAI_BASE_URL``).
+            model: The served model (default ``CHUNKLAB_REMOTE_MODEL``, else the server's only one).
+            api_key: The bearer token (default ``CHUNKLAB_REMOTE_API_KEY``, else ``OPENAI_API_KEY``).
+            timeout: Seconds to wait per request (default ``CHUNKLAB_REMOTE_TIMEOUT`` or 60).
+            retries: Retries on connection errors, timeouts, 429 and 5xx (default
+                ``CHUNKLAB_REMOTE_RETRIES`` or 1).
 
         Raises:
             ModelError: unreachable server, rejected key, unknown model, or no base URL.
         """
-        url, name, key = remote_config(base_url, model, api_key)
-        self.base_url = url
-        self._secret = key or ""
-        self._timeout = (
-            timeout if timeout is not None and timeout > 0 else _env_float("CHUNKLAB_REMOTE_TIMEOUT", _DEFAULT_TIMEOUT)
-        )
-        retries = (
-            max_retries if max_retries is not None else int(_env_float("CHUNKLAB_REMOTE_RETRIES", _DEFAULT_RETRIES))
-        )
-        self._client = self._make_client(key, retries)
+        endpoint = Endpoint.resolve(SCORER_SERVICE, base_url, model, api_key, timeout=timeout, retries=retries)
+        self._endpoint = endpoint
+        self.base_url: str = endpoint.base_url or ""  # needs_url: resolve() gave one
+        self._client: OpenAI = endpoint.client()
         self._chars_per_token = _START_CHARS_PER_TOKEN
-        self.model, context_length = self._discover(name)
+        served = endpoint.discover(self._client)
+        self.model = served.name
         self.info = ModelInfo(
             name=self.model,
-            source=url,
+            source=self.base_url,
             kind="remote-lm",
             parameters=0,
             device="remote",
             dtype="remote",
-            fingerprint=hashlib.sha256(f"{url}\n{self.model}".encode()).hexdigest(),
-            context_length=context_length,
+            fingerprint=hashlib.sha256(f"{self.base_url}\n{self.model}".encode()).hexdigest(),
+            context_length=served.context_length,
         )
 
     def __repr__(self) -> str:
@@ -161,95 +154,9 @@ class RemoteScorer:
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _make_client(self, key: str | None, retries: int) -> OpenAI:
-        import httpx
-        from openai import OpenAI
-
-        # Servers that check no key still need a non-empty bearer token: "EMPTY" is vLLM's habit.
-        return OpenAI(
-            base_url=self.base_url,
-            api_key=key or "EMPTY",
-            timeout=httpx.Timeout(self._timeout, connect=min(_CONNECT_TIMEOUT, self._timeout)),
-            max_retries=max(0, retries),
-        )
-
-    def _scrub(self, text: str) -> str:
-        """``text`` on one line, without the API key (servers sometimes echo it back)."""
-        flat = " ".join(str(text).split())
-        if self._secret:
-            flat = flat.replace(self._secret, "***")
-        return flat if len(flat) <= 300 else flat[:299] + "…"
-
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` with every client error turned into a one-line ModelError.
-
-        The ModelError is raised outside the ``except`` block, so it carries no chained
-        exception: the client's exceptions hold the request, Authorization header included.
-        """
-        import openai
-
-        try:
-            return fn(*args, **kwargs)
-        except openai.OpenAIError as e:
-            message = self._describe(e, what)
-        raise ModelError(message)
-
-    def _describe(self, e: Exception, what: str) -> str:
-        """A one-line, key-free account of a client error."""
-        import openai
-
-        where = f"remote scorer at {self.base_url}"
-        if isinstance(e, openai.APITimeoutError):
-            return f"{where} did not answer {what} within {self._timeout:g}s (CHUNKLAB_REMOTE_TIMEOUT)"
-        if isinstance(e, openai.APIConnectionError):
-            return f"{where} is unreachable ({_connection_reason(e)})"
-        if isinstance(e, openai.AuthenticationError):
-            return f"{where} rejected the API key (HTTP {e.status_code})"
-        if isinstance(e, openai.NotFoundError):
-            hint = "" if self.base_url.endswith("/v1") else " (OpenAI-compatible URLs usually end in /v1)"
-            return f"{where} has no endpoint or model for {what} (HTTP 404){hint}: {self._scrub(_error_text(e))}"
-        if isinstance(e, openai.APIStatusError):
-            return f"{where} refused {what} (HTTP {e.status_code}): {self._scrub(_error_text(e))}"
-        # Malformed answers (APIResponseValidationError) and anything else the client raises.
-        return f"{where} gave no usable answer to {what}: {self._scrub(str(e))}"
-
-    def _discover(self, name: str | None) -> tuple[str, int | None]:
-        """The model to use and its context length, from ``GET /models``."""
-        import openai
-
-        message = None
-        try:
-            page = self._client.models.list()
-        except openai.NotFoundError:
-            if name is not None:
-                return name, None  # a server without /models: trust the name
-            message = f"remote scorer at {self.base_url} does not list its models: give the model name"
-        except openai.OpenAIError as e:
-            message = self._describe(e, "the model list")
-        if message is not None:
-            raise ModelError(message)
-        models = list(getattr(page, "data", None) or [])
-        ids = [m.id for m in models]
-        if name is None:
-            if not ids:
-                raise ModelError(f"remote scorer at {self.base_url} serves no model")
-            if len(ids) > 1:
-                raise ModelError(
-                    f"remote scorer at {self.base_url} serves several models ({', '.join(ids[:5])}): choose one"
-                )
-            name = ids[0]
-        elif ids and name not in ids:
-            raise ModelError(
-                f"remote scorer at {self.base_url} has no model {name!r} (it serves: {', '.join(ids[:5])})"
-            )
-        chosen = next((m for m in models if m.id == name), None)
-        extra = (getattr(chosen, "model_extra", None) or {}) if chosen is not None else {}
-        length = extra.get("max_model_len") or extra.get("context_length")
-        return name, int(length) if isinstance(length, (int, float)) and length > 0 else None
-
     def _echo(self, prompts: list[str]) -> list[tuple[list[int], list[float | None]]]:
         """For each prompt: the start offset and log-prob of each of its tokens, in prompt order."""
-        response = self._call(
+        response = self._endpoint.call(
             "a completions request",
             self._client.completions.create,
             model=self.model,
@@ -432,7 +339,7 @@ class RemoteScorer:
         except (openai.NotFoundError, openai.BadRequestError, openai.UnprocessableEntityError):
             return None  # no chat endpoint, or no log-probs on it: fall back to completions
         except openai.OpenAIError as e:
-            message = self._describe(e, "a chat request")
+            message = self._endpoint.describe(e, "a chat request")
         else:
             message = None
         if message is not None:
@@ -444,7 +351,7 @@ class RemoteScorer:
         return {t.token: t.logprob for t in (content[0].top_logprobs or [])}
 
     def _completion_top(self, prompt: str) -> dict[str, float]:
-        response = self._call(
+        response = self._endpoint.call(
             "a completions request",
             self._client.completions.create,
             model=self.model,
@@ -568,38 +475,3 @@ def _candidate_prob(candidate: str, probs: dict[str, float]) -> float:
         return max(same)
     prefixes = [(len(t.strip()), p) for t, p in probs.items() if t.strip() and stripped.startswith(t.strip())]
     return max(prefixes)[1] if prefixes else 0.0
-
-
-def _error_text(e: Any) -> str:
-    """The server's own error message of an HTTP error answer."""
-    body = getattr(e, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-        if body.get("message"):
-            return str(body["message"])
-    return str(getattr(e, "message", "") or e)
-
-
-def _connection_reason(e: BaseException) -> str:
-    """Why a connection failed, in a few words ("connection refused", "host not found")."""
-    seen = e
-    text = ""
-    for _ in range(6):
-        seen = seen.__cause__ or seen.__context__
-        if seen is None:
-            break
-        text = str(seen) or text
-    low = text.lower()
-    if "refused" in low:
-        return "connection refused"
-    if "name or service not known" in low or "nodename nor servname" in low or "getaddrinfo" in low:
-        return "host not found"
-    if "timed out" in low or "timeout" in low:
-        return "connection timed out"
-    if "ssl" in low or "certificate" in low:
-        return "TLS error"
-    return " ".join(text.split())[:120] or "connection failed"

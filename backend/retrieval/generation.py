@@ -487,7 +487,7 @@ def generate_questions(
             "than the report's LLM-generated questions (one excerpt each, sometimes vague)."
         )
     else:
-        model_name = resolve_model(base_url, api_key, model)
+        model_name = resolve_model(base_url, model, api_key)
         notice = None
 
     candidates: list[Candidate] = []

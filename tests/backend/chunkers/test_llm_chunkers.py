@@ -467,7 +467,7 @@ def test_lumber_through_the_openai_compatible_test_server(tmp_path):
 
     doc = Document.from_text(SHORT)
     with start_server(max_chat_tokens=24) as server:
-        chat = RemoteChat(server.url, "EMPTY")
+        chat = RemoteChat(server.url, api_key="EMPTY")
         result = make_chunker("lumber", {}).chunk(doc, ModelContext(chat=chat, _cache=OutputCache(tmp_path / "c")))
     invariants(doc, result)
     assert result.meta_dict["model_calls"] >= 1

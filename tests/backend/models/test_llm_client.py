@@ -110,7 +110,7 @@ def test_chat_with_a_cache_asks_the_server_once_and_keys_hold_no_url_or_key(cach
         for _ in range(2):
             assert chat(MESSAGES, base_url=server.url, api_key=secret, model="scripted-model", cache=cache) == "cached answer"
         assert len(server.chat_requests) == 1
-    key = chat_cache_key(RemoteChat(server.url, secret, "scripted-model").fingerprint, MESSAGES, 0.0, 1024)
+    key = chat_cache_key(RemoteChat(server.url, "scripted-model", secret).fingerprint, MESSAGES, 0.0, 1024)
     assert key["model"] == "openai-compatible:scripted-model"
     blob = json.dumps(key) + "".join(p.read_bytes().decode("latin-1") for p in (tmp_path / "cache").iterdir())
     assert secret not in blob and "127.0.0.1" not in blob
@@ -125,7 +125,7 @@ def test_the_same_model_behind_another_url_shares_cached_replies(cache):
 
 def test_remote_chat_discovers_the_served_model_and_hides_its_key():
     with start_scripted_server(model="only-one") as server:
-        remote = RemoteChat(server.url, "sk-hidden")
+        remote = RemoteChat(server.url, api_key="sk-hidden")
         assert remote.name == "only-one" and remote.fingerprint == "openai-compatible:only-one"
         assert "sk-hidden" not in repr(remote)
 

@@ -330,7 +330,7 @@ def test_server_that_never_answers_times_out():
     try:
         t0 = time.perf_counter()
         with pytest.raises(ModelError, match=r"did not answer .* within 1s") as info:
-            RemoteScorer(url, "m", KEY, timeout=1.0, max_retries=0)
+            RemoteScorer(url, "m", KEY, timeout=1.0, retries=0)
         assert time.perf_counter() - t0 < 5
         _assert_clean(info.value, KEY)
     finally:

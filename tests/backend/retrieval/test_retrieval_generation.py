@@ -129,7 +129,7 @@ def test_prefilter_is_the_reports_two_filters_in_order():
 
 
 def test_chat_through_an_openai_compatible_server(server):
-    assert resolve_model(server.url, KEY) == server.engine.name  # the server's only model
+    assert resolve_model(server.url, api_key=KEY) == server.engine.name  # the server's only model
     reply = chat([{"role": "user", "content": "Name a colour."}], base_url=server.url, api_key=KEY, max_tokens=8)
     assert isinstance(reply, str) and reply.strip()
 
