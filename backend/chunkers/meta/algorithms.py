@@ -1,9 +1,10 @@
 """Meta-Chunking (Zhao et al., 2024): perplexity chunking, margin sampling and dynamic combination.
 
 Pure functions over per-sentence values; nothing here loads a model. The chunkers in
-:mod:`backend.chunkers.meta.chunkers` get the values from the model backend and call these, and the
-PPL page calls them directly on cached values, so moving the threshold slider re-chunks
-without any model call.
+:mod:`backend.chunkers.meta.chunkers` get the values from the model backend and call these; the
+PPL page holds the values and re-chunks through those chunkers' ``chunk_from_means`` (no model
+call when the threshold slider moves), and draws the candidates, :class:`Boundaries` and
+:class:`ThetaCurve` computed here.
 
 Perplexity chunking (eq. 3 of the paper)
     Each sentence ``i`` has a value ``v[i]``: the mean NLL of its tokens given all the text
