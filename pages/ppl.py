@@ -76,6 +76,7 @@ def _counter(doc, tokenizer: str) -> SpanCounter:
 
 
 def _set_theta(theta: float, bounds: tuple[float, float, float]) -> None:
+    """Set θ exactly and the slider to its nearest step."""
     st.session_state[_THETA] = float(theta)
     st.session_state[_SLIDER] = snap(float(theta), *bounds)
 
