@@ -2,8 +2,9 @@
 
 Part 1 — slider re-chunk. A document of ``--sentences`` sentences (default 1,000, made of the
 bundled samples' sentences) and its per-sentence values; what a θ or ``target_length`` move
-costs in the backend with no model call (``ppl_spans`` + the Chunking, as the PPL page runs
-it), for ``ppl``, ``ppl_combined`` and ``ppl_overlap``, over 25 thresholds spread across the
+costs in the backend with no model call (the chunker's ``chunk_from_means`` with one kept
+``SpanCounter``, as the PPL page runs it), for ``ppl``, ``ppl_combined`` and ``ppl_overlap``, over
+25 thresholds spread across the
 document's drops. Target: at most 50 ms per re-chunk; printed as ratio = measured / 50 ms.
 The values are real model scores with ``--real`` (slow on a CPU: the whole document is
 scored once first), otherwise gamma-distributed stand-ins with the same shape; the re-chunk
@@ -40,11 +41,10 @@ import numpy as np  # noqa: E402
 
 from backend.chunkers import make_chunker  # noqa: E402
 from backend.chunkers.context import ModelContext  # noqa: E402
-from backend.chunkers.meta.chunkers import ppl_spans  # noqa: E402
 from backend.text.document import Document  # noqa: E402
 from backend.chunkers.meta.algorithms import boundary_candidates, suggest_thresholds  # noqa: E402
 from backend.samples import load_sample  # noqa: E402
-from backend.tokenizers import get_tokenizer  # noqa: E402
+from backend.tokenizers import SpanCounter, get_tokenizer  # noqa: E402
 
 TARGET_MS = 50.0
 
@@ -79,23 +79,24 @@ def sentence_values(doc: Document, real: bool) -> list[float]:
 def part1(n: int, real: bool) -> None:
     doc = build_document(n)
     values = sentence_values(doc, real)
-    tokenizer = get_tokenizer("cl100k")
+    counter = SpanCounter(get_tokenizer("cl100k"), doc.text)  # the page keeps one per document and tokenizer
     lo, hi, step = suggest_thresholds(boundary_candidates(values, "reference"))
     thetas = list(np.linspace(lo, hi, 25))
     print(f"Part 1 — re-chunk from cached values: {len(doc.sentences):,} sentences, "
           f"{len(doc.text):,} characters, values {'real' if real else 'stand-in'}; θ in [{lo:.3g}, {hi:.3g}]")
     # Warm up (tokenizer caches, imports) once; the page's counter is reused across moves.
-    ppl_spans(doc, values, tokenizer, threshold=thetas[0])
-    for name, kwargs in (("ppl", {}), ("ppl_combined", {"target_length": 200}), ("ppl_overlap", {"overlap": True})):
+    make_chunker("ppl", {"threshold": float(thetas[0])}).chunk_from_means(doc, values, counter)
+    for name, extra in (("ppl", {}), ("ppl_combined", {"target_length": 200}), ("ppl_overlap", {})):
         times = []
         for theta in thetas:
             t0 = time.perf_counter()
-            spans = ppl_spans(doc, values, tokenizer, threshold=float(theta if name != "ppl_combined" else 0.0), **kwargs)
+            params = {"threshold": float(theta if name != "ppl_combined" else 0.0), **extra}
+            chunking = make_chunker(name, params).chunk_from_means(doc, values, counter)
             times.append((time.perf_counter() - t0) * 1000)
             if name == "ppl_combined":  # a target_length move instead of a θ move
-                kwargs = {"target_length": int(100 + 10 * len(times))}
+                extra = {"target_length": int(100 + 10 * len(times))}
         med, worst = statistics.median(times), max(times)
-        print(f"  {name:<13} median {med:7.2f} ms  worst {worst:7.2f} ms  ({len(spans)} chunks at the last setting)"
+        print(f"  {name:<13} median {med:7.2f} ms  worst {worst:7.2f} ms  ({len(chunking)} chunks at the last setting)"
               f"  ratio median/{TARGET_MS:.0f} ms = {med / TARGET_MS:.3f}")
 
 

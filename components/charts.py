@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from backend.chunking import Chunking
 from components.render import CHUNK_EDGES
 
-__all__ = ["CONFIG_COLORS", "boundary_strip", "size_histogram", "PREVIEW_CHARS"]
+__all__ = ["CONFIG_COLORS", "boundary_strip", "size_histogram", "PREVIEW_CHARS", "preview"]
 
 # One colour per configuration (tag badges, histogram); chunks inside a row alternate CHUNK_EDGES.
 CONFIG_COLORS = ("#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")
@@ -23,8 +23,12 @@ PREVIEW_CHARS = 80
 _LANE = 0.19  # even chunks sit above the row centre, odd ones below, so overlaps stay visible
 
 
-def _preview(text: str) -> str:
-    """First characters of a chunk, on one line, escaped for Plotly's HTML-like hover labels."""
+def preview(text: str) -> str:
+    """The first :data:`PREVIEW_CHARS` characters of ``text`` on one line, escaped for Plotly's HTML-like hovers.
+
+    Every hover label that shows document text (chunks, sentences, curve units) goes through
+    this: a document is untrusted input.
+    """
     flat = " ".join(text[: PREVIEW_CHARS * 2].split())
     if len(flat) > PREVIEW_CHARS:
         flat = flat[: PREVIEW_CHARS - 1] + "…"
@@ -74,7 +78,7 @@ def boundary_strip(
         custom[:, 2] = starts
         custom[:, 3] = ends
         custom[:, 4] = tokens
-        custom[:, 5] = [_preview(c.text) for c in ch.chunks]
+        custom[:, 5] = [preview(c.text) for c in ch.chunks]
         fig.add_trace(
             go.Bar(
                 orientation="h",

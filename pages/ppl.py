@@ -1,30 +1,33 @@
 """Meta-Chunking page: the per-sentence perplexity curve, θ by slider, the chunks it gives, margin sampling.
 
 The model scores the document once (a background job, or the output cache); every control
-below re-chunks from those values in session state, with no model call.
+below re-chunks from those values in session state, with no model call, through the
+registered chunker's own ``chunk_from_means`` / ``chunk_from_steps``: the chunks shown are the
+ones ``python -m backend chunk FILE --chunker NAME`` prints for the same parameters and model.
 """
 
 from functools import partial
 
 import streamlit as st
 
-from backend.models.cache import default_cache
-from backend.chunkers.context import ModelContext
-from backend.chunkers.meta.chunkers import margin_steps
-from backend.errors import ChunkLabError
+from backend.chunkers import ModelContext, make_chunker
 from backend.chunkers.meta.algorithms import (
     RULES,
     VALUES,
+    ThetaCurve,
+    boundaries_at,
     boundary_candidates,
-    chunk_count_curve,
-    find_minima,
     sentence_values,
     suggest_thresholds,
+    theta_curve,
 )
-from backend.models.scoring import document_token_scores
+from backend.chunkers.meta.results import MarginResult, PPLScores, values_csv
+from backend.errors import ChunkLabError
 from backend.tokenizers import TOKENIZER_NAMES, SpanCounter, get_tokenizer
 from components.config_form import TOKENIZER_HELP
 from components.documents import one_line
+from components.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
+from components.keys import PPL
 from components.layout import ensure_routed
 from components.lm_runs import (
     NotCached,
@@ -39,41 +42,33 @@ from components.ppl import (
     PAPER_ADVICE,
     PAPER_RULE,
     REFERENCE_RULE,
-    MarginResult,
-    PPLScores,
-    chunk_curve,
     chunk_stats,
     document_view,
-    drops_histogram,
     export_buttons,
-    margin_chart,
-    margin_chunking,
-    ppl_chunking,
     snap,
     theta_controls,
-    theta_grid,
-    values_chart,
-    values_csv,
 )
 from components.render import STYLE
-from components.state import add_configuration, current_document, normalized_config
+from components.state import add_configuration, current_document
 from components.views import export_stem
 
 ensure_routed()
 
-_SCORES = "ppl_scores"  # PPLScores of the current document and model
-_JOB = "ppl_score_job"
-_MARGIN = "ppl_margin"  # MarginResult
-_MARGIN_JOB = "ppl_margin_job"
-_COUNTER = "ppl_counter"  # (doc id, tokenizer, SpanCounter): token counts of any span, one tokenization
-_CURVE_DATA = "ppl_curve_data"  # (thresholds, mean lengths) of the last drawn curve, for the aim button
-_NOTE = "ppl_note"
-_THETA, _SLIDER = "ppl_theta", "ppl_theta_slider"
+_SCORES = PPL("scores")  # PPLScores of the current document and model
+_JOB = PPL("score_job")
+_MARGIN = PPL("margin")  # MarginResult
+_MARGIN_JOB = PPL("margin_job")
+_COUNTER = PPL("counter")  # (doc id, tokenizer, SpanCounter): token counts of any span, one tokenization
+_CURVE_DATA = PPL("curve_data")  # the ThetaCurve last drawn, for the aim button
+_NOTE = PPL("note")
+_THETA, _SLIDER = PPL("theta"), PPL("theta_slider")
+_CURVE, _AIM = PPL("curve"), PPL("aim")
 DEFAULT_THETA = 0.5  # the ppl chunker's default
 VALUE_LABELS = {"nll": "mean NLL", "ppl": "perplexity"}
 
 
 def _counter(doc, tokenizer: str) -> SpanCounter:
+    """One SpanCounter per document and tokenizer, kept across reruns (each θ move re-counts spans)."""
     held = st.session_state.get(_COUNTER)
     if held is None or held[0] != doc.id or held[1] != tokenizer:
         held = st.session_state[_COUNTER] = (doc.id, tokenizer, SpanCounter(get_tokenizer(tokenizer), doc.text))
@@ -81,29 +76,31 @@ def _counter(doc, tokenizer: str) -> SpanCounter:
 
 
 def _set_theta(theta: float, bounds: tuple[float, float, float]) -> None:
+    """Set θ exactly and the slider to its nearest step."""
     st.session_state[_THETA] = float(theta)
     st.session_state[_SLIDER] = snap(float(theta), *bounds)
 
 
 def _on_curve_click(bounds: tuple[float, float, float]) -> None:
-    points = st.session_state["ppl_curve"].selection.points
+    """Use the θ of the clicked point of the θ curve."""
+    points = st.session_state[_CURVE].selection.points
     if points:
         _set_theta(float(points[0]["x"]), bounds)
 
 
 def _on_aim(bounds: tuple[float, float, float]) -> None:
     """Set θ to the curve's point whose mean chunk length is closest to the aim."""
-    data = st.session_state.get(_CURVE_DATA)
-    aim = st.session_state.get("ppl_aim")
-    if not data or not aim:
+    curve: ThetaCurve | None = st.session_state.get(_CURVE_DATA)
+    aim = st.session_state.get(_AIM)
+    if curve is None or not len(curve.thresholds) or not aim:
         return
-    thresholds, means = data
-    best = min(range(len(thresholds)), key=lambda i: (abs(means[i] - aim), thresholds[i]))
-    _set_theta(thresholds[best], bounds)
-    st.session_state[_NOTE] = f"θ = {thresholds[best]:.4g}: about {means[best]:,.0f} tokens per chunk (aimed at {aim:,})."
+    theta, mean = curve.theta_for_length(aim)
+    _set_theta(theta, bounds)
+    st.session_state[_NOTE] = f"θ = {theta:.4g}: about {mean:,.0f} tokens per chunk (aimed at {aim:,})."
 
 
 def _add(config) -> None:
+    """Add a configuration to Compare and say so."""
     entry = add_configuration(config)
     st.session_state[_NOTE] = f"Added {entry['tag']} to Compare: {entry['config'].label}"
 
@@ -144,10 +141,10 @@ if scores is None or scores.doc_id != doc.id or scores.model != lm.identity:
     if cached is not None:
         scores = st.session_state[_SCORES] = PPLScores.build(doc, cached, lm.identity, lm.name)
     else:
-        cache = default_cache()
 
-        def _score(scorer, progress, d=doc, c=cache, model=lm.identity):
-            ts, _hit = document_token_scores(d.text, scorer, cache=c, progress=progress)
+        def _score(scorer, progress, d=doc, model=lm.identity):
+            # The chunkers' own scoring pass (ModelContext.token_scores): output cache included.
+            ts = ModelContext(scorer=scorer, progress=progress).token_scores(d.text)
             return PPLScores.build(d, ts, model, scorer.info.name)
 
         job = model_job_panel(
@@ -155,8 +152,8 @@ if scores is None or scores.doc_id != doc.id or scores.model != lm.identity:
             (doc.id, lm.identity),
             lambda: start_model_job(f"Scoring {doc.source} with {lm.name}", lm, _score, (doc.id, lm.identity)),
             run_label=f"Score with {lm.name}",
-            run_key="ppl_score",
-            cancel_key="ppl_score_cancel",
+            run_key=PPL("score"),
+            cancel_key=PPL("score_cancel"),
             what="Scoring",
         )
         if job is None:
@@ -173,31 +170,31 @@ if n < 3:
 # --- controls ----------------------------------------------------------------------------------------
 cols = st.columns([1.1, 1.3, 1.6, 1.1, 1], vertical_alignment="bottom")
 value = cols[0].segmented_control(
-    "Value", list(VALUES), default="nll", required=True, key="ppl_value", persist_state="session",
+    "Value", list(VALUES), default="nll", required=True, key=PPL("value"), persist_state="session",
     format_func=lambda v: {"nll": "NLL", "ppl": "PPL"}[v],
     help="NLL: each sentence's mean token NLL (the authors' code). PPL: its exponential (the paper's notation). "
     "The minima are the same; the drops, and so θ, are on another scale.",
 )
 rule = cols[1].segmented_control(
-    "Rule", list(RULES), default="reference", required=True, key="ppl_rule", persist_state="session",
+    "Rule", list(RULES), default="reference", required=True, key=PPL("rule"), persist_state="session",
     help="reference: the authors' code — the larger drop reaches θ. paper: eq. 3 — the smaller drop passes θ "
     "(fewer cuts at the same θ). Both are explained under the chart.",
 )
 tokenizer = cols[2].selectbox(
-    "Tokenizer", list(TOKENIZER_NAMES), key="ppl_tokenizer", persist_state="session",
+    "Tokenizer", list(TOKENIZER_NAMES), key=PPL("tokenizer"), persist_state="session",
     format_func=lambda t: f"{t} — {TOKENIZER_HELP.get(t, t)}",
     help="Counts chunk sizes and the target length (the model's own tokens only score).",
 )
 target = int(
     cols[3].number_input(
-        "Target length", min_value=0, max_value=100_000, value=0, step=10, key="ppl_target",
+        "Target length", min_value=0, max_value=100_000, value=0, step=10, key=PPL("target"),
         persist_state="session",
         help="0: plain meta-chunks (ppl). Above 0: dynamic combination (ppl_combined) — adjacent meta-chunks "
         "merged while a chunk stays within this many tokens; a longer meta-chunk stands alone.",
     )
 )
 overlap = cols[4].toggle(
-    "Overlap", key="ppl_overlap", persist_state="session", disabled=target > 0,
+    "Overlap", key=PPL("overlap"), persist_state="session", disabled=target > 0,
     help="ppl_overlap: the sentence at a boundary ends one chunk and also opens the next (section 4.2.1). "
     "Not combined with a target length.",
 )
@@ -207,30 +204,31 @@ candidates = boundary_candidates(values, rule)
 bounds = suggest_thresholds(candidates)
 theta = theta_controls(_THETA, _SLIDER, bounds, DEFAULT_THETA)
 
+# Which registered chunker the controls describe; it chunks the held scores itself.
 name = "ppl_combined" if target > 0 else ("ppl_overlap" if overlap else "ppl")
 params = {"threshold": theta, "rule": rule, "value": value}
 if target > 0:
     params["target_length"] = target
 try:
-    config = normalized_config(name, params, tokenizer)
+    chunker = make_chunker(name, params, tokenizer)
+    config = chunker.config
     counter = _counter(doc, tokenizer)
-    chunking = ppl_chunking(doc, values, counter, config)
+    chunking = chunker.chunk_from_means(doc, scores.nll, counter)
 except ChunkLabError as e:
     st.error(one_line(str(e)), icon=":material/error:")
     st.stop()
-kept = find_minima(values, theta, rule)
+cuts = boundaries_at(candidates, theta, rule)
 
 # --- the curve -----------------------------------------------------------------------------------------
 value_name = VALUE_LABELS[value]
-n_cut = len(kept)
-n_min = sum(1 for c in candidates if c.drop > 0)
+n_cut = len(cuts.kept)
 st.markdown(
-    f"{chunk_stats(chunking, target)} · {n_cut:,} boundar{'y' if n_cut == 1 else 'ies'} of {n_min:,} minima · "
+    f"{chunk_stats(chunking, target)} · {n_cut:,} boundar{'y' if n_cut == 1 else 'ies'} of {cuts.minima:,} minima · "
     f"re-chunked in {chunking.elapsed_s * 1000:,.1f} ms, no model call"
 )
 st.plotly_chart(
-    values_chart(scores, values, candidates, kept, theta, rule, value_name, revision=f"{doc.id}:{value}"),
-    key="ppl_chart",
+    values_chart(scores, values, cuts, value_name, revision=f"{doc.id}:{value}"),
+    key=PPL("chart"),
     config={"displaylogo": False},
 )
 with st.expander("The two boundary rules", icon=":material/rule:"):
@@ -252,20 +250,16 @@ with st.expander("The two boundary rules", icon=":material/rule:"):
     )
 
 # --- choosing θ -------------------------------------------------------------------------------------
-if st.toggle("Help me choose θ", value=True, key="ppl_guide", persist_state="session"):
+if st.toggle("Help me choose θ", value=True, key=PPL("guide"), persist_state="session"):
     st.caption(PAPER_ADVICE)
-    grid = theta_grid(candidates, bounds[0], bounds[1])
-    counts = chunk_count_curve(candidates, grid, rule, n)
-    first, last = doc.sentences[0].start, doc.sentences[-1].end
-    total = counter.count(first, last)
-    means = total / counts.clip(min=1)
-    st.session_state[_CURVE_DATA] = (grid.tolist(), means.tolist())
+    total = counter.count(doc.sentences[0].start, doc.sentences[-1].end)
+    curve = st.session_state[_CURVE_DATA] = theta_curve(candidates, rule, n, total, bounds[0], bounds[1])
     left, right = st.columns(2, gap="medium")
     with left:
-        st.plotly_chart(drops_histogram(candidates, theta, rule), key="ppl_drops", config={"displaylogo": False})
+        st.plotly_chart(drops_histogram(candidates, cuts), key=PPL("drops"), config={"displaylogo": False})
     with right:
         st.plotly_chart(
-            chunk_curve(grid, counts, means, theta, f"{tokenizer} tokens"), key="ppl_curve",
+            chunk_curve(curve, theta, f"{tokenizer} tokens"), key=_CURVE,
             on_select=partial(_on_curve_click, bounds), selection_mode="points",
             config={"displaylogo": False, "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
         )
@@ -276,23 +270,24 @@ if st.toggle("Help me choose θ", value=True, key="ppl_guide", persist_state="se
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         st.number_input(
             "Mean chunk length to aim at", min_value=1, max_value=1_000_000, value=200, step=10,
-            key="ppl_aim", persist_state="session", width=220,
+            key=_AIM, persist_state="session", width=220,
         )
-        st.button("Set θ", key="ppl_aim_apply", icon=":material/target:", on_click=_on_aim, args=(bounds,))
+        st.button("Set θ", key=PPL("aim_apply"), icon=":material/target:", on_click=_on_aim, args=(bounds,))
 
 # --- the chunks --------------------------------------------------------------------------------------
 st.subheader("Chunks", anchor=False)
 with st.container(horizontal=True, vertical_alignment="center", gap="small"):
     st.button(
-        f"Add {name} to Compare", key="ppl_add", icon=":material/add:", type="primary", on_click=_add, args=(config,),
+        f"Add {name} to Compare", key=PPL("add"), icon=":material/add:", type="primary", on_click=_add, args=(config,),
         help=config.label,
     )
     st.page_link("pages/compare.py", label="Open Compare", icon=":material/compare:")
     stem = export_stem(doc.source, "ppl", chunking)
     export_buttons(
-        stem, lambda: values_csv(doc, scores, values, candidates, kept, chunking, value), chunking, prefix="ppl"
+        stem, lambda: values_csv(scores, values, candidates, cuts.kept, chunking, value), chunking,
+        prefix=PPL.prefix,
     )
-document_view(doc, chunking, "ppl_view_page", "ppl_view")
+document_view(doc, chunking, PPL("view_page"), PPL("view"))
 
 # --- margin sampling ------------------------------------------------------------------------------------
 st.subheader("Margin sampling", anchor=False)
@@ -302,7 +297,7 @@ st.caption(
     "threshold, which starts at 0 and follows the mean of the last five margins. One model call per sentence."
 )
 unit = st.segmented_control(
-    "Compare each sentence with", ["chunk", "sentence"], default="chunk", required=True, key="ppl_margin_unit",
+    "Compare each sentence with", ["chunk", "sentence"], default="chunk", required=True, key=PPL("margin_unit"),
     persist_state="session", format_func=lambda u: {"chunk": "the chunk so far", "sentence": "the previous sentence"}[u],
 )
 margin_sig = (doc.id, lm.identity, unit)
@@ -311,18 +306,22 @@ if result is None or (result.doc_id, result.model, result.unit) != margin_sig:
     result = None
 
 
+# The decisions depend on the unit and language only; target length and tokenizer re-chunk them below.
+margin_decider = make_chunker("margin_sampling", {"unit": unit, "language": "auto"})
+
+
 def _start_margin():
     """Read every margin from the cache when it can (instant), else start the job."""
     title = f"Margin sampling {doc.source} with {lm.name}"
     context = cache_only_context(lm)
     if context is not None:
         try:
-            return finished_job(title, margin_sig, tuple(margin_steps(doc, context, unit, "auto")))
+            return finished_job(title, margin_sig, tuple(margin_decider.steps(doc, context)))
         except NotCached:
             pass
 
-    def run(scorer, progress, d=doc, u=unit):
-        return tuple(margin_steps(d, ModelContext(scorer=scorer, progress=progress), u, "auto"))
+    def run(scorer, progress, d=doc, decider=margin_decider):
+        return tuple(decider.steps(d, ModelContext(scorer=scorer, progress=progress)))
 
     return start_model_job(title, lm, run, margin_sig)
 
@@ -330,16 +329,17 @@ def _start_margin():
 if result is None and n > 1:
     job = model_job_panel(
         _MARGIN_JOB, margin_sig, _start_margin,
-        run_label=f"Run margin sampling ({n - 1:,} model calls)", run_key="ppl_margin_run",
-        cancel_key="ppl_margin_cancel", auto=False, what="Margin sampling",
+        run_label=f"Run margin sampling ({n - 1:,} model calls)", run_key=PPL("margin_run"),
+        cancel_key=PPL("margin_cancel"), auto=False, what="Margin sampling",
     )
     if job is not None:
         result = st.session_state[_MARGIN] = MarginResult(doc.id, lm.identity, unit, job.result)
 if result is not None:
     mparams = {"unit": unit, "language": "auto", "target_length": target}
     try:
-        mconfig = normalized_config("margin_sampling", mparams, tokenizer)
-        mchunking = margin_chunking(doc, result.steps, counter, mconfig)
+        mchunker = make_chunker("margin_sampling", mparams, tokenizer)
+        mconfig = mchunker.config
+        mchunking = mchunker.chunk_from_steps(doc, result.steps, counter)
     except ChunkLabError as e:
         st.error(one_line(str(e)), icon=":material/error:")
     else:
@@ -347,13 +347,13 @@ if result is not None:
             chunk_stats(mchunking, target)
             + (f" · merged up to {target:,} tokens (the target length above)" if target else "")
         )
-        st.plotly_chart(margin_chart(doc, result.steps), key="ppl_margin_chart", config={"displaylogo": False})
+        st.plotly_chart(margin_chart(doc, result.steps), key=PPL("margin_chart"), config={"displaylogo": False})
         with st.container(horizontal=True, vertical_alignment="center", gap="small"):
             st.button(
-                "Add margin_sampling to Compare", key="ppl_margin_add", icon=":material/add:", on_click=_add,
+                "Add margin_sampling to Compare", key=PPL("margin_add"), icon=":material/add:", on_click=_add,
                 args=(mconfig,), help=mconfig.label,
             )
-            export_buttons(export_stem(doc.source, "margin", mchunking), None, mchunking, prefix="ppl_margin")
-        document_view(doc, mchunking, "ppl_margin_page", "ppl_margin_view", height=420)
+            export_buttons(export_stem(doc.source, "margin", mchunking), None, mchunking, prefix=PPL("margin"))
+        document_view(doc, mchunking, PPL("margin_page"), PPL("margin_view"), height=420)
 elif n <= 1:
     st.caption("One sentence: nothing to decide.")

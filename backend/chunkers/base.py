@@ -12,7 +12,7 @@ import inspect
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 from backend.chunkers.context import ModelContext
 from backend.chunking import Chunk, ChunkerConfig, Chunking
@@ -181,8 +181,24 @@ class Chunker(ABC):
         """
         if context is not None:
             self.context = context
+        return self.chunk_with(doc, self.split)
+
+    def chunk_with(self, doc: Document, split: Callable[[Document], Sequence[tuple[int, int, int]]]) -> Chunking:
+        """Chunk ``doc`` with ``split`` in place of :meth:`split`: timed and checked exactly as :meth:`chunk`.
+
+        For a chunker that can also cut from model outputs computed earlier (the PPL page's
+        cached per-sentence values, margin sampling's decisions): its :meth:`split` and that
+        re-cut both end here, so they give the same validated :class:`Chunking`.
+
+        Args:
+            doc: The document.
+            split: Returns ``(start, end, tokens)`` per chunk of ``doc``, as :meth:`split` does.
+
+        Raises:
+            AssertionError: a span is out of the text or out of order (a bug in the chunker).
+        """
         t0 = time.perf_counter()
-        pieces = self.split(doc)
+        pieces = split(doc)
         elapsed = time.perf_counter() - t0
         text = doc.text
         n = len(text)

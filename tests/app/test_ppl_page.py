@@ -197,7 +197,7 @@ def test_target_length_keeps_chunks_within_the_target(scored: Document, monkeypa
 
 
 def test_overlap_add_to_compare_and_exports(scored: Document, monkeypatch) -> None:
-    from components.ppl import values_csv
+    from backend.chunkers.meta.results import values_csv
 
     at = _open(scored)
     _no_model_calls(monkeypatch)
@@ -234,7 +234,7 @@ def test_overlap_add_to_compare_and_exports(scored: Document, monkeypatch) -> No
 
     chunking = Chunking(ChunkerConfig.make("ppl"), tuple(Chunk(i, s, e, scored.text[s:e], n)
                                                          for i, (s, e, n) in enumerate(chunks)), 0.0, scored.id, len(TEXT))
-    rows = values_csv(scored, scores, values, cands, kept, chunking, "nll").splitlines()
+    rows = values_csv(scores, values, cands, kept, chunking, "nll").splitlines()
     assert rows[0].startswith("index,start,end,tokens,nll_mean,ppl,nll,drop,boundary,chunk,text")
     assert len(rows) == 1 + len(scored.sentences)
     assert sum(int(r.split(",")[8]) for r in rows[1:]) == len(kept)

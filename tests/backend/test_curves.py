@@ -23,7 +23,7 @@ from backend.chunkers.meta.algorithms import find_minima, sentence_values
 from backend.models.types import ModelInfo
 from backend.samples import load_sample
 from tests.backend.chunkers.test_semantic_chunkers import CountingEmbedder
-from tests.support.fake_scores import fake_token_scores
+from tests.support.fake_scores import FakeScorer
 
 WITH_CURVE = {"ppl", "ppl_combined", "ppl_overlap", "margin_sampling", "semantic", "semantic_max"}
 DOCS = ("narrative", "chinese")
@@ -38,26 +38,7 @@ class _Refused(ChunkLabError):
     """The test's stand-in for a cache-only context's NotCached."""
 
 
-class _FakeScorer:
-    """Deterministic token NLLs per word (a bumpy PPL curve) and margins from the prompt text; counts calls."""
-
-    info = ModelInfo("fake", "", "lm", 0, "cpu", "float32", "fake-curves")
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def token_nll(self, text, *, window=None, progress=None):
-        self.calls += 1
-        return fake_token_scores(text, pattern=r"\S", seed=11, window=window)
-
-    def next_token_probs(self, messages, candidates):
-        self.calls += 1
-        seed = sum(map(ord, messages[-1]["content"])) % 1000
-        p = np.random.default_rng(seed).uniform()
-        return {"1": p, "2": 1 - p}
-
-
-class _RefusingScorer(_FakeScorer):
+class _RefusingScorer(FakeScorer):
     info = ModelInfo("refusing", "", "lm", 0, "cpu", "float32", "refusing-curves")
 
     def token_nll(self, *args, **kwargs):
@@ -79,7 +60,7 @@ def _boundary_ends(curve: Curve) -> set[int]:
 
 @pytest.fixture()
 def fake(tmp_path):
-    scorer = _FakeScorer()
+    scorer = FakeScorer()
     return scorer, ModelContext(scorer=scorer, _cache=OutputCache(tmp_path))
 
 
@@ -251,7 +232,7 @@ def test_short_documents_give_empty_curves(embedder, tmp_path):
     assert len(make_chunker("semantic_max").curve(one, context)) == 0
     empty = Document.from_text("", source="e.txt")
     assert len(make_chunker("semantic").curve(empty, context)) == 0
-    assert len(make_chunker("ppl").curve(empty, ModelContext(scorer=_FakeScorer(), use_cache=False))) == 0
+    assert len(make_chunker("ppl").curve(empty, ModelContext(scorer=FakeScorer(), use_cache=False))) == 0
 
 
 # --- the dataclass -------------------------------------------------------------------------------------

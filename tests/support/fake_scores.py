@@ -1,4 +1,4 @@
-"""Deterministic per-token NLLs without a model, for tests of what is computed from token scores."""
+"""Deterministic per-token NLLs and margins without a model, for tests of what is computed from model outputs."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import re
 
 import numpy as np
 
-from backend.models.types import TokenScores
+from backend.models.types import ModelInfo, TokenScores
 
-__all__ = ["fake_token_scores"]
+__all__ = ["FakeScorer", "fake_token_scores"]
 
 
 def fake_token_scores(text: str, *, pattern: str = r"\S+", seed: int = 7, window: int | None = None) -> TokenScores:
@@ -23,3 +23,27 @@ def fake_token_scores(text: str, *, pattern: str = r"\S+", seed: int = 7, window
         nll=nll,
         window=window or 8192,
     )
+
+
+class FakeScorer:
+    """A model-free scorer: token NLLs per character (a bumpy PPL curve), margins seeded by the prompt; counts calls.
+
+    Enough of :class:`~backend.models.types.Scorer` for the PPL and margin-sampling chunkers.
+    """
+
+    info = ModelInfo("fake", "", "lm", 0, "cpu", "float32", "fake-curves")
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def token_nll(self, text, *, window=None, progress=None):
+        """Fake token scores of ``text`` (one "token" per non-space character)."""
+        self.calls += 1
+        return fake_token_scores(text, pattern=r"\S", seed=11, window=window)
+
+    def next_token_probs(self, messages, candidates):
+        """``{"1": p, "2": 1 - p}`` with ``p`` drawn from a seed of the last message."""
+        self.calls += 1
+        seed = sum(map(ord, messages[-1]["content"])) % 1000
+        p = np.random.default_rng(seed).uniform()
+        return {"1": p, "2": 1 - p}

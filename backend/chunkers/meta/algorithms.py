@@ -1,9 +1,10 @@
 """Meta-Chunking (Zhao et al., 2024): perplexity chunking, margin sampling and dynamic combination.
 
 Pure functions over per-sentence values; nothing here loads a model. The chunkers in
-:mod:`backend.chunkers.meta.chunkers` get the values from the model backend and call these, and the
-PPL page calls them directly on cached values, so moving the threshold slider re-chunks
-without any model call.
+:mod:`backend.chunkers.meta.chunkers` get the values from the model backend and call these; the
+PPL page holds the values and re-chunks through those chunkers' ``chunk_from_means`` (no model
+call when the threshold slider moves), and draws the candidates, :class:`Boundaries` and
+:class:`ThetaCurve` computed here.
 
 Perplexity chunking (eq. 3 of the paper)
     Each sentence ``i`` has a value ``v[i]``: the mean NLL of its tokens given all the text
@@ -53,8 +54,11 @@ from backend.tokenizers import SpanCounter
 __all__ = [
     "RULES",
     "VALUES",
+    "Boundaries",
     "Candidate",
     "MarginStep",
+    "ThetaCurve",
+    "boundaries_at",
     "boundary_candidates",
     "chunk_count_curve",
     "combine",
@@ -66,6 +70,8 @@ __all__ = [
     "ranges_from_steps",
     "sentence_values",
     "suggest_thresholds",
+    "theta_curve",
+    "theta_grid",
 ]
 
 RULES = ("reference", "paper")
@@ -132,8 +138,37 @@ def _passes(drop: float, threshold: float, rule: str) -> bool:
 
 def find_minima(values: Sequence[float], threshold: float, rule: str = "reference") -> list[int]:
     """Indices of the sentences that close a chunk at ``threshold`` (ascending)."""
+    return list(boundaries_at(boundary_candidates(values, rule), threshold, rule).kept)
+
+
+@dataclass(frozen=True)
+class Boundaries:
+    """What one threshold makes of a document's candidates: the cuts, and the minima drawn with a θ bar.
+
+    Attributes:
+        threshold: θ.
+        rule: ``reference`` or ``paper``.
+        kept: The sentences that close a chunk at θ (ascending): :func:`find_minima`.
+        drawn: The candidates a θ bar is drawn on: the real minima (a positive drop) and any
+            candidate that cuts at θ (a negative θ under the paper rule cuts at non-minima).
+        minima: How many candidates are real minima (a positive drop).
+    """
+
+    threshold: float
+    rule: str
+    kept: tuple[int, ...]
+    drawn: tuple[Candidate, ...]
+    minima: int
+
+
+def boundaries_at(candidates: Sequence[Candidate], threshold: float, rule: str = "reference") -> Boundaries:
+    """The :class:`Boundaries` of ``threshold`` from :func:`boundary_candidates`'s output (no re-scan of the values)."""
+    _check_rule(rule)
     threshold = float(threshold)
-    return [c.index for c in boundary_candidates(values, rule) if _passes(c.drop, threshold, rule)]
+    kept = tuple(c.index for c in candidates if _passes(c.drop, threshold, rule))
+    cut = set(kept)
+    drawn = tuple(c for c in candidates if c.drop > 0 or c.index in cut)
+    return Boundaries(threshold, rule, kept, drawn, sum(1 for c in candidates if c.drop > 0))
 
 
 def meta_chunk_ranges(n_sentences: int, minima: Sequence[int]) -> list[tuple[int, int]]:
@@ -200,6 +235,65 @@ def chunk_count_curve(
     side = "left" if rule == "reference" else "right"  # drop >= θ vs drop > θ
     kept = drops.size - np.searchsorted(drops, t, side=side)
     return np.where(n_sentences > 0, kept + 1, 0)
+
+
+def theta_grid(candidates: Sequence[Candidate], low: float, high: float, points: int = 240) -> np.ndarray:
+    """Thresholds for the θ → chunk-count curve: an even grid plus every finite drop in range (the curve's steps)."""
+    drops = np.array([c.drop for c in candidates if math.isfinite(c.drop)], dtype=np.float64)
+    grid = np.linspace(low, high, points)
+    return np.unique(np.concatenate([grid, drops[(drops >= low) & (drops <= high)]]))
+
+
+@dataclass(frozen=True, eq=False)
+class ThetaCurve:
+    """Plain PPL chunking (no overlap, no combination) over a range of thresholds.
+
+    Attributes:
+        thresholds: The thresholds, ascending (:func:`theta_grid`).
+        counts: How many chunks each gives (:func:`chunk_count_curve`).
+        mean_tokens: The mean chunk length each gives, approximately: the tokens from the
+            first sentence's start to the last one's end, divided by the count.
+    """
+
+    thresholds: np.ndarray
+    counts: np.ndarray
+    mean_tokens: np.ndarray
+
+    def theta_for_length(self, aim: float) -> tuple[float, float]:
+        """The threshold whose mean chunk length is nearest ``aim`` (the smallest on a tie), and that length.
+
+        Raises:
+            ParameterError: the curve has no point.
+        """
+        if not len(self.thresholds):
+            raise ParameterError("the θ curve has no point")
+        best = min(range(len(self.thresholds)), key=lambda i: (abs(self.mean_tokens[i] - aim), self.thresholds[i]))
+        return float(self.thresholds[best]), float(self.mean_tokens[best])
+
+
+def theta_curve(
+    candidates: Sequence[Candidate],
+    rule: str,
+    n_sentences: int,
+    total_tokens: int,
+    low: float,
+    high: float,
+    points: int = 240,
+) -> ThetaCurve:
+    """Chunk count and mean chunk length over thresholds from ``low`` to ``high``, without re-chunking.
+
+    Args:
+        candidates: :func:`boundary_candidates` of the values.
+        rule: ``reference`` or ``paper``.
+        n_sentences: How many sentences the document has.
+        total_tokens: Tokens from the first sentence's start to the last sentence's end.
+        low: The smallest threshold (:func:`suggest_thresholds`).
+        high: The largest.
+        points: Thresholds of the even grid (every drop in range is added).
+    """
+    thresholds = theta_grid(candidates, low, high, points)
+    counts = chunk_count_curve(candidates, thresholds, rule, n_sentences)
+    return ThetaCurve(thresholds, counts, total_tokens / counts.clip(min=1))
 
 
 def suggest_thresholds(candidates: Sequence[Candidate], steps: int = 200) -> tuple[float, float, float]:

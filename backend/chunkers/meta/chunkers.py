@@ -16,13 +16,16 @@ import numpy as np
 from backend.models.cache import text_digest
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
+from backend.chunking import Chunking
 from backend.curves import Curve, chunk_end_points
+from backend.models.scoring import score_sentences
 from backend.text.document import Document
 from backend.errors import ParameterError
 from backend.chunkers.meta.algorithms import (
     RULES,
     VALUES,
     MarginStep,
+    boundaries_at,
     boundary_candidates,
     combine,
     find_minima,
@@ -40,6 +43,7 @@ __all__ = [
     "PPLCombinedChunker",
     "PPLOverlapChunker",
     "MarginSamplingChunker",
+    "checked_counter",
     "ppl_spans",
     "sentence_nll_means",
     "margin_steps",
@@ -82,9 +86,11 @@ _TARGET = Param(
 
 
 def sentence_nll_means(doc: Document, context: ModelContext) -> list[float]:
-    """Each sentence's mean token NLL given all preceding text (nan for a sentence with no scored token)."""
-    scores = context.token_scores(doc.text)
-    return [m for m, _n in scores.span_stats([(s.start, s.end) for s in doc.sentences])]
+    """Each sentence's mean token NLL given all preceding text (nan for a sentence with no scored token).
+
+    The same numbers as :attr:`backend.chunkers.meta.results.PPLScores.nll` of the same token scores.
+    """
+    return [s.nll_mean for s in score_sentences(doc, context.token_scores(doc.text))]
 
 
 def ppl_spans(
@@ -116,7 +122,7 @@ def ppl_spans(
     sentences = doc.sentences
     if len(values) != len(sentences):
         raise ParameterError(f"{len(values)} values for {len(sentences)} sentences")
-    counter = counter or SpanCounter(tokenizer, doc.text)
+    counter = checked_counter(doc, tokenizer, counter)
     minima = find_minima(values, threshold, rule)
     ranges = (overlap_ranges if overlap else meta_chunk_ranges)(len(sentences), minima)
     spans = [(sentences[a].start, sentences[b].end) for a, b in ranges]
@@ -125,42 +131,85 @@ def ppl_spans(
     return [(s, e, n) for (s, e), n in zip(spans, counter.count_many(spans))]
 
 
+def checked_counter(doc: Document, tokenizer: Tokenizer, counter: SpanCounter | None) -> SpanCounter:
+    """``counter`` when it counts ``doc.text`` with ``tokenizer`` (a new one when None).
+
+    A caller that keeps a counter between re-chunks (the PPL page) passes it back here; one
+    left over from another document or tokenizer would count the wrong text.
+
+    Raises:
+        ParameterError: the counter counts another text or with another tokenizer.
+    """
+    if counter is None:
+        return SpanCounter(tokenizer, doc.text)
+    if counter.tokenizer.name != tokenizer.name:
+        raise ParameterError(f"the span counter counts {counter.tokenizer.name} tokens, not {tokenizer.name}")
+    if counter.text is not doc.text and counter.text != doc.text:
+        raise ParameterError(f"the span counter counts another text than document {doc.id}")
+    return counter
+
+
 class _PPLBase(Chunker):
     family = "meta-chunking"
     needs = ("lm",)
     _overlap = False
     _combined = False
 
-    def _sentence_values(self, doc: Document) -> np.ndarray:
-        return sentence_values(sentence_nll_means(doc, self.context), self.values["value"])
+    def spans_from_means(
+        self, doc: Document, nll_means: Sequence[float], counter: SpanCounter | None = None
+    ) -> list[tuple[int, int, int]]:
+        """This chunker's ``(start, end, tokens)`` spans of ``doc`` from per-sentence mean NLLs (no model call).
 
-    def _spans(self, doc: Document, values: Sequence[float]) -> list[tuple[int, int, int]]:
+        Args:
+            doc: The document; ``nll_means[i]`` belongs to ``doc.sentences[i]``.
+            nll_means: :func:`sentence_nll_means` (or :attr:`~backend.chunkers.meta.results.PPLScores.nll`).
+            counter: A :class:`SpanCounter` of ``doc.text`` with this chunker's tokenizer to reuse.
+        """
         return ppl_spans(
             doc,
-            values,
+            sentence_values(nll_means, self.values["value"]),
             self.tokenizer,
             threshold=self.values["threshold"],
             rule=self.values["rule"],
             target_length=self.values["target_length"] if self._combined else None,
             overlap=self._overlap,
+            counter=counter,
         )
+
+    def chunk_from_means(
+        self, doc: Document, nll_means: Sequence[float], counter: SpanCounter | None = None
+    ) -> Chunking:
+        """What :meth:`chunk` gives when the per-sentence mean NLLs are already known: timed and checked alike.
+
+        The PPL page re-chunks on every θ move from the scores it holds; this is the same
+        code path as ``python -m backend chunk --chunker NAME`` after the scoring pass.
+
+        Args:
+            doc: The document.
+            nll_means: One mean NLL per sentence (nan or None: no scored token).
+            counter: A :class:`SpanCounter` of ``doc.text`` with this chunker's tokenizer to reuse.
+
+        Raises:
+            ParameterError: not one value per sentence, or a counter of another text or tokenizer.
+        """
+        return self.chunk_with(doc, lambda d: self.spans_from_means(d, nll_means, counter))
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         if not doc.sentences:
-            return []
-        return self._spans(doc, self._sentence_values(doc))
+            return []  # nothing to score: no model call
+        return self.spans_from_means(doc, sentence_nll_means(doc, self.context))
 
     def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
         """Per-sentence values, θ on their local minima, and the sentences that end a chunk (cached scores)."""
         if context is not None:
             self.context = context
         units = tuple((s.start, s.end) for s in doc.sentences)
-        values = self._sentence_values(doc) if units else np.zeros(0)
-        spans = self._spans(doc, values) if units else []
+        means = sentence_nll_means(doc, self.context) if units else []
+        values = sentence_values(means, self.values["value"])
+        spans = self.spans_from_means(doc, means) if units else []
         theta, rule = self.values["threshold"], self.values["rule"]
-        kept = set(find_minima(values, theta, rule))
-        # The minima a θ bar is drawn on: the real minima (a positive drop) and any that cut.
-        candidates = tuple(c.index for c in boundary_candidates(values, rule) if c.drop > 0 or c.index in kept)
+        drawn = boundaries_at(boundary_candidates(values, rule), theta, rule).drawn
+        candidates = tuple(c.index for c in drawn)
         return Curve(
             units,
             values,
@@ -293,13 +342,57 @@ class MarginSamplingChunker(Chunker):
               max=100_000),
     )
 
+    def steps(self, doc: Document, context: ModelContext | None = None) -> list[MarginStep]:
+        """Margin sampling's decisions on ``doc`` with this chunker's unit and language (margins cached).
+
+        Args:
+            doc: The document.
+            context: The model, cache and progress (None: this chunker's context). Not
+                kept: a background job may call this with its own context.
+        """
+        return margin_steps(doc, context or self.context, self.values["unit"], self.values["language"])
+
+    def spans_from_steps(
+        self, doc: Document, steps: Sequence[MarginStep], counter: SpanCounter | None = None
+    ) -> list[tuple[int, int, int]]:
+        """This chunker's ``(start, end, tokens)`` spans of ``doc`` from margin sampling's decisions (no model call).
+
+        Chunks start at the split steps; with ``target_length`` > 0 they are then merged up to
+        that many tokens.
+
+        Raises:
+            ParameterError: a step judges a sentence the document does not have.
+        """
+        sentences = doc.sentences
+        if any(not 0 < s.index < len(sentences) for s in steps):
+            raise ParameterError(f"margin steps beyond the document's {len(sentences)} sentences")
+        ranges = ranges_from_steps(len(sentences), steps)
+        spans = [(sentences[a].start, sentences[b].end) for a, b in ranges]
+        counter = checked_counter(doc, self.tokenizer, counter)
+        target = self.values["target_length"]
+        if target:
+            return combine(doc.text, spans, counter, target)
+        return [(s, e, n) for (s, e), n in zip(spans, counter.count_many(spans))]
+
+    def chunk_from_steps(
+        self, doc: Document, steps: Sequence[MarginStep], counter: SpanCounter | None = None
+    ) -> Chunking:
+        """What :meth:`chunk` gives when margin sampling's decisions are already known: timed and checked alike.
+
+        Args:
+            doc: The document.
+            steps: :meth:`steps` of ``doc`` (the same unit and language).
+            counter: A :class:`SpanCounter` of ``doc.text`` with this chunker's tokenizer to reuse.
+
+        Raises:
+            ParameterError: steps of another document, or a counter of another text or tokenizer.
+        """
+        return self.chunk_with(doc, lambda d: self.spans_from_steps(d, steps, counter))
+
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         if not doc.sentences:
             return []
-        return self._spans(doc, self._steps(doc))
-
-    def _steps(self, doc: Document) -> list[MarginStep]:
-        return margin_steps(doc, self.context, self.values["unit"], self.values["language"])
+        return self.spans_from_steps(doc, self.steps(doc))
 
     def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
         """The margin at each gap between sentences with the adaptive threshold it met (cached margins).
@@ -309,7 +402,7 @@ class MarginSamplingChunker(Chunker):
         if context is not None:
             self.context = context
         sentences = doc.sentences
-        steps = self._steps(doc) if sentences else []
+        steps = self.steps(doc) if sentences else []
         units = tuple((sentences[s.index - 1].start, sentences[s.index - 1].end) for s in steps)
         return Curve(
             units,
@@ -317,17 +410,7 @@ class MarginSamplingChunker(Chunker):
             x_label="sentence",
             y_label='margin P("1": split) − P("2": keep)',
             point_label="gap after sentence",
-            boundaries=chunk_end_points(units, self._spans(doc, steps) if sentences else []),
+            boundaries=chunk_end_points(units, self.spans_from_steps(doc, steps) if sentences else []),
             threshold_label="threshold (mean of the last 5 margins)",
             threshold_series=np.array([s.threshold for s in steps], dtype=np.float64),
         )
-
-    def _spans(self, doc: Document, steps: Sequence[MarginStep]) -> list[tuple[int, int, int]]:
-        sentences = doc.sentences
-        ranges = ranges_from_steps(len(sentences), steps)
-        spans = [(sentences[a].start, sentences[b].end) for a, b in ranges]
-        counter = SpanCounter(self.tokenizer, doc.text)
-        target = self.values["target_length"]
-        if target:
-            return combine(doc.text, spans, counter, target)
-        return [(s, e, n) for (s, e), n in zip(spans, counter.count_many(spans))]

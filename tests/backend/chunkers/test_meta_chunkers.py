@@ -3,6 +3,10 @@
 The acceptance check: from the per-sentence values ``python -m backend ppl`` prints, an
 independent implementation of each rule (written here from the issue's text) gives exactly
 the chunks ``python -m backend chunk --chunker ppl`` gives, for several thresholds.
+
+The PPL page's entries (``chunk_from_means``, ``chunk_from_steps``) are pinned on a small
+document and checked against the CLI's ``chunk`` output on a bundled sample, with the
+model-free scorer of ``tests/support/fake_scores.py``.
 """
 
 from __future__ import annotations
@@ -13,12 +17,16 @@ import math
 import pytest
 
 from backend.chunkers import ModelContext, make_chunker
+from backend.chunkers.meta.algorithms import MarginStep, boundary_candidates, find_minima, sentence_values
+from backend.chunkers.meta.results import MarginResult, PPLScores, values_csv
 from backend.text.document import Document
-from backend.errors import Cancelled
+from backend.errors import Cancelled, ParameterError
 from backend.models.types import CancelToken, ProgressTracker
-from backend.tokenizers import get_tokenizer
+from backend.samples import load_sample
+from backend.tokenizers import SpanCounter, get_tokenizer
 from tests.backend.cli.test_cli_models import run_cli
 from tests.invariants import check_invariants as _check
+from tests.support.fake_scores import FakeScorer, fake_token_scores
 
 TEXT = (
     "The lighthouse at Corran Point was built in 1851. Its lamp burned whale oil for the first twenty years. "
@@ -196,3 +204,121 @@ def test_registry_marks_model_chunkers_and_bad_parameters_are_one_line(doc_file,
     assert proc.stderr.decode().count("\n") == 1 and "rule must be one of" in proc.stderr.decode()
     proc = run_cli("chunk", str(doc_file), "--chunker", "ppl", "--lm", "/nonexistent/model", cache_dir=cache_dir)
     assert proc.returncode == 1 and proc.stderr.decode().count("\n") == 1
+
+
+# --- the PPL page's entries: chunks from scores already held ---------------------------------------
+
+SMALL = Document.from_text("The cat sat. It was warm. Dogs bark. Rain fell. We left. Night came. All slept.")
+MEANS = [3.0, 1.0, 1.25, 0.75, 2.5, 2.0, 2.25]  # reference drops: sentence 1 → 2.0, 3 → 1.75, 5 → 0.5
+STEPS = (
+    MarginStep(1, 0.2, 0.0, True, 0),
+    MarginStep(2, -0.1, 0.0, False, 1),
+    MarginStep(3, 0.3, 0.0, True, 1),
+    MarginStep(4, -0.2, 0.0, False, 3),
+    MarginStep(5, 0.1, 0.04, True, 3),
+    MarginStep(6, 0.0, 0.02, False, 5),
+)
+
+
+def _spans_of(chunking):
+    return [(c.start, c.end, c.tokens) for c in chunking]
+
+
+def test_chunk_from_means_pins_each_ppl_chunker():
+    got = {
+        label: _spans_of(make_chunker(name, params).chunk_from_means(SMALL, MEANS))
+        for label, name, params in [
+            ("ppl", "ppl", {"threshold": 0.6}),
+            ("paper", "ppl", {"threshold": -0.6, "rule": "paper"}),
+            ("overlap", "ppl_overlap", {"threshold": 0.6}),
+            ("combined", "ppl_combined", {"threshold": 0.0, "target_length": 12}),
+        ]
+    }
+    assert got == {
+        "ppl": [(0, 25, 8), (26, 47, 7), (48, 79, 9)],
+        "paper": [(0, 25, 8), (26, 36, 4), (37, 47, 3), (48, 68, 6), (69, 79, 3)],
+        "overlap": [(0, 25, 8), (13, 47, 10), (37, 79, 12)],
+        "combined": [(0, 25, 8), (26, 47, 7), (48, 79, 9)],
+    }
+    chunking = make_chunker("ppl", {"threshold": 0.6}).chunk_from_means(SMALL, MEANS)
+    assert chunking.config == make_chunker("ppl", {"threshold": 0.6}).config
+    assert (chunking.doc_id, chunking.doc_length) == (SMALL.id, len(SMALL.text))
+    assert [c.text for c in chunking] == [SMALL.text[c.start : c.end] for c in chunking]
+
+
+def test_chunk_from_steps_pins_margin_sampling():
+    plain = make_chunker("margin_sampling").chunk_from_steps(SMALL, STEPS)
+    assert _spans_of(plain) == [(0, 12, 4), (13, 36, 7), (37, 56, 6), (57, 79, 6)]
+    merged = make_chunker("margin_sampling", {"target_length": 12}).chunk_from_steps(SMALL, STEPS)
+    assert _spans_of(merged) == [(0, 36, 11), (37, 79, 12)]
+
+
+def test_the_page_entries_refuse_what_does_not_fit_the_document():
+    ppl = make_chunker("ppl")
+    with pytest.raises(ParameterError, match="6 values for 7 sentences"):
+        ppl.chunk_from_means(SMALL, MEANS[:-1])
+    with pytest.raises(ParameterError, match="counts words tokens, not cl100k"):
+        ppl.chunk_from_means(SMALL, MEANS, SpanCounter(get_tokenizer("words"), SMALL.text))
+    with pytest.raises(ParameterError, match="another text"):
+        ppl.chunk_from_means(SMALL, MEANS, SpanCounter(get_tokenizer("cl100k"), SMALL.text + " More."))
+    with pytest.raises(ParameterError, match="beyond the document's 7 sentences"):
+        make_chunker("margin_sampling").chunk_from_steps(SMALL, (*STEPS, MarginStep(7, 0.5, 0.0, True, 6)))
+
+
+def test_scores_and_their_csv_are_pinned():
+    scores = PPLScores.build(SMALL, fake_token_scores(SMALL.text, seed=3), "model-id", "Model")
+    assert scores.tokens == [2, 3, 2, 2, 2, 2, 2]  # the document's first token is never scored
+    assert scores.nll == [s.nll_mean for s in scores.sentences]
+    values = sentence_values(MEANS)
+    candidates = boundary_candidates(values)
+    kept = find_minima(values, 0.6)
+    chunking = make_chunker("ppl", {"threshold": 0.6}).chunk_from_means(SMALL, MEANS)
+    rows = [r.split(",") for r in values_csv(scores, values, candidates, kept, chunking, "nll").splitlines()]
+    assert [r[:4] + r[6:] for r in rows] == [
+        ["index", "start", "end", "tokens", "nll", "drop", "boundary", "chunk", "text"],
+        ["0", "0", "12", "2", "3.0", "", "0", "0", "The cat sat."],
+        ["1", "13", "25", "3", "1.0", "2.0", "1", "0", "It was warm."],
+        ["2", "26", "36", "2", "1.25", "", "0", "1", "Dogs bark."],
+        ["3", "37", "47", "2", "0.75", "1.75", "1", "1", "Rain fell."],
+        ["4", "48", "56", "2", "2.5", "", "0", "2", "We left."],
+        ["5", "57", "68", "2", "2.0", "0.5", "0", "2", "Night came."],
+        ["6", "69", "79", "2", "2.25", "", "0", "2", "All slept."],
+    ]
+    assert [float(r[4]) for r in rows[1:]] == scores.nll
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("ppl", {"threshold": 0.5}),
+        ("ppl", {"threshold": 0.1, "rule": "paper", "value": "ppl"}),
+        ("ppl_combined", {"threshold": 0.0, "target_length": 120}),
+        ("ppl_overlap", {"threshold": 0.5}),
+        ("margin_sampling", {"unit": "chunk", "language": "auto", "target_length": 0}),
+        ("margin_sampling", {"unit": "sentence", "language": "auto", "target_length": 80}),
+    ],
+)
+def test_the_ppl_page_shows_what_the_cli_chunk_command_prints(name, params, monkeypatch, capsys):
+    """The page's path (scores held in session state, then the chunker's own entry) equals ``python -m backend chunk``."""
+    import backend.models.lm as lm_module
+    from backend.cli.main import main
+
+    monkeypatch.setattr(lm_module, "load_scorer", lambda *_a, **_k: FakeScorer())
+    doc = load_sample("narrative")
+    flags = [f for key, value in params.items() for f in ("--param", f"{key}={value}")]
+    capsys.readouterr()
+    assert main(["chunk", "sample:narrative", "--chunker", name, *flags, "--no-cache"]) == 0
+    cli = capsys.readouterr().out
+
+    # What pages/ppl.py does: the job's result kept in session state, re-chunked by the registry's chunker.
+    job_context = ModelContext(scorer=FakeScorer(), use_cache=False)
+    counter = SpanCounter(get_tokenizer("cl100k"), doc.text)
+    if name == "margin_sampling":
+        decider = make_chunker(name, {"unit": params["unit"], "language": "auto"})
+        held = MarginResult(doc.id, "fake", params["unit"], tuple(decider.steps(doc, job_context)))
+        page = make_chunker(name, params).chunk_from_steps(doc, held.steps, counter)
+    else:
+        held = PPLScores.build(doc, job_context.token_scores(doc.text), "fake", "fake")
+        page = make_chunker(name, params).chunk_from_means(doc, held.nll, counter)
+    assert len(page) > 3  # the sample really is cut
+    assert page.to_jsonl() == cli

@@ -16,6 +16,9 @@ from hypothesis import strategies as st
 from backend.text.document import Document
 from backend.errors import ParameterError
 from backend.chunkers.meta.algorithms import (
+    Boundaries,
+    Candidate,
+    boundaries_at,
     boundary_candidates,
     chunk_count_curve,
     combine,
@@ -27,6 +30,8 @@ from backend.chunkers.meta.algorithms import (
     ranges_from_steps,
     sentence_values,
     suggest_thresholds,
+    theta_curve,
+    theta_grid,
 )
 from backend.tokenizers import SpanCounter, get_tokenizer
 
@@ -205,3 +210,37 @@ def test_margin_prompt_english_and_chinese():
     zh = margin_messages("甲。", "乙。", "甲。乙。", "zh")
     assert "将“甲。乙。”分割成“甲。”与“乙。”两部分" in zh[1]["content"]
     assert zh[1]["content"].endswith("请回答1或2。")
+
+
+# --- what the PPL page shows of a θ (moved from components/ppl.py and pages/ppl.py) ---------------
+
+PINNED = [3.0, 1.0, 1.25, 0.75, 2.5, 2.0, 2.25]  # reference drops: 1 → 2.0, 3 → 1.75, 5 → 0.5
+
+
+def test_boundaries_at_pins_the_cuts_and_the_drawn_minima():
+    reference = boundaries_at(boundary_candidates(PINNED, "reference"), 0.6, "reference")
+    assert reference == Boundaries(
+        0.6, "reference", (1, 3), (Candidate(1, 2.0), Candidate(3, 1.75), Candidate(5, 0.5)), 3
+    )
+    # A negative θ under the paper rule cuts at sentence 2, which is no minimum: drawn because it cuts.
+    paper = boundaries_at(boundary_candidates(PINNED, "paper"), -0.6, "paper")
+    assert paper == Boundaries(
+        -0.6, "paper", (1, 2, 3, 5), (Candidate(1, 0.25), Candidate(2, -0.5), Candidate(3, 0.5), Candidate(5, 0.25)), 3
+    )
+    assert list(paper.kept) == find_minima(PINNED, -0.6, "paper")
+    with pytest.raises(ParameterError, match="rule must be one of"):
+        boundaries_at([], 0.0, "loose")
+
+
+def test_theta_curve_pins_grid_counts_lengths_and_the_aim():
+    candidates = boundary_candidates(PINNED, "reference")
+    assert theta_grid(candidates, 0.0, 2.0, 5).tolist() == [0.0, 0.5, 1.0, 1.5, 1.75, 2.0]  # + the drop 1.75
+    curve = theta_curve(candidates, "reference", len(PINNED), 30, 0.0, 2.0, 5)
+    assert (curve.thresholds.tolist(), curve.counts.tolist(), curve.mean_tokens.tolist()) == (
+        [0.0, 0.5, 1.0, 1.5, 1.75, 2.0], [4, 4, 3, 3, 3, 2], [7.5, 7.5, 10.0, 10.0, 10.0, 15.0]
+    )
+    assert curve.theta_for_length(12) == (1.0, 10.0)  # nearest length, the smallest θ on a tie
+    assert curve.theta_for_length(1_000_000) == (2.0, 15.0)  # unreachable: the nearest reachable
+    empty = theta_curve([], "reference", 0, 0, 0.0, 1.0, 0)
+    with pytest.raises(ParameterError, match="no point"):
+        empty.theta_for_length(10)

@@ -1,0 +1,8 @@
+"""Plotly figures built from backend results: data in, ``go.Figure`` out, no Streamlit.
+
+- ``traces``: helpers shared by the figures (gaps for non-finite values, many segments as one trace).
+- ``ppl``: the Meta-Chunking page's figures (per-sentence values, drops, θ curve, margins).
+- ``curves``: any chunker's :class:`~backend.curves.Curve` (the Compare page's Curves section).
+"""
+
+__all__ = ["curves", "ppl", "traces"]
