@@ -393,13 +393,19 @@ def _corpus_file(corpora_dir: Path, corpus_id: str) -> Path | None:
     return None
 
 
-def load_question_set(csv_path: str | Path, corpora_dir: str | Path) -> QuestionSet:
+def load_question_set(csv_path: str | Path, corpora_dir: str | Path | None = None) -> QuestionSet:
     """Import a Chroma-format question set: the CSV and the folder of ``<corpus_id>.md``/``.txt`` files.
+
+    Args:
+        csv_path: The questions CSV.
+        corpora_dir: The corpora folder; None: ``corpora/`` next to the CSV (where
+            :func:`save_question_set` writes it).
 
     Raises:
         InputError: unreadable files, a missing corpus, malformed rows, mismatched offsets.
     """
-    csv_path, corpora_dir = Path(csv_path), Path(corpora_dir)
+    csv_path = Path(csv_path)
+    corpora_dir = Path(corpora_dir) if corpora_dir is not None else csv_path.parent / "corpora"
     if not csv_path.is_file():
         raise InputError(f"{csv_path}: no such file")
     if not corpora_dir.is_dir():

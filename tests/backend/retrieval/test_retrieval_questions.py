@@ -58,6 +58,7 @@ def test_round_trip(tmp_path):
     assert [p.name for p in written] == ["questions.csv", "lighthouses.md", "sourdough.txt"]
     again = load_question_set(tmp_path / "out" / "questions.csv", tmp_path / "out" / "corpora")
     assert again == qs
+    assert load_question_set(tmp_path / "out" / "questions.csv") == qs  # by default the corpora are beside the CSV
     assert (tmp_path / "out" / "corpora" / "sourdough.txt").read_bytes() == (DATA / "corpora" / "sourdough.txt").read_bytes()
     assert questions_to_csv(again) == questions_to_csv(qs)
 

@@ -1,0 +1,1 @@
+"""Plotly figure builders: data in, figures out; no Streamlit."""
