@@ -249,6 +249,8 @@ def scores_frame(scores: Mapping[str, RetrievalScores], cp: Mapping[str, float] 
     return pd.DataFrame(rows, columns=columns).set_index("config")
 
 
+# --- question sets --------------------------------------------------------------------------------
+
 
 def questions_frame(qset: QuestionSet) -> pd.DataFrame:
     """One row per question: the question, its corpus, its excerpts and their characters."""
