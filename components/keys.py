@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PageKeys", "COMPARE", "QUALITY", "RETRIEVAL", "PPL", "BENCHMARK", "MODELS", "DOCUMENT"]
+__all__ = ["PageKeys", "COMPARE", "QUALITY", "RETRIEVAL", "PPL", "BENCHMARK", "MODELS", "DOCUMENT", "QSET"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,6 @@ PPL = PageKeys("ppl")
 BENCHMARK = PageKeys("bm")
 MODELS = PageKeys("models")
 DOCUMENT = PageKeys("docpage")
+
+# The session's question set (a QuestionSet or None): the Retrieval page saves into it, the Benchmark page runs it.
+QSET = RETRIEVAL("qset")

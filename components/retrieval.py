@@ -1,63 +1,42 @@
-"""The retrieval lab's building blocks: highlighted document views, tables, question sets and figures.
+"""The retrieval lab's views: highlighted document stretches, tables, and the question-set upload.
 
-Almost everything here is a pure function of backend results (hits, scores, a
-:class:`~backend.retrieval.Benchmark`, :class:`~backend.retrieval.GeneratedQuestions`) that
-returns an HTML string, a ``pandas.DataFrame`` or a Plotly figure, so the Retrieval and
-Benchmark pages stay thin and the logic is tested without a browser. The job bodies at the
-end (:func:`search_job`, :func:`cp_job`, :func:`benchmark_job`, :func:`generation_job`) run in
-background threads: they never call Streamlit.
+The HTML and table builders are pure functions of backend results (hits, scores, a
+:class:`~backend.retrieval.evaluate.Benchmark`, a
+:class:`~backend.retrieval.generation.GeneratedQuestions`) returning an HTML string or a
+``pandas.DataFrame``, so the Retrieval and Benchmark pages stay thin and the views are tested
+without a browser. The rules behind them live in the backend (marking and scoring the live
+query: :mod:`backend.retrieval.live`; question sets: :mod:`backend.retrieval.questions`; the
+job bodies: :mod:`backend.retrieval.jobs`); the figures in :mod:`components.figures.retrieval`.
+:func:`question_set_upload` is the one widget here: the Chroma-format upload both pages offer.
 
 Document text is untrusted: every piece of it goes through :func:`components.render.esc`
-(HTML) or :func:`_hover` (Plotly hover labels) before it reaches markup.
+before it reaches markup.
 """
 
 from __future__ import annotations
 
-import html
-import io
 import re
-import zipfile
 from dataclasses import dataclass
-from pathlib import PurePath
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
+import streamlit as st
 
-from backend.chunking import ChunkerConfig, Chunking
-from backend.text.document import Document
-from backend.errors import InputError, ParameterError
-from backend.retrieval.evaluate import METRICS, Benchmark
-from backend.retrieval.metrics import (
-    ExcerptFinder,
-    RetrievalScores,
-    agreement_matrices,
-    coverage_profile,
-    retrieval_coverage,
-    score_retrieval,
-    union_ranges,
-)
-from backend.retrieval.questions import (
-    CORPUS_SUFFIXES,
-    Question,
-    QuestionSet,
-    Reference,
-    corpus_id_for,
-    questions_to_csv,
-    read_corpus_text,
-)
+from backend.errors import ChunkLabError
+from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark
+from backend.retrieval.metrics import RetrievalScores, union_ranges
+from backend.retrieval.questions import QuestionSet, question_set_from_files
 from components.charts import CONFIG_COLORS
+from components.documents import one_line
+from components.keys import PageKeys
 from components.render import esc
 
 if TYPE_CHECKING:
-    from backend.models.types import Progress, Scorer
     from backend.retrieval.generation import GeneratedQuestions
     from backend.retrieval.store import Hit
 
 __all__ = [
-    "QSET",
-    "METRIC_LABELS",
     "RET_STYLE",
     "Layer",
     "md_text",
@@ -65,37 +44,16 @@ __all__ = [
     "highlight_html",
     "layers_legend_html",
     "hits_frame",
-    "split_excerpts",
-    "find_excerpts",
-    "live_scores",
     "scores_frame",
-    "sentence_choices",
-    "question_from_marks",
-    "add_questions",
     "questions_frame",
-    "question_set_zip",
-    "corpora_from_files",
+    "question_set_upload",
     "summary_frame",
     "per_corpus_frame",
     "per_question_frame",
-    "metric_bars",
-    "question_heatmap",
-    "agreement_heatmaps",
-    "coverage_rows",
-    "coverage_strip",
-    "similarity_histogram",
     "candidates_frame",
-    "figure_html",
-    "search_job",
-    "cp_job",
-    "BenchmarkRun",
-    "benchmark_job",
-    "generation_job",
 ]
 
-QSET = "ret_qset"  # the session's question set (QuestionSet or None), shared by Retrieval and Benchmark
-METRIC_LABELS = {"recall": "Recall", "precision": "Precision", "precision_omega": "Precision-Ω", "iou": "IoU"}
-_HOVER_CHARS = 120
+_PREVIEW_CHARS = 120
 
 RET_STYLE = """
 <style>
@@ -127,13 +85,8 @@ def config_color(uid: int) -> str:
     return CONFIG_COLORS[uid % len(CONFIG_COLORS)]
 
 
-def _hover(text: str, n: int = _HOVER_CHARS) -> str:
-    """Text on one line, shortened, escaped for Plotly's HTML-like hover labels."""
-    flat = " ".join(text[: n * 2].split())
-    return html.escape(flat if len(flat) <= n else flat[: n - 1] + "…", quote=False)
-
-
-def _preview(text: str, n: int = _HOVER_CHARS) -> str:
+def _preview(text: str, n: int = _PREVIEW_CHARS) -> str:
+    """Text on one line, shortened to ``n`` characters (table cells are plain text)."""
     flat = " ".join(text[: n * 2].split())
     return flat if len(flat) <= n else flat[: n - 1] + "…"
 
@@ -284,58 +237,6 @@ def hits_frame(hits: Sequence[Hit], text: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["rank", "distance", "start", "end", "tokens", "text"])
 
 
-# --- marking the true answer --------------------------------------------------------------------
-
-
-def split_excerpts(raw: str) -> list[str]:
-    """Pasted excerpts: several are separated by a line holding only ``---``; blank ones are dropped."""
-    pieces, current = [], []
-    for line in raw.splitlines(keepends=True):
-        if line.strip() == "---":
-            pieces.append("".join(current))
-            current = []
-        else:
-            current.append(line)
-    pieces.append("".join(current))
-    return [p.strip() for p in pieces if p.strip()]
-
-
-def find_excerpts(text: str, raw: str) -> list[tuple[int, int]]:
-    """The ranges of the pasted excerpts in ``text`` (exact, else whitespace-insensitive).
-
-    Raises:
-        ParameterError: nothing pasted, or an excerpt that is not in the text (named, shortened).
-    """
-    excerpts = split_excerpts(raw)
-    if not excerpts:
-        raise ParameterError("paste the answer's text first")
-    finder = ExcerptFinder(text)
-    found = []
-    for i, excerpt in enumerate(excerpts, 1):
-        match = finder.find(excerpt)
-        if match is None:
-            which = f"excerpt {i} " if len(excerpts) > 1 else "the excerpt "
-            raise ParameterError(f"{which}{_preview(excerpt, 60)!r} is not in the document (even ignoring whitespace)")
-        found.append((match.start, match.end))
-    return found
-
-
-def live_scores(
-    hits: Mapping[str, Sequence[Hit]], chunkings: Mapping[str, Chunking], marks: Sequence[tuple[int, int]]
-) -> dict[str, RetrievalScores]:
-    """The report's four metrics of each configuration's hits against the marked answer.
-
-    Raises:
-        ParameterError: no marks.
-    """
-    excerpts = union_ranges(marks)
-    out = {}
-    for tag, rows in hits.items():
-        spans = [(c.start, c.end) for c in chunkings[tag].chunks]
-        out[tag] = score_retrieval([(h.start, h.end) for h in rows], spans, excerpts)
-    return out
-
-
 def scores_frame(scores: Mapping[str, RetrievalScores], cp: Mapping[str, float] | None = None) -> pd.DataFrame:
     """One row per configuration tag: recall, precision, precision-Ω, IoU (in %), and CP when given."""
     rows = []
@@ -348,54 +249,7 @@ def scores_frame(scores: Mapping[str, RetrievalScores], cp: Mapping[str, float] 
     return pd.DataFrame(rows, columns=columns).set_index("config")
 
 
-def sentence_choices(doc: Document, near: Sequence[tuple[int, int]] = (), limit: int = 1000) -> list[int]:
-    """Indices of the sentences to offer for picking: all of them up to ``limit``, else those meeting ``near``."""
-    sentences = doc.sentences
-    if len(sentences) <= limit:
-        return list(range(len(sentences)))
-    wanted = union_ranges(near)
-    out = [i for i, s in enumerate(sentences) if any(s.start < e and s.end > b for b, e in wanted)]
-    return out[:limit]
-
-
 # --- question sets --------------------------------------------------------------------------------
-
-
-def question_from_marks(doc: Document, query: str, marks: Sequence[tuple[int, int]], corpus_id: str) -> Question:
-    """A question over ``doc`` with the union of ``marks`` as its references.
-
-    Raises:
-        ParameterError: an empty query or no marks.
-    """
-    if not query.strip():
-        raise ParameterError("the query is empty: type the question first")
-    spans = union_ranges(marks)
-    if not spans:
-        raise ParameterError("mark the true answer first (paste an excerpt or pick sentences)")
-    return Question(query.strip(), tuple(Reference(doc.text[s:e], s, e) for s, e in spans), corpus_id)
-
-
-def _corpus_id(qset: QuestionSet | None, doc: Document) -> str:
-    """``doc``'s corpus id in ``qset``: its file stem, with the document id added when that stem is taken."""
-    cid = corpus_id_for(doc)
-    if qset is None or qset.corpora.get(cid, doc.text) == doc.text:
-        return cid
-    return f"{cid}-{doc.id[:8]}"
-
-
-def add_questions(
-    qset: QuestionSet | None, doc: Document, query: str, marks: Sequence[tuple[int, int]]
-) -> QuestionSet:
-    """``qset`` (or a new set) with the marked query over ``doc`` appended.
-
-    Raises:
-        ParameterError: an empty query or no marks.
-    """
-    cid = _corpus_id(qset, doc)
-    q = question_from_marks(doc, query, marks, cid)
-    if qset is None:
-        return QuestionSet((q,), {cid: doc.text})
-    return qset.with_questions([q], {cid: doc.text})
 
 
 def questions_frame(qset: QuestionSet) -> pd.DataFrame:
@@ -413,34 +267,34 @@ def questions_frame(qset: QuestionSet) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["question", "corpus_id", "excerpts", "characters", "first_excerpt"])
 
 
-def question_set_zip(qset: QuestionSet) -> bytes:
-    """The set in the Chroma format as a zip: ``questions.csv`` and ``corpora/<corpus_id>.md|.txt``."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("questions.csv", questions_to_csv(qset))
-        for cid, text in qset.corpora.items():
-            z.writestr(f"corpora/{cid}{qset.suffixes.get(cid, '.md')}", text)
-    return buf.getvalue()
+def question_set_upload(keys: PageKeys, label: str) -> QuestionSet | None:
+    """The Chroma-format upload: ``questions.csv`` and its corpus files, read into a validated question set.
 
+    Draws two file uploaders and a button (keys ``<prefix>_import_csv``, ``<prefix>_import_corpora``
+    and ``<prefix>_import``); the files are read by
+    :func:`backend.retrieval.questions.question_set_from_files`, as a script would read them.
 
-def corpora_from_files(files: Sequence[tuple[str, bytes]]) -> tuple[dict[str, str], dict[str, str]]:
-    """Uploaded corpus files → ``({corpus_id: text}, {corpus_id: suffix})``; the id is the file's stem.
+    Args:
+        keys: The page's keys (the widgets' prefix).
+        label: The button's label.
 
-    Raises:
-        InputError: a file that is not ``.md``/``.txt``, not UTF-8, or two files with one id.
+    Returns:
+        The set, on the run where the button was pressed and the files are valid; else None
+        (a bad upload shows a one-line error).
     """
-    corpora: dict[str, str] = {}
-    suffixes: dict[str, str] = {}
-    for name, data in files:
-        path = PurePath(name)
-        if path.suffix.lower() not in CORPUS_SUFFIXES:
-            raise InputError(f"{name}: a corpus is a .md or .txt file named <corpus_id>.md")
-        cid = path.stem
-        if cid in corpora:
-            raise InputError(f"two corpus files are named {cid} (.md and .txt?): keep one")
-        corpora[cid] = read_corpus_text(data, name)
-        suffixes[cid] = path.suffix.lower()
-    return corpora, suffixes
+    csv_file = st.file_uploader("questions.csv", type=["csv"], key=keys("import_csv"))
+    corpus_files = st.file_uploader(
+        "Corpora (<corpus_id>.md or .txt)", type=["md", "txt"], accept_multiple_files=True, key=keys("import_corpora")
+    )
+    if not st.button(label, key=keys("import"), icon=":material/upload_file:", disabled=csv_file is None):
+        return None
+    try:
+        return question_set_from_files(
+            csv_file.getvalue(), [(f.name, f.getvalue()) for f in corpus_files or []], name=csv_file.name
+        )
+    except ChunkLabError as e:
+        st.error(one_line(str(e)), icon=":material/error:")
+        return None
 
 
 # --- the benchmark's tables -----------------------------------------------------------------------
@@ -493,202 +347,6 @@ def per_question_frame(bm: Benchmark, tags: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# --- figures ----------------------------------------------------------------------------------------
-
-
-def metric_bars(bm: Benchmark, tags: Sequence[str], colors: Sequence[str]) -> go.Figure:
-    """Grouped bars: each metric's mean (in %) per configuration, the standard deviation as error bars."""
-    fig = go.Figure()
-    labels = [METRIC_LABELS[m] for m in METRICS]
-    for tag, color, r in zip(tags, colors, bm.results):
-        s = r.summary
-        fig.add_trace(
-            go.Bar(
-                x=labels,
-                y=[100 * getattr(s, f"{m}_mean") for m in METRICS],
-                error_y={"type": "data", "array": [100 * getattr(s, f"{m}_std") for m in METRICS], "visible": True},
-                name=f"{tag} · {html.escape(r.config.name, quote=False)}",
-                marker={"color": color},
-                hovertemplate=f"{tag}: %{{x}} %{{y:.1f}}%<extra></extra>",
-            )
-        )
-    fig.update_layout(
-        barmode="group",
-        height=340,
-        margin={"l": 10, "r": 10, "t": 10, "b": 30},
-        yaxis={"title": {"text": "mean over questions (%)"}, "rangemode": "tozero"},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
-    )
-    return fig
-
-
-def question_heatmap(matrix: np.ndarray, questions: Sequence[str], tags: Sequence[str], metric: str) -> go.Figure:
-    """Questions × configurations, one cell per question's ``metric`` (in %).
-
-    Args:
-        matrix: ``Benchmark.matrix(metric)``: shape (questions, configurations), fractions.
-        questions: The question texts (hover labels), in row order.
-        tags: Column labels.
-        metric: One of :data:`~backend.retrieval.METRICS` (the colour bar's title).
-
-    Raises:
-        ParameterError: a matrix whose shape does not match the labels.
-    """
-    matrix = np.asarray(matrix, dtype=np.float64)
-    if matrix.shape != (len(questions), len(tags)):
-        raise ParameterError(f"matrix shape {matrix.shape} does not match {len(questions)} questions × {len(tags)} configurations")
-    hover = [[_hover(q)] * len(tags) for q in questions]
-    fig = go.Figure(
-        go.Heatmap(
-            z=100 * matrix,
-            x=list(tags),
-            y=[f"Q{i + 1}" for i in range(len(questions))],
-            customdata=hover,
-            zmin=0,
-            zmax=100,
-            colorscale="Viridis",
-            colorbar={"title": {"text": f"{METRIC_LABELS.get(metric, metric)} %"}},
-            hovertemplate="%{y} · %{x}: %{z:.1f}%<br>%{customdata}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=max(260, min(1200, 22 * len(questions) + 80)),
-        margin={"l": 10, "r": 10, "t": 10, "b": 30},
-        yaxis={"autorange": "reversed", "title": {"text": "question"}},
-        xaxis={"title": {"text": "configuration"}, "side": "top"},
-    )
-    return fig
-
-
-def _square_heatmap(matrix: np.ndarray, tags: Sequence[str], title: str) -> go.Figure:
-    fig = go.Figure(
-        go.Heatmap(
-            z=np.asarray(matrix, dtype=np.float64),
-            x=list(tags),
-            y=list(tags),
-            zmin=0,
-            zmax=1,
-            colorscale="Blues",
-            text=[[f"{v:.2f}" for v in row] for row in np.asarray(matrix)],
-            texttemplate="%{text}",
-            colorbar={"title": {"text": title}},
-            hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=max(260, 60 * len(tags) + 100),
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        title={"text": title, "font": {"size": 13}},
-        yaxis={"autorange": "reversed"},
-    )
-    return fig
-
-
-def agreement_heatmaps(
-    chunkings: Sequence[Chunking], tags: Sequence[str], tolerance: int
-) -> tuple[go.Figure, go.Figure, np.ndarray, np.ndarray]:
-    """Configuration × configuration agreement on one document.
-
-    Returns:
-        ``(boundary figure, overlap figure, boundary IoU matrix, span-overlap matrix)``: the
-        IoU of the boundary sets (boundaries within ``tolerance`` characters match) and the
-        span-overlap similarity (see :func:`backend.retrieval.metrics.agreement_matrices`).
-
-    Raises:
-        ParameterError: chunkings of different documents, a negative tolerance.
-    """
-    bounds, overlap = agreement_matrices(chunkings, tolerance)
-    return (
-        _square_heatmap(bounds, tags, f"boundary IoU (±{tolerance} chars)"),
-        _square_heatmap(overlap, tags, "span-overlap similarity"),
-        bounds,
-        overlap,
-    )
-
-
-def coverage_rows(
-    bm: Benchmark, qset: QuestionSet, corpus_id: str, bins: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """How often each stretch of one corpus is retrieved, per configuration, and how often it is an excerpt.
-
-    Returns:
-        ``(rows, excerpts)``: ``rows`` has one row per configuration and ``bins`` columns, each
-        the mean over the stretch's characters of the number of questions that retrieved the
-        character; ``excerpts`` is the same for the questions' excerpts (the answers' density).
-
-    Raises:
-        ParameterError: an unknown corpus or ``bins`` below 1.
-    """
-    if corpus_id not in qset.corpora:
-        raise ParameterError(f"no corpus {corpus_id!r} in this question set")
-    length = len(qset.corpora[corpus_id])
-    rows = [coverage_profile(retrieval_coverage(length, r.retrieved_ranges(corpus_id)), bins) for r in bm.results]
-    spans = [q.spans for q in qset.questions if q.corpus_id == corpus_id]
-    excerpts = coverage_profile(retrieval_coverage(length, spans), bins)
-    return np.vstack(rows) if rows else np.zeros((0, len(excerpts))), excerpts
-
-
-def coverage_strip(rows: np.ndarray, excerpts: np.ndarray, tags: Sequence[str], length: int) -> go.Figure:
-    """A strip along the document: one row per configuration coloured by how often each stretch was retrieved.
-
-    The last row is the excerpts (where the answers are), so a configuration that
-    retrieves off the answers shows at once.
-    """
-    bins = rows.shape[1] if rows.size else len(excerpts)
-    edges = np.linspace(0, length, bins + 1)
-    centers = (edges[:-1] + edges[1:]) / 2
-    z = np.vstack([rows, excerpts[None, :]]) if rows.size else excerpts[None, :]
-    labels = [*tags, "excerpts"]
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=centers,
-            y=labels,
-            colorscale="YlOrRd",
-            zmin=0,
-            colorbar={"title": {"text": "questions"}},
-            hovertemplate="%{y} · around character %{x:,.0f}: %{z:.2f} questions<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=max(200, 42 * len(labels) + 90),
-        margin={"l": 10, "r": 10, "t": 10, "b": 40},
-        xaxis={"title": {"text": "character offset"}, "range": [0, length]},
-        yaxis={"autorange": "reversed"},
-    )
-    return fig
-
-
-def similarity_histogram(values: Sequence[float], threshold: float, title: str, keep: str) -> go.Figure:
-    """The report's prefilter histogram: ``values`` with the threshold as a dashed line.
-
-    Args:
-        values: Cosine similarities.
-        threshold: Where the filter cuts.
-        title: The x axis title.
-        keep: ``"below"`` (duplicates: pairs above the line drop) or ``"above"`` (excerpts:
-            questions below the line drop), for the line's label.
-    """
-    fig = go.Figure(
-        go.Histogram(
-            x=list(values), xbins={"start": -1.0, "end": 1.0, "size": 0.05}, marker={"color": "#64748b"},
-            hovertemplate="%{x}: %{y}<extra></extra>",
-        )
-    )
-    fig.add_vline(
-        x=threshold, line={"color": "#dc2626", "dash": "dash", "width": 2},
-        annotation_text=f"{threshold:.2f} (keep {keep})", annotation_position="top",
-    )
-    fig.update_layout(
-        height=260,
-        margin={"l": 10, "r": 10, "t": 30, "b": 40},
-        xaxis={"title": {"text": title}, "range": [-0.2, 1.0]},
-        yaxis={"title": {"text": "count"}},
-        bargap=0.05,
-    )
-    return fig
-
-
 def candidates_frame(gen: GeneratedQuestions) -> pd.DataFrame:
     """Every generated candidate: the question, its worst excerpt similarity, kept, and why not."""
     rows = [
@@ -702,124 +360,3 @@ def candidates_frame(gen: GeneratedQuestions) -> pd.DataFrame:
         for c, kept, why in zip(gen.candidates, gen.kept, gen.drop_reasons)
     ]
     return pd.DataFrame(rows, columns=["question", "excerpts", "excerpt_similarity", "kept", "dropped_because"])
-
-
-def figure_html(fig: go.Figure) -> str:
-    """A standalone HTML file of ``fig`` (plotly.js embedded, so it opens offline)."""
-    return fig.to_html(include_plotlyjs=True, full_html=True)
-
-
-# --- job bodies (background threads: no Streamlit here) ---------------------------------------------
-
-
-def search_job(
-    doc: Document, chunkings: Mapping[str, Chunking], embedder_spec: str | None, query: str, k: int
-) -> Callable[[Progress], dict[str, list[Hit]]]:
-    """``fn(progress)`` for a :class:`~components.models.Job`: index each chunking, then the top ``k`` of each.
-
-    The store opens in the job too (a Chroma server that is down costs its timeout there,
-    not in a page run). Returns per tag the hits, rank 1 first.
-    """
-
-    def run(progress: Progress) -> dict[str, list[Hit]]:
-        from backend.models.cache import default_cache
-        from backend.models.embeddings import load_text_embedder
-        from backend.retrieval.store import open_store
-
-        progress(0, 1)
-        store = open_store()
-        emb = load_text_embedder(embedder_spec)
-        unique: dict[ChunkerConfig, Chunking] = {}
-        for ch in chunkings.values():
-            unique.setdefault(ch.config, ch)
-        found = store.search(doc, list(unique.values()), emb, query, k, cache=default_cache(), progress=progress)
-        return {tag: found[ch.config] for tag, ch in chunkings.items()}
-
-    return run
-
-
-def cp_job(retrieved: Mapping[str, Sequence[str]], answer: str) -> Callable[[Scorer, Progress], dict[str, float]]:
-    """``fn(scorer, progress)`` computing CP (information support) of each tag's retrieved texts for ``answer``."""
-
-    def run(scorer: Scorer, progress: Progress) -> dict[str, float]:
-        from backend.models.cache import default_cache
-        from backend.metrics.quality import information_support
-
-        out = {}
-        for i, (tag, texts) in enumerate(retrieved.items()):
-            progress(i, len(retrieved))
-            out[tag] = information_support(list(texts), answer, scorer, cache=default_cache())
-        progress(len(retrieved), len(retrieved))
-        return out
-
-    return run
-
-
-@dataclass(frozen=True)
-class BenchmarkRun:
-    """A finished benchmark and the chunkings it scored: ``chunkings[corpus_id]`` has one per configuration, in order.
-
-    The chunkings feed the agreement heat maps, so a page run never re-chunks a large corpus.
-    """
-
-    benchmark: Benchmark
-    chunkings: Mapping[str, tuple[Chunking, ...]]
-
-
-def benchmark_job(
-    qset: QuestionSet, configs: Sequence[ChunkerConfig], embedder_spec: str | None, retrieve: int, cross_corpus: bool
-) -> Callable[..., BenchmarkRun]:
-    """``fn(progress)`` (or ``fn(scorer, progress)`` for model-backed configurations) running the benchmark."""
-
-    def run(*args: Any) -> BenchmarkRun:
-        from backend.chunkers import run_chunker
-        from backend.retrieval.evaluate import evaluate
-        from backend.retrieval.store import open_store
-
-        scorer, progress = args if len(args) == 2 else (None, args[0])
-        progress(0, 1)
-        context = None
-        if scorer is not None:
-            from backend.chunkers.context import ModelContext
-
-            context = ModelContext(scorer=scorer)
-        bm = evaluate(
-            qset, list(configs), embedder=embedder_spec, retrieve=retrieve, store=open_store(),
-            context=context, cross_corpus=cross_corpus, progress=progress,
-        )
-        # The same chunkings evaluate indexed (chunkers are deterministic; model outputs come from the cache).
-        chunkings = {cid: tuple(run_chunker(qset.document(cid), c, context) for c in configs) for cid in bm.corpora}
-        return BenchmarkRun(bm, chunkings)
-
-    return run
-
-
-def generation_job(
-    doc: Document,
-    n: int,
-    *,
-    local: bool,
-    base_url: str,
-    api_key: str,
-    model: str,
-    duplicate_threshold: float,
-    excerpt_threshold: float,
-) -> Callable[[Progress], GeneratedQuestions]:
-    """``fn(progress)`` generating up to ``n`` questions from ``doc`` that pass the given thresholds.
-
-    Empty fields fall back to the environment (``OPENAI_*``). The key lives only in this
-    closure and the session's widget state; the result never holds it. The thresholds only
-    decide when enough questions are kept: the result can be refiltered with any others.
-    """
-
-    def run(progress: Progress) -> GeneratedQuestions:
-        from backend.retrieval.generation import generate_questions
-
-        progress(0, n)
-        return generate_questions(
-            doc, n=n, local=True if local else None, base_url=base_url.strip() or None,
-            api_key=api_key.strip() or None, model=model.strip() or None,
-            duplicate_threshold=duplicate_threshold, excerpt_threshold=excerpt_threshold, progress=progress,
-        )
-
-    return run

@@ -5,6 +5,7 @@ page runs only read their results, re-filter generated questions and draw.
 """
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -12,33 +13,32 @@ import streamlit as st
 
 from backend.errors import ChunkLabError
 from backend.models.chat import remote_llm_configured
+from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
-from backend.retrieval.questions import load_question_set, parse_questions_csv, questions_to_csv
+from backend.retrieval.jobs import benchmark_job, generation_job
+from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
 from components.cached import specs
 from components.documents import one_line
+from components.figures.retrieval import (
+    agreement_heatmaps,
+    coverage_strip,
+    figure_html,
+    metric_bars,
+    question_heatmap,
+    similarity_histogram,
+)
+from components.keys import BENCHMARK, QSET
 from components.layout import ensure_routed
 from components.lm_runs import session_lm, start_model_job
 from components.models import EMB_CHOICE, job_progress, start_job
 from components.retrieval import (
-    METRIC_LABELS,
-    QSET,
-    agreement_heatmaps,
-    benchmark_job,
     candidates_frame,
     config_color,
-    corpora_from_files,
-    coverage_rows,
-    coverage_strip,
-    figure_html,
-    generation_job,
     md_text,
-    metric_bars,
     per_corpus_frame,
     per_question_frame,
-    question_heatmap,
-    question_set_zip,
+    question_set_upload,
     questions_frame,
-    similarity_histogram,
     summary_frame,
 )
 from components.state import configurations, current_document
@@ -64,18 +64,9 @@ def _import_panel():
     """Uploads or server paths → the imported question set (kept in the session)."""
     uploads, paths = st.tabs(["Upload files", "Paths on the server"])
     with uploads:
-        csv_file = st.file_uploader("questions.csv", type=["csv"], key="bm_csv")
-        corpus_files = st.file_uploader(
-            "Corpora (<corpus_id>.md or .txt)", type=["md", "txt"], accept_multiple_files=True, key="bm_corpora"
-        )
-        if st.button("Load uploaded set", key="bm_load_upload", icon=":material/upload_file:", disabled=csv_file is None):
-            try:
-                corpora, suffixes = corpora_from_files([(f.name, f.getvalue()) for f in corpus_files or []])
-                st.session_state[_IMPORTED] = parse_questions_csv(
-                    csv_file.getvalue(), corpora, name=csv_file.name, suffixes=suffixes
-                )
-            except ChunkLabError as e:
-                st.error(one_line(str(e)), icon=":material/error:")
+        uploaded = question_set_upload(BENCHMARK, "Load uploaded set")
+        if uploaded is not None:
+            st.session_state[_IMPORTED] = uploaded
     with paths:
         csv_path = st.text_input("questions.csv path", key="bm_csv_path", placeholder="/data/set/questions.csv")
         folder = st.text_input("Corpora folder", key="bm_corpora_path", placeholder="/data/set/corpora")
@@ -83,10 +74,9 @@ def _import_panel():
             if not csv_path.strip():
                 st.error("Give the path of questions.csv.", icon=":material/error:")
                 return st.session_state.get(_IMPORTED)
-            csv_p = Path(csv_path.strip()).expanduser()
-            folder_p = Path(folder.strip()).expanduser() if folder.strip() else csv_p.parent / "corpora"
+            folder_p = Path(folder.strip()).expanduser() if folder.strip() else None  # None: corpora/ beside the CSV
             try:
-                st.session_state[_IMPORTED] = load_question_set(csv_p, folder_p)
+                st.session_state[_IMPORTED] = load_question_set(Path(csv_path.strip()).expanduser(), folder_p)
             except ChunkLabError as e:
                 st.error(one_line(str(e)), icon=":material/error:")
             except OSError as e:
@@ -177,9 +167,7 @@ def _generation_panel(doc):
         if st.button("Add kept questions to the session set", key="bm_gen_add", icon=":material/playlist_add:",
                      disabled=not shown.questions):
             try:
-                qset = st.session_state.get(QSET)
-                new = shown.question_set()
-                st.session_state[QSET] = new if qset is None else qset.with_questions(new.questions, new.corpora)
+                st.session_state[QSET] = merge_question_sets(st.session_state.get(QSET), shown.question_set())
             except ChunkLabError as e:
                 st.error(one_line(str(e)), icon=":material/error:")
             else:
@@ -268,7 +256,7 @@ if run_clicked:
             job.meta.update(meta)
             st.session_state[_JOB] = job
     else:
-        st.session_state[_JOB] = start_job(f"Benchmarking {len(configs)} configuration(s)", body, **meta)
+        st.session_state[_JOB] = start_job(f"Benchmarking {len(configs)} configuration(s)", partial(body, None), **meta)
 
 job = st.session_state.get(_JOB)
 bm = None

@@ -10,34 +10,36 @@ import logging
 import streamlit as st
 
 from backend.errors import ChunkLabError
+from backend.retrieval.jobs import cp_job, search_job
+from backend.retrieval.live import (
+    add_questions,
+    find_excerpts,
+    live_scores,
+    marked_ranges,
+    questions_over,
+    sentence_choices,
+)
 from backend.retrieval.metrics import union_ranges
-from backend.retrieval.questions import parse_questions_csv, questions_to_csv
+from backend.retrieval.questions import merge_question_sets, question_set_zip, questions_to_csv
 from backend.retrieval.store import store_location
 from components.cached import chunk_document, specs
 from components.documents import one_line
+from components.keys import QSET, RETRIEVAL
 from components.layout import ensure_routed
 from components.lm_runs import NotCached, model_chunking, session_lm, start_model_job
 from components.models import EMB_CHOICE, job_progress, start_job
 from components.render import STYLE, esc, tag_badge_html
 from components.retrieval import (
-    QSET,
     RET_STYLE,
     Layer,
-    add_questions,
     config_color,
-    corpora_from_files,
-    cp_job,
-    find_excerpts,
     highlight_html,
     hits_frame,
     layers_legend_html,
-    live_scores,
     md_text,
-    question_set_zip,
+    question_set_upload,
     questions_frame,
     scores_frame,
-    search_job,
-    sentence_choices,
 )
 from components.state import configurations, current_document
 from components.views import grid
@@ -85,9 +87,8 @@ def _chunkings(doc, entries) -> tuple[dict, list[str]]:
 
 
 def _marks(doc) -> list[tuple[int, int]]:
-    sentences = doc.sentences
-    picked = [(sentences[i].start, sentences[i].end) for i in st.session_state.get(_PICK, []) if i < len(sentences)]
-    return union_ranges([*st.session_state.get(_MARKS, []), *picked])
+    """The marked answer: pasted excerpts and picked sentences."""
+    return marked_ranges(doc, st.session_state.get(_MARKS, []), st.session_state.get(_PICK, []))
 
 
 def _on_mark(text: str) -> None:
@@ -324,7 +325,7 @@ if st.button("Save query and marks", key="ret_save", icon=":material/bookmark_ad
         st.toast(f"Saved: {len(qset)} question(s) in the set", icon=":material/check:")
 if qset is not None and len(qset):
     st.dataframe(questions_frame(qset), key="ret_qset_table", hide_index=True)
-    saved = [q for q in qset.questions if qset.corpora.get(q.corpus_id) == doc.text]
+    saved = questions_over(qset, doc)
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom"):
         if saved:
             st.selectbox(
@@ -347,15 +348,10 @@ else:
     st.caption("Saved queries (with their marks) collect here; the Benchmark page runs them.")
 
 with st.expander("Import a question set (Chroma format)"):
-    csv_file = st.file_uploader("questions.csv", type=["csv"], key="ret_import_csv")
-    corpus_files = st.file_uploader(
-        "Corpora (<corpus_id>.md or .txt)", type=["md", "txt"], accept_multiple_files=True, key="ret_import_corpora"
-    )
-    if st.button("Import", key="ret_import", icon=":material/upload_file:", disabled=csv_file is None):
+    imported = question_set_upload(RETRIEVAL, "Import")
+    if imported is not None:
         try:
-            corpora, suffixes = corpora_from_files([(f.name, f.getvalue()) for f in corpus_files or []])
-            imported = parse_questions_csv(csv_file.getvalue(), corpora, name=csv_file.name, suffixes=suffixes)
-            st.session_state[QSET] = imported if qset is None else qset.with_questions(imported.questions, imported.corpora)
+            st.session_state[QSET] = merge_question_sets(qset, imported)
         except ChunkLabError as e:
             st.error(one_line(str(e)), icon=":material/error:")
         else:

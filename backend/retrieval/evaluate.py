@@ -13,7 +13,8 @@ reference's "as many chunks as contain excerpts": each question gets as many chu
 corpus has chunks meeting its excerpts, capped at ``min(20, the largest such count over the
 set)``. Per-question recall, precision, precision-Ω and IoU follow
 :mod:`backend.retrieval.metrics`; means and population standard deviations (numpy's default,
-as the reference) are over all questions, and per corpus.
+as the reference) are over all questions, and per corpus. :func:`coverage_rows` profiles where
+along one corpus each configuration retrieved, beside where the excerpts are.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import ParameterError
-from backend.retrieval.metrics import containing_chunks, precision_omega, span_scores
+from backend.retrieval.metrics import (
+    containing_chunks,
+    coverage_profile,
+    precision_omega,
+    retrieval_coverage,
+    span_scores,
+)
 from backend.retrieval.questions import QuestionSet
 
 if TYPE_CHECKING:
@@ -40,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "METRICS",
+    "METRIC_LABELS",
     "MAX_AUTO_RETRIEVE",
     "RetrievedChunk",
     "QuestionResult",
@@ -47,9 +55,12 @@ __all__ = [
     "ConfigResult",
     "Benchmark",
     "evaluate",
+    "coverage_rows",
 ]
 
 METRICS = ("recall", "precision", "precision_omega", "iou")
+# Display names of METRICS (tables, charts and their legends).
+METRIC_LABELS = {"recall": "Recall", "precision": "Precision", "precision_omega": "Precision-Ω", "iou": "IoU"}
 MAX_AUTO_RETRIEVE = 20  # the reference's cap for retrieve=-1
 
 
@@ -219,6 +230,34 @@ class Benchmark:
             "seconds": round(self.seconds, 3),
             "results": [{"config": r.config.to_json(), **r.to_json()} for r in self.results],
         }
+
+
+def coverage_rows(
+    bm: Benchmark, questions: QuestionSet, corpus_id: str, bins: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """How often each stretch of one corpus is retrieved, per configuration, and how often it is an excerpt.
+
+    Args:
+        bm: The benchmark.
+        questions: The question set it ran (the excerpts and the corpus length).
+        corpus_id: The corpus to profile.
+        bins: Stretches the corpus is cut into.
+
+    Returns:
+        ``(rows, excerpts)``: ``rows`` has one row per configuration and ``bins`` columns, each
+        the mean over the stretch's characters of the number of questions that retrieved the
+        character; ``excerpts`` is the same for the questions' excerpts (the answers' density).
+
+    Raises:
+        ParameterError: an unknown corpus or ``bins`` below 1.
+    """
+    if corpus_id not in questions.corpora:
+        raise ParameterError(f"no corpus {corpus_id!r} in this question set")
+    length = len(questions.corpora[corpus_id])
+    rows = [coverage_profile(retrieval_coverage(length, r.retrieved_ranges(corpus_id)), bins) for r in bm.results]
+    spans = [q.spans for q in questions.questions if q.corpus_id == corpus_id]
+    excerpts = coverage_profile(retrieval_coverage(length, spans), bins)
+    return np.vstack(rows) if rows else np.zeros((0, len(excerpts))), excerpts
 
 
 class _Steps:

@@ -13,7 +13,10 @@ newlines), because the offsets index exactly that string; Chunk Lab's document l
 not used, since their normalization would move the offsets. Every reference is checked on
 import: its offsets must be inside the corpus and ``corpus[start_index:end_index]`` must equal
 its ``content``; the first bad row is reported in one line naming the row and the reference.
-Export writes the same format back, and re-importing it gives an equal set.
+Export writes the same format back (files, or one zip), and re-importing it gives an equal set.
+Uploaded files (a name and bytes each, as a browser hands them over) go through
+:func:`question_set_from_files`, a folder on disk through :func:`load_question_set`; both read
+corpora with :func:`read_corpus_text` and validate with :func:`parse_questions_csv`.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ import io
 import json
 import re
 import threading
+import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Iterable, Mapping, Sequence
 
 from backend.text.document import Document
@@ -36,11 +40,16 @@ __all__ = [
     "QuestionSet",
     "CORPUS_SUFFIXES",
     "corpus_id_for",
+    "corpus_file_name",
     "read_corpus_text",
+    "corpora_from_files",
     "parse_questions_csv",
+    "question_set_from_files",
+    "merge_question_sets",
     "questions_to_csv",
     "load_question_set",
     "save_question_set",
+    "question_set_zip",
 ]
 
 CORPUS_SUFFIXES = (".md", ".txt")
@@ -122,20 +131,28 @@ class QuestionSet:
             if doc is None:
                 if corpus_id not in self.corpora:
                     raise ParameterError(f"no corpus {corpus_id!r} in this question set")
-                suffix = self.suffixes.get(corpus_id, ".md")
+                kind = "md" if self.suffixes.get(corpus_id, ".md") == ".md" else "txt"
                 doc = self._docs[corpus_id] = Document.from_text(
-                    self.corpora[corpus_id], source=f"{corpus_id}{suffix}", kind="md" if suffix == ".md" else "txt"
+                    self.corpora[corpus_id], source=corpus_file_name(self, corpus_id), kind=kind
                 )
             return doc
 
-    def with_questions(self, questions: Iterable[Question], corpora: Mapping[str, str] | None = None) -> QuestionSet:
-        """A new set with ``questions`` appended (and ``corpora`` added), validated."""
+    def with_questions(
+        self,
+        questions: Iterable[Question],
+        corpora: Mapping[str, str] | None = None,
+        suffixes: Mapping[str, str] | None = None,
+    ) -> QuestionSet:
+        """A new set with ``questions`` appended (and ``corpora`` added, with their ``suffixes``), validated.
+
+        A corpus this set already holds keeps its suffix.
+        """
         merged = dict(self.corpora)
         for cid, text in (corpora or {}).items():
             if cid in merged and merged[cid] != text:
                 raise ParameterError(f"corpus {cid!r} already exists with a different text")
             merged[cid] = text
-        return QuestionSet(self.questions + tuple(questions), merged, dict(self.suffixes))
+        return QuestionSet(self.questions + tuple(questions), merged, {**(suffixes or {}), **self.suffixes})
 
     @classmethod
     def from_document(cls, doc: Document, questions: Iterable[Question] = (), corpus_id: str | None = None) -> QuestionSet:
@@ -179,6 +196,16 @@ def corpus_id_for(doc: Document) -> str:
     return cleaned[:128] if cleaned else "corpus"
 
 
+def corpus_file_name(questions: QuestionSet, corpus_id: str) -> str:
+    """The file name of a corpus in the Chroma format: ``<corpus_id>.md``, or ``.txt`` when it was read from one.
+
+    Args:
+        questions: The set holding the corpus.
+        corpus_id: The corpus id.
+    """
+    return f"{corpus_id}{questions.suffixes.get(corpus_id, '.md')}"
+
+
 def read_corpus_text(data: bytes, name: str = "corpus") -> str:
     """A corpus file's text as the reference reads it: UTF-8, ``\\r\\n`` and ``\\r`` read as ``\\n``.
 
@@ -190,6 +217,31 @@ def read_corpus_text(data: bytes, name: str = "corpus") -> str:
     except UnicodeDecodeError as e:
         raise InputError(f"corpus {name} is not UTF-8 text (byte {e.start})") from e
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def corpora_from_files(files: Iterable[tuple[str, bytes]]) -> tuple[dict[str, str], dict[str, str]]:
+    """Corpus files given by name and content (e.g. uploaded) → ``({corpus_id: text}, {corpus_id: suffix})``.
+
+    The corpus id is the file's stem; each text is read by :func:`read_corpus_text`.
+
+    Args:
+        files: ``(file name, bytes)`` pairs.
+
+    Raises:
+        InputError: a file that is not ``.md``/``.txt``, not UTF-8, or two files with one id.
+    """
+    corpora: dict[str, str] = {}
+    suffixes: dict[str, str] = {}
+    for name, data in files:
+        path = PurePath(name)
+        if path.suffix.lower() not in CORPUS_SUFFIXES:
+            raise InputError(f"{name}: a corpus is a .md or .txt file named <corpus_id>.md")
+        cid = path.stem
+        if cid in corpora:
+            raise InputError(f"two corpus files are named {cid} (.md and .txt?): keep one")
+        corpora[cid] = read_corpus_text(data, name)
+        suffixes[cid] = path.suffix.lower()
+    return corpora, suffixes
 
 
 def _int(value: Any, what: str) -> int:
@@ -281,6 +333,35 @@ def parse_questions_csv(
     )
 
 
+def merge_question_sets(base: QuestionSet | None, more: QuestionSet) -> QuestionSet:
+    """``more``'s questions appended to ``base`` (``more`` itself when there is no base), corpora and suffixes joined.
+
+    Raises:
+        ParameterError: a corpus id both sets hold with different texts.
+    """
+    if base is None:
+        return more
+    return base.with_questions(more.questions, more.corpora, more.suffixes)
+
+
+def question_set_from_files(
+    data: str | bytes, corpus_files: Iterable[tuple[str, bytes]], *, name: str = "questions.csv"
+) -> QuestionSet:
+    """A question set from a CSV and corpus files given by name and content (an upload of the Chroma format).
+
+    Args:
+        data: The CSV (bytes are read as UTF-8).
+        corpus_files: ``(file name, bytes)`` of each corpus, named ``<corpus_id>.md`` or ``.txt``.
+        name: The CSV's name, for error messages.
+
+    Raises:
+        InputError: a bad corpus file (see :func:`corpora_from_files`) or a bad CSV (see
+            :func:`parse_questions_csv`).
+    """
+    corpora, suffixes = corpora_from_files(corpus_files)
+    return parse_questions_csv(data, corpora, name=name, suffixes=suffixes)
+
+
 def questions_to_csv(questions: QuestionSet | Sequence[Question]) -> str:
     """The Chroma-format CSV of ``questions`` (header ``question,references,corpus_id``)."""
     rows = questions.questions if isinstance(questions, QuestionSet) else questions
@@ -312,13 +393,19 @@ def _corpus_file(corpora_dir: Path, corpus_id: str) -> Path | None:
     return None
 
 
-def load_question_set(csv_path: str | Path, corpora_dir: str | Path) -> QuestionSet:
+def load_question_set(csv_path: str | Path, corpora_dir: str | Path | None = None) -> QuestionSet:
     """Import a Chroma-format question set: the CSV and the folder of ``<corpus_id>.md``/``.txt`` files.
+
+    Args:
+        csv_path: The questions CSV.
+        corpora_dir: The corpora folder; None: ``corpora/`` next to the CSV (where
+            :func:`save_question_set` writes it).
 
     Raises:
         InputError: unreadable files, a missing corpus, malformed rows, mismatched offsets.
     """
-    csv_path, corpora_dir = Path(csv_path), Path(corpora_dir)
+    csv_path = Path(csv_path)
+    corpora_dir = Path(corpora_dir) if corpora_dir is not None else csv_path.parent / "corpora"
     if not csv_path.is_file():
         raise InputError(f"{csv_path}: no such file")
     if not corpora_dir.is_dir():
@@ -366,7 +453,20 @@ def save_question_set(
     csv_path.write_text(questions_to_csv(questions), encoding="utf-8", newline="")
     written = [csv_path]
     for cid, text in questions.corpora.items():
-        path = corpora_dir / f"{cid}{questions.suffixes.get(cid, '.md')}"
+        path = corpora_dir / corpus_file_name(questions, cid)
         path.write_text(text, encoding="utf-8", newline="")
         written.append(path)
     return written
+
+
+def question_set_zip(questions: QuestionSet) -> bytes:
+    """The set in the Chroma format as a zip: ``questions.csv`` and ``corpora/<corpus_id>.md|.txt``.
+
+    The layout :func:`save_question_set` writes by default, in one download.
+    """
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("questions.csv", questions_to_csv(questions))
+        for cid, text in questions.corpora.items():
+            z.writestr(f"corpora/{corpus_file_name(questions, cid)}", text)
+    return buf.getvalue()

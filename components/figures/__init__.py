@@ -3,6 +3,7 @@
 - ``traces``: helpers shared by the figures (gaps for non-finite values, many segments as one trace).
 - ``ppl``: the Meta-Chunking page's figures (per-sentence values, drops, θ curve, margins).
 - ``curves``: any chunker's :class:`~backend.curves.Curve` (the Compare page's Curves section).
+- ``retrieval``: the Retrieval and Benchmark pages' figures (metric bars, heat maps, coverage, histograms).
 """
 
-__all__ = ["curves", "ppl", "traces"]
+__all__ = ["curves", "ppl", "retrieval", "traces"]

@@ -1,38 +1,44 @@
-"""components/retrieval.py on hand-built inputs: the document view, excerpt marking, scores, tables and figures."""
+"""The retrieval lab's views and figures on hand-built inputs: the document view, tables, heat maps, strips.
+
+``components/retrieval.py`` (HTML and tables) and ``components/figures/retrieval.py`` (Plotly);
+the rules they draw (marking, scoring, question sets, coverage) are tested in
+``tests/backend/retrieval``.
+"""
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 
 import numpy as np
 import pytest
 
 from backend.chunking import Chunk, ChunkerConfig, Chunking
-from backend.text.document import Document
-from backend.errors import InputError, ParameterError
-from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult, RetrievedChunk
-from backend.retrieval.questions import Question, QuestionSet, Reference, parse_questions_csv, read_corpus_text
-from backend.retrieval.store import Hit
-from components.retrieval import (
-    Layer,
-    add_questions,
-    agreement_heatmaps,
-    corpora_from_files,
+from backend.errors import ParameterError
+from backend.retrieval.evaluate import (
+    Benchmark,
+    ConfigResult,
+    MetricSummary,
+    QuestionResult,
+    RetrievedChunk,
     coverage_rows,
+)
+from backend.retrieval.live import live_scores
+from backend.retrieval.questions import Question, QuestionSet, Reference
+from backend.retrieval.store import Hit
+from components.figures.retrieval import (
+    agreement_heatmaps,
     coverage_strip,
-    find_excerpts,
-    highlight_html,
-    hits_frame,
-    live_scores,
-    md_text,
     metric_bars,
     question_heatmap,
-    question_set_zip,
-    scores_frame,
     similarity_histogram,
-    split_excerpts,
+)
+from components.retrieval import (
+    Layer,
+    highlight_html,
+    hits_frame,
+    md_text,
+    questions_frame,
+    scores_frame,
     summary_frame,
 )
 
@@ -99,65 +105,28 @@ def test_hits_frame_is_plain_text_previews() -> None:
     assert list(frame["text"]) == ["<b>one</b>", "two three"]
 
 
-# --- marking and scoring ----------------------------------------------------------------------------
+# --- scores and question sets ----------------------------------------------------------------------
 
 
-def test_excerpts_are_found_exactly_or_ignoring_whitespace() -> None:
-    text = "Alpha beta.\nGamma   delta epsilon.\n\nZeta eta."
-    assert split_excerpts("one\n---\n\ntwo\n  ---  \n\n") == ["one", "two"]
-    assert find_excerpts(text, "Alpha beta.") == [(0, 11)]
-    assert find_excerpts(text, "beta. Gamma delta") == [(6, 25)]
-    assert find_excerpts(text, "Zeta eta.\n---\ndelta  epsilon") == [(36, 45), (20, 33)]
-    with pytest.raises(ParameterError, match="excerpt 2 'omega' is not in the document"):
-        find_excerpts(text, "Zeta\n---\nomega")
-    with pytest.raises(ParameterError, match="paste"):
-        find_excerpts(text, "  \n---\n")
-
-
-def test_live_scores_are_the_reports_metrics() -> None:
+def test_scores_frame_is_percent_per_configuration_with_cp_when_given() -> None:
     text = "x" * 40
     chunkings = {"A": _chunking([(0, 10), (10, 20), (20, 30), (30, 40)], text)}
-    hits = {"A": [_hit(1, 10, 20), _hit(2, 20, 30)]}
-    # Two marks that overlap are one answer (their union), not counted twice.
-    s = live_scores(hits, chunkings, [(15, 22), (20, 25)])["A"]
-    assert (s.recall, s.precision, s.iou) == (1.0, 0.5, 0.5)
-    # Precision-Ω: chunks 10-20 and 20-30 meet the answer; |answer| / |their union| = 10 / 20.
-    assert s.precision_omega == 0.5
     s = live_scores({"A": [_hit(1, 0, 10), _hit(2, 20, 30)]}, chunkings, [(15, 25)])["A"]
-    assert (s.recall, s.precision, s.iou) == (0.5, 0.25, 5 / 25)
     frame = scores_frame({"A": s}, {"A": 1.5})
     assert frame.loc["A", "recall"] == 50.0 and frame.loc["A", "cp"] == 1.5
     assert list(scores_frame({"A": s}).columns) == ["recall", "precision", "precision_omega", "iou"]
 
 
-# --- question sets -----------------------------------------------------------------------------------
-
-
-def test_saved_questions_export_and_import_in_the_chroma_format() -> None:
-    doc = Document.from_text("First line.\nSecond <b>line</b>.\n", source="my notes.md")
-    qset = add_questions(None, doc, "What is second?", [(12, 30), (12, 18)])
-    (q,) = qset.questions
-    assert q.corpus_id == "my_notes" and q.references == (Reference("Second <b>line</b>", 12, 30),)
-    other = Document.from_text("Another text.", source="my notes.txt")
-    qset = add_questions(qset, other, "Which text?", [(0, 7)])
-    assert [q.corpus_id for q in qset.questions] == ["my_notes", f"my_notes-{other.id[:8]}"]
-    with pytest.raises(ParameterError, match="mark"):
-        add_questions(qset, doc, "No marks?", [])
-    with zipfile.ZipFile(io.BytesIO(question_set_zip(qset))) as z:
-        names = sorted(z.namelist())
-        csv_text = z.read("questions.csv")
-        corpora = {n.split("/")[1].rsplit(".", 1)[0]: read_corpus_text(z.read(n)) for n in names if n.startswith("corpora/")}
-    assert names == ["corpora/my_notes-" + other.id[:8] + ".md", "corpora/my_notes.md", "questions.csv"]
-    assert parse_questions_csv(csv_text, corpora) == qset
-
-
-def test_uploaded_corpora_need_md_or_txt_and_distinct_ids() -> None:
-    corpora, suffixes = corpora_from_files([("a.md", b"A\r\ntext"), ("b.txt", b"B")])
-    assert corpora == {"a": "A\ntext", "b": "B"} and suffixes == {"a": ".md", "b": ".txt"}
-    with pytest.raises(InputError, match="notes.pdf"):
-        corpora_from_files([("notes.pdf", b"%PDF")])
-    with pytest.raises(InputError, match="two corpus files are named a"):
-        corpora_from_files([("a.md", b"x"), ("a.txt", b"y")])
+def test_questions_frame_is_one_plain_row_per_question() -> None:
+    corpus = "First line.\nSecond <b>line</b>.\n"
+    qset = QuestionSet(
+        (Question("What is second?", (Reference(corpus[12:30], 12, 30), Reference(corpus[0:5], 0, 5)), "notes"),),
+        {"notes": corpus},
+    )
+    assert questions_frame(qset).to_dict("records") == [
+        {"question": "What is second?", "corpus_id": "notes", "excerpts": 2, "characters": 23,
+         "first_excerpt": "Second <b>line</b>"}
+    ]
 
 
 # --- the benchmark's tables and figures ------------------------------------------------------------

@@ -299,6 +299,39 @@ def test_an_import_with_a_bad_path_is_one_line() -> None:
     assert at.get_by_key("bm_run").disabled
 
 
+def _upload(at: AppTest, prefix: str, corpora: list[str]) -> None:
+    """Upload the test set's questions.csv and the named corpus files through the shared upload widget."""
+    at.file_uploader(key=f"{prefix}_import_csv").set_value(
+        ("questions.csv", (DATA / "questions.csv").read_bytes(), "text/csv")
+    )
+    at.file_uploader(key=f"{prefix}_import_corpora").set_value(
+        [(name, (DATA / "corpora" / name).read_bytes(), "text/plain") for name in corpora]
+    )
+    _run(at)
+    at.button(key=f"{prefix}_import").click()
+    _run(at)
+
+
+def test_both_pages_upload_a_chroma_set_through_one_widget() -> None:
+    from backend.retrieval.questions import load_question_set
+
+    want = load_question_set(DATA / "questions.csv", DATA / "corpora")
+    at = _open("pages/benchmark.py")
+    at.segmented_control(key="bm_source").set_value("Import")
+    _run(at)
+    _upload(at, "bm", ["lighthouses.md"])  # sourdough.txt is missing: one line naming it
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "'sourdough'" in errors[0] and "\n" not in errors[0]
+    _upload(at, "bm", ["lighthouses.md", "sourdough.txt"])
+    assert not at.error and at.session_state["bm_imported"] == want
+    assert dict(at.session_state["bm_imported"].suffixes) == {"lighthouses": ".md", "sourdough": ".txt"}
+
+    # The Retrieval page's import adds the same set to the session's question set.
+    at = _open("pages/retrieval.py", _doc())
+    _upload(at, "ret", ["lighthouses.md", "sourdough.txt"])
+    assert not at.error and at.session_state["ret_qset"] == want
+
+
 def test_generation_errors_never_show_the_api_key(monkeypatch) -> None:
     monkeypatch.setenv("CHUNKLAB_LLM_RETRIES", "0")
     monkeypatch.setenv("CHUNKLAB_LLM_TIMEOUT", "5")

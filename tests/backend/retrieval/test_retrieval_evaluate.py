@@ -14,8 +14,16 @@ import pytest
 from backend.chunking import ChunkerConfig
 from backend.chunkers import run_chunker
 from backend.errors import ParameterError
-from backend.retrieval.evaluate import evaluate
-from backend.retrieval.questions import load_question_set
+from backend.retrieval.evaluate import (
+    Benchmark,
+    ConfigResult,
+    MetricSummary,
+    QuestionResult,
+    RetrievedChunk,
+    coverage_rows,
+    evaluate,
+)
+from backend.retrieval.questions import Question, QuestionSet, Reference, load_question_set
 from backend.retrieval.store import ChunkStore
 from tests.backend.retrieval.test_retrieval_metrics import reference_omega, reference_scores
 from tests.conftest import ROOT
@@ -171,3 +179,22 @@ def test_tables_matrix_progress_and_arguments(questions, embedder, store, cache)
         evaluate(questions, [], embedder=embedder, store=store)
     with pytest.raises(ParameterError, match="unknown metric"):
         bench.matrix("f1")
+
+
+def test_coverage_rows_count_questions_per_stretch():
+    corpus = "abcdefghij"
+    qset = QuestionSet(
+        (Question("q1?", (Reference("ab", 0, 2),), "doc"), Question("q2?", (Reference("ef", 4, 6),), "doc")),
+        {"doc": corpus},
+    )
+    retrieved = [[(0, 4)], [(2, 6), (3, 5)]]  # question 2's two chunks overlap: each character counts once
+    questions = tuple(
+        QuestionResult(i, "doc", q.question, 1.0, 0.5, 1.0, 0.5, tuple(RetrievedChunk("doc", s, e, 0, 0.1) for s, e in spans))
+        for i, (q, spans) in enumerate(zip(qset.questions, retrieved))
+    )
+    result = ConfigResult(CONFIGS[0], MetricSummary.of(questions), {}, questions, 3, 3.0, 0.1, False)
+    bench = Benchmark((result,), "minilm", "fp", 2, 2, ("doc",), 0.1)
+    rows, excerpts = coverage_rows(bench, qset, "doc", bins=5)
+    assert (rows.tolist(), excerpts.tolist()) == ([[1.0, 2.0, 1.0, 0.0, 0.0]], [1.0, 0.0, 1.0, 0.0, 0.0])
+    with pytest.raises(ParameterError, match="no corpus 'other'"):
+        coverage_rows(bench, qset, "other", bins=5)

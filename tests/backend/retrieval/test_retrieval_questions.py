@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -13,9 +15,14 @@ from backend.retrieval.questions import (
     Question,
     QuestionSet,
     Reference,
+    corpora_from_files,
+    corpus_file_name,
     corpus_id_for,
     load_question_set,
+    merge_question_sets,
     parse_questions_csv,
+    question_set_from_files,
+    question_set_zip,
     questions_to_csv,
     read_corpus_text,
     save_question_set,
@@ -51,6 +58,7 @@ def test_round_trip(tmp_path):
     assert [p.name for p in written] == ["questions.csv", "lighthouses.md", "sourdough.txt"]
     again = load_question_set(tmp_path / "out" / "questions.csv", tmp_path / "out" / "corpora")
     assert again == qs
+    assert load_question_set(tmp_path / "out" / "questions.csv") == qs  # by default the corpora are beside the CSV
     assert (tmp_path / "out" / "corpora" / "sourdough.txt").read_bytes() == (DATA / "corpora" / "sourdough.txt").read_bytes()
     assert questions_to_csv(again) == questions_to_csv(qs)
 
@@ -161,3 +169,40 @@ def test_path_like_corpus_ids_are_found_by_file_name(tmp_path):
     (tmp_path / "q.csv").write_text(_csv([("q?", [Reference("beta", 6, 10)], "../c/missing.md")]), encoding="utf-8")
     with pytest.raises(InputError, match="no corpus file for corpus_id '../c/missing.md'"):
         load_question_set(tmp_path / "q.csv", tmp_path / "c")
+
+
+def test_uploaded_corpora_need_md_or_txt_and_distinct_ids():
+    corpora, suffixes = corpora_from_files([("a.md", b"A\r\ntext"), ("b.txt", b"B")])
+    assert corpora == {"a": "A\ntext", "b": "B"} and suffixes == {"a": ".md", "b": ".txt"}
+    with pytest.raises(InputError, match="notes.pdf"):
+        corpora_from_files([("notes.pdf", b"%PDF")])
+    with pytest.raises(InputError, match="two corpus files are named a"):
+        corpora_from_files([("a.md", b"x"), ("a.txt", b"y")])
+
+
+def test_an_upload_reads_like_the_folder():
+    """Uploaded files (name, bytes) give the set the same files in a folder give."""
+    files = [(p.name, p.read_bytes()) for p in sorted((DATA / "corpora").iterdir())]
+    uploaded = question_set_from_files((DATA / "questions.csv").read_bytes(), files, name="questions.csv")
+    assert uploaded == load_question_set(DATA / "questions.csv", DATA / "corpora")
+    assert dict(uploaded.suffixes) == {"lighthouses": ".md", "sourdough": ".txt"}
+    with pytest.raises(InputError, match="up.csv row 1: no corpus file for corpus_id 'lighthouses'"):
+        question_set_from_files((DATA / "questions.csv").read_bytes(), [], name="up.csv")
+
+
+def test_the_zip_is_the_saved_layout_and_reads_back(tmp_path):
+    a = QuestionSet((Question("Which?", (Reference("beta", 6, 10),), "a"),), {"a": CORPUS})
+    b = QuestionSet((Question("Last?", (Reference("zeta", 32, 36),), "b"),), {"b": CORPUS}, {"b": ".txt"})
+    qset = merge_question_sets(merge_question_sets(None, a), b)
+    assert [q.question for q in qset.questions] == ["Which?", "Last?"] and dict(qset.suffixes) == {"b": ".txt"}
+    assert [corpus_file_name(qset, "a"), corpus_file_name(qset, "b")] == ["a.md", "b.txt"]
+    with zipfile.ZipFile(io.BytesIO(question_set_zip(qset))) as z:
+        names = sorted(z.namelist())
+        files = [(n.split("/")[1], z.read(n)) for n in names if n.startswith("corpora/")]
+        csv_bytes = z.read("questions.csv")
+    saved = save_question_set(qset, tmp_path / "questions.csv")
+    assert names == ["corpora/a.md", "corpora/b.txt", "questions.csv"]
+    assert sorted(str(p.relative_to(tmp_path)) for p in saved) == names
+    assert question_set_from_files(csv_bytes, files) == qset
+    with pytest.raises(ParameterError, match="different text"):
+        merge_question_sets(a, QuestionSet((Question("x?", (Reference("A", 0, 1),), "a"),), {"a": "A"}))

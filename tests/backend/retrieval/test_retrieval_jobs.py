@@ -1,0 +1,64 @@
+"""The retrieval lab's job bodies, called directly with a progress callback (no page, no thread).
+
+Real embedded Chroma (the test data folder's) and the bundled MiniLM: a job's result is what
+the store and :func:`~backend.retrieval.evaluate.evaluate` give when called directly.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.chunking import ChunkerConfig
+from backend.chunkers import run_chunker
+from backend.retrieval.evaluate import evaluate
+from backend.retrieval.jobs import benchmark_job, search_job
+from backend.retrieval.questions import load_question_set
+from backend.retrieval.store import open_store
+from backend.text.document import Document
+from tests.conftest import ROOT
+
+DATA = ROOT / "tests" / "data" / "retrieval"
+CONFIGS = [
+    ChunkerConfig.make("recursive", {"chunk_size": 40}),
+    ChunkerConfig.make("fixed_token", {"chunk_size": 30, "chunk_overlap": 10}),
+]
+QUERY = "How was the granite brought to the headland?"
+
+
+@pytest.fixture(autouse=True)
+def embedded_store(monkeypatch):
+    for name in ("CHROMA_HOST", "CHROMA_PORT", "CHUNKLAB_EMBEDDER"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_search_job_answers_every_tag_like_the_store() -> None:
+    from backend.models.embeddings import load_text_embedder
+
+    doc = Document.from_text((DATA / "corpora" / "lighthouses.md").read_text(encoding="utf-8"), source="lights.md")
+    a, b = (run_chunker(doc, c) for c in CONFIGS)
+    calls: list[tuple[int, int]] = []
+    found = search_job(doc, {"A": a, "B": b, "C": a}, None, QUERY, 3)(lambda d, t: calls.append((d, t)))
+    assert calls[0] == (0, 1)
+    want = open_store().search(doc, [a, b], load_text_embedder(None), QUERY, 3)
+    expected = {"A": want[a.config], "B": want[b.config], "C": want[a.config]}  # C shares A's configuration
+    assert list(found) == ["A", "B", "C"]
+    for tag, hits in found.items():
+        assert [(h.rank, h.start, h.end, h.index) for h in hits] == [
+            (h.rank, h.start, h.end, h.index) for h in expected[tag]
+        ]
+        assert [h.distance for h in hits] == pytest.approx([h.distance for h in expected[tag]], abs=1e-5)
+
+
+def test_benchmark_job_is_evaluate_plus_the_chunkings_it_scored() -> None:
+    qset = load_question_set(DATA / "questions.csv", DATA / "corpora")
+    calls: list[tuple[int, int]] = []
+    run = benchmark_job(qset, CONFIGS, None, 3, True)(None, lambda d, t: calls.append((d, t)))
+    assert calls[0] == (0, 1)
+    want = evaluate(qset, CONFIGS, retrieve=3, store=open_store())
+    assert run.benchmark.matrix("iou") == pytest.approx(want.matrix("iou"))
+    assert [r.summary for r in run.benchmark.results] == [r.summary for r in want.results]
+    assert list(run.chunkings) == ["lighthouses", "sourdough"]
+    for cid, chunkings in run.chunkings.items():
+        assert [[(c.start, c.end) for c in ch.chunks] for ch in chunkings] == [
+            [(c.start, c.end) for c in run_chunker(qset.document(cid), config).chunks] for config in CONFIGS
+        ]
