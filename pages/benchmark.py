@@ -11,14 +11,16 @@ import pandas as pd
 import streamlit as st
 
 from backend.errors import ChunkLabError
+from backend.jobs import start_job
 from backend.models.chat import remote_llm_configured
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.questions import load_question_set, parse_questions_csv, questions_to_csv
 from components.cached import specs
 from components.documents import one_line
 from components.layout import ensure_routed
+from components.keys import EMB_CHOICE
 from components.lm_runs import session_lm, start_model_job
-from components.models import EMB_CHOICE, job_progress, start_job
+from components.models import job_progress
 from components.retrieval import (
     METRIC_LABELS,
     QSET,

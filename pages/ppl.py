@@ -11,7 +11,7 @@ import streamlit as st
 from backend.models.cache import default_cache
 from backend.chunkers.context import ModelContext
 from backend.chunkers.meta.chunkers import margin_steps
-from backend.errors import ChunkLabError
+from backend.errors import ChunkLabError, NotCached
 from backend.chunkers.meta.algorithms import (
     RULES,
     VALUES,
@@ -27,7 +27,6 @@ from components.config_form import TOKENIZER_HELP
 from components.documents import one_line
 from components.layout import ensure_routed
 from components.lm_runs import (
-    NotCached,
     cache_only_context,
     cached_document_scores,
     finished_job,
