@@ -6,7 +6,8 @@ line, then the selected page. Run with ``streamlit run app.py``.
 
 import streamlit as st
 
-from components.layout import ROUTED, page_config, page_list, shared_setup, sidebar_document
+from components.keys import ROUTED
+from components.layout import page_config, page_list, shared_setup, sidebar_document
 
 page_config()
 shared_setup()

@@ -2,7 +2,7 @@
 
 Every error a user can cause has its own type and a one-line message that names the
 bad value. The CLI maps :class:`InputError` to exit code 1 and :class:`ParameterError`
-to exit code 2; the app shows ``str(error)`` and goes on.
+to exit code 2; the app shows ``str(error)`` (through :func:`one_line`) and goes on.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ __all__ = [
     "ModelError",
     "StoreError",
     "Cancelled",
+    "NotCached",
+    "one_line",
 ]
 
 
@@ -74,3 +76,13 @@ class StoreError(ChunkLabError):
 
 class Cancelled(ChunkLabError):
     """The user cancelled a long computation."""
+
+
+class NotCached(ChunkLabError):
+    """A cache-only lookup missed: computing the result needs a model run (see ``ModelContext.cache_only``)."""
+
+
+def one_line(message: str, limit: int = 300) -> str:
+    """``message`` on a single line (whitespace runs collapsed), shortened to ``limit`` characters."""
+    flat = " ".join(message.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

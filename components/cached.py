@@ -33,7 +33,7 @@ def chunk_with_model(_doc: Document, doc_id: str, config: ChunkerConfig, model: 
     """``run_chunker(doc, config, context)`` for a model-backed chunker, cached per (document id, configuration, model).
 
     ``model`` is the model's fingerprint: the same configuration on another model is another
-    result. The pages pass a cache-only context (see ``components.lm_runs``), whose misses
+    result. The pages pass a cache-only context (``ModelContext.cache_only``), whose misses
     raise ``NotCached``; an exception is never cached, so a later call tries again.
     """
     return run_chunker(_doc, config, _context)

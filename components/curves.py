@@ -19,11 +19,11 @@ from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig
 from backend.curves import Curve
 from backend.text.document import Document
-from backend.errors import ChunkLabError
+from backend.errors import ChunkLabError, NotCached
 from components.cached import specs
 from components.documents import one_line
 from components.figures.curves import curve_chart
-from components.lm_runs import NotCached, SessionLM, cache_only_context
+from components.lm_runs import SessionLM, cache_only_context
 from components.views import config_title, grid
 
 __all__ = ["cached_curve", "curves_section"]

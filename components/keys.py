@@ -10,7 +10,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PageKeys", "COMPARE", "QUALITY", "RETRIEVAL", "PPL", "BENCHMARK", "MODELS", "DOCUMENT", "QSET"]
+__all__ = [
+    "PageKeys",
+    "COMPARE",
+    "QUALITY",
+    "RETRIEVAL",
+    "PPL",
+    "BENCHMARK",
+    "MODELS",
+    "DOCUMENT",
+    "DOC",
+    "DOC_VERSION",
+    "CONFIGS",
+    "NEXT_UID",
+    "ROUTED",
+    "LEGACY_RERUN",
+    "LM_CHOICE",
+    "LM_INFO",
+    "EMB_CHOICE",
+    "EMB_INFO",
+    "CHAT_CHOICE",
+    "CHAT_KEY",
+    "REMOTE_SCORER",
+    "QSET",
+]
 
 
 @dataclass(frozen=True)
@@ -31,18 +54,22 @@ class PageKeys:
 
     @property
     def lm_job(self) -> str:
+        """The model-run panel's background job."""
         return self("lm_job")
 
     @property
     def lm_run(self) -> str:
+        """The panel's "Run with <model>" button."""
         return self("lm_run")
 
     @property
     def lm_rerun(self) -> str:
+        """The panel's "run again" button (results missing after a run)."""
         return self("lm_rerun")
 
     @property
     def lm_cancel(self) -> str:
+        """The Cancel button of the panel's job."""
         return self("lm_cancel")
 
 
@@ -53,6 +80,26 @@ PPL = PageKeys("ppl")
 BENCHMARK = PageKeys("bm")
 MODELS = PageKeys("models")
 DOCUMENT = PageKeys("docpage")
+
+# Shared by every page, without a prefix: the current document and the configurations
+# (components.state), the router's pass (app.py, components.layout).
+DOC = "doc"
+DOC_VERSION = "doc_version"  # bumped on every document change, so pages can reset windows
+CONFIGS = "configs"
+NEXT_UID = "configs_next_uid"
+ROUTED = "router_pass"  # True while app.py runs the current page
+LEGACY_RERUN = "router_legacy_rerun"  # this session has rerun once through the router
+
+# The session's models: written by components.models, read by the pages and components.lm_runs.
+LM_CHOICE = MODELS("lm_choice")  # ("local", spec or None) or ("remote", None), set once loaded
+LM_INFO = MODELS("lm_info")  # the loaded language model's ModelInfo
+EMB_CHOICE = MODELS("emb_choice")  # the loaded embedder's spec (None: the default)
+EMB_INFO = MODELS("emb_info")
+# The chat model of LLM chunkers: None = the default (an API when OPENAI_* is set, else the bundled
+# model), ("local", None) or ("remote", (base_url, model)); the key lives only in CHAT_KEY.
+CHAT_CHOICE = MODELS("chat_choice")
+CHAT_KEY = MODELS("chat_api_key")
+REMOTE_SCORER = MODELS("remote_scorer")  # this session's RemoteScorer (it holds the user's key)
 
 # The session's question set (a QuestionSet or None): the Retrieval page saves into it, the Benchmark page runs it.
 QSET = RETRIEVAL("qset")

@@ -14,13 +14,11 @@ import sys
 import streamlit as st
 
 from components.documents import load_default_sample
+from components.keys import LEGACY_RERUN, ROUTED
 from components.models import sidebar_models
 from components.state import current_document, init_session_state
 
-__all__ = ["ROUTED", "page_config", "shared_setup", "page_list", "sidebar_document", "ensure_routed"]
-
-ROUTED = "router_pass"  # True while app.py runs the current page
-_LEGACY_RERUN = "router_legacy_rerun"  # this session has rerun once through the router
+__all__ = ["page_config", "shared_setup", "page_list", "sidebar_document", "ensure_routed"]
 
 
 def page_config() -> None:
@@ -77,7 +75,7 @@ def ensure_routed() -> None:
     st.navigation(page_list())
     # Not under AppTest: it starts every run after the first in legacy mode by design, and a
     # rerun requested there goes through app.py, which would flip the ids the other way.
-    if not st.session_state.get(_LEGACY_RERUN) and "streamlit.testing.v1.app_test" not in sys.modules:
-        st.session_state[_LEGACY_RERUN] = True
+    if not st.session_state.get(LEGACY_RERUN) and "streamlit.testing.v1.app_test" not in sys.modules:
+        st.session_state[LEGACY_RERUN] = True
         st.rerun()
     sidebar_document()

@@ -6,14 +6,17 @@ name it). The model is part of every result's identity: the same configuration o
 model is another result, so results are keyed by the model's fingerprint.
 
 A page must never freeze on a model call. It first asks for the result from the output
-cache alone (:func:`cache_only_context`, :func:`cached_document_scores`): a context whose
-scorer refuses to compute and whose lookups take no lock, so a document scored before opens
-in milliseconds, and a miss raises :class:`NotCached` at once instead of loading the model.
-Only then does the page start a background :class:`~components.models.Job`
-(:func:`start_model_job`, shown by :func:`model_job_panel`): it loads the default model if
-needed, computes, and fills the output cache, so the page's next lookup hits.
+cache alone (:func:`cache_only_context`, :func:`cached_document_scores`): the backend's
+:meth:`ModelContext.cache_only <backend.chunkers.context.ModelContext.cache_only>` around the
+session's models, so a document scored before opens in milliseconds, and a miss raises
+:class:`~backend.errors.NotCached` at once instead of loading the model. Only then does the
+page start a background :class:`~backend.jobs.Job` (:func:`start_model_job`, shown by
+:func:`model_job_panel`): it loads the default model if needed, computes, and fills the
+output cache, so the page's next lookup hits.
 
-Session-state keys are the caller's (each page passes its own prefixed keys).
+Session-state keys are the caller's: the model-run panel's come from the page's
+:class:`~components.keys.PageKeys` (``keys.lm_results``, ``keys.lm_job``…), on the writing and
+the reading side alike.
 """
 
 from __future__ import annotations
@@ -25,35 +28,31 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
 
 import streamlit as st
 
-from backend.chunkers.context import ModelContext
+from backend.chunkers.context import ModelContext, unloaded_model_info
+from backend.chunkers.run import ChunkOutcome, run_configs
 from backend.chunking import ChunkerConfig, Chunking
-from backend.text.document import Document
-from backend.errors import Cancelled, ChunkLabError, ModelError
+from backend.errors import ChunkLabError, ModelError, NotCached
+from backend.jobs import Job, start_job
 from backend.models.types import ModelInfo, Progress, Scorer
+from backend.text.document import Document
 from components.documents import one_line
-from components.models import EMB_CHOICE, LM_INFO, session_chat, Job, _freeze_long_lived, current_scorer, job_progress, start_job
+from components.keys import EMB_CHOICE, LM_INFO, PageKeys
+from components.models import current_scorer, freeze_long_lived, job_progress, session_chat
 
 if TYPE_CHECKING:
     from backend.models.types import TokenScores
 
 __all__ = [
-    "NotCached",
     "SessionLM",
     "session_lm",
     "cache_only_context",
     "cached_document_scores",
     "start_model_job",
     "model_job_panel",
-    "scaled_progress",
-    "run_configs",
     "finished_job",
     "model_chunking",
     "pending_runs_panel",
 ]
-
-
-class NotCached(ChunkLabError):
-    """A cache-only lookup missed: computing the result needs the model."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +94,13 @@ class SessionLM:
         """``name``, with "(default)" when the session has chosen no model."""
         return f"{self.name} (default)" if self.default else self.name
 
+    @property
+    def info(self) -> ModelInfo:
+        """The loaded scorer's identity, else the unloaded model's (name, kind, fingerprint)."""
+        if self.scorer is not None:
+            return self.scorer.info
+        return unloaded_model_info(self.name, self.fingerprint or "", self.kind)
+
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _default_identity(env_spec: str) -> tuple[str, str | None, str | None]:
@@ -129,71 +135,11 @@ def session_lm() -> SessionLM:
 # --- cache-only lookups --------------------------------------------------------------------------
 
 
-class _RefusingScorer:
-    """A scorer with the real model's identity that refuses every model call (raises :class:`NotCached`)."""
-
-    def __init__(self, info: ModelInfo) -> None:
-        self.info = info
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotCached(f"not in the output cache for {self.info.name}")
-
-    token_nll = conditional_nll = next_token_probs = _refuse
-
-
-@dataclass
-class _CacheOnlyContext(ModelContext):
-    """A :class:`ModelContext` answering from the output cache only, without taking its compute locks.
-
-    (``OutputCache.get_or_compute`` would wait for a job computing the same key: a page
-    must not wait.)
-    """
-
-    def token_scores(self, text: str) -> TokenScores:
-        from backend.models.scoring import cached_token_scores
-
-        cache, info = self.cache, self.scorer.info
-        hit = cached_token_scores(cache, info.fingerprint, text, self.window, scorer_kind=info.kind) if cache else None
-        if hit is None:
-            raise NotCached(f"this document has not been scored by {info.name} yet")
-        return hit
-
-    def get_embedder(self) -> Any:
-        """Never loads: ``embed`` reads cached vectors without the embedder, a miss ends here."""
-        raise NotCached("these embeddings are not in the output cache yet")
-
-    def get_chat(self) -> Any:
-        """The default chat model's identity, refusing to answer (cached replies are read by key)."""
-        if self.chat is None:
-            from backend.models.chat import default_chat_model
-
-            self.chat = _RefusingChat(default_chat_model(self.lm, self.device))
-        return self.chat
-
-
-class _RefusingChat:
-    """A chat model with the real one's identity whose every call raises :class:`NotCached`."""
-
-    def __init__(self, inner: Any) -> None:
-        self.fingerprint = inner.fingerprint
-        self.name = inner.name
-
-    def complete(self, *args: Any, **kwargs: Any) -> str:
-        raise NotCached(f"these answers of {self.name} are not in the output cache yet")
-
-
-def _stand_in_info(lm: SessionLM) -> ModelInfo:
-    if lm.scorer is not None:
-        return lm.scorer.info
-    return ModelInfo(lm.name, "", lm.kind, 0, "", "", lm.fingerprint or "")
-
-
 def cache_only_context(lm: SessionLM) -> ModelContext | None:
-    """A context whose model calls raise :class:`NotCached`; None when the fingerprint is unknown."""
+    """:meth:`ModelContext.cache_only` around the session's models; None when the fingerprint is unknown."""
     if lm.fingerprint is None:
         return None
-    chat = _RefusingChat(lm.chat) if lm.chat is not None else None
-    return _CacheOnlyContext(scorer=_RefusingScorer(_stand_in_info(lm)), embedder_spec=lm.embedder_spec, chat=chat)
+    return ModelContext.cache_only(lm.info, embedder_spec=lm.embedder_spec, chat=lm.chat)
 
 
 def cached_document_scores(lm: SessionLM, text: str) -> TokenScores | None:
@@ -221,20 +167,8 @@ def _job_scorer(lm: SessionLM) -> Scorer:
     from backend.models.lm import load_scorer
 
     scorer = load_scorer(None)
-    _freeze_long_lived()
+    freeze_long_lived()
     return scorer
-
-
-def scaled_progress(progress: Progress, part: int, parts: int) -> Progress:
-    """``progress`` for part ``part`` (0-based) of ``parts`` equal parts of a job (per mille)."""
-    if parts <= 1:
-        return progress
-
-    def report(done: int, total: int) -> None:
-        frac = min(1.0, done / total) if total > 0 else 0.0
-        progress(int(1000 * (part + frac)), 1000 * parts)
-
-    return report
 
 
 def start_model_job(title: str, lm: SessionLM, fn: Callable[[Scorer, Progress], Any], signature: Hashable) -> Job:
@@ -310,40 +244,15 @@ def finished_job(title: str, signature: Hashable, value: Any) -> Job:
     return Job(title, {"signature": signature}, state="done", fraction=1.0, label="from the cache", result=value)
 
 
-def run_configs(
-    doc: Document,
-    configs: Sequence[ChunkerConfig],
-    scorer: Scorer,
-    progress: Progress,
-    embedder_spec: str | None = None,
-    chat: Any = None,
-) -> dict[ChunkerConfig, Chunking | str]:
-    """Run model-backed chunker configurations one after the other (job side).
+def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionLM, keys: PageKeys) -> Chunking:
+    """A model-backed configuration's chunking without a model call: from the page's model runs, else the cache.
 
-    The model outputs land in the output cache as well, so any page can read them back.
-    One configuration failing does not stop the others; a cancel stops them all.
-
-    Returns:
-        Per configuration, its chunking or a one-line error message.
-    """
-    from backend.chunkers import run_chunker
-
-    out: dict[ChunkerConfig, Chunking | str] = {}
-    for k, config in enumerate(configs):
-        context = ModelContext(
-            scorer=scorer, embedder_spec=embedder_spec, chat=chat, progress=scaled_progress(progress, k, len(configs))
-        )
-        try:
-            out[config] = run_chunker(doc, config, context)
-        except Cancelled:
-            raise
-        except ChunkLabError as e:
-            out[config] = one_line(str(e))
-    return out
-
-
-def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionLM, results_key: str) -> Chunking:
-    """A model-backed configuration's chunking without a model call: from this session's runs, else the cache.
+    Args:
+        doc: The document.
+        config: A model-backed configuration.
+        lm: The session's models.
+        keys: The keys of the page whose model runs to read (``keys.lm_results``, written by
+            :func:`pending_runs_panel`).
 
     Raises:
         NotCached: it needs the model (run it with :func:`pending_runs_panel`).
@@ -351,28 +260,28 @@ def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionLM, results_
     """
     from components.cached import chunk_with_model
 
-    held = st.session_state.get(results_key, {}).get((doc.id, lm.models_key, config))
-    if isinstance(held, str):
-        raise ChunkLabError(held)
-    if held is not None:
-        return held
+    held: ChunkOutcome | None = st.session_state.get(keys.lm_results, {}).get((doc.id, lm.models_key, config))
+    if held is not None and held.state == "failed":
+        raise ChunkLabError(held.error)
+    if held is not None and held.chunking is not None:
+        return held.chunking
     context = cache_only_context(lm)
     if context is None:
         raise NotCached(f"{lm.name} has not run on this document yet")
     return chunk_with_model(doc, doc.id, config, lm.models_key, context)
 
 
-def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerConfig], prefix: str) -> None:
+def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerConfig], keys: PageKeys) -> None:
     """Run the model-backed configurations that are not cached, in a background job, with progress and cancel.
 
     Starts on its own (once per document, model and set of configurations); after a cancel
-    or a failure a "Run with <model>" button starts it again. The finished job's chunkings go
-    to ``st.session_state[f"{prefix}_lm_results"]`` (this document's only), read by
+    or a failure a "Run with <model>" button starts it again. The finished job's outcomes
+    (:func:`backend.chunkers.run.run_configs`: a chunking or a one-line error each) go to
+    ``st.session_state[keys.lm_results]`` (this document's only), read by
     :func:`model_chunking`, and the page reruns to show them.
     """
     configs = tuple(configs)
     signature = (doc.id, lm.models_key, configs)
-    results_key = f"{prefix}_lm_results"
     n = len(configs)
     st.caption(
         f"{n} configuration{'s' if n != 1 else ''} use{'s' if n == 1 else ''} a model: "
@@ -395,18 +304,18 @@ def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerCo
         return start_job(title, lambda progress: run(None, progress), signature=signature, model=lm.label)
 
     job = model_job_panel(
-        f"{prefix}_lm_job", signature, start, run_label=f"Run with {lm.name}", run_key=f"{prefix}_lm_run",
-        cancel_key=f"{prefix}_lm_cancel", what="The model run",
+        keys.lm_job, signature, start, run_label=f"Run with {lm.name}", run_key=keys.lm_run,
+        cancel_key=keys.lm_cancel, what="The model run",
     )
     if job is None:
         return
-    held = {k: v for k, v in st.session_state.get(results_key, {}).items() if k[0] == doc.id}
-    fresh = {(doc.id, lm.models_key, config): out for config, out in job.result.items()}
+    held = {k: v for k, v in st.session_state.get(keys.lm_results, {}).items() if k[0] == doc.id}
+    fresh = {(doc.id, lm.models_key, outcome.config): outcome for outcome in job.result}
     if any(k not in held for k in fresh):
         held.update(fresh)
-        st.session_state[results_key] = held
+        st.session_state[keys.lm_results] = held
         st.rerun()
     st.warning(f"{lm.name} ran, but its results are missing: run again.", icon=":material/warning:")
-    if st.button(f"Run with {lm.name}", key=f"{prefix}_lm_rerun", icon=":material/play_arrow:"):
-        st.session_state[f"{prefix}_lm_job"] = start()
+    if st.button(f"Run with {lm.name}", key=keys.lm_rerun, icon=":material/play_arrow:"):
+        st.session_state[keys.lm_job] = start()
         st.rerun()

@@ -8,7 +8,7 @@ in the script run (chunking is fast); as soon as one needs a model (language mod
 or chat model), all of them are tuned in a background job with progress and Cancel. The user then replaces the
 configurations with the tuned ones (same letters).
 
-Session-state keys: ``{prefix}_match_*``.
+Session-state keys: the page's ``match_*`` (``keys("match_result")``…, see :mod:`components.keys`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from backend.errors import Cancelled, ChunkLabError
 from backend.chunkers.match_length import DEFAULT_TOLERANCE, MatchResult, match_length
 from components.cached import specs
 from components.documents import one_line
-from components.state import CONFIGS, configurations
+from components.keys import CONFIGS, PageKeys
+from components.state import configurations
 
 __all__ = ["MatchOutcome", "match_rows", "run_matches", "replace_with_tuned", "match_lengths_panel"]
 
@@ -115,50 +116,51 @@ def replace_with_tuned(outcome: MatchOutcome) -> int:
     return changed
 
 
-def _on_replace(prefix: str) -> None:
-    outcome: MatchOutcome | None = st.session_state.get(f"{prefix}_match_result")
+def _on_replace(keys: PageKeys) -> None:
+    """The "Use the tuned configurations" button's callback."""
+    outcome: MatchOutcome | None = st.session_state.get(keys("match_result"))
     if outcome is None:
         return
     n = replace_with_tuned(outcome)
     plural = "s" if n != 1 else ""
-    st.session_state[f"{prefix}_match_note"] = f"Replaced {n} configuration{plural} with the tuned one{plural}."
-    st.session_state.pop(f"{prefix}_match_result", None)
+    st.session_state[keys("match_note")] = f"Replaced {n} configuration{plural} with the tuned one{plural}."
+    st.session_state.pop(keys("match_result"), None)
 
 
-def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix: str) -> None:
+def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], keys: PageKeys) -> None:
     """Target input, configuration picker, "Match lengths" button, the results and "Use the tuned ones".
 
     Args:
         doc: The current document.
         entries: The session's configurations (``configurations()``).
-        prefix: The page's session-state prefix (``cmp``, ``qual``).
+        keys: The page's session-state keys (``COMPARE``, ``QUALITY``).
     """
     from components.lm_runs import model_job_panel, session_lm, start_model_job
 
-    note = st.session_state.pop(f"{prefix}_match_note", None)
+    note = st.session_state.pop(keys("match_note"), None)
     if note:
         st.success(note, icon=":material/check:")
     if not entries:
         st.caption("No configurations to match.")
         return
     by_uid = {e["uid"]: e for e in entries}
-    sel_key = f"{prefix}_match_sel_" + "_".join(map(str, by_uid))  # a configuration added or removed: all again
+    sel_key = keys("match_sel_" + "_".join(map(str, by_uid)))  # a configuration added or removed: all again
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         target = st.number_input(
             "Target mean length (tokens)", min_value=1, max_value=100_000, value=DEFAULT_TARGET, step=10,
-            key=f"{prefix}_match_target", width=220,
+            key=keys("match_target"), width=220,
             help="Each configuration's own tokenizer counts the tokens.",
         )
         chosen = st.multiselect(
             "Configurations", list(by_uid), default=list(by_uid), key=sel_key,
             format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].name}" if u in by_uid else str(u),
         )
-        clicked = st.button("Match lengths", key=f"{prefix}_match_run", icon=":material/straighten:")
+        clicked = st.button("Match lengths", key=keys("match_run"), icon=":material/straighten:")
     chosen = [u for u in chosen if u in by_uid]
     configs = tuple((u, by_uid[u]["config"]) for u in chosen)
     needs = {s["name"]: set(s.get("needs") or ()) for s in specs()}
     needs_model = any(needs.get(c.name) for _, c in configs)  # any model: a background job, never inline
-    request_key, result_key = f"{prefix}_match_request", f"{prefix}_match_result"
+    request_key, result_key = keys("match_request"), keys("match_result")
     if clicked:
         st.session_state.pop(result_key, None)
         if not configs:
@@ -183,8 +185,7 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix
 
             def start():
                 from backend.chunkers.context import ModelContext
-                from components.lm_runs import scaled_progress
-                from components.models import start_job
+                from backend.jobs import scaled_progress, start_job
 
                 def run(scorer, progress, d=doc, c=req_configs, t=req_target, emb=lm.embedder_spec, chat=lm.chat):
                     def context(k: int, n: int) -> ModelContext:
@@ -201,8 +202,8 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix
                 return start_job(title, lambda progress: run(None, progress), signature=signature, model=lm.label)
 
             job = model_job_panel(
-                f"{prefix}_match_job", signature, start, run_label="Match lengths again",
-                run_key=f"{prefix}_match_retry", cancel_key=f"{prefix}_match_cancel", what="Matching lengths",
+                keys("match_job"), signature, start, run_label="Match lengths again",
+                run_key=keys("match_retry"), cancel_key=keys("match_cancel"), what="Matching lengths",
             )
             if job is not None:
                 st.session_state[result_key] = job.result
@@ -217,7 +218,7 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix
         return
     st.dataframe(
         pd.DataFrame(rows),
-        key=f"{prefix}_match_table",
+        key=keys("match_table"),
         hide_index=True,
         column_config={
             "configuration": st.column_config.TextColumn("", width=40),
@@ -233,7 +234,7 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], prefix
     )
     tunable = [r for _, r in outcome.results if isinstance(r, MatchResult) and r.parameter]
     st.button(
-        "Use the tuned configurations", key=f"{prefix}_match_apply", icon=":material/published_with_changes:",
-        type="primary", disabled=not tunable, on_click=_on_replace, args=(prefix,),
+        "Use the tuned configurations", key=keys("match_apply"), icon=":material/published_with_changes:",
+        type="primary", disabled=not tunable, on_click=_on_replace, args=(keys,),
         help="Replace each matched configuration with its tuned one (it keeps its letter).",
     )

@@ -1,4 +1,4 @@
-"""Models in the app: loading them, the session's choice, background scoring jobs, model cards.
+"""Models in the app: loading them, the session's choice, the progress of background jobs, model cards.
 
 Local models (the language model and the embedder) are ``st.cache_resource``: one instance
 per server process, shared by every session, never mutated. A session only records *which*
@@ -6,21 +6,21 @@ model it chose (and the model's :class:`ModelInfo`, so the sidebar can name it w
 loading anything). A remote scorer is the exception: it holds the user's API key, so it
 lives in that user's session state only and is never shared or cached.
 
-Long computations run in a background thread (:class:`Job`), kept in session state:
+Long computations run in a background thread (:class:`backend.jobs.Job`), kept in session state:
 
 - Streamlit reruns the script on every click, so a computation running inside the script
   run would block the Cancel button until it finished. In a thread it keeps going between
   reruns, and the Cancel button's rerun sets the job's :class:`CancelToken`; the thread
   stops at its next progress report (``ProgressTracker`` raises ``Cancelled`` there).
 - The page shows the job through a fragment that reruns itself every second
-  (``st.fragment(run_every=…)``) to redraw the progress bar and ETA, and reruns the whole
-  page once the job has ended, so its results appear. (Each rerun ends with Streamlit's
-  full garbage collection, which holds the GIL the scoring thread needs: see
-  :func:`_freeze_long_lived`.)
-- The thread never calls Streamlit: it only writes plain fields of its :class:`Job`
-  (fraction, label, result, error), which the script reads.
+  (:func:`job_progress`, ``st.fragment(run_every=…)``) to redraw the progress bar and ETA,
+  and reruns the whole page once the job has ended, so its results appear. (Each rerun ends
+  with Streamlit's full garbage collection, which holds the GIL the scoring thread needs:
+  see :func:`freeze_long_lived`.)
+- The thread never calls Streamlit: it only writes plain fields of its job (fraction,
+  label, result, error), which the script reads.
 
-Session-state keys start with ``models_``.
+Session-state keys start with ``models_`` (:data:`components.keys.MODELS`).
 """
 
 from __future__ import annotations
@@ -28,34 +28,26 @@ from __future__ import annotations
 import gc
 import html
 import logging
-import threading
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import streamlit as st
 
-from backend.errors import Cancelled, ChunkLabError
-from backend.models.types import CancelToken, ModelInfo, Progress, ProgressTracker, Scorer
+from backend.errors import ChunkLabError
+from backend.models.types import ModelInfo, Scorer
 from components.documents import one_line
+from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, REMOTE_SCORER
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+    from backend.jobs import Job
     from backend.models.embedder import Embedder
     from backend.models.scoring import SentenceScore
 
 __all__ = [
-    "LM_CHOICE",
-    "LM_INFO",
-    "EMB_CHOICE",
-    "EMB_INFO",
-    "CHAT_CHOICE",
-    "CHAT_KEY",
     "session_chat",
     "chat_label",
-    "Job",
-    "start_job",
     "local_scorer",
     "embedder",
     "load_language_model",
@@ -63,6 +55,7 @@ __all__ = [
     "load_embedding_model",
     "current_scorer",
     "current_embedder",
+    "freeze_long_lived",
     "format_parameters",
     "model_card",
     "sidebar_models",
@@ -72,16 +65,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-
-LM_CHOICE = "models_lm_choice"  # ("local", spec or None) or ("remote", None), set once loaded
-LM_INFO = "models_lm_info"  # the loaded language model's ModelInfo
-EMB_CHOICE = "models_emb_choice"  # the loaded embedder's spec (None: the default)
-EMB_INFO = "models_emb_info"
-# The chat model of LLM chunkers: None = the default (an API when OPENAI_* is set, else the bundled
-# model), ("local", None) or ("remote", (base_url, model)); the key lives only in CHAT_KEY.
-CHAT_CHOICE = "models_chat_choice"
-CHAT_KEY = "models_chat_api_key"
-_REMOTE = "models_remote_scorer"  # this session's RemoteScorer (it holds the user's key)
 
 
 # --- shared models ---------------------------------------------------------------------------
@@ -103,7 +86,7 @@ def embedder(spec: str | None) -> Embedder:
     return load_embedder(spec)
 
 
-def _freeze_long_lived() -> None:
+def freeze_long_lived() -> None:
     """Exempt everything alive now (a model just loaded) from later garbage collections.
 
     Streamlit runs a full ``gc.collect()`` after every script run, fragment reruns included.
@@ -126,7 +109,7 @@ def _attempt(what: str, load: Callable[[], Any]) -> tuple[Any, str | None]:
     except Exception as e:  # a loader bug must not take the page down: report it on one line
         _log.exception("loading %s failed", what)
         return None, one_line(f"{what}: could not be loaded ({type(e).__name__}: {e})")
-    _freeze_long_lived()
+    freeze_long_lived()
     return model, None
 
 
@@ -137,14 +120,14 @@ def load_language_model(spec: str | None) -> str | None:
     if error is None:
         st.session_state[LM_CHOICE] = ("local", spec)
         st.session_state[LM_INFO] = scorer.info
-        st.session_state.pop(_REMOTE, None)
+        st.session_state.pop(REMOTE_SCORER, None)
     return error
 
 
 def load_remote_model(base_url: str, model: str, api_key: str) -> str | None:
     """Connect to an OpenAI-compatible server and make it the session's language model.
 
-    Empty fields fall back to the environment (``CHUNKLAB_REMOTE_*``). The scorer, and with
+    Empty fields fall back to the environment (``CHUNKLABREMOTE_SCORER_*``). The scorer, and with
     it the key, stays in this session's state: never in a shared cache, a file or a log.
     """
     from backend.models.remote import RemoteScorer
@@ -154,7 +137,7 @@ def load_remote_model(base_url: str, model: str, api_key: str) -> str | None:
         lambda: RemoteScorer(base_url.strip() or None, model.strip() or None, api_key.strip() or None),
     )
     if error is None:
-        st.session_state[_REMOTE] = scorer
+        st.session_state[REMOTE_SCORER] = scorer
         st.session_state[LM_CHOICE] = ("remote", None)
         st.session_state[LM_INFO] = scorer.info
     return error
@@ -207,7 +190,7 @@ def current_scorer() -> Scorer | None:
         return None
     kind, spec = choice
     if kind == "remote":
-        return st.session_state.get(_REMOTE)
+        return st.session_state.get(REMOTE_SCORER)
     return local_scorer(spec)  # loaded before: a cache hit (reloaded if the cache was cleared)
 
 
@@ -219,85 +202,6 @@ def current_embedder() -> Embedder | None:
 
 
 # --- background jobs ---------------------------------------------------------------------------
-
-
-@dataclass
-class Job:
-    """A computation running in a background thread, polled by the page.
-
-    Attributes:
-        title: What it does, for the progress line.
-        meta: What it was started on (document id, model fingerprint…), for the page.
-        state: ``running``, ``done``, ``cancelled`` or ``failed``.
-        fraction: Progress in ``[0, 1]``.
-        label: Progress text (``done/total · ETA``).
-        result: The computation's return value once ``done``.
-        error: The one-line message once ``failed``.
-        seconds: Wall time once ended.
-    """
-
-    title: str
-    meta: dict[str, Any] = field(default_factory=dict)
-    state: str = "running"
-    fraction: float = 0.0
-    label: str = "starting…"
-    result: Any = None
-    error: str | None = None
-    seconds: float = 0.0
-    cancel_token: CancelToken = field(default_factory=CancelToken, repr=False)
-    started: float = field(default_factory=time.perf_counter, repr=False)
-    thread: threading.Thread | None = field(default=None, repr=False)
-
-    @property
-    def running(self) -> bool:
-        """Whether the computation has not ended yet."""
-        return self.state == "running"
-
-    def cancel(self) -> None:
-        """Ask the computation to stop at its next progress report."""
-        self.cancel_token.cancel()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the thread ends (tests, the CLI); whether it did."""
-        if self.thread is not None:
-            self.thread.join(timeout)
-        return not self.running
-
-    def _report(self, fraction: float, eta: float | None, label: str) -> None:
-        self.fraction, self.label = fraction, label
-
-    def _run(self, fn: Callable[[Progress], Any]) -> None:
-        try:
-            result = fn(ProgressTracker(self._report, self.cancel_token))
-        except Cancelled:
-            state, result, error = "cancelled", None, None
-        except ChunkLabError as e:
-            state, result, error = "failed", None, one_line(str(e))
-        except Exception as e:  # the thread's end is the only place left to report it
-            _log.exception("%s failed", self.title)
-            state, result, error = "failed", None, one_line(f"{type(e).__name__}: {e}")
-        else:
-            error = None
-            state = "done"
-        self.seconds = time.perf_counter() - self.started
-        self.result, self.error = result, error
-        self.state = state  # last: readers that see the end see its result too
-
-
-def start_job(title: str, fn: Callable[[Progress], Any], **meta: Any) -> Job:
-    """Run ``fn(progress)`` in a daemon thread; ``progress`` raises ``Cancelled`` after :meth:`Job.cancel`.
-
-    ``fn`` must not call Streamlit (it runs outside any script run).
-    """
-    # A job importing a module the script thread is importing at the same moment can be handed
-    # a partially initialized module ("PIL.Image has no attribute Image", seen in the tests):
-    # import the shared heavy ones here first, in the script thread.
-    import PIL.Image  # noqa: F401
-
-    job = Job(title, meta)
-    job.thread = threading.Thread(target=job._run, args=(fn,), name=f"chunklab-job: {title}", daemon=True)
-    job.thread.start()
-    return job
 
 
 @st.fragment(run_every=1.0)

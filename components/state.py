@@ -1,7 +1,7 @@
 """Session state shared by every page: the current document and the chunker configurations.
 
-Keys without a page prefix live here; page-local keys start with ``docpage_`` (Document)
-or ``cmp_`` (Compare).
+Their session-state keys (``DOC``, ``CONFIGS``…) have no page prefix; they are defined, like
+every key more than one module uses, in :mod:`components.keys`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import streamlit as st
 from backend.chunkers import make_chunker
 from backend.chunking import ChunkerConfig
 from backend.text.document import Document
+from components.keys import CONFIGS, DOC, DOC_VERSION, NEXT_UID
 
 __all__ = [
-    "DOC",
-    "CONFIGS",
     "DEFAULT_CONFIGS",
     "init_session_state",
     "current_document",
@@ -27,11 +26,6 @@ __all__ = [
     "remove_configuration",
     "tag_for",
 ]
-
-DOC = "doc"
-CONFIGS = "configs"
-_NEXT_UID = "configs_next_uid"
-DOC_VERSION = "doc_version"  # bumped on every document change, so pages can reset windows
 
 # The two configurations the Compare page opens with: the Chroma report's recursive
 # baseline and a half-overlapping fixed-token window.
@@ -54,7 +48,7 @@ def init_session_state() -> None:
     """Create the shared keys once per session (later runs leave them alone)."""
     st.session_state.setdefault(DOC, None)
     st.session_state.setdefault(DOC_VERSION, 0)
-    st.session_state.setdefault(_NEXT_UID, 0)
+    st.session_state.setdefault(NEXT_UID, 0)
     if CONFIGS not in st.session_state:
         st.session_state[CONFIGS] = []
         for name, params in DEFAULT_CONFIGS:
@@ -90,8 +84,8 @@ def tag_for(uid: int) -> str:
 
 def add_configuration(config: ChunkerConfig) -> dict[str, Any]:
     """Append ``config`` (the same one twice is allowed: each entry gets its own uid)."""
-    uid = st.session_state.get(_NEXT_UID, 0)
-    st.session_state[_NEXT_UID] = uid + 1
+    uid = st.session_state.get(NEXT_UID, 0)
+    st.session_state[NEXT_UID] = uid + 1
     entry = {"uid": uid, "tag": tag_for(uid), "config": config}
     configurations().append(entry)
     return entry

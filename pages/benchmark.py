@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from backend.errors import ChunkLabError
+from backend.jobs import start_job
 from backend.models.chat import remote_llm_configured
 from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
@@ -29,8 +30,9 @@ from components.figures.retrieval import (
 )
 from components.keys import BENCHMARK, QSET
 from components.layout import ensure_routed
+from components.keys import EMB_CHOICE
 from components.lm_runs import session_lm, start_model_job
-from components.models import EMB_CHOICE, job_progress, start_job
+from components.models import job_progress
 from components.retrieval import (
     candidates_frame,
     config_color,

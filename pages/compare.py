@@ -1,18 +1,18 @@
 """Compare page: several chunker configurations on the current document, side by side."""
 
-import logging
-
 import pandas as pd
 import streamlit as st
 
+from backend.chunkers.run import chunk_all, needs_model
 from backend.errors import ChunkLabError
 from components.cached import chunk_document, specs, stats_rows
 from components.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from components.config_form import add_config_form
 from components.curves import curves_section
 from components.documents import one_line
+from components.keys import COMPARE
 from components.layout import ensure_routed
-from components.lm_runs import NotCached, model_chunking, pending_runs_panel, session_lm
+from components.lm_runs import model_chunking, pending_runs_panel, session_lm
 from components.match import match_lengths_panel
 from components.render import STYLE, ChunkIndex, legend_html, window_html
 from components.state import add_configuration, configurations, current_document, normalized_config
@@ -23,16 +23,15 @@ ensure_routed()
 WINDOW_CHOICES = (5_000, 10_000, 15_000, 20_000, 30_000)
 DEFAULT_WINDOW = 15_000
 MAX_PER_ROW = 4
-_PAGE = "cmp_page"
-_WINDOW = "cmp_window_chars"
-_WINDOW_START = "cmp_window_start"
-_FOCUS = "cmp_pending_focus"
-_STRIP = "cmp_strip"
-_log = logging.getLogger(__name__)
+_PAGE = COMPARE("page")
+_WINDOW = COMPARE("window_chars")
+_WINDOW_START = COMPARE("window_start")
+_FOCUS = COMPARE("pending_focus")
+_STRIP = COMPARE("strip")
 
 
 def _sel_key(uid: int) -> str:
-    return f"cmp_sel_{uid}"
+    return COMPARE(f"sel_{uid}")
 
 
 def _color(uid: int) -> str:
@@ -73,7 +72,7 @@ def _sidebar() -> None:
     """The configuration list and the generated "Add configuration" form."""
     with st.sidebar:
         st.subheader("Add a configuration", anchor=False)
-        submitted = add_config_form(specs(), prefix="cmp_new")
+        submitted = add_config_form(specs(), prefix=COMPARE("new"))
         if submitted is not None:
             name, params, tokenizer = submitted
             try:
@@ -105,35 +104,32 @@ if not entries:
     st.stop()
 
 # A new document starts at its first window, with no chunk selected.
-if st.session_state.get("cmp_doc_id") != doc.id:
-    st.session_state["cmp_doc_id"] = doc.id
+if st.session_state.get(COMPARE("doc_id")) != doc.id:
+    st.session_state[COMPARE("doc_id")] = doc.id
     st.session_state.pop(_PAGE, None)  # back to the first window
     for e in entries:
         st.session_state.pop(_sel_key(e["uid"]), None)
 
 # Model-backed configurations never run inline: from the cache, else in a background job (below).
-lm_names = {s["name"] for s in specs() if s.get("needs")}  # any model: run in a background job, never inline
-lm = session_lm() if any(e["config"].name in lm_names for e in entries) else None
-pending: list = []  # entries waiting for the language model
-results: list = []  # (entry, chunking or None, error message or None)
-for e in entries:
-    with st.spinner(f"Chunking with {e['tag']}: {e['config'].label}…", show_time=True):
-        try:
-            if lm is not None and e["config"].name in lm_names:
-                if lm.error:
-                    raise ChunkLabError(lm.error)
-                ch = model_chunking(doc, e["config"], lm, "cmp")
-            else:
-                ch = chunk_document(doc, doc.id, e["config"])
-            results.append((e, ch, None))
-        except NotCached:
-            pending.append(e)
-            results.append((e, None, None))
-        except ChunkLabError as err:
-            results.append((e, None, one_line(str(err))))
-        except Exception as err:  # one failing chunker must not hide the others: report it on its card
-            _log.exception("chunking with %s failed", e["config"].label)
-            results.append((e, None, one_line(f"{type(err).__name__}: {err}")))
+lm = session_lm() if any(needs_model(e["config"]) for e in entries) else None
+
+
+def _chunk(d, config):
+    """A configuration that needs no model: chunked here, cached per document and configuration."""
+    with st.spinner(f"Chunking with {config.label}…", show_time=True):
+        return chunk_document(d, d.id, config)
+
+
+def _with_model(d, config):
+    """A model-backed configuration: this page's model runs or the output cache, never a model call."""
+    if lm.error:
+        raise ChunkLabError(lm.error)
+    return model_chunking(d, config, lm, COMPARE)
+
+
+outcomes = chunk_all(doc, [e["config"] for e in entries], _chunk, with_model=_with_model)
+pending = [e for e, o in zip(entries, outcomes) if o.state == "pending"]  # entries waiting for a model run
+results = [(e, o.chunking, o.error) for e, o in zip(entries, outcomes)]  # (entry, chunking or None, error or None)
 ok = [(e, ch) for e, ch, _ in results if ch is not None]
 
 window = st.session_state.setdefault(_WINDOW, DEFAULT_WINDOW)
@@ -149,7 +145,7 @@ for e, ch in ok:
 
 # --- configuration cards: what each column is, with downloads and remove ----------------------
 if pending:
-    pending_runs_panel(doc, lm, [e["config"] for e in pending], "cmp")
+    pending_runs_panel(doc, lm, [e["config"] for e in pending], COMPARE)
 waiting = {e["uid"] for e in pending}
 for col, (e, ch, err) in grid(results, MAX_PER_ROW):
     with col:
@@ -159,7 +155,7 @@ for col, (e, ch, err) in grid(results, MAX_PER_ROW):
 # --- match lengths: tune every configuration to one mean chunk length (components/match.py) --------
 with st.expander("Match lengths", icon=":material/straighten:"):
     st.caption("Compare chunkers at the same mean chunk length: tune each one's size or threshold to a target.")
-    match_lengths_panel(doc, entries, "cmp")
+    match_lengths_panel(doc, entries, COMPARE)
 
 if not ok:
     st.stop()
@@ -171,7 +167,7 @@ table = pd.DataFrame(rows, index=[e["tag"] for e, _ in ok])
 table["overlap_pct"] = table["overlap_chars"] / max(len(doc.text), 1) * 100
 st.dataframe(
     table.drop(columns=["configuration", "overlap_chars"]),
-    key="cmp_stats",
+    key=COMPARE("stats"),
     column_config={
         "_index": st.column_config.TextColumn("", width=40),
         "chunker": st.column_config.TextColumn("Chunker", help="Full parameters on the cards above"),
@@ -202,7 +198,7 @@ total_chunks = sum(len(ch.chunks) for _, ch in ok)
 show_strip = switch.toggle(
     "Show strip",
     value=True,
-    key="cmp_show_strip",
+    key=COMPARE("show_strip"),
     persist_state="session",
     help=f"{total_chunks:,} chunks in all; with tens of thousands the browser needs a few seconds to draw them.",
 )
@@ -251,7 +247,7 @@ st.html(legend_html(paged=bool(page_starts)))
 for col, (e, ch) in grid(ok, MAX_PER_ROW):
     with col:
         config_title(e, _color(e["uid"]))
-        with st.container(height=600, border=True, key=f"cmp_view_{e['uid']}"):
+        with st.container(height=600, border=True, key=COMPARE(f"view_{e['uid']}")):
             st.html(
                 window_html(
                     doc.text, ch.chunks, win_start, win_end, index=ChunkIndex.build(ch.chunks),
@@ -270,13 +266,13 @@ for col, (e, ch) in grid(ok, MAX_PER_ROW):
 st.subheader("Chunk sizes", anchor=False)
 unit = st.segmented_control(
     "Measure sizes in", ["tokens", "characters"], default="tokens", required=True,
-    key="cmp_hist_unit", persist_state="session",
+    key=COMPARE("hist_unit"), persist_state="session",
 )
 st.plotly_chart(
     size_histogram([ch for _, ch in ok], [e["tag"] for e, _ in ok], [_color(e["uid"]) for e, _ in ok], unit),
-    key="cmp_hist",
+    key=COMPARE("hist"),
     config={"displaylogo": False},
 )
 
 # --- curves: what each chunker with a curve (registry: has_curve) cut on; components/curves.py ----------
-curves_section(doc, results, lm, _color, "cmp")
+curves_section(doc, results, lm, _color, COMPARE.prefix)

@@ -4,6 +4,7 @@ import streamlit as st
 
 from components.cached import document_stats, samples
 from components.documents import load_bundled_sample, load_upload, upload_limit_mb, upload_types
+from components.keys import DOCUMENT
 from components.render import STYLE, text_html
 from components.layout import ensure_routed
 from components.state import current_document
@@ -11,8 +12,8 @@ from components.state import current_document
 ensure_routed()
 
 PREVIEW_CHARS = 10_000  # characters per preview page for documents without pages
-_ERROR = "docpage_error"
-_LAST_UPLOAD = "docpage_last_upload"
+_ERROR = DOCUMENT("error")
+_LAST_UPLOAD = DOCUMENT("last_upload")
 
 st.title("Document")
 st.caption("Choose the document to chunk: upload your own or start from a bundled sample.")
@@ -24,7 +25,7 @@ with col_upload:
     uploaded = st.file_uploader(
         "Upload a document",
         type=types,
-        key="docpage_upload",
+        key=DOCUMENT("upload"),
         max_upload_size=upload_limit_mb(),
         help=(
             "PDF (with a text layer), Word (.docx), HTML, Markdown or plain text, up to "
@@ -52,10 +53,10 @@ with col_sample:
                 "Or open a bundled sample",
                 list(bundled),
                 format_func=lambda n: bundled[n].title,
-                key="docpage_sample",
+                key=DOCUMENT("sample"),
                 persist_state="session",
             )
-            if st.button("Open sample", key="docpage_open_sample", icon=":material/folder_open:"):
+            if st.button("Open sample", key=DOCUMENT("open_sample"), icon=":material/folder_open:"):
                 with st.spinner(f"Opening {bundled[choice].title}…", show_time=True):
                     st.session_state[_ERROR] = load_bundled_sample(choice)
                 if st.session_state[_ERROR] is None:
@@ -96,19 +97,19 @@ else:
     n = len(doc.text)
     spans = [(s, min(s + PREVIEW_CHARS, n)) for s in range(0, max(n, 1), PREVIEW_CHARS)]
     unit = "Part"
-if st.session_state.get("docpage_preview_doc") != doc.id:
-    st.session_state["docpage_preview_doc"] = doc.id
-    st.session_state.pop("docpage_preview_page", None)  # back to the first page
-if st.session_state.get("docpage_preview_page", 1) > len(spans):
-    st.session_state["docpage_preview_page"] = len(spans)
+if st.session_state.get(DOCUMENT("preview_doc")) != doc.id:
+    st.session_state[DOCUMENT("preview_doc")] = doc.id
+    st.session_state.pop(DOCUMENT("preview_page"), None)  # back to the first page
+if st.session_state.get(DOCUMENT("preview_page"), 1) > len(spans):
+    st.session_state[DOCUMENT("preview_page")] = len(spans)
 
 nav, where = st.columns([3, 2], vertical_alignment="center")
 with nav:
     number = st.pagination(
-        len(spans), key="docpage_preview_page", persist_state="session", max_visible_pages=11
+        len(spans), key=DOCUMENT("preview_page"), persist_state="session", max_visible_pages=11
     )
 start, end = spans[number - 1]
 with where:
     st.caption(f"{unit} {number} of {len(spans):,} · characters {start:,}–{end:,} of {len(doc.text):,}")
-with st.container(height=520, border=True, key="docpage_preview"):
+with st.container(height=520, border=True, key=DOCUMENT("preview")):
     st.html(STYLE + text_html(doc.text[start:end]))

@@ -2,14 +2,12 @@
 
 import streamlit as st
 
+from backend.jobs import start_job
 from backend.models.cache import default_cache
 from backend.models.scoring import sentence_scores
+from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_INFO, LM_INFO, MODELS
 from components.layout import ensure_routed
 from components.models import (
-    CHAT_CHOICE,
-    CHAT_KEY,
-    EMB_INFO,
-    LM_INFO,
     chat_label,
     current_scorer,
     job_progress,
@@ -18,17 +16,16 @@ from components.models import (
     load_remote_model,
     model_card,
     score_results,
-    start_job,
 )
 from components.render import esc
 from components.state import current_document
 
 ensure_routed()
 
-_LM_ERROR = "models_lm_error"
-_EMB_ERROR = "models_emb_error"
-_JOB = "models_score_job"
-_CACHE_NOTE = "models_cache_note"
+_LM_ERROR = MODELS("lm_error")
+_EMB_ERROR = MODELS("emb_error")
+_JOB = MODELS("score_job")
+_CACHE_NOTE = MODELS("cache_note")
 LM_SOURCES = {
     "bundled": "Bundled SmolLM2-135M",
     "local": "Local path or hub id",
@@ -48,47 +45,47 @@ col_lm, col_emb = st.columns(2, gap="large")
 with col_lm:
     st.subheader("Language model", anchor=False)
     source = st.radio(
-        "Source", list(LM_SOURCES), format_func=LM_SOURCES.get, key="models_lm_source",
+        "Source", list(LM_SOURCES), format_func=LM_SOURCES.get, key=MODELS("lm_source"),
         horizontal=True, persist_state="session",
     )
-    with st.form("models_lm_form", border=False):
+    with st.form(MODELS("lm_form"), border=False):
         if source == "local":
             st.text_input(
-                "Model", key="models_lm_path", persist_state="session",
+                "Model", key=MODELS("lm_path"), persist_state="session",
                 placeholder="/path/to/checkpoint, /path/to/model.gguf or org/name",
                 help="A transformers checkpoint folder, a .gguf file, or a Hugging Face hub id "
                 "(only where the hub is reachable or the model is already in its local cache).",
             )
         elif source == "remote":
             st.text_input(
-                "Base URL", key="models_remote_url", persist_state="session",
+                "Base URL", key=MODELS("remote_url"), persist_state="session",
                 placeholder="http://gpu-box:8000/v1",
                 help="An OpenAI-compatible server that returns prompt log-probs (vLLM does). "
                 "Empty: CHUNKLAB_REMOTE_BASE_URL.",
             )
             st.text_input(
-                "Model name", key="models_remote_model", persist_state="session",
+                "Model name", key=MODELS("remote_model"), persist_state="session",
                 placeholder="the server's only model", help="Empty: CHUNKLAB_REMOTE_MODEL, else the server's only model.",
             )
             # Not persisted: the key lives in this widget and in the connected scorer, nowhere else.
             st.text_input(
-                "API key", key="models_remote_key", type="password", autocomplete="off",
+                "API key", key=MODELS("remote_key"), type="password", autocomplete="off",
                 help="Sent as a bearer token. Kept only in this browser session; never saved, logged or cached. "
                 "Empty: CHUNKLAB_REMOTE_API_KEY.",
             )
         load_lm = st.form_submit_button(
-            "Connect" if source == "remote" else "Load", key="models_lm_load", icon=":material/download:"
+            "Connect" if source == "remote" else "Load", key=MODELS("lm_load"), icon=":material/download:"
         )
     if load_lm:
         with st.spinner("Loading the language model…", show_time=True):
             if source == "remote":
                 st.session_state[_LM_ERROR] = load_remote_model(
-                    st.session_state.get("models_remote_url") or "",
-                    st.session_state.get("models_remote_model") or "",
-                    st.session_state.get("models_remote_key") or "",
+                    st.session_state.get(MODELS("remote_url")) or "",
+                    st.session_state.get(MODELS("remote_model")) or "",
+                    st.session_state.get(MODELS("remote_key")) or "",
                 )
             else:
-                spec = st.session_state.get("models_lm_path") if source == "local" else None
+                spec = st.session_state.get(MODELS("lm_path")) if source == "local" else None
                 if source == "local" and not (spec or "").strip():
                     st.session_state[_LM_ERROR] = "enter a model folder, a .gguf file or a hub id"
                 else:
@@ -97,26 +94,26 @@ with col_lm:
             st.rerun()  # the router drew the sidebar before this model was loaded
     if st.session_state.get(_LM_ERROR):
         st.error(st.session_state[_LM_ERROR], icon=":material/error:")
-    model_card(st.session_state.get(LM_INFO), key="models_lm_card")
+    model_card(st.session_state.get(LM_INFO), key=MODELS("lm_card"))
 
 # --- embedder ----------------------------------------------------------------------------------
 with col_emb:
     st.subheader("Embedder", anchor=False)
     emb_source = st.radio(
-        "Source", list(EMB_SOURCES), format_func=EMB_SOURCES.get, key="models_emb_source",
+        "Source", list(EMB_SOURCES), format_func=EMB_SOURCES.get, key=MODELS("emb_source"),
         horizontal=True, persist_state="session",
     )
-    with st.form("models_emb_form", border=False):
+    with st.form(MODELS("emb_form"), border=False):
         if emb_source == "local":
             st.text_input(
-                "Model", key="models_emb_path", persist_state="session",
+                "Model", key=MODELS("emb_path"), persist_state="session",
                 placeholder="/path/to/sentence-transformers-folder or org/name",
                 help="A sentence-transformers folder, a plain transformers folder (mean pooling), "
                 "or a Hugging Face hub id (only where the hub is reachable or the model is cached).",
             )
-        load_emb = st.form_submit_button("Load", key="models_emb_load", icon=":material/download:")
+        load_emb = st.form_submit_button("Load", key=MODELS("emb_load"), icon=":material/download:")
     if load_emb:
-        spec = st.session_state.get("models_emb_path") if emb_source == "local" else None
+        spec = st.session_state.get(MODELS("emb_path")) if emb_source == "local" else None
         with st.spinner("Loading the embedder…", show_time=True):
             if emb_source == "local" and not (spec or "").strip():
                 st.session_state[_EMB_ERROR] = "enter a model folder or a hub id"
@@ -126,7 +123,7 @@ with col_emb:
             st.rerun()
     if st.session_state.get(_EMB_ERROR):
         st.error(st.session_state[_EMB_ERROR], icon=":material/error:")
-    model_card(st.session_state.get(EMB_INFO), key="models_emb_card")
+    model_card(st.session_state.get(EMB_INFO), key=MODELS("emb_card"))
 
 # --- chat model (LLM chunkers) -------------------------------------------------------------------
 st.divider()
@@ -137,23 +134,23 @@ st.caption(
 )
 CHAT_SOURCES = {"default": "Default", "local": "Bundled model", "remote": "OpenAI-compatible API"}
 chat_source = st.radio(
-    "Source", list(CHAT_SOURCES), format_func=CHAT_SOURCES.get, key="models_chat_source",
+    "Source", list(CHAT_SOURCES), format_func=CHAT_SOURCES.get, key=MODELS("chat_source"),
     horizontal=True, persist_state="session",
     help="Default: the API when OPENAI_BASE_URL or OPENAI_API_KEY is set, else the bundled model.",
 )
-with st.form("models_chat_form", border=False):
+with st.form(MODELS("chat_form"), border=False):
     if chat_source == "remote":
         left, mid, right = st.columns(3)
-        left.text_input("Base URL", key="models_chat_url", persist_state="session",
+        left.text_input("Base URL", key=MODELS("chat_url"), persist_state="session",
                         placeholder="http://gpu-box:8000/v1", help="Empty: OPENAI_BASE_URL, else OpenAI's API.")
-        mid.text_input("Model name", key="models_chat_model", persist_state="session",
+        mid.text_input("Model name", key=MODELS("chat_model"), persist_state="session",
                        placeholder="e.g. Qwen2.5-1.5B-Instruct", help="Required: it names the cached answers.")
         # Not persisted: the key lives in this widget and in the session's chat model only.
-        right.text_input("API key", key="models_chat_key_input", type="password", autocomplete="off",
+        right.text_input("API key", key=MODELS("chat_key_input"), type="password", autocomplete="off",
                          help="Sent as a bearer token; empty: OPENAI_API_KEY.")
-    use_chat = st.form_submit_button("Use", key="models_chat_use", icon=":material/check:")
+    use_chat = st.form_submit_button("Use", key=MODELS("chat_use"), icon=":material/check:")
 if use_chat:
-    model = (st.session_state.get("models_chat_model") or "").strip()
+    model = (st.session_state.get(MODELS("chat_model")) or "").strip()
     if chat_source == "remote" and not model:
         st.error("enter the model name the server serves", icon=":material/error:")
     else:
@@ -162,8 +159,8 @@ if use_chat:
         elif chat_source == "local":
             st.session_state[CHAT_CHOICE] = ("local", None)
         else:
-            st.session_state[CHAT_CHOICE] = ("remote", ((st.session_state.get("models_chat_url") or "").strip(), model))
-            st.session_state[CHAT_KEY] = st.session_state.get("models_chat_key_input") or ""
+            st.session_state[CHAT_CHOICE] = ("remote", ((st.session_state.get(MODELS("chat_url")) or "").strip(), model))
+            st.session_state[CHAT_KEY] = st.session_state.get(MODELS("chat_key_input")) or ""
         st.rerun()  # the router drew the sidebar before this choice
 st.caption(f"LLM chunkers use: {esc(chat_label())}")
 
@@ -180,10 +177,10 @@ scorer = current_scorer() if st.session_state.get(LM_INFO) is not None else None
 if doc is None:
     st.info("Load a document first.", icon=":material/info:")
 elif job is not None and job.running:
-    job_progress(_JOB, "models_score_cancel")
+    job_progress(_JOB, MODELS("score_cancel"))
 else:
     if st.button(
-        "Score the current document", key="models_score", icon=":material/play_arrow:", type="primary",
+        "Score the current document", key=MODELS("score"), icon=":material/play_arrow:", type="primary",
         disabled=scorer is None, help=None if scorer is not None else "Load a language model first",
     ):
         cache = default_cache()
@@ -213,7 +210,7 @@ cols[1].metric("Size", f"{stats['bytes'] / 1e6:,.1f} MB", help=f"Bound: {stats['
 with cols[2]:
     st.caption("Directory")
     st.code(stats["directory"], language=None)
-    if st.button("Clear cache", key="models_clear_cache", icon=":material/delete:",
+    if st.button("Clear cache", key=MODELS("clear_cache"), icon=":material/delete:",
                  help="Delete every cached model output (token scores, pair scores). Loaded models stay loaded."):
         removed = cache.clear()
         st.session_state[_CACHE_NOTE] = f"Removed {removed:,} cached entr{'y' if removed == 1 else 'ies'}."

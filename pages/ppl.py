@@ -22,7 +22,7 @@ from backend.chunkers.meta.algorithms import (
     theta_curve,
 )
 from backend.chunkers.meta.results import MarginResult, PPLScores, values_csv
-from backend.errors import ChunkLabError
+from backend.errors import ChunkLabError, NotCached
 from backend.tokenizers import TOKENIZER_NAMES, SpanCounter, get_tokenizer
 from components.config_form import TOKENIZER_HELP
 from components.documents import one_line
@@ -30,7 +30,6 @@ from components.figures.ppl import chunk_curve, drops_histogram, margin_chart, v
 from components.keys import PPL
 from components.layout import ensure_routed
 from components.lm_runs import (
-    NotCached,
     cache_only_context,
     cached_document_scores,
     finished_job,

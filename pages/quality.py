@@ -12,15 +12,16 @@ import time
 
 import streamlit as st
 
+from backend.chunkers.run import chunk_all
 from backend.models.cache import default_cache
-from backend.errors import ChunkLabError
+from backend.errors import NotCached
+from backend.jobs import start_job
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
 from components.cached import chunk_document, specs
 from components.charts import CONFIG_COLORS
-from components.documents import one_line
 from components.layout import ensure_routed
+from components.keys import EMB_INFO, QUALITY
 from components.lm_runs import (
-    NotCached,
     cache_only_context,
     model_chunking,
     model_job_panel,
@@ -29,7 +30,7 @@ from components.lm_runs import (
     start_model_job,
 )
 from components.match import match_lengths_panel
-from components.models import EMB_INFO, current_embedder, start_job
+from components.models import current_embedder
 from components.quality import (
     DEFAULT_TOKENS_PER_S,
     QualityData,
@@ -119,7 +120,7 @@ with st.expander("Match lengths", icon=":material/straighten:"):
         "Both papers compare chunkers only at the same mean chunk length: tune each configuration's size or "
         "threshold until its mean length is within ±5 % of a target."
     )
-    match_lengths_panel(doc, entries, "qual")
+    match_lengths_panel(doc, entries, QUALITY)
 
 # --- what to compute -----------------------------------------------------------------------------------
 cols = st.columns([3, 1.2], vertical_alignment="bottom")
@@ -159,24 +160,20 @@ if lm is not None:
         st.stop()
 
 # --- the chunkings (model-backed ones from the cache, else a background job) ---------------------------
+outcomes = chunk_all(
+    doc, [e["config"] for e in entries], lambda d, c: chunk_document(d, d.id, c),
+    with_model=lambda d, c: model_chunking(d, c, lm, QUALITY),
+)
 ok, pending = [], []
-for e in entries:
-    try:
-        if e["config"].name in model_names:
-            ch = model_chunking(doc, e["config"], lm, "qual")
-        else:
-            ch = chunk_document(doc, doc.id, e["config"])
-    except NotCached:
+for e, outcome in zip(entries, outcomes):
+    if outcome.state == "done":
+        ok.append((e, outcome.chunking))
+    elif outcome.state == "pending":
         pending.append(e)
-    except ChunkLabError as err:
-        st.error(f"{e['tag']}: {one_line(str(err))}", icon=":material/error:")
-    except Exception as err:  # one failing chunker must not hide the others: one line, logged
-        _log.exception("chunking with %s failed", e["config"].label)
-        st.error(f"{e['tag']}: {one_line(f'{type(err).__name__}: {err}')}", icon=":material/error:")
     else:
-        ok.append((e, ch))
+        st.error(f"{e['tag']}: {outcome.error}", icon=":material/error:")
 if pending:
-    pending_runs_panel(doc, lm, [e["config"] for e in pending], "qual")
+    pending_runs_panel(doc, lm, [e["config"] for e in pending], QUALITY)
 if not ok:
     st.stop()
 

@@ -9,6 +9,7 @@ import logging
 
 import streamlit as st
 
+from backend.chunkers.run import chunk_all
 from backend.errors import ChunkLabError
 from backend.retrieval.jobs import cp_job, search_job
 from backend.retrieval.live import (
@@ -19,15 +20,17 @@ from backend.retrieval.live import (
     questions_over,
     sentence_choices,
 )
+from backend.jobs import start_job
 from backend.retrieval.metrics import union_ranges
 from backend.retrieval.questions import merge_question_sets, question_set_zip, questions_to_csv
 from backend.retrieval.store import store_location
-from components.cached import chunk_document, specs
+from components.cached import chunk_document
 from components.documents import one_line
 from components.keys import QSET, RETRIEVAL
 from components.layout import ensure_routed
-from components.lm_runs import NotCached, model_chunking, session_lm, start_model_job
-from components.models import EMB_CHOICE, job_progress, start_job
+from components.keys import COMPARE, EMB_CHOICE
+from components.lm_runs import model_chunking, session_lm, start_model_job
+from components.models import job_progress
 from components.render import STYLE, esc, tag_badge_html
 from components.retrieval import (
     RET_STYLE,
@@ -68,21 +71,18 @@ def _reset_for(doc_id: str) -> None:
 
 def _chunkings(doc, entries) -> tuple[dict, list[str]]:
     """Each selected configuration's chunking (no model call), and one-line notes for those left out."""
-    lm_names = {s["name"] for s in specs() if s.get("needs")}  # any model: never run inline
+    outcomes = chunk_all(
+        doc, [e["config"] for e in entries], lambda d, c: chunk_document(d, d.id, c),
+        with_model=lambda d, c: model_chunking(d, c, session_lm(), COMPARE),  # Compare's model runs, or the cache
+    )
     out, notes = {}, []
-    for e in entries:
-        try:
-            if e["config"].name in lm_names:
-                out[e["tag"]] = model_chunking(doc, e["config"], session_lm(), "cmp")
-            else:
-                out[e["tag"]] = chunk_document(doc, doc.id, e["config"])
-        except NotCached:
+    for e, outcome in zip(entries, outcomes):
+        if outcome.state == "done":
+            out[e["tag"]] = outcome.chunking
+        elif outcome.state == "pending":
             notes.append(f"{e['tag']} needs a model run: open it on the Compare page first")
-        except ChunkLabError as err:
-            notes.append(f"{e['tag']}: {one_line(str(err))}")
-        except Exception as err:  # one failing chunker must not hide the others (as on Compare)
-            _log.exception("chunking with %s failed", e["config"].label)
-            notes.append(f"{e['tag']}: {one_line(f'{type(err).__name__}: {err}')}")
+        else:
+            notes.append(f"{e['tag']}: {outcome.error}")
     return out, notes
 
 

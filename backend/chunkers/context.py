@@ -5,6 +5,11 @@ Chunkers that need a model declare ``needs = ("lm",)`` (or ``("embedder",)``);
 builds one around the session's model and a progress tracker. The model itself is not part
 of a chunker's configuration: the same configuration on another model is another result,
 and callers key their caches by :attr:`ModelContext.fingerprint` as well.
+
+:meth:`ModelContext.cache_only` builds a context that answers from the output cache alone:
+every model call raises :class:`~backend.errors.NotCached` at once, and its lookups take no
+compute lock. A page asks it first, so a document chunked before opens in milliseconds and
+a miss never freezes the page; the model run then happens in a background job.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from backend.errors import ModelError
+from backend.errors import ModelError, NotCached
 from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
 
 if TYPE_CHECKING:
@@ -20,10 +25,10 @@ if TYPE_CHECKING:
 
     from backend.models.cache import OutputCache
     from backend.models.chat import ChatModel
-    from backend.models.types import Progress, Scorer, TokenScores
+    from backend.models.types import ModelInfo, Progress, Scorer, TokenScores
     from backend.models.embeddings import TextEmbedder
 
-__all__ = ["ModelContext"]
+__all__ = ["ModelContext", "unloaded_model_info"]
 
 
 @dataclass
@@ -58,6 +63,25 @@ class ModelContext:
     embedder: TextEmbedder | None = None
     embedder_spec: str | None = None
     _cache: OutputCache | None = field(default=None, repr=False)
+
+    @classmethod
+    def cache_only(
+        cls, model: ModelInfo, *, embedder_spec: str | None = None, chat: ChatModel | None = None
+    ) -> ModelContext:
+        """A context that answers from the output cache only: any model call raises ``NotCached``.
+
+        Its scorer and chat model carry the real models' identities (the cache keys are made of
+        them) but refuse to compute; its embedder is never loaded. Its lookups take none of the
+        cache's compute locks (``OutputCache.get_or_compute`` would wait for a job computing the
+        same key, and a page must not wait).
+
+        Args:
+            model: The language model's identity (its ``ModelInfo``, or :func:`unloaded_model_info`).
+            embedder_spec: The embedder whose cached vectors to read (None: the default one).
+            chat: The chat model whose cached answers to read (None: the default one).
+        """
+        refusing_chat = _RefusingChat(chat) if chat is not None else None
+        return _CacheOnlyContext(scorer=_RefusingScorer(model), embedder_spec=embedder_spec, chat=refusing_chat)
 
     @property
     def cache(self) -> OutputCache | None:
@@ -165,3 +189,62 @@ class ModelContext:
 
             self.chat = default_chat_model(self.lm, self.device, self.on_load)
         return self.chat
+
+
+def unloaded_model_info(name: str, fingerprint: str, kind: str = "lm") -> ModelInfo:
+    """The identity of a language model known by name and fingerprint but not loaded (size, device unknown)."""
+    from backend.models.types import ModelInfo
+
+    return ModelInfo(name, "", kind, 0, "", "", fingerprint)
+
+
+class _RefusingScorer:
+    """A scorer with the real model's identity that refuses every model call (raises :class:`NotCached`)."""
+
+    def __init__(self, info: ModelInfo) -> None:
+        self.info = info
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        """Raise :class:`NotCached`: computing needs the model."""
+        raise NotCached(f"not in the output cache for {self.info.name}")
+
+    token_nll = conditional_nll = next_token_probs = _refuse
+
+
+@dataclass
+class _CacheOnlyContext(ModelContext):
+    """The context :meth:`ModelContext.cache_only` builds: cache lookups without compute locks, misses raise."""
+
+    def token_scores(self, text: str) -> TokenScores:
+        """``text``'s cached token scores under the scorer's model; :class:`NotCached` on a miss."""
+        from backend.models.scoring import cached_token_scores
+
+        cache, info = self.cache, self.scorer.info
+        hit = cached_token_scores(cache, info.fingerprint, text, self.window, scorer_kind=info.kind) if cache else None
+        if hit is None:
+            raise NotCached(f"this document has not been scored by {info.name} yet")
+        return hit
+
+    def get_embedder(self) -> TextEmbedder:
+        """Never loads: ``embed`` reads cached vectors without the embedder, a miss ends here."""
+        raise NotCached("these embeddings are not in the output cache yet")
+
+    def get_chat(self) -> ChatModel:
+        """The default chat model's identity, refusing to answer (cached replies are read by key)."""
+        if self.chat is None:
+            from backend.models.chat import default_chat_model
+
+            self.chat = _RefusingChat(default_chat_model(self.lm, self.device))
+        return self.chat
+
+
+class _RefusingChat:
+    """A chat model with the real one's identity whose every call raises :class:`NotCached`."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.fingerprint = inner.fingerprint
+        self.name = inner.name
+
+    def complete(self, *args: Any, **kwargs: Any) -> str:
+        """Raise :class:`NotCached`: these answers need the chat model."""
+        raise NotCached(f"these answers of {self.name} are not in the output cache yet")

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from backend.chunking import Chunk, ChunkerConfig, Chunking
+import components.keys as keys
 from components.charts import boundary_strip, size_histogram
 from components.render import ChunkIndex, chunk_detail_html, esc, legend_html, window_html
 from components.state import tag_for
@@ -135,6 +136,17 @@ def test_size_histogram_shares_bins_between_configurations() -> None:
     assert len(fig.data) == 2
     assert fig.data[0].xbins == fig.data[1].xbins
     assert list(fig.data[1].x) == [30, len(TEXT) - 30]
+
+
+def test_session_keys_are_built_in_one_place_and_never_collide() -> None:
+    # The model-run panel writes and the pages read these: one spelling on both sides.
+    assert [keys.COMPARE.lm_results, keys.COMPARE.lm_job, keys.QUALITY.lm_results, keys.MODELS("score_job")] == [
+        "cmp_lm_results", "cmp_lm_job", "qual_lm_results", "models_score_job",
+    ]
+    shared = [getattr(keys, name) for name in keys.__all__ if isinstance(getattr(keys, name), str)]
+    assert len(shared) == 13 and len(set(shared)) == len(shared)
+    prefixes = [getattr(keys, name).prefix for name in keys.__all__ if isinstance(getattr(keys, name), keys.PageKeys)]
+    assert prefixes == ["cmp", "qual", "ret", "ppl", "bm", "models", "docpage"]
 
 
 @pytest.mark.parametrize(("uid", "tag"), [(0, "A"), (1, "B"), (25, "Z"), (26, "AA"), (27, "AB"), (701, "ZZ")])

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.samples import list_samples
+from backend.text.document import Document
+from components.keys import CHAT_CHOICE, CHAT_KEY, COMPARE, CONFIGS, NEXT_UID
+from components.state import normalized_config
 from tests.conftest import ROOT
+from tests.support.apptest import open_page, wait_job
+from tests.support.apptest import run as checked_run
+from tests.support.scripted_chat_server import start_scripted_server
 
 TIMEOUT = 120
 
@@ -243,3 +251,34 @@ def test_strip_click_selects_chunks_in_every_row_and_moves_the_window(compare: A
     assert compare.session_state[f"cmp_sel_{recursive['uid']}"] >= 0
     html = "".join(h.value for h in compare.html)
     assert "Selected · chunk 3" in html
+
+
+def test_a_failed_model_run_shows_its_error_on_the_compare_card(tmp_path, monkeypatch) -> None:
+    # The model-run panel stores each configuration's outcome under COMPARE.lm_results and the card
+    # reads it back under the same key: the run's one-line error, not "waiting" or "not cached".
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "CHUNKLAB_CHAT"):
+        monkeypatch.delenv(name, raising=False)
+    doc = Document.from_text(
+        f"Failed run {uuid.uuid4().hex[:8]}.\n\nThe lighthouse stood on the cliff.\n\nStocks fell on Monday.",
+        source="failed.txt",
+    )
+    with start_scripted_server(model="scripted-model", api_key="sk-the-right-one") as server:
+        at = open_page("pages/document.py", doc)
+        at.session_state[CONFIGS] = [{"uid": 0, "tag": "A", "config": normalized_config("moc", {})}]
+        at.session_state[NEXT_UID] = 1
+        at.session_state[CHAT_CHOICE] = ("remote", (server.url, "scripted-model"))
+        at.session_state[CHAT_KEY] = "sk-a-wrong-one"  # the server answers 401
+        at.switch_page("pages/compare.py")
+        checked_run(at)
+        job = wait_job(at, COMPARE.lm_job)
+        assert job.state == "done", job.error  # the job ran; its one configuration failed
+        assert server.chat_requests, "the job did not ask the chat model"
+        checked_run(at)  # and stays shown on later runs
+    card = at.get_by_key("cmp_card_0")
+    errors = [e.value for e in card.error]
+    assert len(errors) == 1 and "rejected the API key" in errors[0], errors
+    assert "\n" not in errors[0]
+    assert not any("Waiting for" in c.value for c in card.caption)
+    assert not any("results are missing" in w.value for w in at.warning)
+    assert job is at.session_state[COMPARE.lm_job]  # no second run was started
