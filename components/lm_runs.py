@@ -218,7 +218,7 @@ def _job_scorer(lm: SessionLM) -> Scorer:
     """
     if lm.scorer is not None:
         return lm.scorer
-    from backend.models.lm import load_scorer
+    from backend.models.scorer import load_scorer
 
     scorer = load_scorer(None)
     _freeze_long_lived()

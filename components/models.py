@@ -90,7 +90,7 @@ _REMOTE = "models_remote_scorer"  # this session's RemoteScorer (it holds the us
 @st.cache_resource(show_spinner=False, max_entries=4)
 def local_scorer(spec: str | None) -> Scorer:
     """The local language model ``spec`` as a scorer (None: bundled SmolLM2 or ``CHUNKLAB_LM``)."""
-    from backend.models.lm import load_scorer
+    from backend.models.scorer import load_scorer
 
     return load_scorer(spec)
 

@@ -44,7 +44,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 from backend.config import data_dir
@@ -52,10 +52,7 @@ from backend.errors import ModelError, ParameterError
 from backend.models.devices import default_dtype, dtype_name, select_device
 from backend.models.types import ModelInfo
 
-if TYPE_CHECKING:
-    from backend.models.scorer import LocalScorer
-
-__all__ = ["LanguageModel", "load_lm", "load_scorer", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
+__all__ = ["LanguageModel", "load_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
 
 DEFAULT_LM = "smollm2"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -96,7 +93,6 @@ class _Source:
 
 
 _models: dict[tuple[str, str, str], LanguageModel] = {}
-_scorers: dict[tuple[str, str, str], "LocalScorer"] = {}
 _load_lock = threading.Lock()
 _hash_lock = threading.Lock()
 
@@ -154,19 +150,6 @@ def load_lm(spec: str | None = None, device: str | None = None) -> LanguageModel
         hit = _models.get(key)
         if hit is None:
             hit = _models[key] = _load(src, dev, dtype)
-        return hit
-
-
-def load_scorer(spec: str | None = None, device: str | None = None) -> "LocalScorer":
-    """A :class:`~backend.models.scorer.LocalScorer` over :func:`load_lm` (one per model)."""
-    from backend.models.scorer import LocalScorer
-
-    lm = load_lm(spec, device)
-    key = (lm.info.source, lm.info.device, lm.info.dtype)
-    with _load_lock:
-        hit = _scorers.get(key)
-        if hit is None or hit.lm is not lm:
-            hit = _scorers[key] = LocalScorer(lm)
         return hit
 
 
