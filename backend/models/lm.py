@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from backend.config import data_dir
+from backend.config import data_dir, default_lm_spec, hf_endpoint, hub_offline
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import default_dtype, dtype_name, select_device
 from backend.models.types import ModelInfo
@@ -108,7 +108,7 @@ def resolve_spec(spec: str | None = None) -> tuple[str, str]:
 
 
 def _resolve(spec: str | None) -> _Source:
-    raw = spec if spec is not None and spec.strip() else os.environ.get("CHUNKLAB_LM", "").strip() or DEFAULT_LM
+    raw = spec if spec is not None and spec.strip() else default_lm_spec() or DEFAULT_LM
     raw = raw.strip()
     if raw.lower() == DEFAULT_LM:
         from backend.tokenizers import smollm2_gguf
@@ -290,17 +290,9 @@ def _load_checkpoint(folder: Path, dtype: Any, spec: str) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _hub_offline() -> bool:
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
-            return True
-    return False
-
-
 def _hub_reachable() -> bool:
     """A TCP connection to the hub within a few seconds (so an offline machine fails fast)."""
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    url = urlparse(endpoint)
+    url = urlparse(hf_endpoint())
     host = url.hostname or "huggingface.co"
     port = url.port or (443 if url.scheme != "http" else 80)
     try:
@@ -316,7 +308,7 @@ def _hub_snapshot(repo_id: str) -> Path:
 
     unreachable = f"cannot load model {repo_id!r}: not a local path and the model hub is unreachable (offline)"
     patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.jinja"]
-    online = not _hub_offline() and _hub_reachable()
+    online = not hub_offline() and _hub_reachable()
     try:
         folder = Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=not online))
     except Exception as e:  # the hub client raises many types (HTTP, cache miss, bad id); all mean "cannot load"
