@@ -1,10 +1,11 @@
 """Settings read from environment variables, with their defaults.
 
 Every environment variable the backend reads goes through a function here (the chat and
-remote-model settings through theirs, below), and every one is listed in the README. Each
-is read at call time, not at import, so a test or a long-running app sees a changed
-environment; a value that cannot be read falls back to the default, except where a wrong
-value would silently do something else (a port, a device), which raises.
+remote-model settings through theirs). The README's table lists Chunk Lab's own variables;
+``HF_*`` and ``TRANSFORMERS_OFFLINE`` belong to the Hugging Face libraries and mean here what
+they mean there. Each is read at call time, not at import, so a test or a long-running app
+sees a changed environment; a value that cannot be read falls back to the default, except
+where a wrong value would silently do something else (a port, a device), which raises.
 """
 
 from __future__ import annotations
