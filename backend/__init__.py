@@ -5,7 +5,8 @@ lazily, on first use, so ``import backend`` is fast.
 """
 
 from backend.chunking import Chunk, ChunkerConfig, Chunking
-from backend.text.document import Document, Span
+from backend.text.document import Document
+from backend.text.spans import Span
 from backend.errors import ChunkLabError, InputError, ParameterError
 
 __all__ = [

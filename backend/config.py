@@ -1,49 +1,48 @@
 """Settings read from environment variables, with their defaults.
 
-Every variable here is listed in the README.
+Every environment variable the backend reads goes through a function here (the chat and
+remote-model settings through theirs). The README's table lists Chunk Lab's own variables;
+``HF_*`` and ``TRANSFORMERS_OFFLINE`` belong to the Hugging Face libraries and mean here what
+they mean there. Each is read at call time, not at import, so a test or a long-running app
+sees a changed environment; a value that cannot be read falls back to the default, except
+where a wrong value would silently do something else (a port, a device), which raises.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
-__all__ = ["max_file_bytes", "data_dir", "DEFAULT_MAX_FILE_MB"]
+from backend.errors import ParameterError
 
-DEFAULT_MAX_FILE_MB = 50.0
-
-
-def max_file_bytes() -> int:
-    """The upload size limit in bytes (``CHUNKLAB_MAX_FILE_MB``, default 50 MB)."""
-    raw = os.environ.get("CHUNKLAB_MAX_FILE_MB", "")
-    try:
-        mb = float(raw) if raw.strip() else DEFAULT_MAX_FILE_MB
-    except ValueError:
-        mb = DEFAULT_MAX_FILE_MB
-    if mb <= 0:
-        mb = DEFAULT_MAX_FILE_MB
-    return int(mb * 1024 * 1024)
-
-
-def data_dir() -> Path:
-    """Where Chunk Lab keeps caches and stores (``CHUNKLAB_DATA_DIR``, default ``~/.chunklab``)."""
-    raw = os.environ.get("CHUNKLAB_DATA_DIR", "").strip()
-    path = Path(raw).expanduser() if raw else Path.home() / ".chunklab"
-    return path
-
-
-# --- OpenAI-compatible APIs: the chat model and the remote scorer ------------------------------
-#
-# Read at call time (tests and the CLI change the environment between calls). A blank variable is
-# unset; a number that does not parse, or is out of range, falls back to its default.
-
-DEFAULT_LLM_TIMEOUT_S = 120.0
-DEFAULT_LLM_RETRIES = 2
-DEFAULT_REMOTE_TIMEOUT_S = 60.0
-DEFAULT_REMOTE_RETRIES = 1
-CHAT_BACKENDS = ("", "local", "remote")
-
-__all__ += [
+__all__ = [
+    # files and data
+    "DEFAULT_MAX_FILE_MB",
+    "max_file_bytes",
+    "data_dir",
+    # the model output cache
+    "DEFAULT_CACHE_MAX_MB",
+    "cache_dir",
+    "cache_max_bytes",
+    # models
+    "default_device_spec",
+    "default_lm_spec",
+    "default_embedder_spec",
+    # the Hugging Face hub
+    "DEFAULT_HF_ENDPOINT",
+    "hub_offline",
+    "hub_offline_variable",
+    "hf_endpoint",
+    "quiet_hub_progress_bars",
+    # the Chroma server
+    "DEFAULT_CHROMA_TIMEOUT_S",
+    "chroma_host",
+    "chroma_port",
+    "chroma_timeout",
+    # the CLI
+    "debug",
+    # OpenAI-compatible APIs: the chat model and the remote scorer
     "llm_base_url",
     "llm_api_key",
     "llm_model",
@@ -61,6 +60,180 @@ __all__ += [
     "DEFAULT_REMOTE_RETRIES",
     "CHAT_BACKENDS",
 ]
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def _get(name: str) -> str:
+    """The variable ``name`` stripped of surrounding whitespace; '' when unset."""
+    return os.environ.get(name, "").strip()
+
+
+# --- files and data ------------------------------------------------------------------------
+
+DEFAULT_MAX_FILE_MB = 50.0
+
+
+def max_file_bytes() -> int:
+    """The upload size limit in bytes (``CHUNKLAB_MAX_FILE_MB``, default 50 MB).
+
+    A value that is not a positive finite number means the default.
+    """
+    return _megabytes("CHUNKLAB_MAX_FILE_MB", DEFAULT_MAX_FILE_MB)
+
+
+def data_dir() -> Path:
+    """Where Chunk Lab keeps caches and stores (``CHUNKLAB_DATA_DIR``, default ``~/.chunklab``)."""
+    raw = _get("CHUNKLAB_DATA_DIR")
+    return Path(raw).expanduser() if raw else Path.home() / ".chunklab"
+
+
+def _megabytes(name: str, default: float) -> int:
+    """A size in MB read from ``name``, in bytes; the default for unset, unreadable or non-positive values."""
+    raw = _get(name)
+    try:
+        mb = float(raw) if raw else default
+    except ValueError:
+        mb = default
+    if not (mb > 0 and math.isfinite(mb)):
+        mb = default
+    return int(mb * 1024 * 1024)
+
+
+# --- the model output cache ----------------------------------------------------------------
+
+DEFAULT_CACHE_MAX_MB = 2048.0
+
+
+def cache_dir() -> Path:
+    """Where model outputs are cached (``CHUNKLAB_CACHE_DIR``, default ``<data dir>/cache``)."""
+    raw = _get("CHUNKLAB_CACHE_DIR")
+    return Path(raw).expanduser() if raw else data_dir() / "cache"
+
+
+def cache_max_bytes() -> int:
+    """The cache size bound in bytes (``CHUNKLAB_CACHE_MAX_MB``, default 2048 MB).
+
+    A value that is not a positive finite number means the default.
+    """
+    return _megabytes("CHUNKLAB_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB)
+
+
+# --- models --------------------------------------------------------------------------------
+
+
+def default_device_spec() -> str:
+    """The device named by ``CHUNKLAB_DEVICE``, as written (stripped); '' when unset.
+
+    :func:`backend.models.devices.select_device` reads '' as ``auto`` and rejects a value
+    that names no device, naming the variable.
+    """
+    return _get("CHUNKLAB_DEVICE")
+
+
+def default_lm_spec() -> str:
+    """The default causal LM named by ``CHUNKLAB_LM`` (stripped); '' when unset (the bundled SmolLM2)."""
+    return _get("CHUNKLAB_LM")
+
+
+def default_embedder_spec() -> str:
+    """The default embedder named by ``CHUNKLAB_EMBEDDER`` (stripped); '' when unset (the bundled MiniLM)."""
+    return _get("CHUNKLAB_EMBEDDER")
+
+
+# --- the Hugging Face hub ------------------------------------------------------------------
+
+DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+_OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def hub_offline_variable() -> str | None:
+    """The variable that puts the hub offline, or None.
+
+    ``HF_HUB_OFFLINE``, then ``TRANSFORMERS_OFFLINE``, when set to ``1``, ``true``, ``yes``
+    or ``on`` (any case): huggingface_hub itself honours both.
+    """
+    for name in _OFFLINE_VARIABLES:
+        if _get(name).lower() in _TRUE:
+            return name
+    return None
+
+
+def hub_offline() -> bool:
+    """Whether the Hugging Face hub must not be contacted (see :func:`hub_offline_variable`)."""
+    return hub_offline_variable() is not None
+
+
+def hf_endpoint() -> str:
+    """The Hugging Face hub's URL (``HF_ENDPOINT``, default ``https://huggingface.co``)."""
+    return _get("HF_ENDPOINT") or DEFAULT_HF_ENDPOINT
+
+
+def quiet_hub_progress_bars() -> None:
+    """Turn off the hub's and transformers' progress bars, unless ``HF_HUB_DISABLE_PROGRESS_BARS`` is set.
+
+    For the CLI, whose own progress line goes to stderr. Call it before transformers is
+    imported: the libraries read the variable then.
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+# --- the Chroma server ---------------------------------------------------------------------
+
+DEFAULT_CHROMA_TIMEOUT_S = 10.0
+
+
+def chroma_host() -> str | None:
+    """The Chroma server named by ``CHROMA_HOST`` (stripped), or None for the embedded store."""
+    return _get("CHROMA_HOST") or None
+
+
+def chroma_port() -> int | None:
+    """The port in ``CHROMA_PORT``, or None when unset.
+
+    Raises:
+        ParameterError: a value that is not a port number (1-65535).
+    """
+    raw = _get("CHROMA_PORT")
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ParameterError(f"CHROMA_PORT must be a port number, got {raw!r}")
+    return int(raw)
+
+
+def chroma_timeout() -> float:
+    """Seconds to wait for the Chroma server (``CHROMA_TIMEOUT``, default 10).
+
+    A value that is not a positive number means the default.
+    """
+    raw = _get("CHROMA_TIMEOUT")
+    try:
+        value = float(raw) if raw else DEFAULT_CHROMA_TIMEOUT_S
+    except ValueError:
+        return DEFAULT_CHROMA_TIMEOUT_S
+    return value if value > 0 else DEFAULT_CHROMA_TIMEOUT_S
+
+
+# --- the CLI -------------------------------------------------------------------------------
+
+
+def debug() -> bool:
+    """Whether the CLI lets an internal error's traceback through (``CHUNKLAB_DEBUG`` set to anything)."""
+    return bool(os.environ.get("CHUNKLAB_DEBUG"))
+
+
+# --- OpenAI-compatible APIs: the chat model and the remote scorer ------------------------------
+#
+# Read at call time (tests and the CLI change the environment between calls). A blank variable is
+# unset; a number that does not parse, or is out of range, falls back to its default.
+
+DEFAULT_LLM_TIMEOUT_S = 120.0
+DEFAULT_LLM_RETRIES = 2
+DEFAULT_REMOTE_TIMEOUT_S = 60.0
+DEFAULT_REMOTE_RETRIES = 1
+CHAT_BACKENDS = ("", "local", "remote")
+
 
 
 def _env_text(*names: str) -> str | None:

@@ -101,7 +101,7 @@ def part1(n: int, real: bool) -> None:
 
 
 def part2(sample: str, repeat: int) -> None:
-    from backend.models.lm import load_scorer
+    from backend.models.scorer import load_scorer
     from backend.models.scoring import document_token_scores
 
     doc = load_sample(sample)

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from backend.models.lm import converted_dir, load_scorer  # noqa: E402
-from backend.models.scorer import LocalScorer, sliding_windows  # noqa: E402
+from backend.models.lm import converted_dir  # noqa: E402
+from backend.models.scorer import LocalScorer, load_scorer, sliding_windows  # noqa: E402
 from backend.tokenizers import smollm2_gguf  # noqa: E402
 
 _LOAD_SNIPPET = """

@@ -164,7 +164,7 @@ def _job_scorer(lm: SessionLM) -> Scorer:
     """
     if lm.scorer is not None:
         return lm.scorer
-    from backend.models.lm import load_scorer
+    from backend.models.scorer import load_scorer
 
     scorer = load_scorer(None)
     freeze_long_lived()

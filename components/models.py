@@ -73,7 +73,7 @@ _log = logging.getLogger(__name__)
 @st.cache_resource(show_spinner=False, max_entries=4)
 def local_scorer(spec: str | None) -> Scorer:
     """The local language model ``spec`` as a scorer (None: bundled SmolLM2 or ``CHUNKLAB_LM``)."""
-    from backend.models.lm import load_scorer
+    from backend.models.scorer import load_scorer
 
     return load_scorer(spec)
 

@@ -103,7 +103,7 @@ class ModelContext:
         if self.scorer is None:
             if self.on_load is not None:
                 self.on_load()
-            from backend.models.lm import load_scorer
+            from backend.models.scorer import load_scorer
 
             self.scorer = load_scorer(self.lm, self.device)
         return self.scorer

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from backend.chunkers.recursive import recursive_spans
+from backend.chunkers.recursive import SUBSENTENCE_SEPARATORS, recursive_spans
 from backend.tokenizers import SpanCounter
 
 __all__ = ["pack_units", "split_oversized"]
-
-# Used for a single sentence longer than the limit: clause marks first (Latin and CJK), then words, then characters.
-_SUBSENTENCE_SEPARATORS = ("\n", "; ", "；", ", ", "，", "、", ": ", "：", " ", "")
 
 
 def split_oversized(
@@ -26,7 +23,7 @@ def split_oversized(
             out_units.append((s, e))
             out_counts.append(n)
             continue
-        subs = recursive_spans(text, tokenizer, size, 0, _SUBSENTENCE_SEPARATORS, s, e, counter)
+        subs = recursive_spans(text, tokenizer, size, 0, SUBSENTENCE_SEPARATORS, s, e, counter)
         out_units.extend(subs)
         out_counts.extend(counter.count_many(subs))
     return out_units, out_counts

@@ -15,14 +15,20 @@ from typing import Sequence
 
 from backend.chunkers.base import Chunker, register, size_params
 from backend.text.document import Document
-from backend.text.segment import strip_span as _strip
+from backend.text.segment import strip_span
 from backend.tokenizers import SpanCounter, Tokenizer
 
-__all__ = ["RecursiveChunker", "recursive_spans", "enforce_size", "CHROMA_SEPARATORS"]
-
-
+__all__ = [
+    "RecursiveChunker",
+    "recursive_spans",
+    "enforce_size",
+    "CHROMA_SEPARATORS",
+    "SUBSENTENCE_SEPARATORS",
+]
 
 CHROMA_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", ".", "?", "!", " ", "")
+# For a single sentence longer than the limit: clause marks first (Latin and CJK), then words, then characters.
+SUBSENTENCE_SEPARATORS: tuple[str, ...] = ("\n", "; ", "；", ", ", "，", "、", ": ", "：", " ", "")
 
 
 def _cut(text: str, lo: int, hi: int, sep: str) -> list[tuple[int, int]]:
@@ -54,7 +60,7 @@ def _merge(
     total = 0
     for j, n in enumerate(lens):
         if total + n > size and len(current) > first:
-            s, e = _strip(text, splits[current[first]][0], splits[current[-1]][1])
+            s, e = strip_span(text, splits[current[first]][0], splits[current[-1]][1])
             if e > s:
                 out.append((s, e))
             while total > overlap or (total + n > size and total > 0):
@@ -63,7 +69,7 @@ def _merge(
         current.append(j)
         total += n
     if len(current) > first:
-        s, e = _strip(text, splits[current[first]][0], splits[current[-1]][1])
+        s, e = strip_span(text, splits[current[first]][0], splits[current[-1]][1])
         if e > s:
             out.append((s, e))
 
@@ -114,7 +120,7 @@ def _recurse(text, lo, hi, separators, counter, size, overlap, out) -> None:
             _merge(text, splits[good_from:k], lens[good_from:k], size, overlap, out)
             good_from = -1
         if not rest:
-            s, e = _strip(text, a, b)
+            s, e = strip_span(text, a, b)
             if e > s:
                 out.append((s, e))
         else:
@@ -163,7 +169,7 @@ def _token_windows(text: str, s: int, e: int, tokenizer: Tokenizer, size: int) -
     cuts = sorted({s, *starts[size::size], e})
     out = []
     for a, b in zip(cuts, cuts[1:]):
-        a, b = _strip(text, a, b)
+        a, b = strip_span(text, a, b)
         if b > a:
             out.append((a, b, tokenizer.count(text[a:b])))
     return out

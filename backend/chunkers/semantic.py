@@ -45,12 +45,12 @@ from typing import Sequence
 
 import numpy as np
 
-from backend.chunkers.packing import _SUBSENTENCE_SEPARATORS
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
-from backend.chunkers.recursive import _strip, enforce_size, recursive_spans
+from backend.chunkers.recursive import SUBSENTENCE_SEPARATORS, enforce_size, recursive_spans
 from backend.curves import Curve, chunk_end_points
 from backend.text.document import Document
+from backend.text.segment import strip_span
 from backend.errors import ParameterError
 from backend.tokenizers import SpanCounter
 
@@ -257,7 +257,7 @@ def _fit(text: str, s: int, e: int, counter: SpanCounter, cap: int) -> list[tupl
     count one token more than it did inside the text (``" burned"`` is one token, ``"burned"`` two).
     """
     out: list[tuple[int, int, int]] = []
-    for a, b, n in enforce_size(text, [(s, e)], counter.tokenizer, cap, _SUBSENTENCE_SEPARATORS, counter):
+    for a, b, n in enforce_size(text, [(s, e)], counter.tokenizer, cap, SUBSENTENCE_SEPARATORS, counter):
         if n <= cap or b - a == 1:
             out.append((a, b, n))
             continue
@@ -266,7 +266,7 @@ def _fit(text: str, s: int, e: int, counter: SpanCounter, cap: int) -> list[tupl
             j = i + 1
             while j < b and counter.count(i, j + 1) <= cap:
                 j += 1
-            x, y = _strip(text, i, j)
+            x, y = strip_span(text, i, j)
             if y > x:
                 out.append((x, y, counter.count(x, y)))
             i = j

@@ -7,13 +7,13 @@ Public names only, so each subcommand module (:mod:`backend.cli.main`, :mod:`bac
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any, NoReturn, Sequence, TextIO
 
+from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 
 __all__ = [
@@ -161,7 +161,7 @@ class model_context:  # noqa: N801  (used as a context manager, reads like a fun
 
     def _loading(self) -> None:
         # Our own progress line replaces transformers' "Loading weights" bar (read at import).
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        quiet_hub_progress_bars()
         self._line.status("loading model…")
 
     def __enter__(self) -> Any:

@@ -35,11 +35,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
-import time
 from pathlib import Path
-from typing import Any, NoReturn, Sequence, TextIO
+from typing import Any, Sequence
 
 from backend.cli import quality as cli_quality
 from backend.cli import retrieval as cli_retrieval
@@ -54,7 +52,8 @@ from backend.cli.common import (
     positive_float,
     write,
 )
-from backend.errors import ChunkLabError, InputError, ParameterError
+from backend.config import debug
+from backend.errors import ChunkLabError, ParameterError
 
 __all__ = ["main", "build_parser"]
 
@@ -275,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # the last line of defence: one line, never a traceback
-        if os.environ.get("CHUNKLAB_DEBUG"):
+        if debug():
             raise
         print(f"internal error: {type(e).__name__}: {e} (set CHUNKLAB_DEBUG=1 for a traceback)", file=sys.stderr)
         return 1

@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from backend.cli.common import StderrProgress, load_input, parse_pairs, write
+from backend.config import quiet_hub_progress_bars
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -139,7 +138,7 @@ def _config(args: argparse.Namespace) -> Any:
 
 def _embedder(args: argparse.Namespace) -> Any:
     # Our own progress goes to stderr; transformers' "Loading weights" bar would clutter it.
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    quiet_hub_progress_bars()
     from backend.models.embeddings import load_text_embedder
 
     return load_text_embedder(args.embedder)
@@ -221,7 +220,7 @@ def _generate(args: argparse.Namespace) -> None:
     doc = load_input(args.file)
     with _progress("generating") as line:
         line.status("loading models…")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        quiet_hub_progress_bars()
         result = generate_questions(
             doc,
             n=args.n,

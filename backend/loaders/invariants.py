@@ -7,7 +7,8 @@ raising a user-facing error.
 
 from __future__ import annotations
 
-from backend.text.document import Document, Span
+from backend.text.document import Document
+from backend.text.spans import Span
 from backend.loaders.normalize import PARAGRAPH_BREAK, normalize_text
 
 __all__ = ["document_problems"]

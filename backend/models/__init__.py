@@ -7,7 +7,7 @@ Modules (heavy libraries load inside functions, never on import):
 - ``devices``: device selection (``CHUNKLAB_DEVICE``), dtypes, memory-sized batches, OOM back-off.
 - ``lm``: loading causal LMs (the bundled SmolLM2 GGUF, a local directory or a hub id), with the
   dequantized weights of the GGUF cached on disk; one instance per process.
-- ``scorer``: :class:`LocalScorer` — document NLL with a sliding KV window, conditional NLL of
+- ``scorer``: :class:`LocalScorer` and ``load_scorer`` (one per loaded LM) — document NLL with a sliding KV window, conditional NLL of
   (context, continuation) pairs reusing the context's KV cache, next-token probabilities.
 - ``remote``: :class:`RemoteScorer` — the same protocol over an OpenAI-compatible completions
   endpoint that returns prompt log-probs.

@@ -50,13 +50,10 @@ from typing import Any
 
 import numpy as np
 
-from backend.config import data_dir
+from backend.config import cache_dir, cache_max_bytes
 
 __all__ = [
-    "DEFAULT_CACHE_MAX_MB",
     "OutputCache",
-    "cache_dir",
-    "cache_max_bytes",
     "default_cache",
     "key_digest",
     "text_digest",
@@ -64,7 +61,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CACHE_MAX_MB = 2048.0
 RESCAN_SECONDS = 30.0
 LOW_WATER = 0.9  # eviction stops at this fraction of max_bytes
 STALE_TMP_SECONDS = 3600.0  # temporary files older than this were left by a crashed writer
@@ -77,24 +73,6 @@ _TMP_PREFIX = ".tmp-"
 _ENTRY_RE = re.compile(r"^[0-9a-f]{64}\.entry$")
 
 Key = Mapping[str, "str | int | float | bool | None"]
-
-
-def cache_dir() -> Path:
-    """Where model outputs are cached (``CHUNKLAB_CACHE_DIR``, default ``<data dir>/cache``)."""
-    raw = os.environ.get("CHUNKLAB_CACHE_DIR", "").strip()
-    return Path(raw).expanduser() if raw else data_dir() / "cache"
-
-
-def cache_max_bytes() -> int:
-    """The cache size bound in bytes (``CHUNKLAB_CACHE_MAX_MB``, default 2048 MB)."""
-    raw = os.environ.get("CHUNKLAB_CACHE_MAX_MB", "")
-    try:
-        mb = float(raw) if raw.strip() else DEFAULT_CACHE_MAX_MB
-    except ValueError:
-        mb = DEFAULT_CACHE_MAX_MB
-    if not mb > 0:
-        mb = DEFAULT_CACHE_MAX_MB
-    return int(mb * 1024 * 1024)
 
 
 def text_digest(text: str) -> str:
@@ -121,8 +99,8 @@ class OutputCache:
     """A persistent, size-bounded, LRU cache of model outputs, safe across threads and processes.
 
     Args:
-        directory: The cache folder (created on first write). Defaults to :func:`cache_dir`.
-        max_bytes: The size bound. Defaults to :func:`cache_max_bytes`.
+        directory: The cache folder (created on first write). Defaults to :func:`backend.config.cache_dir`.
+        max_bytes: The size bound. Defaults to :func:`backend.config.cache_max_bytes`.
 
     Example:
         >>> cache = OutputCache(tmp_path)

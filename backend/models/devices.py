@@ -10,10 +10,10 @@ torch is imported inside the functions: importing this module stays light.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
+from backend.config import default_device_spec
 from backend.errors import ModelError, ParameterError
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def select_device(preferred: str | None = None) -> str:
     source = "device"
     raw = preferred
     if raw is None or not str(raw).strip():
-        raw = os.environ.get("CHUNKLAB_DEVICE", "")
+        raw = default_device_spec()
         source = "CHUNKLAB_DEVICE"
     value = str(raw).strip().lower() or "auto"
     m = _DEVICE_RE.match(value)

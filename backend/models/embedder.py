@@ -7,8 +7,9 @@
 - A local directory: a sentence-transformers folder (``modules.json``: its own pooling and
   normalization) or a plain transformers folder (mean pooling over the last hidden state).
 - A Hugging Face hub id: read from the local Hugging Face cache, or downloaded when the hub
-  is reachable. Offline (``HF_HUB_OFFLINE=1``, or the hub does not answer within a few
-  seconds) an id missing from the cache is a :class:`ModelError`, never a hang.
+  is reachable. Offline (``HF_HUB_OFFLINE=1`` or ``TRANSFORMERS_OFFLINE=1``, or the hub does
+  not answer within a few seconds) an id missing from the cache is a :class:`ModelError`,
+  never a hang.
 
 sentence-transformers does the tokenization, pooling and length-sorted batching: it is the
 reference implementation of these models' inference, so its outputs match the published
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import socket
 import threading
@@ -31,6 +31,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from backend.config import default_embedder_spec, hf_endpoint, hub_offline_variable
 from backend.errors import ModelError, ParameterError
 from backend.models.lm import file_sha256
 from backend.models.types import ModelInfo, Progress
@@ -159,7 +160,7 @@ def resolve_embedder_spec(spec: str | None = None) -> str:
         ModelError: a path that does not exist or is not a folder, or a malformed name.
     """
     if spec is None:
-        spec = os.environ.get("CHUNKLAB_EMBEDDER", "").strip() or DEFAULT_EMBEDDER
+        spec = default_embedder_spec() or DEFAULT_EMBEDDER
     spec = spec.strip()
     if not spec:
         raise ModelError("the embedder name is empty: give 'minilm', a model folder or a hub id")
@@ -259,14 +260,9 @@ def _model_folder(resolved: str) -> Path:
     return _hub_snapshot(resolved)
 
 
-def _hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
-
-
 def _hub_reachable() -> bool:
     """Whether the hub's host accepts a TCP connection within a few seconds."""
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    parsed = urlparse(endpoint)
+    parsed = urlparse(hf_endpoint())
     host, port = parsed.hostname or "huggingface.co", parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
         with socket.create_connection((host, port), timeout=_HUB_PROBE_SECONDS):
@@ -281,11 +277,12 @@ def _hub_snapshot(repo_id: str) -> Path:
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     # Probing first keeps an unreachable hub from stalling in the hub client's retries.
-    online = not _hub_offline() and _hub_reachable()
+    offline_by = hub_offline_variable()
+    online = offline_by is None and _hub_reachable()
     try:
         return Path(snapshot_download(repo_id, local_files_only=not online))
     except LocalEntryNotFoundError as e:
-        why = "HF_HUB_OFFLINE is set" if _hub_offline() else "the Hugging Face hub is unreachable"
+        why = f"{offline_by} is set" if offline_by else "the Hugging Face hub is unreachable"
         raise ModelError(
             f"embedder {repo_id!r} is not a local folder and not in the Hugging Face cache, and {why}"
         ) from e

@@ -44,18 +44,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
-from backend.config import data_dir
+from backend.config import data_dir, default_lm_spec, hf_endpoint, hub_offline
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import default_dtype, dtype_name, select_device
 from backend.models.types import ModelInfo
 
-if TYPE_CHECKING:
-    from backend.models.scorer import LocalScorer
-
-__all__ = ["LanguageModel", "load_lm", "load_scorer", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
+__all__ = ["LanguageModel", "load_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
 
 DEFAULT_LM = "smollm2"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -96,7 +93,6 @@ class _Source:
 
 
 _models: dict[tuple[str, str, str], LanguageModel] = {}
-_scorers: dict[tuple[str, str, str], "LocalScorer"] = {}
 _load_lock = threading.Lock()
 _hash_lock = threading.Lock()
 
@@ -112,7 +108,7 @@ def resolve_spec(spec: str | None = None) -> tuple[str, str]:
 
 
 def _resolve(spec: str | None) -> _Source:
-    raw = spec if spec is not None and spec.strip() else os.environ.get("CHUNKLAB_LM", "").strip() or DEFAULT_LM
+    raw = spec if spec is not None and spec.strip() else default_lm_spec() or DEFAULT_LM
     raw = raw.strip()
     if raw.lower() == DEFAULT_LM:
         from backend.tokenizers import smollm2_gguf
@@ -154,19 +150,6 @@ def load_lm(spec: str | None = None, device: str | None = None) -> LanguageModel
         hit = _models.get(key)
         if hit is None:
             hit = _models[key] = _load(src, dev, dtype)
-        return hit
-
-
-def load_scorer(spec: str | None = None, device: str | None = None) -> "LocalScorer":
-    """A :class:`~backend.models.scorer.LocalScorer` over :func:`load_lm` (one per model)."""
-    from backend.models.scorer import LocalScorer
-
-    lm = load_lm(spec, device)
-    key = (lm.info.source, lm.info.device, lm.info.dtype)
-    with _load_lock:
-        hit = _scorers.get(key)
-        if hit is None or hit.lm is not lm:
-            hit = _scorers[key] = LocalScorer(lm)
         return hit
 
 
@@ -307,17 +290,9 @@ def _load_checkpoint(folder: Path, dtype: Any, spec: str) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _hub_offline() -> bool:
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
-            return True
-    return False
-
-
 def _hub_reachable() -> bool:
     """A TCP connection to the hub within a few seconds (so an offline machine fails fast)."""
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    url = urlparse(endpoint)
+    url = urlparse(hf_endpoint())
     host = url.hostname or "huggingface.co"
     port = url.port or (443 if url.scheme != "http" else 80)
     try:
@@ -333,7 +308,7 @@ def _hub_snapshot(repo_id: str) -> Path:
 
     unreachable = f"cannot load model {repo_id!r}: not a local path and the model hub is unreachable (offline)"
     patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.jinja"]
-    online = not _hub_offline() and _hub_reachable()
+    online = not hub_offline() and _hub_reachable()
     try:
         folder = Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=not online))
     except Exception as e:  # the hub client raises many types (HTTP, cache miss, bad id); all mean "cannot load"

@@ -57,19 +57,18 @@ memory halves the batch instead of failing.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import run_batched, suggest_batch_size
+from backend.models.lm import LanguageModel, load_lm
 from backend.models.types import ModelInfo, Progress, TokenScores
 
-if TYPE_CHECKING:
-    from backend.models.lm import LanguageModel
-
-__all__ = ["LocalScorer", "sliding_windows"]
+__all__ = ["LocalScorer", "load_scorer", "sliding_windows"]
 
 _DEFAULT_WINDOW = 2048  # when a model does not state its context length
 _CPU_BATCH_TOKENS = 2048  # on the CPU, rows are batched up to about this many tokens
@@ -157,7 +156,7 @@ class LocalScorer:
             logits within 2 GiB); memory and speed depend on it, not the scores.
     """
 
-    def __init__(self, lm: "LanguageModel", *, chunk_tokens: int | None = None) -> None:
+    def __init__(self, lm: LanguageModel, *, chunk_tokens: int | None = None) -> None:
         import torch
 
         self.lm = lm
@@ -560,3 +559,27 @@ class LocalScorer:
                     # Columns c0 … c1-1 scored tokens c0+1 … c1 of each row, where scored at all.
                     tick(sum(max(0, min(c1 + 1, n) - max(c0 + 1, f)) for n, f in zip(lengths, first)))
         return [out[r, f:n] for r, (f, n) in enumerate(zip(first, lengths))]
+
+
+_scorers: dict[tuple[str, str, str], LocalScorer] = {}
+_scorers_lock = threading.Lock()
+
+
+def load_scorer(spec: str | None = None, device: str | None = None) -> LocalScorer:
+    """A :class:`LocalScorer` over :func:`~backend.models.lm.load_lm`, one per model and process.
+
+    Args:
+        spec: As for :func:`~backend.models.lm.load_lm` (``None``: ``CHUNKLAB_LM`` or the bundled SmolLM2).
+        device: As for :func:`~backend.models.devices.select_device` (default ``CHUNKLAB_DEVICE``).
+
+    Raises:
+        ModelError: when the model cannot be found or read.
+        ParameterError: for a bad device.
+    """
+    lm = load_lm(spec, device)
+    key = (lm.info.source, lm.info.device, lm.info.dtype)
+    with _scorers_lock:
+        hit = _scorers.get(key)
+        if hit is None or hit.lm is not lm:
+            hit = _scorers[key] = LocalScorer(lm)
+        return hit

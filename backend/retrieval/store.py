@@ -34,17 +34,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
-from backend.config import data_dir
+from backend.config import chroma_host, chroma_port, chroma_timeout, data_dir
 from backend.text.document import Document
 from backend.errors import ParameterError, StoreError
 
@@ -62,13 +61,11 @@ __all__ = [
     "collection_name",
     "chunk_id",
     "DEFAULT_CHROMA_PORT",
-    "DEFAULT_TIMEOUT_S",
 ]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CHROMA_PORT = 8000
-DEFAULT_TIMEOUT_S = 10.0
 _NAME_PREFIX = "cl-"
 _MAX_UPSERT = 1000  # rows per upsert call (also bounded by the client's max batch size)
 _SCHEMA = 1  # bump when the collection layout changes
@@ -158,15 +155,6 @@ def chunk_id(doc_id: str, config: ChunkerConfig, start: int, end: int) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def _env_timeout() -> float:
-    raw = os.environ.get("CHROMA_TIMEOUT", "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT_S
-    except ValueError:
-        return DEFAULT_TIMEOUT_S
-    return value if value > 0 else DEFAULT_TIMEOUT_S
-
-
 def _parse_host(raw: str, port: int | None) -> tuple[str, int]:
     """``(host, port)`` from ``host``, ``host:port`` or ``http://host:port``."""
     from urllib.parse import urlparse
@@ -197,14 +185,10 @@ def store_location(
         ParameterError: a malformed host or port.
     """
     from_env = host is None
-    host = host if host is not None else os.environ.get("CHROMA_HOST", "").strip() or None
+    host = host if host is not None else chroma_host()
     if host and path is None:
         if port is None and from_env:
-            raw_port = os.environ.get("CHROMA_PORT", "").strip()
-            if raw_port:
-                if not raw_port.isdigit() or not 0 < int(raw_port) < 65536:
-                    raise ParameterError(f"CHROMA_PORT must be a port number, got {raw_port!r}")
-                port = int(raw_port)
+            port = chroma_port()
         h, p = _parse_host(host, port)
         if not 0 < p < 65536:
             raise ParameterError(f"Chroma port must be in 1..65535, got {p}")
@@ -236,7 +220,7 @@ class ChunkStore:
         """
         if path is not None and host is not None:
             raise ParameterError("give a Chroma path (embedded) or a host (server), not both")
-        self.timeout_s = float(timeout_s) if timeout_s and timeout_s > 0 else _env_timeout()
+        self.timeout_s = float(timeout_s) if timeout_s and timeout_s > 0 else chroma_timeout()
         kind, where = store_location(path, host, port)
         self.kind: str = kind
         if kind == "server":
@@ -583,7 +567,7 @@ def open_store(
         ParameterError: a malformed host or port.
     """
     kind, where = store_location(path, host, port)
-    timeout = float(timeout_s) if timeout_s and timeout_s > 0 else _env_timeout()
+    timeout = float(timeout_s) if timeout_s and timeout_s > 0 else chroma_timeout()
     key = (kind, str(where), timeout)
     with _stores_lock:
         store = _stores.get(key)

@@ -1,6 +1,7 @@
 """The :class:`Document` type: normalized text plus exact page and paragraph spans.
 
-Every offset in Chunk Lab indexes ``Document.text``; nothing downstream rewrites it.
+Every offset in Chunk Lab indexes ``Document.text``; nothing downstream rewrites it. Spans
+are :class:`~backend.text.spans.Span`; sentences come from :mod:`backend.text.segment`.
 """
 
 from __future__ import annotations
@@ -9,26 +10,9 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
-__all__ = ["Span", "Document"]
+from backend.text.spans import Span
 
-
-@dataclass(frozen=True, order=True)
-class Span:
-    """A half-open character range ``[start, end)`` of a document's text."""
-
-    start: int
-    end: int
-
-    def __post_init__(self) -> None:
-        if self.start < 0 or self.end < self.start:
-            raise ValueError(f"invalid span [{self.start}, {self.end})")
-
-    def __len__(self) -> int:
-        return self.end - self.start
-
-    def slice(self, text: str) -> str:
-        """The text this span covers."""
-        return text[self.start : self.end]
+__all__ = ["Document"]
 
 
 @dataclass(frozen=True, eq=False)

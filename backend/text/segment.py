@@ -1,6 +1,6 @@
 """Sentence and paragraph spans: exact, ordered character ranges of a text.
 
-Both functions return :class:`~backend.text.document.Span` lists that index the text they were
+Both functions return :class:`~backend.text.spans.Span` lists that index the text they were
 given. Spans are ordered, never overlap, never start or end with whitespace, and together
 they cover every non-whitespace character. Offsets are carried along while the text is
 consumed (a library's offsets only ever choose where to cut); nothing is looked up again
@@ -76,7 +76,7 @@ import unicodedata
 from collections.abc import Iterator
 
 from backend.text.blingfire import SentenceBreakerError, sentence_starts
-from backend.text.document import Span
+from backend.text.spans import Span
 from backend.errors import ParameterError
 
 __all__ = ["sentence_spans", "paragraph_spans", "strip_span"]

@@ -40,7 +40,7 @@ def module_cache(tmp_path_factory):
 def scored() -> Document:
     """TEXT as a document, its token scores in the output cache (scored through the backend)."""
     from backend.models.cache import default_cache
-    from backend.models.lm import load_scorer
+    from backend.models.scorer import load_scorer
     from backend.models.scoring import document_token_scores
 
     doc = Document.from_text(TEXT, source="tiny.txt")

@@ -54,7 +54,7 @@ def scored() -> Document:
     from backend.models.cache import default_cache
     from backend.chunkers import run_chunker
     from backend.models.embedder import load_embedder
-    from backend.models.lm import load_scorer
+    from backend.models.scorer import load_scorer
     from components.quality import score_chunkings
 
     doc = Document.from_text(TEXT, source="quality.txt")

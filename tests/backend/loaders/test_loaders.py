@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backend.text.document import Document, Span
+from backend.text.document import Document
+from backend.text.spans import Span
 from backend.errors import (
     BinaryDataError,
     CorruptFileError,

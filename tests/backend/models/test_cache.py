@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.models.cache import OutputCache, cache_dir, cache_max_bytes, default_cache, key_digest, text_digest
+from backend.config import cache_dir, cache_max_bytes
+from backend.models.cache import OutputCache, default_cache, key_digest, text_digest
 
 
 def entry_path(cache: OutputCache, key: dict) -> Path:

@@ -19,8 +19,8 @@ import torch
 
 from backend.config import data_dir
 from backend.errors import Cancelled, ModelError, ParameterError
-from backend.models.lm import converted_dir, file_sha256, load_lm, load_scorer
-from backend.models.scorer import LocalScorer, sliding_windows
+from backend.models.lm import converted_dir, file_sha256, load_lm
+from backend.models.scorer import LocalScorer, load_scorer, sliding_windows
 from backend.samples import load_sample
 from backend.text.segment import sentence_spans
 from backend.tokenizers import smollm2_gguf

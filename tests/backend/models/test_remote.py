@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from backend.errors import Cancelled, ModelError, ParameterError
-from backend.models.lm import load_scorer
+from backend.models.scorer import load_scorer
 from backend.models.remote import RemoteScorer, _align
 from backend.models.types import CancelToken, ProgressTracker
 from tests.support.openai_compat_server import Engine, start_server

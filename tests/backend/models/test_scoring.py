@@ -51,7 +51,7 @@ class CountingScorer:
 
 @pytest.fixture(scope="module")
 def real_scorer():
-    from backend.models.lm import load_scorer
+    from backend.models.scorer import load_scorer
 
     return load_scorer(device="cpu")
 

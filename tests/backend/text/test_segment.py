@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from backend.text import blingfire as _segment_blingfire, segment
 from backend.text.blingfire import SentenceBreakerError
-from backend.text.document import Span
+from backend.text.spans import Span
 from backend.errors import ParameterError
 from backend.text.segment import paragraph_spans, sentence_spans
 from tests.conftest import ROOT
