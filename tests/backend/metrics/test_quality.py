@@ -38,10 +38,10 @@ from backend.metrics.quality import (
     information_support,
     kept_edges,
     pair_table,
-    quality_report,
     required_pairs,
     structural_entropy,
 )
+from backend.metrics.report import QualitySettings, quality_report
 from backend.models.embeddings import load_text_embedder
 from backend.samples import load_sample
 from backend.text.segment import sentence_spans
@@ -201,8 +201,8 @@ def test_dissimilarity_equals_cosine_of_embeddings(embedder, chunks):
         1 - float(np.dot(raw[i], raw[i + 1]) / (np.linalg.norm(raw[i]) * np.linalg.norm(raw[i + 1])))
         for i in range(len(chunks) - 1)
     ]
-    assert np.allclose(report.ds, ref, atol=TOL)
-    assert report.ds_mean == pytest.approx(np.mean(ref), abs=TOL)
+    assert np.allclose(report.boundaries["ds"], ref, atol=TOL)
+    assert report.values["ds"] == pytest.approx(np.mean(ref), abs=TOL)
 
 
 def test_changing_K_or_rule_calls_no_model(scorer, chunks, cache, table):
@@ -212,9 +212,9 @@ def test_changing_K_or_rule_calls_no_model(scorer, chunks, cache, table):
     assert np.array_equal(np.nan_to_num(again.cond, nan=-1), np.nan_to_num(table.cond, nan=-1))
     for K in (-1.0, 0.0, 0.5, 0.8, 1.0):
         for rule in ("paper", "reference"):
-            report = quality_report(chunks, [1] * len(chunks), metrics=["bc", "cs"], scorer=counting, K=K,
-                                    cs_rule=rule, cache=cache)
-            assert report.cs_complete == pytest.approx(chunk_stickiness(table, K, rule=rule))
+            report = quality_report(chunks, [1] * len(chunks), metrics=["bc", "cs"], scorer=counting,
+                                    settings=QualitySettings(K=K, cs_rule=rule), cache=cache)
+            assert report.values["cs_complete"] == pytest.approx(chunk_stickiness(table, K, rule=rule))
     assert counting.pairs == 0
 
 
