@@ -5,7 +5,9 @@ mean NLL of each chunk ``q`` given each context chunk ``d`` that a metric needs,
 single space (the authors' code's context for the unconditional ``ppl(q)``). The table is
 filled through :func:`backend.models.scoring.conditional_scores`, which caches every pair's value
 and batches every ``q`` of one ``d`` on ``d``'s cached keys and values; the metrics are then
-arithmetic on it, so changing ``K``, the rule or the graph never calls the model.
+arithmetic on it, so changing ``K``, the rule or the graph never calls the model. One
+chunking's row of them (what the CLI's ``metrics`` prints and the Quality page's table
+shows) is :func:`backend.metrics.report.quality_row`.
 
 Definitions (``ppl = exp(mean NLL)``):
 

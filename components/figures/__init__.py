@@ -1,0 +1,1 @@
+"""Plotly figures of the pages, built from backend results (no Streamlit)."""
