@@ -15,7 +15,7 @@ from backend.models.cache import default_cache
 from backend.errors import ChunkLabError
 from backend.metrics.cost import Throughput, cost_estimate, format_seconds
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
-from backend.metrics.report import QualityData, QualitySettings, table_csv, table_rows
+from backend.metrics.report import QualityData, QualitySettings, model_needs, table_csv, table_rows
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings, table_key, vectors_key
 from components.cached import chunk_document, specs
 from components.charts import CONFIG_COLORS
@@ -128,9 +128,8 @@ if not metrics:
     st.info("Pick at least one metric.", icon=":material/info:")
     st.stop()
 window = w or None
-complete = "cs" in metrics
-needs_scorer = "bc" in metrics or "cs" in metrics
-needs_embedder = "ds" in metrics
+needs = model_needs(metrics)
+complete, needs_scorer, needs_embedder = needs.complete, needs.scorer, needs.embedder
 
 # Model-backed chunkers (language model, embedder or chat model) never run inline, as on Compare.
 model_names = {s["name"] for s in specs() if s.get("needs")}

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from backend.chunkers.match_length import match_length
     from backend.models.types import ProgressTracker
     from backend.metrics.quality import LazyScorer, estimate_cost
-    from backend.metrics.report import QualitySettings, quality_report
+    from backend.metrics.report import QualitySettings, model_needs, quality_report
 
     chunker = make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer)  # bad arguments fail first
     doc = load_input(args.file)
@@ -119,10 +119,10 @@ def run(args: argparse.Namespace) -> int:
             chunking = chunker.chunk(doc, context)
         texts = [c.text for c in chunking.chunks]
         counts = chunking.token_counts
-        needs_lm = "bc" in args.metrics or "cs" in args.metrics
-        scorer = LazyScorer(context) if needs_lm and len(texts) > 1 else None
+        needs = model_needs(args.metrics)
+        scorer = LazyScorer(context) if needs.scorer and len(texts) > 1 else None
         embedder = None
-        if "ds" in args.metrics and len(texts) > 1:
+        if needs.embedder and len(texts) > 1:
             line.status("loading embedder…")
             embedder = context.get_embedder()
         settings = QualitySettings(
@@ -139,8 +139,8 @@ def run(args: argparse.Namespace) -> int:
             progress=context.progress,
         )
     out = report.to_json()
-    scored = needs_lm and len(texts) > 1
-    cost = estimate_cost(counts, complete="cs" in args.metrics, window=args.window) if scored else {"pairs": 0}
+    scored = needs.scorer and len(texts) > 1
+    cost = estimate_cost(counts, complete=needs.complete, window=args.window) if scored else {"pairs": 0}
     out["pairs"] = cost["pairs"]
     out["config"] = chunking.config.to_json()
     if match is not None:

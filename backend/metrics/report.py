@@ -42,9 +42,11 @@ __all__ = [
     "METRICS",
     "METRIC_TABLE",
     "Metric",
+    "ModelNeeds",
     "QualityData",
     "QualityReport",
     "QualitySettings",
+    "model_needs",
     "quality_report",
     "quality_row",
     "table_csv",
@@ -164,6 +166,32 @@ def _check_metrics(metrics: Sequence[str]) -> None:
     unknown = sorted(set(metrics) - set(METRICS))
     if unknown:
         raise ParameterError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+
+
+@dataclass(frozen=True)
+class ModelNeeds:
+    """What computing some metrics takes from the models.
+
+    Attributes:
+        scorer: A language model (a pair table).
+        complete: Every ordered pair (within the window) in that table, not only adjacent ones.
+        embedder: The chunks' embeddings.
+    """
+
+    scorer: bool
+    complete: bool
+    embedder: bool
+
+
+def model_needs(metrics: Sequence[str]) -> ModelNeeds:
+    """What the metrics picked (any of :data:`METRICS`) need, from :data:`METRIC_TABLE`.
+
+    Raises:
+        ParameterError: an unknown metric.
+    """
+    _check_metrics(metrics)
+    needs = {m.needs for m in METRIC_TABLE if m.group in metrics}
+    return ModelNeeds(scorer=bool(needs & {"pairs", "graph"}), complete="graph" in needs, embedder="vectors" in needs)
 
 
 def _mean(x: np.ndarray) -> float | None:
@@ -290,19 +318,19 @@ def quality_report(
     Raises:
         ParameterError: an unknown metric, or a model missing for the metrics asked for.
     """
-    _check_metrics(metrics)
+    needs = model_needs(metrics)
     texts = [str(t) for t in chunk_texts]
     table = vectors = None
     if len(texts) < 2:
         table, vectors = _no_pairs(len(texts))
     else:
-        if "bc" in metrics or "cs" in metrics:
+        if needs.scorer:
             if scorer is None:
                 raise ParameterError("bc and cs need a language model")
             table = pair_table(
-                texts, scorer, complete="cs" in metrics, window=settings.window, cache=cache, progress=progress
+                texts, scorer, complete=needs.complete, window=settings.window, cache=cache, progress=progress
             )
-        if "ds" in metrics:
+        if needs.embedder:
             if embedder is None:
                 raise ParameterError("ds needs an embedder")
             from backend.models.embeddings import embed_texts

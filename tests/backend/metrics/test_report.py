@@ -21,7 +21,9 @@ from backend.metrics.report import (
     COLUMNS,
     METRIC_TABLE,
     QualityData,
+    ModelNeeds,
     QualitySettings,
+    model_needs,
     quality_report,
     quality_row,
     table_csv,
@@ -63,6 +65,14 @@ def test_the_metric_table_gives_the_columns_and_the_best_direction() -> None:
     assert [m.name for m in METRIC_TABLE] == ["bc", "cs_complete", "cs_incomplete", "ds"]
     assert COLUMNS == ("configuration", "chunker", "chunks", "mean_tokens", "bc", "cs_complete", "cs_incomplete", "ds")
     assert BEST == {"bc": "max", "cs_complete": "min", "cs_incomplete": "min", "ds": "max"}
+    # What the CLI and the page load for each pick: BC adjacent pairs, CS every pair, DS the embedder.
+    assert [model_needs(m) for m in (["bc"], ["cs"], ["ds"], ["bc", "ds"], [])] == [
+        ModelNeeds(scorer=True, complete=False, embedder=False),
+        ModelNeeds(scorer=True, complete=True, embedder=False),
+        ModelNeeds(scorer=False, complete=False, embedder=True),
+        ModelNeeds(scorer=True, complete=False, embedder=True),
+        ModelNeeds(scorer=False, complete=False, embedder=False),
+    ]
 
 
 def test_rows_equal_the_backend_metrics() -> None:
@@ -106,9 +116,9 @@ def test_table_rows_and_csv_are_pinned() -> None:
 
 def test_report_of_a_single_chunk_needs_no_model() -> None:
     report = quality_report(["Only one chunk."], [3])  # no scorer, no embedder: nothing to score
-    assert report.to_json() | {"K": None} == {
+    assert report.to_json() == {
         "chunks": 1, "mean_tokens": 3.0, "bc_mean": None, "bc": [], "cs_complete": 0.0, "cs_incomplete": 0.0,
-        "ds_mean": None, "ds": [], "K": None, "bc_mode": "reference", "cs_rule": "paper", "delta": 0, "window": None,
+        "ds_mean": None, "ds": [], "K": 0.8, "bc_mode": "reference", "cs_rule": "paper", "delta": 0, "window": None,
     }
 
 
@@ -127,6 +137,8 @@ def test_bad_settings_and_metrics_are_one_line_parameter_errors() -> None:
             QualitySettings(**kwargs)
     with pytest.raises(ParameterError, match="unknown metric 'iou'"):
         quality_row([1, 1], metrics=["iou"])
+    with pytest.raises(ParameterError, match="unknown metric 'iou'"):
+        model_needs(["bc", "iou"])
     with pytest.raises(ParameterError, match="language model"):
         quality_report(["a", "b"], [1, 1], metrics=["bc"])
     with pytest.raises(ParameterError, match="embedder"):
