@@ -33,12 +33,14 @@ from backend.metrics.quality import (
     PairTable,
     boundary_clarity,
     chunk_stickiness,
+    cs_curve,
     edge_values,
     estimate_cost,
     information_support,
     kept_edges,
     pair_table,
     required_pairs,
+    stickiness_edges,
     structural_entropy,
 )
 from backend.metrics.report import QualitySettings, quality_report
@@ -260,6 +262,15 @@ def test_structural_entropy_matches_formula(edges):
     p = deg[deg > 0] / (2 * len(edges))
     assert got == pytest.approx(float(-(p * np.log2(p)).sum()))
     assert 0 <= got <= math.log2(n) + 1e-9  # bounded by a uniform degree distribution
+
+
+def test_stickiness_edges_and_cs_curve_are_pinned():
+    # Chunk 0 makes chunk 1 easier and chunk 2 chunk 0 (edge 1 - e⁻¹ ≈ 0.63); every other pair is harder.
+    table = PairTable(uncond=np.array([2.0, 2.0, 2.0]),
+                      cond=np.array([[np.nan, 1.0, 3.0], [3.0, np.nan, 3.0], [1.0, 3.0, np.nan]]))
+    assert [stickiness_edges(table, 0.5), stickiness_edges(table, 0.5, graph="incomplete"),
+            stickiness_edges(table, 0.7)] == [[(0, 1), (2, 0)], [(0, 1)], []]
+    assert cs_curve(table, [0.0, 0.5, 0.7]) == ([1.5, 1.5, 0.0], [1.0, 1.0, 0.0])
 
 
 def test_estimate_cost_counts_pairs_and_tokens():
