@@ -21,7 +21,6 @@ the reading side alike.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
@@ -31,6 +30,7 @@ import streamlit as st
 from backend.chunkers.context import ModelContext, unloaded_model_info
 from backend.chunkers.run import ChunkOutcome, run_configs
 from backend.chunking import ChunkerConfig, Chunking
+from backend.config import default_lm_spec
 from backend.errors import ChunkLabError, ModelError, NotCached
 from backend.jobs import Job, start_job
 from backend.models.types import ModelInfo, Progress, Scorer
@@ -128,7 +128,7 @@ def session_lm() -> SessionLM:
         scorer = current_scorer()
         if scorer is not None:
             return SessionLM(info.name, info.fingerprint, info.kind, scorer, embedder_spec=embedder_spec, chat=chat)
-    name, fingerprint, error = _default_identity(os.environ.get("CHUNKLAB_LM", "").strip())
+    name, fingerprint, error = _default_identity(default_lm_spec())
     return SessionLM(name, fingerprint, "lm", None, default=True, error=error, embedder_spec=embedder_spec, chat=chat)
 
 

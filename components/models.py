@@ -127,7 +127,7 @@ def load_language_model(spec: str | None) -> str | None:
 def load_remote_model(base_url: str, model: str, api_key: str) -> str | None:
     """Connect to an OpenAI-compatible server and make it the session's language model.
 
-    Empty fields fall back to the environment (``CHUNKLABREMOTE_SCORER_*``). The scorer, and with
+    Empty fields fall back to the environment (``CHUNKLAB_REMOTE_*``). The scorer, and with
     it the key, stays in this session's state: never in a shared cache, a file or a log.
     """
     from backend.models.remote import RemoteScorer

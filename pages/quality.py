@@ -6,19 +6,20 @@ rule, the BC mode, δ, the graph — recomputes from those scores in session sta
 model call.
 """
 
-import logging
-import os
-import time
-
 import streamlit as st
 
-from backend.chunkers.run import chunk_all
+from backend.chunkers.run import chunk_all, needs_model
+from backend.config import default_embedder_spec
 from backend.models.cache import default_cache
 from backend.errors import NotCached
 from backend.jobs import start_job
+from backend.metrics.cost import Throughput, cost_estimate, format_seconds
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
-from components.cached import chunk_document, specs
+from backend.metrics.report import QualityData, QualitySettings, model_needs, table_csv, table_rows
+from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings, table_key, vectors_key
+from components.cached import chunk_document
 from components.charts import CONFIG_COLORS
+from components.figures.quality import bc_figure, cs_k_figure, figure_html, png_export_available, stickiness_figure
 from components.layout import ensure_routed
 from components.keys import EMB_INFO, QUALITY
 from components.lm_runs import (
@@ -31,35 +32,18 @@ from components.lm_runs import (
 )
 from components.match import match_lengths_panel
 from components.models import current_embedder
-from components.quality import (
-    DEFAULT_TOKENS_PER_S,
-    QualityData,
-    bc_figure,
-    cached_pair_table,
-    cached_vectors,
-    cost_estimate,
-    cs_k_figure,
-    figure_html,
-    format_seconds,
-    png_export_available,
-    quality_table,
-    score_chunkings,
-    stickiness_figure,
-    styled_table,
-    table_csv,
-)
+from components.quality import column_config, quality_frame, styled_table
 from components.state import configurations, current_document
 from components.views import grid
 
 ensure_routed()
 
-_STORE = "qual_store"  # {key: PairTable or vectors} of the current document
-_TPS = "qual_tokens_per_s"  # tokens per second measured on this session's last scoring job
-_JOB = "qual_job"
+_STORE = QUALITY("store")  # {table_key or vectors_key: PairTable or vectors} of the current document
+_TPS = QUALITY("throughput")  # the Throughput measured on this session's last scoring job
+_JOB = QUALITY("job")
 METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness", "ds": "DS — dissimilarity"}
 K_GRID = [round(0.05 * i, 2) for i in range(31)]  # 0 … 1.5, the K slider's range
 GRAPHS_PER_ROW = 3
-_log = logging.getLogger(__name__)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -79,7 +63,7 @@ def _embedder_identity() -> tuple[str | None, str]:
     info = st.session_state.get(EMB_INFO)
     if info is not None:
         return info.fingerprint, info.name
-    return _default_embedder_fingerprint(os.environ.get("CHUNKLAB_EMBEDDER", "").strip()), "default embedder"
+    return _default_embedder_fingerprint(default_embedder_spec()), "default embedder"
 
 
 def _embedder_loader():
@@ -141,13 +125,11 @@ if not metrics:
     st.info("Pick at least one metric.", icon=":material/info:")
     st.stop()
 window = w or None
-complete = "cs" in metrics
-needs_scorer = "bc" in metrics or "cs" in metrics
-needs_embedder = "ds" in metrics
+needs = model_needs(metrics)
+complete, needs_scorer, needs_embedder = needs.complete, needs.scorer, needs.embedder
 
 # Model-backed chunkers (language model, embedder or chat model) never run inline, as on Compare.
-model_names = {s["name"] for s in specs() if s.get("needs")}
-lm = session_lm() if needs_scorer or any(e["config"].name in model_names for e in entries) else None
+lm = session_lm() if needs_scorer or any(needs_model(e["config"]) for e in entries) else None
 if lm is not None:
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         st.caption("Language model:")
@@ -187,47 +169,46 @@ _lookup = cache_only_context(lm) if needs_scorer else None
 refusing = _lookup.scorer if _lookup is not None else None  # a stand-in that raises NotCached on any model call
 
 
-# Keyed by the chunks' spans (on this document), not the configuration: a model-backed chunking
-# changes with the model, and equal chunkings share their scores.
-spans = {e["uid"]: tuple((c.start, c.end) for c in ch.chunks) for e, ch in ok}
+def _table_key(chunking):
+    """The store's key of ``chunking``'s pair table under this run's model, graph and window."""
+    return table_key(chunking, lm.identity if lm else None, complete=complete, window=window)
 
 
-def _table_key(entry):
-    return ("table", spans[entry["uid"]], lm.identity if lm else None, complete, window)
-
-
-def _vectors_key(entry):
-    return ("vectors", spans[entry["uid"]], emb_fp)
+def _vectors_key(chunking):
+    """The store's key of ``chunking``'s embeddings by this run's embedder."""
+    return vectors_key(chunking, emb_fp)
 
 
 missing = []  # (entry, chunking) whose scores or vectors are not known yet
 for e, ch in ok:
     texts = [c.text for c in ch.chunks]
-    if needs_scorer and _table_key(e) not in store:
+    if needs_scorer and _table_key(ch) not in store:
         if refusing is not None:
             try:
-                store[_table_key(e)] = cached_pair_table(
+                store[_table_key(ch)] = cached_pair_table(
                     texts, refusing, complete=complete, window=window, cache=cache
                 )
             except NotCached:
                 pass
-    if needs_embedder and emb_fp is not None and _vectors_key(e) not in store:
+    if needs_embedder and emb_fp is not None and _vectors_key(ch) not in store:
         hit = cached_vectors(cache, emb_fp, texts)
         if hit is not None:
-            store[_vectors_key(e)] = hit
-    if (needs_scorer and _table_key(e) not in store) or (needs_embedder and _vectors_key(e) not in store):
+            store[_vectors_key(ch)] = hit
+    if (needs_scorer and _table_key(ch) not in store) or (needs_embedder and _vectors_key(ch) not in store):
         missing.append((e, ch))
 
 if missing:
-    tps = st.session_state.get(_TPS, DEFAULT_TOKENS_PER_S)
-    to_score = [ch for e, ch in missing if needs_scorer and _table_key(e) not in store]
-    cost = cost_estimate([ch.token_counts for ch in to_score], complete=complete, window=window, tokens_per_s=tps)
+    speed = st.session_state.get(_TPS, Throughput())
+    to_score = [ch for _e, ch in missing if needs_scorer and _table_key(ch) not in store]
+    cost = cost_estimate(
+        [ch.token_counts for ch in to_score], complete=complete, window=window, tokens_per_s=speed.tokens_per_s
+    )
     tags = ", ".join(e["tag"] for e, _ in missing)
     if to_score:
-        measured = "measured on your last run" if _TPS in st.session_state else "a rough CPU figure"
+        measured = "measured on your last run" if speed.measured else "a rough CPU figure"
         st.info(
             f"Scoring {tags} costs **{cost['pairs']:,}** model passes over about **{cost['tokens']:,}** tokens: "
-            f"≈ {format_seconds(cost['seconds'])} at {tps:,.0f} tokens/s ({measured}). "
+            f"≈ {format_seconds(cost['seconds'])} at {speed.tokens_per_s:,.0f} tokens/s ({measured}). "
             + ("A pair window w cuts the cost of CS. " if complete and not window and cost["seconds"] > 60 else "")
             + ("Embedding the chunks for DS takes seconds." if needs_embedder else ""),
             icon=":material/schedule:",
@@ -246,9 +227,8 @@ if missing:
 
     def _start():
         def run(scorer, progress, c=chunkings, emb=load_embedder, cmp=complete, win=window, oc=cache):
-            t0 = time.perf_counter()  # after the model has loaded: the throughput is the scoring's own
-            out = score_chunkings(c, scorer=scorer, embedder=emb, complete=cmp, window=win, cache=oc, progress=progress)
-            return out, time.perf_counter() - t0
+            # Called once the model has loaded: the run's seconds are the scoring's own.
+            return score_chunkings(c, scorer=scorer, embedder=emb, complete=cmp, window=win, cache=oc, progress=progress)
 
         title = f"Scoring {len(chunkings)} configuration{'s' if len(chunkings) != 1 else ''}"
         if needs_scorer:
@@ -261,14 +241,13 @@ if missing:
         what="Scoring",
     )
     if job is not None:
-        results, seconds = job.result
-        for (e, _ch), (table, vectors) in zip(ok, results):
+        scored = job.result
+        for (_e, ch), (table, vectors) in zip(ok, scored.results):
             if table is not None:
-                store[_table_key(e)] = table
+                store[_table_key(ch)] = table
             if vectors is not None:
-                store[_vectors_key(e)] = vectors
-        if n_tok >= 2_000 and seconds > 5:  # a short run, or one read from the cache, says little about speed
-            st.session_state[_TPS] = n_tok / seconds
+                store[_vectors_key(ch)] = vectors
+        st.session_state[_TPS] = speed.after_run(n_tok, scored.seconds)
         st.session_state.pop(_JOB, None)
         st.rerun()
 
@@ -276,9 +255,8 @@ waiting = {e["uid"] for e, _ in missing}
 datas = [
     QualityData(
         e["tag"], e["config"], ch,
-        table=store.get(_table_key(e)) if needs_scorer else None,
-        vectors=store.get(_vectors_key(e)) if needs_embedder else None,
-        complete=complete,
+        table=store.get(_table_key(ch)) if needs_scorer else None,
+        vectors=store.get(_vectors_key(ch)) if needs_embedder else None,
     )
     for e, ch in ok
     if e["uid"] not in waiting
@@ -315,23 +293,12 @@ delta = int(
     )
 )
 
-# --- the table (MoC Table 3) ------------------------------------------------------------------------------
+# --- the table (MoC Table 3): the rows the CLI's `metrics` prints -----------------------------------------
 st.subheader("Metrics", anchor=False)
-table = quality_table(datas, K=K, bc_mode=bc_mode, cs_rule=cs_rule, delta=delta)
-st.dataframe(
-    styled_table(table),
-    key="qual_table",
-    column_config={
-        "_index": st.column_config.TextColumn("", width=40),
-        "chunker": st.column_config.TextColumn("Chunker"),
-        "chunks": st.column_config.NumberColumn("Chunks", format="%d"),
-        "mean_tokens": st.column_config.Column("Mean tokens"),
-        "bc": st.column_config.Column("BC ↑", help="Mean boundary clarity over the boundaries"),
-        "cs_complete": st.column_config.Column("CS complete ↓", help="Chunk stickiness, complete graph"),
-        "cs_incomplete": st.column_config.Column("CS incomplete ↓", help="Chunk stickiness, j − i > δ"),
-        "ds": st.column_config.Column("DS", help="Mean dissimilarity of adjacent chunks (highest marked)"),
-    },
-)
+settings = QualitySettings(K=K, bc_mode=bc_mode, cs_rule=cs_rule, delta=delta, window=window)
+rows = table_rows(datas, metrics=metrics, settings=settings)
+table = quality_frame(rows)
+st.dataframe(styled_table(table), key="qual_table", column_config=column_config())
 notes = [f"best value per column in green; K = {K:.2f}, CS rule {cs_rule}, BC mode {bc_mode}, δ = {delta}"]
 if window and complete:
     notes.append(f"pair window w = {window}: pairs further apart are not scored and count as no edge")
@@ -342,7 +309,7 @@ if len(means) > 1 and means.max() > 1.1 * means.min():
     notes.append("mean lengths differ by more than 10 %: match lengths (above) for a fair comparison")
 st.caption("Best " + " · ".join(notes)[len("best ") :])
 st.download_button(
-    "CSV", lambda: table_csv(table, K=K, bc_mode=bc_mode, cs_rule=cs_rule, delta=delta, window=window),
+    "CSV", lambda: table_csv(rows, settings),
     file_name=f"quality-{doc.id[:12]}.csv", mime="text/csv", key="qual_csv", icon=":material/download:",
     on_click="ignore",
 )

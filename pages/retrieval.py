@@ -5,8 +5,6 @@ Chroma server may be slow); CP runs the language model in another. Page runs onl
 (the cached chunkings of the Compare page), score spans and draw.
 """
 
-import logging
-
 import streamlit as st
 
 from backend.chunkers.run import chunk_all
@@ -58,7 +56,6 @@ _QUERY, _K = "ret_query", "ret_k"
 _PASTE = "ret_paste"
 _ANSWER = "ret_answer"
 MAX_PER_ROW = 4
-_log = logging.getLogger(__name__)
 
 
 def _reset_for(doc_id: str) -> None:

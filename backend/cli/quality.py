@@ -33,7 +33,7 @@ COMMANDS = ("metrics",)
 
 
 def _metrics_list(raw: str) -> tuple[str, ...]:
-    from backend.metrics.quality import METRICS
+    from backend.metrics.report import METRICS
 
     names = tuple(dict.fromkeys(x.strip() for x in raw.split(",") if x.strip()))
     bad = [x for x in names if x not in METRICS]
@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     from backend.chunkers.context import ModelContext
     from backend.chunkers.match_length import match_length
     from backend.models.types import ProgressTracker
-    from backend.metrics.quality import LazyScorer, estimate_cost, quality_report
+    from backend.metrics.quality import LazyScorer, estimate_cost
+    from backend.metrics.report import QualitySettings, model_needs, quality_report
 
     chunker = make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer)  # bad arguments fail first
     doc = load_input(args.file)
@@ -118,38 +119,28 @@ def run(args: argparse.Namespace) -> int:
             chunking = chunker.chunk(doc, context)
         texts = [c.text for c in chunking.chunks]
         counts = chunking.token_counts
-        needs_lm = "bc" in args.metrics or "cs" in args.metrics
-        scorer = LazyScorer(context) if needs_lm and len(texts) > 1 else None
+        needs = model_needs(args.metrics)
+        scorer = LazyScorer(context) if needs.scorer and len(texts) > 1 else None
         embedder = None
-        if "ds" in args.metrics and len(texts) > 1:
+        if needs.embedder and len(texts) > 1:
             line.status("loading embedder…")
             embedder = context.get_embedder()
+        settings = QualitySettings(
+            K=args.K, bc_mode=args.bc_mode, cs_rule=args.cs_rule, delta=args.delta, window=args.window
+        )
         report = quality_report(
             texts,
             counts,
             metrics=args.metrics,
             scorer=scorer,
             embedder=embedder,
-            K=args.K,
-            bc_mode=args.bc_mode,
-            cs_rule=args.cs_rule,
-            delta=args.delta,
-            window=args.window,
+            settings=settings,
             cache=context.cache,
             progress=context.progress,
-        ) if texts else None
-    out: dict[str, Any]
-    if report is None:
-        out = {"chunks": 0, "mean_tokens": 0.0, "bc_mean": None, "bc": [], "cs_complete": None,
-               "cs_incomplete": None, "ds_mean": None, "ds": [], "K": args.K, "bc_mode": args.bc_mode,
-               "cs_rule": args.cs_rule, "delta": args.delta, "window": args.window}
-    else:
-        out = report.to_json()
-        for name, key in (("bc", "bc"), ("ds", "ds")):
-            if name in args.metrics and out[key] is None:
-                out[key] = []
-    scored = needs_lm and len(texts) > 1
-    cost = estimate_cost(counts, complete="cs" in args.metrics, window=args.window) if scored else {"pairs": 0}
+        )
+    out = report.to_json()
+    scored = needs.scorer and len(texts) > 1
+    cost = estimate_cost(counts, complete=needs.complete, window=args.window) if scored else {"pairs": 0}
     out["pairs"] = cost["pairs"]
     out["config"] = chunking.config.to_json()
     if match is not None:

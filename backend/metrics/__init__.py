@@ -1,1 +1,1 @@
-"""Metrics of chunkings: statistics (``stats``) and MoC's chunk-quality metrics (``quality``)."""
+"""Metrics of chunkings: statistics (``stats``), MoC's chunk-quality metrics (``quality``), the quality report (``report``), its scores (``scores``) and their cost (``cost``)."""

@@ -5,7 +5,9 @@ mean NLL of each chunk ``q`` given each context chunk ``d`` that a metric needs,
 single space (the authors' code's context for the unconditional ``ppl(q)``). The table is
 filled through :func:`backend.models.scoring.conditional_scores`, which caches every pair's value
 and batches every ``q`` of one ``d`` on ``d``'s cached keys and values; the metrics are then
-arithmetic on it, so changing ``K``, the rule or the graph never calls the model.
+arithmetic on it, so changing ``K``, the rule or the graph never calls the model. One
+chunking's row of them (what the CLI's ``metrics`` prints and the Quality page's table
+shows) is :func:`backend.metrics.report.quality_row`.
 
 Definitions (``ppl = exp(mean NLL)``):
 
@@ -32,9 +34,8 @@ Information support (A.4)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,20 +46,21 @@ __all__ = [
     "BC_MODES",
     "CS_RULES",
     "GRAPHS",
+    "DEFAULT_K",
     "LazyScorer",
     "PairTable",
-    "QualityReport",
     "UNCONDITIONAL_CONTEXT",
     "boundary_clarity",
     "chunk_stickiness",
+    "cs_curve",
     "dissimilarity",
     "edge_values",
     "estimate_cost",
     "information_support",
     "kept_edges",
     "pair_table",
-    "quality_report",
     "required_pairs",
+    "stickiness_edges",
     "structural_entropy",
 ]
 
@@ -250,11 +252,32 @@ def structural_entropy(edges: Sequence[tuple[int, int]], n: int) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
+def stickiness_edges(
+    table: PairTable, K: float = DEFAULT_K, *, rule: str = "paper", graph: str = "complete", delta: int = 0
+) -> list[tuple[int, int]]:
+    """The kept ordered edges ``(i, j)`` of a chunking's stickiness graph at ``K`` (what CS is the entropy of)."""
+    return kept_edges(edge_values(table, rule), K, graph=graph, delta=delta)
+
+
 def chunk_stickiness(
     table: PairTable, K: float = DEFAULT_K, *, rule: str = "paper", graph: str = "complete", delta: int = 0
 ) -> float:
     """CS of a chunking at ``K`` (see the module docstring)."""
-    return structural_entropy(kept_edges(edge_values(table, rule), K, graph=graph, delta=delta), table.n)
+    return structural_entropy(stickiness_edges(table, K, rule=rule, graph=graph, delta=delta), table.n)
+
+
+def cs_curve(
+    table: PairTable, ks: Sequence[float], *, rule: str = "paper", delta: int = 0
+) -> tuple[list[float], list[float]]:
+    """CS of the complete and of the incomplete graph at each K in ``ks`` (edge values computed once).
+
+    Returns:
+        ``(complete, incomplete)``, one value per K; each equals :func:`chunk_stickiness` at that K.
+    """
+    edges = edge_values(table, rule)
+    complete = [structural_entropy(kept_edges(edges, k, graph="complete"), table.n) for k in ks]
+    incomplete = [structural_entropy(kept_edges(edges, k, graph="incomplete", delta=delta), table.n) for k in ks]
+    return complete, incomplete
 
 
 def dissimilarity(vectors: np.ndarray) -> np.ndarray:
@@ -276,139 +299,3 @@ def information_support(retrieved: Sequence[str], answer: str, scorer: Any, *, c
         raise ParameterError("the answer is empty: CP needs at least one answer token")
     context = "\n\n".join(str(c) for c in retrieved) or UNCONDITIONAL_CONTEXT
     return float(conditional_scores([(context, answer)], scorer, cache=cache)[0])
-
-
-def _mean(x: np.ndarray) -> float | None:
-    x = x[np.isfinite(x)]
-    return float(x.mean()) if x.size else None
-
-
-@dataclass(frozen=True)
-class QualityReport:
-    """The metrics of one chunking (JSON-ready through :meth:`to_json`)."""
-
-    chunks: int
-    mean_tokens: float
-    K: float
-    bc_mode: str
-    cs_rule: str
-    delta: int
-    window: int | None
-    bc: tuple[float, ...] | None = None
-    cs_complete: float | None = None
-    cs_incomplete: float | None = None
-    ds: tuple[float, ...] | None = None
-    table: PairTable | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def bc_mean(self) -> float | None:
-        """Mean BC over the boundaries (None without BC or without a boundary)."""
-        return None if self.bc is None else _mean(np.array(self.bc, dtype=np.float64))
-
-    @property
-    def ds_mean(self) -> float | None:
-        """Mean DS over the boundaries."""
-        return None if self.ds is None else _mean(np.array(self.ds, dtype=np.float64))
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"chunks","mean_tokens","bc_mean","bc","cs_complete","cs_incomplete","ds_mean","ds","K",…}``."""
-        def clean(xs: tuple[float, ...] | None) -> list[float | None] | None:
-            return None if xs is None else [x if math.isfinite(x) else None for x in xs]
-
-        return {
-            "chunks": self.chunks,
-            "mean_tokens": self.mean_tokens,
-            "bc_mean": self.bc_mean,
-            "bc": clean(self.bc),
-            "cs_complete": self.cs_complete,
-            "cs_incomplete": self.cs_incomplete,
-            "ds_mean": self.ds_mean,
-            "ds": clean(self.ds),
-            "K": self.K,
-            "bc_mode": self.bc_mode,
-            "cs_rule": self.cs_rule,
-            "delta": self.delta,
-            "window": self.window,
-        }
-
-
-METRICS = ("bc", "cs", "ds")
-
-
-def quality_report(
-    chunk_texts: Sequence[str],
-    token_counts: Sequence[int],
-    *,
-    metrics: Sequence[str] = METRICS,
-    scorer: Any = None,
-    embedder: Any = None,
-    K: float = DEFAULT_K,
-    bc_mode: str = "reference",
-    cs_rule: str = "paper",
-    delta: int = 0,
-    window: int | None = None,
-    cache: Any = None,
-    progress: Any = None,
-) -> QualityReport:
-    """BC, CS (complete and incomplete) and DS of one chunking.
-
-    Args:
-        chunk_texts: The chunks' texts in document order.
-        token_counts: Their token counts (for ``mean_tokens``).
-        metrics: Any of ``bc``, ``cs``, ``ds``.
-        scorer: The language model (needed for ``bc`` and ``cs``).
-        embedder: The embedder (needed for ``ds``); its vectors are cached.
-        K: CS edge threshold.
-        bc_mode: ``reference`` or ``paper``.
-        cs_rule: ``paper`` or ``reference``.
-        delta: δ of the incomplete graph.
-        window: Pair window for CS (None: every pair).
-        cache: The output cache.
-        progress: ``progress(done, total)`` for the model work; may raise ``Cancelled``.
-    """
-    unknown = sorted(set(metrics) - set(METRICS))
-    if unknown:
-        raise ParameterError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
-    _check("bc_mode", bc_mode, BC_MODES)
-    _check("cs_rule", cs_rule, CS_RULES)
-    if delta < 0:
-        raise ParameterError(f"delta ({delta}) must be at least 0")
-    n = len(chunk_texts)
-    counts = [int(t) for t in token_counts]
-    table = None
-    bc = cs_c = cs_i = ds = None
-    if n < 2:  # no boundary and no pair: nothing to score
-        bc = () if "bc" in metrics else None
-        cs_c = cs_i = 0.0 if "cs" in metrics else None
-        ds = () if "ds" in metrics else None
-        metrics = ()
-    if "bc" in metrics or "cs" in metrics:
-        if scorer is None:
-            raise ParameterError("bc and cs need a language model")
-        table = pair_table(chunk_texts, scorer, complete="cs" in metrics, window=window, cache=cache, progress=progress)
-        if "bc" in metrics:
-            bc = tuple(float(x) for x in boundary_clarity(table, bc_mode))
-        if "cs" in metrics:
-            cs_c = chunk_stickiness(table, K, rule=cs_rule, graph="complete")
-            cs_i = chunk_stickiness(table, K, rule=cs_rule, graph="incomplete", delta=delta)
-    if "ds" in metrics:
-        if embedder is None:
-            raise ParameterError("ds needs an embedder")
-        from backend.models.embeddings import embed_texts
-
-        vectors, _hit = embed_texts(embedder, list(chunk_texts), cache=cache)
-        ds = tuple(float(x) for x in dissimilarity(vectors))
-    return QualityReport(
-        chunks=n,
-        mean_tokens=float(np.mean(counts)) if counts else 0.0,
-        K=float(K),
-        bc_mode=bc_mode,
-        cs_rule=cs_rule,
-        delta=int(delta),
-        window=window,
-        bc=bc,
-        cs_complete=cs_c,
-        cs_incomplete=cs_i,
-        ds=ds,
-        table=table,
-    )

@@ -8,6 +8,7 @@ navigation themselves.)
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
@@ -54,8 +55,8 @@ def scored() -> Document:
     from backend.models.cache import default_cache
     from backend.chunkers import run_chunker
     from backend.models.embedder import load_embedder
+    from backend.metrics.scores import score_chunkings
     from backend.models.scorer import load_scorer
-    from components.quality import score_chunkings
 
     doc = Document.from_text(TEXT, source="quality.txt")
     chunkings = [run_chunker(doc, e["config"]) for e in _entries()]
@@ -266,3 +267,30 @@ def test_an_embedder_chunker_runs_in_jobs_on_the_page_and_in_match_lengths(score
     rows = _frame(at, "status")
     assert list(rows["configuration"]) == ["A", "C"] and not at.error
     assert list(rows["parameter"]) == ["chunk_size", "chunk_size"]
+
+
+def test_the_page_row_is_what_the_cli_metrics_prints(scored: Document, tmp_path, capsys) -> None:
+    """One chunking, same K, rule, mode, δ and window: the page's table row equals the CLI's JSON numbers."""
+    from backend.cli.main import main
+
+    path = tmp_path / "quality.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    name, params = CONFIGS[0]
+    capsys.readouterr()
+    assert main(["metrics", str(path), "--chunker", name, *(f"--param={k}={v}" for k, v in params.items()),
+                 "--K", "0.3", "--cs-rule", "reference", "--bc-mode", "paper", "--delta", "1", "--window", "2"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    at = _open(scored)
+    at.slider(key="qual_K").set_value(0.3)
+    at.segmented_control(key="qual_cs_rule").set_value("reference")
+    at.segmented_control(key="qual_bc_mode").set_value("paper")
+    at.number_input(key="qual_delta").set_value(1)
+    at.number_input(key="qual_window").set_value(2)
+    _run(at)
+    assert "qual_job" not in at.session_state and not at.error  # every pair and vector was cached
+    row = _table(at).loc["A"]
+    page = {"chunks": int(row["chunks"]), "mean_tokens": float(row["mean_tokens"]), "bc_mean": float(row["bc"]),
+            "cs_complete": float(row["cs_complete"]), "cs_incomplete": float(row["cs_incomplete"]),
+            "ds_mean": float(row["ds"])}
+    assert page == {k: cli[k] for k in page}
+    assert (cli["K"], cli["cs_rule"], cli["bc_mode"], cli["delta"], cli["window"]) == (0.3, "reference", "paper", 1, 2)

@@ -33,15 +33,17 @@ from backend.metrics.quality import (
     PairTable,
     boundary_clarity,
     chunk_stickiness,
+    cs_curve,
     edge_values,
     estimate_cost,
     information_support,
     kept_edges,
     pair_table,
-    quality_report,
     required_pairs,
+    stickiness_edges,
     structural_entropy,
 )
+from backend.metrics.report import QualitySettings, quality_report
 from backend.models.embeddings import load_text_embedder
 from backend.samples import load_sample
 from backend.text.segment import sentence_spans
@@ -201,8 +203,8 @@ def test_dissimilarity_equals_cosine_of_embeddings(embedder, chunks):
         1 - float(np.dot(raw[i], raw[i + 1]) / (np.linalg.norm(raw[i]) * np.linalg.norm(raw[i + 1])))
         for i in range(len(chunks) - 1)
     ]
-    assert np.allclose(report.ds, ref, atol=TOL)
-    assert report.ds_mean == pytest.approx(np.mean(ref), abs=TOL)
+    assert np.allclose(report.boundaries["ds"], ref, atol=TOL)
+    assert report.values["ds"] == pytest.approx(np.mean(ref), abs=TOL)
 
 
 def test_changing_K_or_rule_calls_no_model(scorer, chunks, cache, table):
@@ -212,9 +214,9 @@ def test_changing_K_or_rule_calls_no_model(scorer, chunks, cache, table):
     assert np.array_equal(np.nan_to_num(again.cond, nan=-1), np.nan_to_num(table.cond, nan=-1))
     for K in (-1.0, 0.0, 0.5, 0.8, 1.0):
         for rule in ("paper", "reference"):
-            report = quality_report(chunks, [1] * len(chunks), metrics=["bc", "cs"], scorer=counting, K=K,
-                                    cs_rule=rule, cache=cache)
-            assert report.cs_complete == pytest.approx(chunk_stickiness(table, K, rule=rule))
+            report = quality_report(chunks, [1] * len(chunks), metrics=["bc", "cs"], scorer=counting,
+                                    settings=QualitySettings(K=K, cs_rule=rule), cache=cache)
+            assert report.values["cs_complete"] == pytest.approx(chunk_stickiness(table, K, rule=rule))
     assert counting.pairs == 0
 
 
@@ -260,6 +262,15 @@ def test_structural_entropy_matches_formula(edges):
     p = deg[deg > 0] / (2 * len(edges))
     assert got == pytest.approx(float(-(p * np.log2(p)).sum()))
     assert 0 <= got <= math.log2(n) + 1e-9  # bounded by a uniform degree distribution
+
+
+def test_stickiness_edges_and_cs_curve_are_pinned():
+    # Chunk 0 makes chunk 1 easier and chunk 2 chunk 0 (edge 1 - e⁻¹ ≈ 0.63); every other pair is harder.
+    table = PairTable(uncond=np.array([2.0, 2.0, 2.0]),
+                      cond=np.array([[np.nan, 1.0, 3.0], [3.0, np.nan, 3.0], [1.0, 3.0, np.nan]]))
+    assert [stickiness_edges(table, 0.5), stickiness_edges(table, 0.5, graph="incomplete"),
+            stickiness_edges(table, 0.7)] == [[(0, 1), (2, 0)], [(0, 1)], []]
+    assert cs_curve(table, [0.0, 0.5, 0.7]) == ([1.5, 1.5, 0.0], [1.0, 1.0, 0.0])
 
 
 def test_estimate_cost_counts_pairs_and_tokens():

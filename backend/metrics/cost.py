@@ -1,0 +1,69 @@
+"""What scoring chunkings for the quality metrics costs: model passes, tokens, and the time at a measured speed.
+
+The language model reads every pair's text, so the cost is counted in tokens
+(:func:`~backend.metrics.quality.estimate_cost` per chunking) and turned into time with a
+:class:`Throughput`: a cautious default until a finished run has been timed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from backend.metrics.quality import estimate_cost
+
+__all__ = ["DEFAULT_TOKENS_PER_S", "Throughput", "cost_estimate", "format_seconds"]
+
+# Tokens per second the time estimate assumes until a run has been timed: a cautious figure
+# for the bundled SmolLM2-135M on two busy CPU cores.
+DEFAULT_TOKENS_PER_S = 150.0
+# A run shorter than this, or one read from the cache, says little about the model's speed.
+MIN_TOKENS = 2_000
+MIN_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """The language model's scoring speed: the default, or the one measured on the last long enough run.
+
+    Attributes:
+        tokens_per_s: Tokens read per second.
+        measured: Whether it was measured (False: :data:`DEFAULT_TOKENS_PER_S`).
+    """
+
+    tokens_per_s: float = DEFAULT_TOKENS_PER_S
+    measured: bool = False
+
+    def after_run(self, tokens: int, seconds: float) -> Throughput:
+        """The speed of a finished run that read ``tokens`` in ``seconds``; this one when the run was too short to tell."""
+        if tokens >= MIN_TOKENS and seconds > MIN_SECONDS:
+            return Throughput(tokens / seconds, measured=True)
+        return self
+
+
+def cost_estimate(
+    token_counts: Sequence[Sequence[int]], *, complete: bool, window: int | None, tokens_per_s: float
+) -> dict[str, float]:
+    """The summed :func:`~backend.metrics.quality.estimate_cost` of several chunkings, with a time estimate.
+
+    Token counts are each configuration's own tokenizer's, so ``tokens`` (and the time) is
+    an approximation of what the model reads.
+
+    Returns:
+        ``{"pairs", "tokens", "seconds"}``.
+    """
+    pairs = tokens = 0
+    for counts in token_counts:
+        cost = estimate_cost(list(counts), complete=complete, window=window)
+        pairs += cost["pairs"]
+        tokens += cost["tokens"]
+    return {"pairs": pairs, "tokens": tokens, "seconds": tokens / max(tokens_per_s, 1e-9)}
+
+
+def format_seconds(seconds: float) -> str:
+    """``42`` → ``42 s``, ``390`` → ``6.5 min``, ``8000`` → ``2.2 h``."""
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
