@@ -21,8 +21,9 @@ from backend.curves import Curve
 from backend.text.document import Document
 from backend.errors import ChunkLabError, NotCached
 from components.cached import specs
-from components.documents import one_line
+from backend.errors import one_line
 from components.figures.curves import curve_chart
+from components.keys import PageKeys
 from components.lm_runs import SessionLM, cache_only_context
 from components.views import config_title, grid
 
@@ -60,7 +61,7 @@ def curves_section(
     results: Sequence[tuple[dict[str, Any], Any, str | None]],
     lm: SessionLM | None,
     color: Callable[[int], str],
-    prefix: str,
+    keys: PageKeys,
     per_row: int = 2,
 ) -> None:
     """A "Curves" section: one chart per configuration whose chunker has a curve; nothing when none has.
@@ -71,7 +72,7 @@ def curves_section(
             that is None with no error waits for a model run).
         lm: The session's models (None when no configuration needs one).
         color: The configuration's colour from its uid.
-        prefix: The page's session-state prefix (chart keys are ``{prefix}_curve_{uid}``).
+        keys: The page's session-state keys (chart keys are ``keys(f"curve_{uid}")``).
         per_row: Charts side by side.
     """
     by_name = {s["name"]: s for s in specs()}
@@ -80,7 +81,7 @@ def curves_section(
         return
     head, switch = st.columns([5, 1], vertical_alignment="bottom")
     head.subheader("Curves", anchor=False)
-    if not switch.toggle("Show curves", value=True, key=f"{prefix}_show_curves", persist_state="session"):
+    if not switch.toggle("Show curves", value=True, key=keys("show_curves"), persist_state="session"):
         return
     st.caption(
         "What each chunker cut on: its value at every unit, the threshold it compared with, and dotted lines "
@@ -109,7 +110,7 @@ def curves_section(
                 continue
             st.plotly_chart(
                 curve_chart(curve, doc.text, color(uid), f"{entry['tag']} · {config.label}", f"{doc.id}:{uid}"),
-                key=f"{prefix}_curve_{uid}",
+                key=keys(f"curve_{uid}"),
                 config={"displaylogo": False},
             )
 

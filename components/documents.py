@@ -11,20 +11,14 @@ import logging
 import streamlit as st
 
 from backend.config import max_file_bytes
-from backend.errors import ChunkLabError, InputError
+from backend.errors import ChunkLabError, InputError, one_line
 from backend.loaders import SUPPORTED_EXTENSIONS, load_bytes
 from components.cached import sample_document, samples
 from components.state import current_document, set_document
 
-__all__ = ["upload_types", "upload_limit_mb", "load_upload", "load_bundled_sample", "load_default_sample", "one_line"]
+__all__ = ["upload_types", "upload_limit_mb", "load_upload", "load_bundled_sample", "load_default_sample"]
 
 _log = logging.getLogger(__name__)
-
-
-def one_line(message: str, limit: int = 300) -> str:
-    """``message`` on a single line, shortened to ``limit`` characters."""
-    flat = " ".join(message.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def upload_types() -> list[str]:

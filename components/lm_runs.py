@@ -35,7 +35,7 @@ from backend.errors import ChunkLabError, ModelError, NotCached
 from backend.jobs import Job, start_job
 from backend.models.types import ModelInfo, Progress, Scorer
 from backend.text.document import Document
-from components.documents import one_line
+from backend.errors import one_line
 from components.keys import EMB_CHOICE, LM_INFO, PageKeys
 from components.models import current_scorer, freeze_long_lived, job_progress, session_chat
 

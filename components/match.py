@@ -24,7 +24,7 @@ from backend.text.document import Document
 from backend.errors import Cancelled, ChunkLabError
 from backend.chunkers.match_length import DEFAULT_TOLERANCE, MatchResult, match_length
 from components.cached import specs
-from components.documents import one_line
+from backend.errors import one_line
 from components.keys import CONFIGS, PageKeys
 from components.state import configurations
 

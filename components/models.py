@@ -26,20 +26,18 @@ Session-state keys start with ``models_`` (:data:`components.keys.MODELS`).
 from __future__ import annotations
 
 import gc
-import html
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import streamlit as st
 
-from backend.errors import ChunkLabError
+from backend.errors import ChunkLabError, one_line
 from backend.models.types import ModelInfo, Scorer
-from components.documents import one_line
+from components.figures.models import sentence_nll_chart
 from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, REMOTE_SCORER
 
 if TYPE_CHECKING:
-    import plotly.graph_objects as go
 
     from backend.jobs import Job
     from backend.models.embedder import Embedder
@@ -60,7 +58,6 @@ __all__ = [
     "model_card",
     "sidebar_models",
     "job_progress",
-    "sentence_nll_chart",
     "score_results",
 ]
 
@@ -273,35 +270,6 @@ def sidebar_models() -> None:
     choice = st.session_state.get(CHAT_CHOICE)
     chat = "default" if choice is None else "bundled model" if choice[0] == "local" else f"{choice[1][1]} (API)"
     st.text(f"Chat: {chat}")
-
-
-def sentence_nll_chart(scores: list[SentenceScore]) -> go.Figure:
-    """Mean NLL per sentence as a line, with each sentence's start in the hover label."""
-    import plotly.graph_objects as go
-
-    def preview(text: str) -> str:
-        flat = " ".join(text[:160].split())
-        return html.escape(flat[:79] + "…" if len(flat) > 80 else flat, quote=False)
-
-    fig = go.Figure(
-        go.Scatter(
-            x=[s.index for s in scores],
-            y=[s.nll_mean for s in scores],
-            mode="lines+markers",
-            marker={"size": 4},
-            line={"width": 1.5, "color": "#2563eb"},
-            customdata=[[s.tokens, s.ppl, preview(s.text)] for s in scores],
-            hovertemplate="sentence %{x}<br>mean NLL %{y:.2f} · PPL %{customdata[1]:.1f}"
-            " · %{customdata[0]} tokens<br>%{customdata[2]}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=260,
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis_title="sentence",
-        yaxis_title="mean NLL (nats)",
-    )
-    return fig
 
 
 def score_results(scores: list[SentenceScore], seconds: float, model: str) -> None:

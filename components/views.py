@@ -9,6 +9,7 @@ from typing import Any, Iterator, Sequence, TypeVar
 import streamlit as st
 
 from backend.chunking import Chunking
+from components.keys import COMPARE
 from components.render import chunk_detail_html, esc, tag_badge_html
 from components.state import remove_configuration
 
@@ -60,7 +61,7 @@ def config_card(
     ``note`` says why a configuration has no chunks yet (e.g. it waits for a language model).
     """
     uid, cfg = entry["uid"], entry["config"]
-    with st.container(border=True, key=f"cmp_card_{uid}"):
+    with st.container(border=True, key=COMPARE(f"card_{uid}")):
         config_title(entry, color)
         params = ", ".join(f"{k} = {v}" for k, v in cfg.params) or "default parameters"
         st.caption(f"{params} · tokenizer {cfg.tokenizer}")

@@ -19,11 +19,11 @@ from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EX
 from backend.retrieval.jobs import benchmark_job, generation_job
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
 from components.cached import specs
-from components.documents import one_line
+from backend.errors import one_line
+from components.figures.export import figure_html
 from components.figures.retrieval import (
     agreement_heatmaps,
     coverage_strip,
-    figure_html,
     metric_bars,
     question_heatmap,
     similarity_histogram,

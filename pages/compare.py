@@ -6,10 +6,10 @@ import streamlit as st
 from backend.chunkers.run import chunk_all, needs_model
 from backend.errors import ChunkLabError
 from components.cached import chunk_document, specs, stats_rows
-from components.charts import CONFIG_COLORS, boundary_strip, size_histogram
+from components.figures.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from components.config_form import add_config_form
 from components.curves import curves_section
-from components.documents import one_line
+from backend.errors import one_line
 from components.keys import COMPARE
 from components.layout import ensure_routed
 from components.lm_runs import model_chunking, pending_runs_panel, session_lm
@@ -275,4 +275,4 @@ st.plotly_chart(
 )
 
 # --- curves: what each chunker with a curve (registry: has_curve) cut on; components/curves.py ----------
-curves_section(doc, results, lm, _color, COMPARE.prefix)
+curves_section(doc, results, lm, _color, COMPARE)

@@ -18,8 +18,9 @@ from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
 from backend.metrics.report import QualityData, QualitySettings, model_needs, table_csv, table_rows
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings, table_key, vectors_key
 from components.cached import chunk_document
-from components.charts import CONFIG_COLORS
-from components.figures.quality import bc_figure, cs_k_figure, figure_html, png_export_available, stickiness_figure
+from components.figures.charts import CONFIG_COLORS
+from components.figures.export import figure_html, png_export_available
+from components.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from components.layout import ensure_routed
 from components.keys import EMB_INFO, QUALITY
 from components.lm_runs import (

@@ -23,7 +23,7 @@ from backend.retrieval.metrics import union_ranges
 from backend.retrieval.questions import merge_question_sets, question_set_zip, questions_to_csv
 from backend.retrieval.store import store_location
 from components.cached import chunk_document
-from components.documents import one_line
+from backend.errors import one_line
 from components.keys import QSET, RETRIEVAL
 from components.layout import ensure_routed
 from components.keys import COMPARE, EMB_CHOICE

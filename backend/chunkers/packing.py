@@ -42,7 +42,9 @@ def pack_units(
     A chunk spans from its first unit's start to its last unit's end, so the whitespace
     between units counts too: each chunk's real count is checked and trailing units are
     moved to the next chunk when it is over. The next chunk starts with the trailing whole
-    units of the previous one whose counts sum to at most ``overlap`` (never all of them).
+    units of the previous one whose counts sum to at most ``overlap`` (never all of them);
+    when that start plus its first new unit is still over the limit as one span (tokens can
+    merge across a unit boundary), overlap units are dropped from its front until it fits.
     """
     out: list[tuple[int, int, int]] = []
     n_units = len(units)
@@ -56,9 +58,16 @@ def pack_units(
             j += 1
         a, b = units[i][0], units[j - 1][1]
         tokens = counter.count(a, b)
-        while tokens > size and j - 1 > i + carry:
-            j -= 1
-            b = units[j - 1][1]
+        while tokens > size:
+            if j - 1 > i + carry:  # first give back trailing new units…
+                j -= 1
+                b = units[j - 1][1]
+            elif carry:  # …then the overlap: unit counts sum below the limit, the joined span may not
+                i += 1
+                carry -= 1
+                a = units[i][0]
+            else:
+                break  # one unit alone, already split to fit by split_oversized
             tokens = counter.count(a, b)
         out.append((a, b, tokens))
         if j >= n_units:

@@ -3,7 +3,7 @@
 One builder for every kind of threshold a chunker compares with — a horizontal line
 (semantic), a per-point series (margin sampling) or θ bars on local minima (perplexity
 chunking) — so a new chunker with a curve needs no figure code. Unit text reaches a hover
-label only through :func:`components.charts.preview` (escaped, shortened).
+label only through :func:`components.figures.charts.preview` (escaped, shortened).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 import plotly.graph_objects as go
 
 from backend.curves import Curve
-from components.charts import preview
+from components.figures.charts import preview
 from components.figures.traces import finite, segments
 
 __all__ = ["curve_chart"]

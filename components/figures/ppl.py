@@ -4,7 +4,7 @@ Each takes what the backend computed (:mod:`backend.chunkers.meta.algorithms`'s 
 :class:`~backend.chunkers.meta.algorithms.Boundaries` and
 :class:`~backend.chunkers.meta.algorithms.ThetaCurve`; margin sampling's steps) and draws it: no
 rule is decided here. Every series is one trace (see :mod:`components.figures.traces`).
-Sentence text reaches a hover label only through :func:`components.charts.preview` (escaped, shortened).
+Sentence text reaches a hover label only through :func:`components.figures.charts.preview` (escaped, shortened).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from backend.chunkers.meta.algorithms import Boundaries, Candidate, MarginStep, ThetaCurve
 from backend.chunkers.meta.results import PPLScores
 from backend.text.document import Document
-from components.charts import preview
+from components.figures.charts import preview
 from components.figures.traces import finite, segments
 
 __all__ = ["values_chart", "drops_histogram", "chunk_curve", "margin_chart"]

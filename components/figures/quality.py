@@ -8,7 +8,6 @@ CLI report. Document text is untrusted: every chunk preview in a hover label is 
 from __future__ import annotations
 
 import html
-import importlib.util
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -21,7 +20,7 @@ from backend.metrics.report import QualityData
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["bc_figure", "cs_k_figure", "figure_html", "png_export_available", "stickiness_figure"]
+__all__ = ["bc_figure", "cs_k_figure", "stickiness_figure"]
 
 PREVIEW_CHARS = 70
 
@@ -191,13 +190,3 @@ def stickiness_figure(
         meta={"edges": len(edges), "graph": graph, "K": K, "rule": rule},
     )
     return fig
-
-
-def figure_html(fig: go.Figure) -> str:
-    """A self-contained HTML page of ``fig`` (plotly.js inlined: it opens offline)."""
-    return fig.to_html(include_plotlyjs=True, full_html=True)
-
-
-def png_export_available() -> bool:
-    """Whether Plotly can write PNG here (it needs the ``kaleido`` package)."""
-    return importlib.util.find_spec("kaleido") is not None

@@ -2,7 +2,7 @@
 
 Each builder takes backend results (a :class:`~backend.retrieval.evaluate.Benchmark`, score
 matrices, chunkings) and returns a ``plotly.graph_objects.Figure``; pages hand them to
-``st.plotly_chart`` and offer :func:`figure_html` as a download. Question text is untrusted:
+``st.plotly_chart`` and offer :func:`components.figures.export.figure_html` as a download. Question text is untrusted:
 it reaches Plotly's HTML-like hover labels only through :func:`_hover`.
 """
 
@@ -25,7 +25,6 @@ __all__ = [
     "agreement_heatmaps",
     "coverage_strip",
     "similarity_histogram",
-    "figure_html",
 ]
 
 _HOVER_CHARS = 120
@@ -220,8 +219,3 @@ def similarity_histogram(values: Sequence[float], threshold: float, title: str, 
         bargap=0.05,
     )
     return fig
-
-
-def figure_html(fig: go.Figure) -> str:
-    """A standalone HTML file of ``fig`` (plotly.js embedded, so it opens offline)."""
-    return fig.to_html(include_plotlyjs=True, full_html=True)

@@ -7,7 +7,7 @@ import math
 from backend.chunkers.meta.algorithms import MarginStep, boundaries_at, boundary_candidates, theta_curve
 from backend.chunkers.meta.results import PPLScores
 from backend.text.document import Document
-from components.charts import PREVIEW_CHARS, preview
+from components.figures.charts import PREVIEW_CHARS, preview
 from components.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
 from components.figures.traces import finite, segments
 from tests.support.fake_scores import fake_token_scores

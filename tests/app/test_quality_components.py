@@ -20,7 +20,8 @@ from backend.metrics.report import QualityData, QualitySettings, table_rows
 from backend.metrics.scores import score_chunkings
 from backend.models.cache import OutputCache
 from backend.text.document import Document
-from components.figures.quality import bc_figure, cs_k_figure, figure_html, stickiness_figure
+from components.figures.export import figure_html
+from components.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from components.match import MatchOutcome, match_rows, run_matches
 from components.quality import best_cells, column_config, quality_frame, styled_table
 from tests.support.quality import TEXTS, Counting, LengthScorer, chunking_of, quality_data

@@ -178,3 +178,11 @@ def test_run_report_summarizes_a_chunkers_meta_and_reaches_the_stats():
         "content loss 12.5 % (3 gap chunks) · granularity 120-150 (paragraph router) · 4 model calls, 2 cached, 1 repair"
     )
     assert chunking_stats([ch])[0]["report"] == ch.run_report
+
+
+def test_sentence_overlap_never_pushes_a_chunk_over_the_limit():
+    # Found by test_chunker_invariants: the carried sentence "4aeb\n" plus the next one count 9
+    # tokens apart but 11 as one span (cl100k merges across the boundary), over chunk_size 10.
+    doc = _doc("aaaaaaabaaaaae.g.3.14aeb\naA\naAaae")
+    chunks = make_chunker("sentence", {"chunk_size": 10, "chunk_overlap": 3}, "cl100k").chunk(doc).chunks
+    assert [(c.start, c.end, c.tokens) for c in chunks] == [(0, 10, 4), (10, 24, 9), (25, 33, 7)]
