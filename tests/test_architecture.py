@@ -18,6 +18,19 @@ from tests.conftest import ROOT
 
 PACKAGES = ("backend", "components", "pages")
 LAYERS = ("backend", "components", "pages")  # a layer imports only itself and the layers before it
+# Inside backend, the data's one way: file → Document → spans → chunkers → Chunking → metrics / store → CLI.
+# A module imports only its own layer and the layers before it (the package root may import anything).
+BACKEND_LAYERS = (
+    ("errors", "config", "chunking", "curves"),  # types and settings every layer shares
+    ("tokenizers", "text"),  # Document, spans, segmentation, token counts
+    ("loaders", "samples"),  # file → Document
+    ("models",),  # language models, embedders, chat, the output cache
+    ("jobs",),  # background work with progress and cancel
+    ("chunkers",),  # Document → Chunking (registry, model context, the one loop over configurations)
+    ("metrics",),  # Chunking → statistics and quality metrics
+    ("retrieval",),  # Chunking → Chroma store, questions, benchmark
+    ("cli", "__main__"),  # python -m backend
+)
 
 
 @dataclass(frozen=True)
@@ -158,6 +171,27 @@ def test_layers_import_only_downward():
         for e in edges
         if rank[e.target.split(".")[0]] > rank[e.source.split(".")[0]]
     ]
+    assert upward == []
+
+
+def backend_layer(module: str) -> int | None:
+    """The index in BACKEND_LAYERS of a backend module's layer; None for the package root."""
+    parts = module.split(".")
+    if parts[0] != "backend" or len(parts) == 1:
+        return None
+    for i, names in enumerate(BACKEND_LAYERS):
+        if parts[1] in names:
+            return i
+    raise AssertionError(f"{module}: add its package to BACKEND_LAYERS")
+
+
+def test_backend_layers_import_only_downward():
+    _, edges = import_graph()
+    upward = []
+    for e in edges:
+        src, dst = backend_layer(e.source), backend_layer(e.target)
+        if src is not None and dst is not None and dst > src:
+            upward.append(f"{e.source}:{e.line} imports {e.target}")
     assert upward == []
 
 
