@@ -7,19 +7,25 @@ Public names only, so each subcommand module (:mod:`backend.cli.main`, :mod:`bac
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn, Sequence, TextIO
+from typing import Any, Callable, NoReturn, Sequence, TextIO, TypeVar
 
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 
+_T = TypeVar("_T")
+
 __all__ = [
     "Parser",
+    "value_type",
     "positive_int",
+    "non_negative_int",
     "positive_float",
+    "finite_float",
     "add_model_flags",
     "add_embedder_flag",
     "load_input",
@@ -39,24 +45,29 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def positive_int(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}")
-    return value
+def value_type(convert: Callable[[str], _T], ok: Callable[[_T], bool], what: str) -> Callable[[str], _T]:
+    """An argparse ``type=``: ``convert`` the raw string, then check it with ``ok``.
+
+    Both failures give the same one-line message, naming what was expected and the value given:
+    ``--window: must be a positive integer, got '0'``.
+    """
+
+    def parse(raw: str) -> _T:
+        try:
+            value = convert(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {raw!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {raw!r}")
+        return value
+
+    return parse
 
 
-def positive_float(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw!r}")
-    return value
+positive_int = value_type(int, lambda v: v > 0, "a positive integer")
+non_negative_int = value_type(int, lambda v: v >= 0, "an integer >= 0")
+positive_float = value_type(float, lambda v: 0 < v < math.inf, "a positive number")
+finite_float = value_type(float, math.isfinite, "a finite number")
 
 
 def add_model_flags(parser: argparse.ArgumentParser, window_flag: str = "--window") -> None:

@@ -25,7 +25,17 @@ import json
 import time
 from typing import Any
 
-from backend.cli.common import StderrProgress, add_model_flags, load_input, parse_pairs, positive_float, positive_int, write
+from backend.cli.common import (
+    StderrProgress,
+    add_model_flags,
+    finite_float,
+    load_input,
+    non_negative_int,
+    parse_pairs,
+    positive_float,
+    positive_int,
+    write,
+)
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -42,26 +52,6 @@ def _metrics_list(raw: str) -> tuple[str, ...]:
     return names
 
 
-def _non_negative_int(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {raw!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {raw!r}")
-    return value
-
-
-def _finite_float(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {raw!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {raw!r}")
-    return value
-
-
 def add_commands(sub: Any) -> None:
     """Register ``metrics`` on the ``python -m backend`` subparsers."""
     from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
@@ -74,12 +64,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--tokenizer", default="cl100k", choices=TOKENIZER_NAMES)
     p.add_argument("--metrics", type=_metrics_list, default=("bc", "cs", "ds"), metavar="bc,cs,ds",
                    help="which metrics (default: all three)")
-    p.add_argument("--K", type=_finite_float, default=DEFAULT_K, help=f"Chunk Stickiness edge threshold (default {DEFAULT_K})")
+    p.add_argument("--K", type=finite_float, default=DEFAULT_K, help=f"Chunk Stickiness edge threshold (default {DEFAULT_K})")
     p.add_argument("--bc-mode", choices=BC_MODES, default="reference",
                    help="reference: ratio of mean NLLs (the authors' code, default); paper: ratio of perplexities")
     p.add_argument("--cs-rule", choices=CS_RULES, default="paper",
                    help="paper: keep an edge when (ppl(q)-ppl(q|d))/ppl(q) > K (default); reference: ppl(q|d)/ppl(q) > K")
-    p.add_argument("--delta", type=_non_negative_int, default=0, help="δ of the incomplete graph: pairs with j - i > δ")
+    p.add_argument("--delta", type=non_negative_int, default=0, help="δ of the incomplete graph: pairs with j - i > δ")
     p.add_argument("--window", type=positive_int, metavar="W",
                    help="score only chunk pairs with |i - j| <= W for CS (CPU approximation; default every pair)")
     p.add_argument("--match-length", type=positive_float, metavar="N",

@@ -33,7 +33,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from backend.cli.common import StderrProgress, load_input, parse_pairs, write
+from backend.cli.common import StderrProgress, load_input, parse_pairs, positive_int, value_type, write
 from backend.config import quiet_hub_progress_bars
 
 __all__ = ["COMMANDS", "add_commands", "run"]
@@ -41,34 +41,8 @@ __all__ = ["COMMANDS", "add_commands", "run"]
 COMMANDS = ("eval", "questions", "index", "query")
 
 
-def _retrieve(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer or -1, got {raw!r}") from None
-    if value != -1 and value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer or -1, got {raw!r}")
-    return value
-
-
-def _positive(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}")
-    return value
-
-
-def _similarity(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in -1..1, got {raw!r}") from None
-    if not -1.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in -1..1, got {raw!r}")
-    return value
+_retrieve = value_type(int, lambda v: v == -1 or v > 0, "a positive integer or -1")
+_similarity = value_type(float, lambda v: -1.0 <= v <= 1.0, "a number in -1..1")
 
 
 def _add_config_flags(p: argparse.ArgumentParser, tokenizers: tuple[str, ...]) -> None:
@@ -104,14 +78,14 @@ def add_commands(sub: Any) -> None:
     p_gen = q_sub.add_parser("generate", help="generate a Chroma-format question set from a document")
     p_gen.add_argument("file", help="document path, or sample:NAME")
     p_gen.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/questions.csv and DIR/corpora/")
-    p_gen.add_argument("--n", type=_positive, default=10, help="questions wanted (default 10)")
+    p_gen.add_argument("--n", type=positive_int, default=10, help="questions wanted (default 10)")
     p_gen.add_argument("--base-url", help="OpenAI-compatible API (default OPENAI_BASE_URL; the key: OPENAI_API_KEY)")
     p_gen.add_argument("--model", help="chat model (default OPENAI_MODEL, or the server's only model)")
     p_gen.add_argument("--local", action="store_true", help="use the local fallback (bundled SmolLM2) even if an API is set")
     p_gen.add_argument("--corpus-id", help="corpus id (default: from the file name)")
     p_gen.add_argument("--duplicate-threshold", type=_similarity, default=0.70, metavar="COS")
     p_gen.add_argument("--excerpt-threshold", type=_similarity, default=0.40, metavar="COS")
-    p_gen.add_argument("--max-attempts", type=_positive, metavar="N", help="requests at most (default 3n+2)")
+    p_gen.add_argument("--max-attempts", type=positive_int, metavar="N", help="requests at most (default 3n+2)")
     p_gen.add_argument("--embedder", default="default", metavar="default|PATH", help="embedder of the filters")
     p_gen.add_argument("--seed", type=int, default=0)
     p_chk = q_sub.add_parser("check", help="validate a Chroma-format question set")
@@ -126,7 +100,7 @@ def add_commands(sub: Any) -> None:
     p_query.add_argument("file", help="document path, or sample:NAME")
     _add_config_flags(p_query, TOKENIZER_NAMES)
     p_query.add_argument("--query", required=True, help="the query text")
-    p_query.add_argument("--k", type=_positive, default=5, help="chunks to return (default 5)")
+    p_query.add_argument("--k", type=positive_int, default=5, help="chunks to return (default 5)")
 
 
 def _config(args: argparse.Namespace) -> Any:

@@ -138,3 +138,27 @@ def test_sample_documents_by_name():
     assert len(listed) >= 3
     proc = run_cli("chunk", f"sample:{listed[0]['name']}", "--chunker", "recursive")
     assert proc.returncode == 0 and proc.stdout.count(b"\n") > 1
+
+
+def test_argument_value_types_name_what_they_expect():
+    import argparse
+
+    from backend.cli.common import finite_float, non_negative_int, positive_float, positive_int, value_type
+
+    assert (positive_int("3"), non_negative_int("0"), positive_float("0.5"), finite_float("-2")) == (3, 0, 0.5, -2.0)
+    odd = value_type(int, lambda v: v % 2 == 1, "an odd integer")
+    assert odd("7") == 7
+    messages = []
+    for parse, raw in [(positive_int, "0"), (positive_int, "x"), (non_negative_int, "-1"), (positive_float, "inf"),
+                       (finite_float, "nan"), (odd, "8")]:
+        with pytest.raises(argparse.ArgumentTypeError) as info:
+            parse(raw)
+        messages.append(str(info.value))
+    assert messages == [
+        "must be a positive integer, got '0'",
+        "must be a positive integer, got 'x'",
+        "must be an integer >= 0, got '-1'",
+        "must be a positive number, got 'inf'",
+        "must be a finite number, got 'nan'",
+        "must be an odd integer, got '8'",
+    ]
