@@ -300,10 +300,10 @@ def test_scores_and_their_csv_are_pinned():
 )
 def test_the_ppl_page_shows_what_the_cli_chunk_command_prints(name, params, monkeypatch, capsys):
     """The page's path (scores held in session state, then the chunker's own entry) equals ``python -m backend chunk``."""
-    import backend.models.lm as lm_module
+    import backend.models.scorer as scorer_module
     from backend.cli.main import main
 
-    monkeypatch.setattr(lm_module, "load_scorer", lambda *_a, **_k: FakeScorer())
+    monkeypatch.setattr(scorer_module, "load_scorer", lambda *_a, **_k: FakeScorer())
     doc = load_sample("narrative")
     flags = [f for key, value in params.items() for f in ("--param", f"{key}={value}")]
     capsys.readouterr()
