@@ -75,7 +75,7 @@ def question_heatmap(matrix: np.ndarray, questions: Sequence[str], tags: Sequenc
         matrix: ``Benchmark.matrix(metric)``: shape (questions, configurations), fractions.
         questions: The question texts (hover labels), in row order.
         tags: Column labels.
-        metric: One of :data:`~backend.retrieval.METRICS` (the colour bar's title).
+        metric: One of :data:`~backend.retrieval.evaluate.METRICS` (the colour bar's title).
 
     Raises:
         ParameterError: a matrix whose shape does not match the labels.
