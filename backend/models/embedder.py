@@ -23,16 +23,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import socket
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
-from urllib.parse import urlparse
 
 import numpy as np
 
-from backend.config import default_embedder_spec, hf_endpoint, hub_offline_variable
+from backend.config import default_embedder_spec, hub_offline_variable
 from backend.errors import ModelError, ParameterError
+from backend.models.hub import hub_reachable
 from backend.models.lm import file_sha256
 from backend.models.types import ModelInfo, Progress
 
@@ -46,7 +45,6 @@ log = logging.getLogger(__name__)
 DEFAULT_EMBEDDER = "minilm"
 _BUNDLED_NAME = "all-MiniLM-L6-v2"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-_HUB_PROBE_SECONDS = 3.0
 # Files whose bytes decide the outputs: weights, plus the small configs that choose the
 # pooling, normalization and truncation (a folder re-pooled differently is another model).
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -260,16 +258,6 @@ def _model_folder(resolved: str) -> Path:
     return _hub_snapshot(resolved)
 
 
-def _hub_reachable() -> bool:
-    """Whether the hub's host accepts a TCP connection within a few seconds."""
-    parsed = urlparse(hf_endpoint())
-    host, port = parsed.hostname or "huggingface.co", parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        with socket.create_connection((host, port), timeout=_HUB_PROBE_SECONDS):
-            return True
-    except OSError:
-        return False
-
 
 def _hub_snapshot(repo_id: str) -> Path:
     """The local snapshot of ``repo_id``: from the Hugging Face cache, else downloaded if online."""
@@ -278,7 +266,7 @@ def _hub_snapshot(repo_id: str) -> Path:
 
     # Probing first keeps an unreachable hub from stalling in the hub client's retries.
     offline_by = hub_offline_variable()
-    online = offline_by is None and _hub_reachable()
+    online = offline_by is None and hub_reachable()
     try:
         return Path(snapshot_download(repo_id, local_files_only=not online))
     except LocalEntryNotFoundError as e:

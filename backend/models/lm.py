@@ -38,17 +38,16 @@ import json
 import os
 import re
 import shutil
-import socket
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
-from backend.config import data_dir, default_lm_spec, hf_endpoint, hub_offline
+from backend.config import data_dir, default_lm_spec, hub_offline
 from backend.errors import ModelError, ParameterError
+from backend.models.hub import hub_reachable
 from backend.models.devices import default_dtype, dtype_name, select_device
 from backend.models.types import ModelInfo
 
@@ -57,7 +56,6 @@ __all__ = ["LanguageModel", "load_lm", "resolve_spec", "file_sha256", "converted
 DEFAULT_LM = "smollm2"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
-_HUB_TIMEOUT_S = 3.0
 _MARKER = "chunklab-source.json"
 
 
@@ -290,17 +288,6 @@ def _load_checkpoint(folder: Path, dtype: Any, spec: str) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _hub_reachable() -> bool:
-    """A TCP connection to the hub within a few seconds (so an offline machine fails fast)."""
-    url = urlparse(hf_endpoint())
-    host = url.hostname or "huggingface.co"
-    port = url.port or (443 if url.scheme != "http" else 80)
-    try:
-        with socket.create_connection((host, port), timeout=_HUB_TIMEOUT_S):
-            return True
-    except OSError:
-        return False
-
 
 def _hub_snapshot(repo_id: str) -> Path:
     """The local folder of a hub model: from the hub cache, downloading it where the hub is reachable."""
@@ -308,7 +295,7 @@ def _hub_snapshot(repo_id: str) -> Path:
 
     unreachable = f"cannot load model {repo_id!r}: not a local path and the model hub is unreachable (offline)"
     patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.jinja"]
-    online = not hub_offline() and _hub_reachable()
+    online = not hub_offline() and hub_reachable()
     try:
         folder = Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=not online))
     except Exception as e:  # the hub client raises many types (HTTP, cache miss, bad id); all mean "cannot load"
