@@ -7,8 +7,9 @@ Modules (heavy libraries load inside functions, never on import):
 - ``devices``: device selection (``CHUNKLAB_DEVICE``), dtypes, memory-sized batches, OOM back-off.
 - ``lm``: loading causal LMs (the bundled SmolLM2 GGUF, a local directory or a hub id), with the
   dequantized weights of the GGUF cached on disk; one instance per process.
-- ``scorer``: :class:`LocalScorer` and ``load_scorer`` (one per loaded LM) — document NLL with a sliding KV window, conditional NLL of
-  (context, continuation) pairs reusing the context's KV cache, next-token probabilities.
+- ``scorer``: :class:`LocalScorer` and ``load_scorer`` (one per loaded LM) — document NLL with a
+  sliding KV window, conditional NLL of (context, continuation) pairs reusing the context's KV
+  cache, next-token probabilities.
 - ``remote``: :class:`RemoteScorer` — the same protocol over an OpenAI-compatible completions
   endpoint that returns prompt log-probs.
 - ``chat``: chat models for the LLM chunkers and question generation — :class:`RemoteChat` over
@@ -17,6 +18,10 @@ Modules (heavy libraries load inside functions, never on import):
   ``openai`` client, retries, model discovery, key-free error messages.
 - ``identity``: a model's fingerprint without loading it (cache lookups with no model).
 - ``embedder``: batched, normalized sentence embeddings (bundled all-MiniLM-L6-v2 by default).
+- ``embeddings``: embeddings of text lists through the output cache, keyed by the weights.
+- ``hub``: whether the Hugging Face hub is reachable (probed before a hub id is fetched).
+- ``cache``: the persistent, checksummed, size-bounded on-disk cache of model outputs.
+- ``scoring``: document, sentence and pair scores through that cache (used by pages and CLI).
 """
 
 from backend.models.types import CancelToken, ModelInfo, Progress, Scorer, TokenScores
