@@ -58,6 +58,7 @@ __all__ = [
     "model_card",
     "sidebar_models",
     "job_progress",
+    "job_outcome",
     "score_results",
 ]
 
@@ -218,6 +219,31 @@ def job_progress(job_key: str, cancel_key: str) -> None:
     with st.container(horizontal=True, vertical_alignment="center"):
         st.progress(job.fraction, text=text)
         st.button("Cancel", key=cancel_key, icon=":material/stop_circle:", disabled=cancelling, on_click=job.cancel)
+
+
+def job_outcome(job_key: str, cancel_key: str, what: str, matches: Callable[[Job], bool] | None = None) -> Job | None:
+    """The job at ``st.session_state[job_key]`` once it is done; meanwhile its progress, or one line.
+
+    A running job shows :func:`job_progress`; a failed one its one-line error (``"<what> failed."``
+    when it has none); a cancelled one ``"<what> was cancelled."``. A job for which ``matches``
+    is false (another document, another query) shows nothing.
+
+    Returns:
+        The done job, else None.
+    """
+    job: Job | None = st.session_state.get(job_key)
+    if job is None or (matches is not None and not matches(job)):
+        return None
+    if job.running:
+        job_progress(job_key, cancel_key)
+        return None
+    if job.state == "failed":
+        st.error(job.error or f"{what} failed.", icon=":material/error:")
+        return None
+    if job.state == "cancelled":
+        st.warning(f"{what} was cancelled.", icon=":material/stop_circle:")
+        return None
+    return job
 
 
 # --- displays ------------------------------------------------------------------------------------

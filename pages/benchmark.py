@@ -32,7 +32,7 @@ from components.keys import BENCHMARK, QSET
 from components.layout import ensure_routed
 from components.keys import EMB_CHOICE
 from components.lm_runs import session_lm, start_model_job
-from components.models import job_progress
+from components.models import job_outcome
 from components.retrieval import (
     candidates_frame,
     config_color,
@@ -122,17 +122,8 @@ def _generation_panel(doc):
             ),
             doc_id=doc.id,
         )
-    job = st.session_state.get(_GEN_JOB)
+    job = job_outcome(_GEN_JOB, "bm_gen_cancel", "Generation")
     if job is None:
-        return None
-    if job.running:
-        job_progress(_GEN_JOB, "bm_gen_cancel")
-        return None
-    if job.state == "failed":
-        st.error(job.error or "Generation failed.", icon=":material/error:")
-        return None
-    if job.state == "cancelled":
-        st.warning("Generation was cancelled.", icon=":material/stop_circle:")
         return None
     gen = job.result
     if gen.weak and gen.notice:
@@ -260,20 +251,11 @@ if run_clicked:
     else:
         st.session_state[_JOB] = start_job(f"Benchmarking {len(configs)} configuration(s)", partial(body, None), **meta)
 
-job = st.session_state.get(_JOB)
-bm = None
-if job is not None:
-    if job.running:
-        job_progress(_JOB, "bm_cancel")
-    elif job.state == "failed":
-        st.error(job.error or "The benchmark failed.", icon=":material/error:")
-    elif job.state == "cancelled":
-        st.warning("The benchmark was cancelled.", icon=":material/stop_circle:")
-    else:
-        run = job.result
-        bm = run.benchmark
+job = job_outcome(_JOB, "bm_cancel", "The benchmark")
+run = job.result if job is not None else None
+bm = run.benchmark if run is not None else None
 if bm is None:
-    if job is None:
+    if st.session_state.get(_JOB) is None:
         st.caption("Pick a question set and configurations, then run.")
     st.stop()
 

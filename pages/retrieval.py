@@ -28,7 +28,7 @@ from components.keys import QSET, RETRIEVAL
 from components.layout import ensure_routed
 from components.keys import COMPARE, EMB_CHOICE
 from components.lm_runs import model_chunking, session_lm, start_model_job
-from components.models import job_progress
+from components.models import job_outcome
 from components.render import STYLE, esc, tag_badge_html
 from components.retrieval import (
     RET_STYLE,
@@ -181,17 +181,8 @@ if search:
             doc_id=doc.id, query=query.strip(), k=int(k), tags=list(chunkings),
         )
 
-job = st.session_state.get(_SEARCH_JOB)
-hits: dict = {}
-if job is not None and job.meta.get("doc_id") == doc.id:
-    if job.running:
-        job_progress(_SEARCH_JOB, "ret_search_cancel")
-    elif job.state == "failed":
-        st.error(job.error or "The search failed.", icon=":material/error:")
-    elif job.state == "cancelled":
-        st.warning("The search was cancelled.", icon=":material/stop_circle:")
-    elif job.state == "done":
-        hits = {t: h for t, h in job.result.items() if t in chunkings}
+job = job_outcome(_SEARCH_JOB, "ret_search_cancel", "The search", lambda j: j.meta.get("doc_id") == doc.id)
+hits: dict = {t: h for t, h in job.result.items() if t in chunkings} if job is not None else {}
 
 # --- results side by side ----------------------------------------------------------------------
 if hits:
@@ -272,15 +263,9 @@ if hits:
             cp = st.session_state[_CP_JOB] = start_model_job(
                 "Computing CP", lm, cp_job(texts, answer.strip()), cp_signature
             )
-    if cp is not None and cp.meta.get("signature") == cp_signature:
-        if cp.running:
-            job_progress(_CP_JOB, "ret_cp_cancel")
-        elif cp.state == "done":
-            cp_values = cp.result
-        elif cp.state == "failed":
-            st.error(cp.error or "CP failed.", icon=":material/error:")
-        elif cp.state == "cancelled":
-            st.warning("CP was cancelled.", icon=":material/stop_circle:")
+    done = job_outcome(_CP_JOB, "ret_cp_cancel", "CP", lambda j: j.meta.get("signature") == cp_signature)
+    if done is not None:
+        cp_values = done.result
 
 if hits and marks:
     st.subheader("Scores", anchor=False)
