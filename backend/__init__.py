@@ -5,9 +5,9 @@ lazily, on first use, so ``import backend`` is fast.
 """
 
 from backend.chunking import Chunk, ChunkerConfig, Chunking
+from backend.errors import ChunkLabError, InputError, ParameterError
 from backend.text.document import Document
 from backend.text.spans import Span
-from backend.errors import ChunkLabError, InputError, ParameterError
 
 __all__ = [
     "Chunk",

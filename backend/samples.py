@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.text.document import Document
 from backend.errors import ParameterError
+from backend.text.document import Document
 
 __all__ = ["Sample", "SAMPLES_DIR", "DEFAULT_SAMPLE", "list_samples", "get_sample", "load_sample"]
 

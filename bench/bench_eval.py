@@ -31,12 +31,12 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
-from backend.models.cache import OutputCache  # noqa: E402
 from backend.chunking import ChunkerConfig  # noqa: E402
-from backend.text.document import Document  # noqa: E402
+from backend.models.cache import OutputCache  # noqa: E402
 from backend.retrieval.evaluate import evaluate  # noqa: E402
 from backend.retrieval.questions import Question, QuestionSet, Reference  # noqa: E402
 from backend.retrieval.store import ChunkStore  # noqa: E402
+from backend.text.document import Document  # noqa: E402
 
 CONFIGS = [
     ChunkerConfig.make("recursive", {"chunk_size": 200, "chunk_overlap": 0}),

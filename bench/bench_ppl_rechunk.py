@@ -41,9 +41,9 @@ import numpy as np  # noqa: E402
 
 from backend.chunkers import make_chunker  # noqa: E402
 from backend.chunkers.context import ModelContext  # noqa: E402
-from backend.text.document import Document  # noqa: E402
 from backend.chunkers.meta.algorithms import boundary_candidates, suggest_thresholds  # noqa: E402
 from backend.samples import load_sample  # noqa: E402
+from backend.text.document import Document  # noqa: E402
 from backend.tokenizers import SpanCounter, get_tokenizer  # noqa: E402
 
 TARGET_MS = 50.0

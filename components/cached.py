@@ -14,10 +14,10 @@ import streamlit as st
 from backend.chunkers import chunker_specs, run_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
-from backend.text.document import Document
-from backend.samples import list_samples, load_sample
 from backend.metrics.stats import chunking_stats
 from backend.metrics.stats import document_stats as _document_stats
+from backend.samples import list_samples, load_sample
+from backend.text.document import Document
 
 __all__ = ["chunk_document", "chunk_with_model", "document_stats", "specs", "samples", "sample_document", "stats_rows"]
 

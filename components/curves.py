@@ -18,10 +18,9 @@ from backend.chunkers import make_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig
 from backend.curves import Curve
+from backend.errors import ChunkLabError, NotCached, one_line
 from backend.text.document import Document
-from backend.errors import ChunkLabError, NotCached
 from components.cached import specs
-from backend.errors import one_line
 from components.figures.curves import curve_chart
 from components.keys import PageKeys
 from components.lm_runs import SessionLM, cache_only_context

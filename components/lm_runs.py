@@ -31,11 +31,10 @@ from backend.chunkers.context import ModelContext, unloaded_model_info
 from backend.chunkers.run import ChunkOutcome, run_configs
 from backend.chunking import ChunkerConfig, Chunking
 from backend.config import default_lm_spec
-from backend.errors import ChunkLabError, ModelError, NotCached
+from backend.errors import ChunkLabError, ModelError, NotCached, one_line
 from backend.jobs import Job, start_job
 from backend.models.types import ModelInfo, Progress, Scorer
 from backend.text.document import Document
-from backend.errors import one_line
 from components.keys import EMB_CHOICE, LM_INFO, PageKeys
 from components.models import current_scorer, freeze_long_lived, job_progress, session_chat
 

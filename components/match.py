@@ -19,12 +19,11 @@ from typing import Any
 
 import streamlit as st
 
-from backend.chunking import ChunkerConfig
-from backend.text.document import Document
-from backend.errors import Cancelled, ChunkLabError
 from backend.chunkers.match_length import DEFAULT_TOLERANCE, MatchResult, match_length
+from backend.chunking import ChunkerConfig
+from backend.errors import Cancelled, ChunkLabError, one_line
+from backend.text.document import Document
 from components.cached import specs
-from backend.errors import one_line
 from components.keys import CONFIGS, PageKeys
 from components.state import configurations
 

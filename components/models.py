@@ -35,7 +35,7 @@ import streamlit as st
 from backend.errors import ChunkLabError, one_line
 from backend.models.types import ModelInfo, Scorer
 from components.figures.models import sentence_nll_chart
-from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, REMOTE_SCORER
+from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, MODELS, REMOTE_SCORER
 
 if TYPE_CHECKING:
 
@@ -313,12 +313,12 @@ def score_results(scores: list[SentenceScore], seconds: float, model: str) -> No
     st.caption("Model")
     st.text(model)  # a remote server names its own models: plain text
     if len(scored) > 1:
-        st.plotly_chart(sentence_nll_chart(scores), key="models_nll_chart", config={"displaylogo": False})
+        st.plotly_chart(sentence_nll_chart(scores), key=MODELS("nll_chart"), config={"displaylogo": False})
     rows = [s.to_json() for s in scores]
     table = pd.DataFrame(rows, columns=["index", "tokens", "nll_mean", "ppl", "text"])
     st.dataframe(
         table,
-        key="models_scores",
+        key=MODELS("scores"),
         hide_index=True,
         column_config={
             "index": st.column_config.NumberColumn("#", format="%d", width=50),

@@ -23,12 +23,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from backend.errors import ChunkLabError
+from backend.errors import ChunkLabError, one_line
 from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark
 from backend.retrieval.metrics import RetrievalScores, union_ranges
 from backend.retrieval.questions import QuestionSet, question_set_from_files
 from components.figures.charts import CONFIG_COLORS
-from backend.errors import one_line
 from components.keys import PageKeys
 from components.render import esc
 

@@ -79,16 +79,16 @@ def config_card(
                 # Callables: the files are only built when a button is pressed.
                 st.download_button(
                     "JSONL", chunking.to_jsonl, file_name=f"{stem}.jsonl", mime="application/jsonl",
-                    key=f"cmp_dl_jsonl_{uid}", icon=":material/download:", on_click="ignore",
+                    key=COMPARE(f"dl_jsonl_{uid}"), icon=":material/download:", on_click="ignore",
                     help="One JSON object per chunk: index, start, end, text, tokens",
                 )
                 st.download_button(
                     "CSV", chunking.to_csv, file_name=f"{stem}.csv", mime="text/csv",
-                    key=f"cmp_dl_csv_{uid}", icon=":material/download:", on_click="ignore",
+                    key=COMPARE(f"dl_csv_{uid}"), icon=":material/download:", on_click="ignore",
                     help="Columns index, start, end, tokens, text",
                 )
             st.button(
-                "Remove", key=f"cmp_remove_{uid}", icon=":material/close:", type="tertiary",
+                "Remove", key=COMPARE(f"remove_{uid}"), icon=":material/close:", type="tertiary",
                 on_click=remove_configuration, args=(uid,), help="Remove this configuration",
             )
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from backend.errors import ChunkLabError
+from backend.errors import ChunkLabError, one_line
 from backend.jobs import start_job
 from backend.models.chat import remote_llm_configured
 from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
@@ -19,7 +19,6 @@ from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EX
 from backend.retrieval.jobs import benchmark_job, generation_job
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
 from components.cached import specs
-from backend.errors import one_line
 from components.figures.export import figure_html
 from components.figures.retrieval import (
     agreement_heatmaps,
@@ -28,9 +27,8 @@ from components.figures.retrieval import (
     question_heatmap,
     similarity_histogram,
 )
-from components.keys import BENCHMARK, QSET
+from components.keys import BENCHMARK, EMB_CHOICE, QSET
 from components.layout import ensure_routed
-from components.keys import EMB_CHOICE
 from components.lm_runs import session_lm, start_model_job
 from components.models import job_outcome
 from components.retrieval import (
@@ -47,10 +45,10 @@ from components.state import configurations, current_document
 
 ensure_routed()
 
-_JOB = "bm_job"
-_GEN_JOB = "bm_gen_job"
-_IMPORTED = "bm_imported"
-_DUP, _EXC = "bm_dup", "bm_exc"
+_JOB = BENCHMARK("job")
+_GEN_JOB = BENCHMARK("gen_job")
+_IMPORTED = BENCHMARK("imported")
+_DUP, _EXC = BENCHMARK("dup"), BENCHMARK("exc")
 SOURCES = ("Session set", "Import", "Generated")
 _PLOT = {"displaylogo": False}
 
@@ -70,9 +68,9 @@ def _import_panel():
         if uploaded is not None:
             st.session_state[_IMPORTED] = uploaded
     with paths:
-        csv_path = st.text_input("questions.csv path", key="bm_csv_path", placeholder="/data/set/questions.csv")
-        folder = st.text_input("Corpora folder", key="bm_corpora_path", placeholder="/data/set/corpora")
-        if st.button("Load from paths", key="bm_load_paths", icon=":material/folder_open:"):
+        csv_path = st.text_input("questions.csv path", key=BENCHMARK("csv_path"), placeholder="/data/set/questions.csv")
+        folder = st.text_input("Corpora folder", key=BENCHMARK("corpora_path"), placeholder="/data/set/corpora")
+        if st.button("Load from paths", key=BENCHMARK("load_paths"), icon=":material/folder_open:"):
             if not csv_path.strip():
                 st.error("Give the path of questions.csv.", icon=":material/error:")
                 return st.session_state.get(_IMPORTED)
@@ -92,18 +90,18 @@ def _generation_panel(doc):
     if doc is None:
         st.info("Load a document to generate questions from it.", icon=":material/info:")
         return None
-    with st.form("bm_gen_form", border=True):
+    with st.form(BENCHMARK("gen_form"), border=True):
         c1, c2, c3 = st.columns(3)
-        base_url = c1.text_input("Base URL", key="bm_gen_url", placeholder="https://api.openai.com/v1 (OPENAI_BASE_URL)")
+        base_url = c1.text_input("Base URL", key=BENCHMARK("gen_url"), placeholder="https://api.openai.com/v1 (OPENAI_BASE_URL)")
         api_key = c2.text_input(
-            "API key", key="bm_gen_key", type="password", placeholder="OPENAI_API_KEY",
+            "API key", key=BENCHMARK("gen_key"), type="password", placeholder="OPENAI_API_KEY",
             help="Held only in this session's widget state; never stored, cached or shown.",
         )
-        model = c3.text_input("Model", key="bm_gen_model", placeholder="OPENAI_MODEL, or the server's only model")
+        model = c3.text_input("Model", key=BENCHMARK("gen_model"), placeholder="OPENAI_MODEL, or the server's only model")
         c4, c5 = st.columns([1, 3], vertical_alignment="bottom")
-        n = c4.number_input("Questions", min_value=1, max_value=200, value=10, step=1, key="bm_gen_n")
-        local = c5.toggle("Use the local model instead of an API", key="bm_gen_local")
-        go = st.form_submit_button("Generate", type="primary", icon=":material/auto_awesome:", key="bm_gen_go")
+        n = c4.number_input("Questions", min_value=1, max_value=200, value=10, step=1, key=BENCHMARK("gen_n"))
+        local = c5.toggle("Use the local model instead of an API", key=BENCHMARK("gen_local"))
+        go = st.form_submit_button("Generate", type="primary", icon=":material/auto_awesome:", key=BENCHMARK("gen_go"))
     use_local = local or not remote_llm_configured(base_url.strip() or None, api_key.strip() or None)
     if use_local:
         st.warning(
@@ -122,7 +120,7 @@ def _generation_panel(doc):
             ),
             doc_id=doc.id,
         )
-    job = job_outcome(_GEN_JOB, "bm_gen_cancel", "Generation")
+    job = job_outcome(_GEN_JOB, BENCHMARK("gen_cancel"), "Generation")
     if job is None:
         return None
     gen = job.result
@@ -145,19 +143,19 @@ def _generation_panel(doc):
     with h1:
         st.plotly_chart(
             similarity_histogram(gen.duplicate_similarities, dup, "question–question cosine similarity", "below"),
-            key="bm_hist_dup", config=_PLOT,
+            key=BENCHMARK("hist_dup"), config=_PLOT,
         )
     with h2:
         st.plotly_chart(
             similarity_histogram(gen.excerpt_similarities, exc, "question–excerpt cosine similarity", "above"),
-            key="bm_hist_exc", config=_PLOT,
+            key=BENCHMARK("hist_exc"), config=_PLOT,
         )
     st.dataframe(
-        candidates_frame(shown), key="bm_gen_table", hide_index=True,
+        candidates_frame(shown), key=BENCHMARK("gen_table"), hide_index=True,
         column_config={"excerpt_similarity": st.column_config.NumberColumn("Excerpt sim.", format="%.2f")},
     )
     with st.container(horizontal=True, gap="small"):
-        if st.button("Add kept questions to the session set", key="bm_gen_add", icon=":material/playlist_add:",
+        if st.button("Add kept questions to the session set", key=BENCHMARK("gen_add"), icon=":material/playlist_add:",
                      disabled=not shown.questions):
             try:
                 st.session_state[QSET] = merge_question_sets(st.session_state.get(QSET), shown.question_set())
@@ -168,7 +166,7 @@ def _generation_panel(doc):
         if shown.questions:
             st.download_button(
                 "CSV + corpus (zip)", lambda s=shown: question_set_zip(s.question_set()),
-                file_name="generated_questions.zip", mime="application/zip", key="bm_gen_zip",
+                file_name="generated_questions.zip", mime="application/zip", key=BENCHMARK("gen_zip"),
                 icon=":material/download:", on_click="ignore",
             )
     return shown.question_set() if shown.questions else None
@@ -180,7 +178,7 @@ doc = current_document()
 # --- the question set ---------------------------------------------------------------------------
 st.subheader("Question set", anchor=False)
 source = st.segmented_control(
-    "Source", SOURCES, default=SOURCES[0], required=True, key="bm_source", persist_state="session"
+    "Source", SOURCES, default=SOURCES[0], required=True, key=BENCHMARK("source"), persist_state="session"
 )
 if source == "Import":
     qset = _import_panel()
@@ -198,21 +196,21 @@ if qset is not None:
         f"{len(qset)} question(s) over {len(qset.corpus_ids)} corpus/corpora: {md_text(', '.join(qset.corpus_ids))}"
     )
     with st.expander("Questions"):
-        st.dataframe(questions_frame(qset), key="bm_questions", hide_index=True)
+        st.dataframe(questions_frame(qset), key=BENCHMARK("questions"), hide_index=True)
         st.download_button(
             "questions.csv", questions_to_csv(qset), file_name="questions.csv", mime="text/csv",
-            key="bm_dl_questions", icon=":material/download:", on_click="ignore",
+            key=BENCHMARK("dl_questions"), icon=":material/download:", on_click="ignore",
         )
 
 # --- the run ---------------------------------------------------------------------------------------
 st.subheader("Run", anchor=False)
 entries = configurations()
 by_uid = {e["uid"]: e for e in entries}
-held = st.session_state.get("bm_configs")
+held = st.session_state.get(BENCHMARK("configs"))
 if held is not None:
-    st.session_state["bm_configs"] = [u for u in held if u in by_uid]
+    st.session_state[BENCHMARK("configs")] = [u for u in held if u in by_uid]
 chosen_uids = st.multiselect(
-    "Configurations", list(by_uid), default=list(by_uid) if held is None else None, key="bm_configs",
+    "Configurations", list(by_uid), default=list(by_uid) if held is None else None, key=BENCHMARK("configs"),
     persist_state="session",
     format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].label}",
     help="The Compare page's configurations; add more there.",
@@ -220,13 +218,13 @@ chosen_uids = st.multiselect(
 chosen = [by_uid[u] for u in chosen_uids]
 r1, r2, r3, r4 = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
 emb_default = st.session_state.get(EMB_CHOICE) or ""
-embedder = r1.text_input("Embedder", value=emb_default, key="bm_embedder", placeholder="default (bundled all-MiniLM-L6-v2)",
+embedder = r1.text_input("Embedder", value=emb_default, key=BENCHMARK("embedder"), placeholder="default (bundled all-MiniLM-L6-v2)",
                          help="Empty: CHUNKLAB_EMBEDDER or the bundled MiniLM; else a model folder or hub id")
-retrieve = r2.number_input("Chunks retrieved", min_value=1, max_value=100, value=5, step=1, key="bm_retrieve")
-auto = r3.toggle("As many as hold excerpts", key="bm_auto", help="The reference's retrieve=-1")
-cross = r4.toggle("Across corpora", value=True, key="bm_cross",
+retrieve = r2.number_input("Chunks retrieved", min_value=1, max_value=100, value=5, step=1, key=BENCHMARK("retrieve"))
+auto = r3.toggle("As many as hold excerpts", key=BENCHMARK("auto"), help="The reference's retrieve=-1")
+cross = r4.toggle("Across corpora", value=True, key=BENCHMARK("cross"),
                   help="Retrieve from every corpus of the set, as the reference does (off: the question's own corpus)")
-run_clicked = st.button("Run benchmark", key="bm_run", type="primary", icon=":material/play_arrow:",
+run_clicked = st.button("Run benchmark", key=BENCHMARK("run"), type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
 if run_clicked:
     previous = st.session_state.get(_JOB)
@@ -251,7 +249,7 @@ if run_clicked:
     else:
         st.session_state[_JOB] = start_job(f"Benchmarking {len(configs)} configuration(s)", partial(body, None), **meta)
 
-job = job_outcome(_JOB, "bm_cancel", "The benchmark")
+job = job_outcome(_JOB, BENCHMARK("cancel"), "The benchmark")
 run = job.result if job is not None else None
 bm = run.benchmark if run is not None else None
 if bm is None:
@@ -267,51 +265,51 @@ st.caption(
     f"{'as many chunks as hold excerpts' if bm.retrieve == -1 else f'{bm.retrieve} chunks'} per question · "
     f"{bm.seconds:.1f} s. Mean ± standard deviation over questions, in %."
 )
-st.dataframe(summary_frame(bm, tags), key="bm_table")
-st.plotly_chart(metric_bars(bm, tags, colors), key="bm_bars", config=_PLOT)
+st.dataframe(summary_frame(bm, tags), key=BENCHMARK("table"))
+st.plotly_chart(metric_bars(bm, tags, colors), key=BENCHMARK("bars"), config=_PLOT)
 if len(bm.corpora) > 1:
     st.markdown("**Per corpus**")
-    st.dataframe(per_corpus_frame(bm, tags), key="bm_per_corpus", hide_index=True)
+    st.dataframe(per_corpus_frame(bm, tags), key=BENCHMARK("per_corpus"), hide_index=True)
 table = pd.DataFrame(bm.table())
 table.insert(0, "tag", tags)
 with st.container(horizontal=True, gap="small"):
     st.download_button("Results CSV", table.to_csv(index=False), file_name="benchmark.csv", mime="text/csv",
-                       key="bm_dl_csv", icon=":material/download:", on_click="ignore")
+                       key=BENCHMARK("dl_csv"), icon=":material/download:", on_click="ignore")
     st.download_button("Results JSON", json.dumps(bm.to_json(), indent=2), file_name="benchmark.json",
-                       mime="application/json", key="bm_dl_json", icon=":material/download:", on_click="ignore")
+                       mime="application/json", key=BENCHMARK("dl_json"), icon=":material/download:", on_click="ignore")
     st.download_button("Per-question CSV", lambda: per_question_frame(bm, tags).to_csv(index=False),
-                       file_name="benchmark_questions.csv", mime="text/csv", key="bm_dl_questions_csv",
+                       file_name="benchmark_questions.csv", mime="text/csv", key=BENCHMARK("dl_questions_csv"),
                        icon=":material/download:", on_click="ignore")
 
 # --- heat maps ---------------------------------------------------------------------------------------
 st.subheader("Questions × configurations", anchor=False)
 metric = st.segmented_control(
-    "Metric", ["iou", "recall", "precision"], default="iou", required=True, key="bm_heat_metric",
+    "Metric", ["iou", "recall", "precision"], default="iou", required=True, key=BENCHMARK("heat_metric"),
     format_func=lambda m: METRIC_LABELS[m],
 )
 heat = question_heatmap(bm.matrix(metric), [q.question for q in run_qset.questions], tags, metric)
-st.plotly_chart(heat, key="bm_heat_q", config=_PLOT)
-_html_download("Heat map (HTML)", heat, f"questions_{metric}.html", "bm_dl_heat_q")
+st.plotly_chart(heat, key=BENCHMARK("heat_q"), config=_PLOT)
+_html_download("Heat map (HTML)", heat, f"questions_{metric}.html", BENCHMARK("dl_heat_q"))
 
 st.subheader("Agreement and coverage", anchor=False)
-corpus = st.selectbox("Corpus", list(bm.corpora), key="bm_corpus") if len(bm.corpora) > 1 else bm.corpora[0]
+corpus = st.selectbox("Corpus", list(bm.corpora), key=BENCHMARK("corpus")) if len(bm.corpora) > 1 else bm.corpora[0]
 corpus_doc = run_qset.document(corpus)
 chunkings = run.chunkings[corpus]
-tolerance = st.slider("Boundary tolerance (characters)", 0, 200, 0, 5, key="bm_tolerance",
+tolerance = st.slider("Boundary tolerance (characters)", 0, 200, 0, 5, key=BENCHMARK("tolerance"),
                       help="Two boundaries this close count as the same cut")
 if len(chunkings) >= 2:
     fig_b, fig_o, _, _ = agreement_heatmaps(chunkings, tags, tolerance)
     a1, a2 = st.columns(2)
     with a1:
-        st.plotly_chart(fig_b, key="bm_agree_bounds", config=_PLOT)
-        _html_download("Boundary IoU (HTML)", fig_b, f"agreement_boundaries_{corpus}.html", "bm_dl_agree_b")
+        st.plotly_chart(fig_b, key=BENCHMARK("agree_bounds"), config=_PLOT)
+        _html_download("Boundary IoU (HTML)", fig_b, f"agreement_boundaries_{corpus}.html", BENCHMARK("dl_agree_b"))
     with a2:
-        st.plotly_chart(fig_o, key="bm_agree_overlap", config=_PLOT)
-        _html_download("Span overlap (HTML)", fig_o, f"agreement_overlap_{corpus}.html", "bm_dl_agree_o")
+        st.plotly_chart(fig_o, key=BENCHMARK("agree_overlap"), config=_PLOT)
+        _html_download("Span overlap (HTML)", fig_o, f"agreement_overlap_{corpus}.html", BENCHMARK("dl_agree_o"))
 else:
     st.caption("Agreement needs two configurations or more.")
 rows, excerpts = coverage_rows(bm, run_qset, corpus, bins=200)
 st.caption("How many questions retrieved each stretch of the corpus, per configuration; the last row is where the excerpts are.")
 strip = coverage_strip(rows, excerpts, tags, len(corpus_doc.text))
-st.plotly_chart(strip, key="bm_coverage", config=_PLOT)
-_html_download("Coverage strip (HTML)", strip, f"coverage_{corpus}.html", "bm_dl_coverage")
+st.plotly_chart(strip, key=BENCHMARK("coverage"), config=_PLOT)
+_html_download("Coverage strip (HTML)", strip, f"coverage_{corpus}.html", BENCHMARK("dl_coverage"))

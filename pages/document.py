@@ -5,8 +5,8 @@ import streamlit as st
 from components.cached import document_stats, samples
 from components.documents import load_bundled_sample, load_upload, upload_limit_mb, upload_types
 from components.keys import DOCUMENT
-from components.render import STYLE, text_html
 from components.layout import ensure_routed
+from components.render import STYLE, text_html
 from components.state import current_document
 
 ensure_routed()

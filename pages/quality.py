@@ -10,19 +10,19 @@ import streamlit as st
 
 from backend.chunkers.run import chunk_all, needs_model
 from backend.config import default_embedder_spec
-from backend.models.cache import default_cache
 from backend.errors import NotCached
 from backend.jobs import start_job
 from backend.metrics.cost import Throughput, cost_estimate, format_seconds
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
 from backend.metrics.report import QualityData, QualitySettings, model_needs, table_csv, table_rows
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings, table_key, vectors_key
+from backend.models.cache import default_cache
 from components.cached import chunk_document
 from components.figures.charts import CONFIG_COLORS
 from components.figures.export import figure_html, png_export_available
 from components.figures.quality import bc_figure, cs_k_figure, stickiness_figure
-from components.layout import ensure_routed
 from components.keys import EMB_INFO, QUALITY
+from components.layout import ensure_routed
 from components.lm_runs import (
     cache_only_context,
     model_chunking,
@@ -50,8 +50,8 @@ GRAPHS_PER_ROW = 3
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _default_embedder_fingerprint(env_spec: str) -> str | None:
     """The default embedder's (``CHUNKLAB_EMBEDDER`` = ``env_spec``) weight fingerprint, without loading it."""
-    from backend.models.identity import embedder_fingerprint_without_loading
     from backend.errors import ModelError
+    from backend.models.identity import embedder_fingerprint_without_loading
 
     try:
         return embedder_fingerprint_without_loading(None)
@@ -111,12 +111,12 @@ with st.expander("Match lengths", icon=":material/straighten:"):
 cols = st.columns([3, 1.2], vertical_alignment="bottom")
 metrics = cols[0].multiselect(
     "Metrics", list(METRIC_LABELS), default=list(METRIC_LABELS), format_func=METRIC_LABELS.get,
-    key="qual_metrics", persist_state="session",
+    key=QUALITY("metrics"), persist_state="session",
     help="BC needs the adjacent pairs only; CS needs every ordered pair (n² model passes); DS needs the embedder.",
 )
 w = int(
     cols[1].number_input(
-        "Pair window w (0 = all pairs)", min_value=0, max_value=10_000, value=0, step=1, key="qual_window",
+        "Pair window w (0 = all pairs)", min_value=0, max_value=10_000, value=0, step=1, key=QUALITY("window"),
         persist_state="session", disabled="cs" not in metrics,
         help="An approximation for the CPU: score only the pairs with |i − j| ≤ w; pairs further apart count as "
         "not sticky (no edge). 0 scores every pair, as the paper does.",
@@ -238,7 +238,7 @@ if missing:
 
     label = f"Score {cost['pairs']:,} pairs with {lm.name}" if to_score else "Embed the chunks"
     job = model_job_panel(
-        _JOB, signature, _start, run_label=label, run_key="qual_run", cancel_key="qual_cancel", auto=False,
+        _JOB, signature, _start, run_label=label, run_key=QUALITY("run"), cancel_key=QUALITY("cancel"), auto=False,
         what="Scoring",
     )
     if job is not None:
@@ -275,20 +275,20 @@ K = cols[0].slider(
     help="CS keeps an edge between two chunks when its value is above K. Larger K: fewer edges, lower CS.",
 )
 cs_rule = cols[1].segmented_control(
-    "CS rule", list(CS_RULES), default="paper", required=True, key="qual_cs_rule", persist_state="session",
+    "CS rule", list(CS_RULES), default="paper", required=True, key=QUALITY("cs_rule"), persist_state="session",
     disabled="cs" not in metrics,
     help="paper (eq. 2): edge = (ppl(q) − ppl(q|d)) / ppl(q) > K. reference (the authors' code): "
     "ppl(q|d) / ppl(q) > K.",
 )
 bc_mode = cols[2].segmented_control(
-    "BC mode", list(BC_MODES), default="reference", required=True, key="qual_bc_mode", persist_state="session",
+    "BC mode", list(BC_MODES), default="reference", required=True, key=QUALITY("bc_mode"), persist_state="session",
     disabled="bc" not in metrics,
     help="reference (the authors' code, their published table): mean NLL of q given d ÷ mean NLL of q. "
     "paper (eq. 1): ppl(q|d) ÷ ppl(q).",
 )
 delta = int(
     cols[3].number_input(
-        "δ", min_value=0, max_value=1_000, value=0, step=1, key="qual_delta", persist_state="session",
+        "δ", min_value=0, max_value=1_000, value=0, step=1, key=QUALITY("delta"), persist_state="session",
         disabled="cs" not in metrics,
         help="The incomplete graph keeps only edges from chunk i to chunk j with j − i > δ.",
     )
@@ -299,7 +299,7 @@ st.subheader("Metrics", anchor=False)
 settings = QualitySettings(K=K, bc_mode=bc_mode, cs_rule=cs_rule, delta=delta, window=window)
 rows = table_rows(datas, metrics=metrics, settings=settings)
 table = quality_frame(rows)
-st.dataframe(styled_table(table), key="qual_table", column_config=column_config())
+st.dataframe(styled_table(table), key=QUALITY("table"), column_config=column_config())
 notes = [f"best value per column in green; K = {K:.2f}, CS rule {cs_rule}, BC mode {bc_mode}, δ = {delta}"]
 if window and complete:
     notes.append(f"pair window w = {window}: pairs further apart are not scored and count as no edge")
@@ -311,7 +311,7 @@ if len(means) > 1 and means.max() > 1.1 * means.min():
 st.caption("Best " + " · ".join(notes)[len("best ") :])
 st.download_button(
     "CSV", lambda: table_csv(rows, settings),
-    file_name=f"quality-{doc.id[:12]}.csv", mime="text/csv", key="qual_csv", icon=":material/download:",
+    file_name=f"quality-{doc.id[:12]}.csv", mime="text/csv", key=QUALITY("csv"), icon=":material/download:",
     on_click="ignore",
 )
 
@@ -319,22 +319,22 @@ st.download_button(
 if "bc" in metrics:
     st.subheader("Boundary clarity along the document", anchor=False)
     st.caption("One point per boundary, at the character where the next chunk starts; hover for the two chunks' edges.")
-    st.plotly_chart(bc_figure(datas, colors, bc_mode=bc_mode), key="qual_bc_chart", config={"displaylogo": False})
+    st.plotly_chart(bc_figure(datas, colors, bc_mode=bc_mode), key=QUALITY("bc_chart"), config={"displaylogo": False})
 
 # --- CS against K and the stickiness graphs -------------------------------------------------------------------
 if "cs" in metrics:
     st.subheader("Chunk stickiness against K", anchor=False)
     st.caption("MoC's Table 4, live: complete graph solid, incomplete graph dashed; the dotted line is the current K.")
     st.plotly_chart(
-        cs_k_figure(datas, colors, K_GRID, K, rule=cs_rule, delta=delta), key="qual_cs_k", config={"displaylogo": False}
+        cs_k_figure(datas, colors, K_GRID, K, rule=cs_rule, delta=delta), key=QUALITY("cs_k"), config={"displaylogo": False}
     )
     head, graph_col = st.columns([3, 1.2], vertical_alignment="bottom")
     head.subheader("Stickiness graphs", anchor=False)
     graph = graph_col.segmented_control(
-        "Graph", ["complete", "incomplete"], default="complete", required=True, key="qual_graph",
+        "Graph", ["complete", "incomplete"], default="complete", required=True, key=QUALITY("graph"),
         persist_state="session",
     )
-    if st.toggle("Show the graphs", value=True, key="qual_show_graphs", persist_state="session"):
+    if st.toggle("Show the graphs", value=True, key=QUALITY("show_graphs"), persist_state="session"):
         png = png_export_available()
         st.caption(
             "Chunks in document order, sized by degree; an arc above the line links chunk i to a later chunk it "
@@ -344,15 +344,15 @@ if "cs" in metrics:
         for col, (d, color, uid) in grid(list(zip(datas, colors, uids)), GRAPHS_PER_ROW):
             with col:
                 fig = stickiness_figure(d, K, color, rule=cs_rule, graph=graph, delta=delta)
-                st.plotly_chart(fig, key=f"qual_graph_{uid}", config={"displaylogo": False})
+                st.plotly_chart(fig, key=QUALITY(f"graph_{uid}"), config={"displaylogo": False})
                 with st.container(horizontal=True, gap="small"):
                     st.download_button(
                         "HTML", lambda f=fig: figure_html(f), file_name=f"stickiness-{d.tag}-{graph}.html",
-                        mime="text/html", key=f"qual_graph_html_{uid}", icon=":material/download:", on_click="ignore",
+                        mime="text/html", key=QUALITY(f"graph_html_{uid}"), icon=":material/download:", on_click="ignore",
                     )
                     if png:
                         st.download_button(
                             "PNG", lambda f=fig: f.to_image(format="png"), file_name=f"stickiness-{d.tag}-{graph}.png",
-                            mime="image/png", key=f"qual_graph_png_{uid}", icon=":material/download:",
+                            mime="image/png", key=QUALITY(f"graph_png_{uid}"), icon=":material/download:",
                             on_click="ignore",
                         )

@@ -8,7 +8,8 @@ Chroma server may be slow); CP runs the language model in another. Page runs onl
 import streamlit as st
 
 from backend.chunkers.run import chunk_all
-from backend.errors import ChunkLabError
+from backend.errors import ChunkLabError, one_line
+from backend.jobs import start_job
 from backend.retrieval.jobs import cp_job, search_job
 from backend.retrieval.live import (
     add_questions,
@@ -18,15 +19,12 @@ from backend.retrieval.live import (
     questions_over,
     sentence_choices,
 )
-from backend.jobs import start_job
 from backend.retrieval.metrics import union_ranges
 from backend.retrieval.questions import merge_question_sets, question_set_zip, questions_to_csv
 from backend.retrieval.store import store_location
 from components.cached import chunk_document
-from backend.errors import one_line
-from components.keys import QSET, RETRIEVAL
+from components.keys import COMPARE, EMB_CHOICE, QSET, RETRIEVAL
 from components.layout import ensure_routed
-from components.keys import COMPARE, EMB_CHOICE
 from components.lm_runs import model_chunking, session_lm, start_model_job
 from components.models import job_outcome
 from components.render import STYLE, esc, tag_badge_html
@@ -47,21 +45,21 @@ from components.views import grid
 
 ensure_routed()
 
-_CONFIGS = "ret_configs"
-_SEARCH_JOB = "ret_search_job"
-_CP_JOB = "ret_cp_job"
-_MARKS = "ret_marks"  # pasted excerpts' ranges in the current document
-_PICK = "ret_pick"  # picked sentence indices
-_QUERY, _K = "ret_query", "ret_k"
-_PASTE = "ret_paste"
-_ANSWER = "ret_answer"
+_CONFIGS = RETRIEVAL("configs")
+_SEARCH_JOB = RETRIEVAL("search_job")
+_CP_JOB = RETRIEVAL("cp_job")
+_MARKS = RETRIEVAL("marks")  # pasted excerpts' ranges in the current document
+_PICK = RETRIEVAL("pick")  # picked sentence indices
+_QUERY, _K = RETRIEVAL("query"), RETRIEVAL("k")
+_PASTE = RETRIEVAL("paste")
+_ANSWER = RETRIEVAL("answer")
 MAX_PER_ROW = 4
 
 
 def _reset_for(doc_id: str) -> None:
     """A new document: its marks and picks start empty."""
-    if st.session_state.get("ret_doc_id") != doc_id:
-        st.session_state["ret_doc_id"] = doc_id
+    if st.session_state.get(RETRIEVAL("doc_id")) != doc_id:
+        st.session_state[RETRIEVAL("doc_id")] = doc_id
         st.session_state[_MARKS] = []
         st.session_state[_PICK] = []
 
@@ -92,7 +90,7 @@ def _on_mark(text: str) -> None:
     try:
         found = find_excerpts(text, st.session_state.get(_PASTE, ""))
     except ChunkLabError as e:
-        st.session_state["ret_mark_error"] = one_line(str(e))
+        st.session_state[RETRIEVAL("mark_error")] = one_line(str(e))
         return
     st.session_state[_MARKS] = union_ranges([*st.session_state.get(_MARKS, []), *found])
     st.session_state[_PASTE] = ""
@@ -105,7 +103,7 @@ def _on_clear_marks() -> None:
 
 def _load_question(saved: list) -> None:
     """Put a saved question of this document back into the query box and the marks."""
-    i = st.session_state.get("ret_saved_pick")
+    i = st.session_state.get(RETRIEVAL("saved_pick"))
     if i is None or not 0 <= i < len(saved):
         return
     q = saved[i]
@@ -158,11 +156,11 @@ for note in notes:
 colors = {e["tag"]: config_color(e["uid"]) for e in chosen}
 labels = {e["tag"]: e["config"].label for e in chosen}
 
-with st.form("ret_query_form", border=True):
+with st.form(RETRIEVAL("query_form"), border=True):
     left, right = st.columns([5, 1], vertical_alignment="bottom")
     query = left.text_input("Query", key=_QUERY, placeholder="Ask something the document answers…")
     k = right.number_input("Top k", min_value=1, max_value=50, value=5, step=1, key=_K)
-    search = st.form_submit_button("Search", type="primary", icon=":material/search:", key="ret_search")
+    search = st.form_submit_button("Search", type="primary", icon=":material/search:", key=RETRIEVAL("search"))
 
 emb_spec = st.session_state.get(EMB_CHOICE)
 if search:
@@ -181,7 +179,7 @@ if search:
             doc_id=doc.id, query=query.strip(), k=int(k), tags=list(chunkings),
         )
 
-job = job_outcome(_SEARCH_JOB, "ret_search_cancel", "The search", lambda j: j.meta.get("doc_id") == doc.id)
+job = job_outcome(_SEARCH_JOB, RETRIEVAL("search_cancel"), "The search", lambda j: j.meta.get("doc_id") == doc.id)
 hits: dict = {t: h for t, h in job.result.items() if t in chunkings} if job is not None else {}
 
 # --- results side by side ----------------------------------------------------------------------
@@ -193,7 +191,7 @@ if hits:
             st.html(f"{tag_badge_html(tag, colors[tag])}<b>{esc(labels[tag])}</b>")
             st.dataframe(
                 hits_frame(hits[tag], doc.text),
-                key=f"ret_hits_{tag}",
+                key=RETRIEVAL(f"hits_{tag}"),
                 hide_index=True,
                 column_config={
                     "rank": st.column_config.NumberColumn("#", format="%d", width=40),
@@ -217,9 +215,9 @@ paste_col, pick_col = st.columns(2)
 with paste_col:
     st.text_area("Excerpt", key=_PASTE, height=110)
     with st.container(horizontal=True, gap="small"):
-        st.button("Mark", key="ret_mark", icon=":material/ink_highlighter:", on_click=_on_mark, args=(doc.text,))
-        st.button("Clear marks", key="ret_clear", icon=":material/ink_eraser:", type="tertiary", on_click=_on_clear_marks)
-    error = st.session_state.pop("ret_mark_error", None)
+        st.button("Mark", key=RETRIEVAL("mark"), icon=":material/ink_highlighter:", on_click=_on_mark, args=(doc.text,))
+        st.button("Clear marks", key=RETRIEVAL("clear"), icon=":material/ink_eraser:", type="tertiary", on_click=_on_clear_marks)
+    error = st.session_state.pop(RETRIEVAL("mark_error"), None)
     if error:
         st.error(error, icon=":material/error:")
 with pick_col:
@@ -253,7 +251,7 @@ if hits:
     )
     lm = session_lm()
     cp_signature = (doc.id, job.meta["query"], job.meta["k"], tuple(hits), answer.strip(), lm.identity)
-    if st.button(f"Compute CP with {lm.name}", key="ret_cp", icon=":material/play_arrow:", disabled=not answer.strip()):
+    if st.button(f"Compute CP with {lm.name}", key=RETRIEVAL("cp"), icon=":material/play_arrow:", disabled=not answer.strip()):
         if lm.error:
             st.error(lm.error, icon=":material/error:")
         else:
@@ -263,7 +261,7 @@ if hits:
             cp = st.session_state[_CP_JOB] = start_model_job(
                 "Computing CP", lm, cp_job(texts, answer.strip()), cp_signature
             )
-    done = job_outcome(_CP_JOB, "ret_cp_cancel", "CP", lambda j: j.meta.get("signature") == cp_signature)
+    done = job_outcome(_CP_JOB, RETRIEVAL("cp_cancel"), "CP", lambda j: j.meta.get("signature") == cp_signature)
     if done is not None:
         cp_values = done.result
 
@@ -272,7 +270,7 @@ if hits and marks:
     table = scores_frame(live_scores(hits, chunkings, marks), cp_values)
     st.dataframe(
         table,
-        key="ret_scores",
+        key=RETRIEVAL("scores"),
         column_config={
             "recall": st.column_config.NumberColumn("Recall %", format="%.1f"),
             "precision": st.column_config.NumberColumn("Precision %", format="%.1f"),
@@ -292,13 +290,13 @@ if hits or marks:
     st.subheader("In the document", anchor=False)
     layers = [Layer(t, colors[t], tuple((h.start, h.end, h.rank) for h in rows)) for t, rows in hits.items()]
     st.html(layers_legend_html(layers, labels))
-    with st.container(height=600, border=True, key="ret_view"):
+    with st.container(height=600, border=True, key=RETRIEVAL("view")):
         st.html(highlight_html(doc.text, layers, marks))
 
 # --- the session's question set -----------------------------------------------------------------
 st.subheader("Question set", anchor=False)
 qset = st.session_state.get(QSET)
-if st.button("Save query and marks", key="ret_save", icon=":material/bookmark_add:", disabled=not marks):
+if st.button("Save query and marks", key=RETRIEVAL("save"), icon=":material/bookmark_add:", disabled=not marks):
     try:
         qset = st.session_state[QSET] = add_questions(qset, doc, query, marks)
     except ChunkLabError as e:
@@ -306,25 +304,25 @@ if st.button("Save query and marks", key="ret_save", icon=":material/bookmark_ad
     else:
         st.toast(f"Saved: {len(qset)} question(s) in the set", icon=":material/check:")
 if qset is not None and len(qset):
-    st.dataframe(questions_frame(qset), key="ret_qset_table", hide_index=True)
+    st.dataframe(questions_frame(qset), key=RETRIEVAL("qset_table"), hide_index=True)
     saved = questions_over(qset, doc)
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom"):
         if saved:
             st.selectbox(
-                "Saved question", range(len(saved)), key="ret_saved_pick",
+                "Saved question", range(len(saved)), key=RETRIEVAL("saved_pick"),
                 format_func=lambda i: saved[i].question[:80],
             )
-            st.button("Load", key="ret_load", on_click=_load_question, args=(saved,), icon=":material/upload:")
+            st.button("Load", key=RETRIEVAL("load"), on_click=_load_question, args=(saved,), icon=":material/upload:")
         st.download_button(
-            "CSV", questions_to_csv(qset), file_name="questions.csv", mime="text/csv", key="ret_dl_csv",
+            "CSV", questions_to_csv(qset), file_name="questions.csv", mime="text/csv", key=RETRIEVAL("dl_csv"),
             icon=":material/download:", on_click="ignore", help="The Chroma format's questions.csv",
         )
         st.download_button(
             "CSV + corpora (zip)", lambda q=qset: question_set_zip(q), file_name="question_set.zip",
-            mime="application/zip", key="ret_dl_zip", icon=":material/download:", on_click="ignore",
+            mime="application/zip", key=RETRIEVAL("dl_zip"), icon=":material/download:", on_click="ignore",
             help="questions.csv and corpora/<corpus_id>.md: import it here or run `python -m backend eval`",
         )
-        st.button("Clear the set", key="ret_qset_clear", type="tertiary", icon=":material/delete:",
+        st.button("Clear the set", key=RETRIEVAL("qset_clear"), type="tertiary", icon=":material/delete:",
                   on_click=lambda: st.session_state.update({QSET: None}))
 else:
     st.caption("Saved queries (with their marks) collect here; the Benchmark page runs them.")

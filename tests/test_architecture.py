@@ -13,7 +13,6 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from tests.conftest import ROOT
 
 PACKAGES = ("backend", "components", "pages")

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 from backend.chunkers.context import ModelContext
 from backend.chunking import Chunk, ChunkerConfig, Chunking
-from backend.text.document import Document
 from backend.errors import ParameterError
+from backend.text.document import Document
 from backend.tokenizers import Tokenizer, get_tokenizer
 
 if TYPE_CHECKING:

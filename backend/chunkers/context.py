@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
     from backend.models.cache import OutputCache
     from backend.models.chat import ChatModel
-    from backend.models.types import ModelInfo, Progress, Scorer, TokenScores
     from backend.models.embeddings import TextEmbedder
+    from backend.models.types import ModelInfo, Progress, Scorer, TokenScores
 
 __all__ = ["ModelContext", "unloaded_model_info"]
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from backend.chunkers.base import make_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
-from backend.text.document import Document
 from backend.errors import ParameterError
+from backend.text.document import Document
 
 __all__ = ["MatchResult", "match_length", "mean_length"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import bisect
 
-from backend.chunkers.packing import pack_units, split_oversized
 from backend.chunkers.base import Chunker, register, size_params
+from backend.chunkers.packing import pack_units, split_oversized
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter
 

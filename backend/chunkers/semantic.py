@@ -49,9 +49,9 @@ from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
 from backend.chunkers.recursive import SUBSENTENCE_SEPARATORS, enforce_size, recursive_spans
 from backend.curves import Curve, chunk_end_points
+from backend.errors import ParameterError
 from backend.text.document import Document
 from backend.text.segment import strip_span
-from backend.errors import ParameterError
 from backend.tokenizers import SpanCounter
 
 __all__ = [

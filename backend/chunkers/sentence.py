@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from backend.chunkers.packing import pack_units, split_oversized
 from backend.chunkers.base import Chunker, register, size_params
+from backend.chunkers.packing import pack_units, split_oversized
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter
 

@@ -83,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
     from backend.chunkers import make_chunker
     from backend.chunkers.context import ModelContext
     from backend.chunkers.match_length import match_length
-    from backend.models.types import ProgressTracker
     from backend.metrics.quality import LazyScorer, estimate_cost
     from backend.metrics.report import QualitySettings, model_needs, quality_report
+    from backend.models.types import ProgressTracker
 
     chunker = make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer)  # bad arguments fail first
     doc = load_input(args.file)

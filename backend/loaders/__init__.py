@@ -16,8 +16,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from backend.config import max_file_bytes
-from backend.text.document import Document
 from backend.errors import EmptyFileError, FileTooLargeError, InputError, ParameterError, UnsupportedTypeError
+from backend.text.document import Document
 
 __all__ = ["SUPPORTED_EXTENSIONS", "KIND_BY_EXTENSION", "load_bytes", "load_document"]
 

@@ -17,9 +17,9 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 
-from backend.text.document import Document
 from backend.errors import CorruptFileError, FileTooLargeError
 from backend.loaders.normalize import TextBuilder
+from backend.text.document import Document
 
 __all__ = ["load_docx", "MAX_EXPANSION"]
 

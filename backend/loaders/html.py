@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from backend.text.document import Document
 from backend.errors import EmptyFileError
 from backend.loaders.encoding import declared_html_charset, decode_text
 from backend.loaders.normalize import TextBuilder
+from backend.text.document import Document
 
 __all__ = ["load_html", "html_blocks"]
 

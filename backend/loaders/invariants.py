@@ -7,9 +7,9 @@ raising a user-facing error.
 
 from __future__ import annotations
 
+from backend.loaders.normalize import PARAGRAPH_BREAK, normalize_text
 from backend.text.document import Document
 from backend.text.spans import Span
-from backend.loaders.normalize import PARAGRAPH_BREAK, normalize_text
 
 __all__ = ["document_problems"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from backend.errors import EmptyFileError
 from backend.text.document import Document
 from backend.text.spans import Span
-from backend.errors import EmptyFileError
 
 __all__ = ["normalize_text", "TextBuilder", "PARAGRAPH_BREAK"]
 

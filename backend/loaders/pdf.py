@@ -46,9 +46,9 @@ import statistics
 import threading
 from dataclasses import dataclass
 
-from backend.text.document import Document
 from backend.errors import CorruptFileError, EmptyFileError, EncryptedPDFError, NoTextLayerError
 from backend.loaders.normalize import TextBuilder
+from backend.text.document import Document
 
 __all__ = ["load_pdf", "PDF_MAGIC"]
 

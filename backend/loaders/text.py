@@ -7,10 +7,10 @@ that Markdown-aware chunkers split on.
 
 from __future__ import annotations
 
-from backend.text.document import Document
 from backend.errors import EmptyFileError
 from backend.loaders.encoding import decode_text
 from backend.loaders.normalize import normalize_text
+from backend.text.document import Document
 
 __all__ = ["load_text"]
 

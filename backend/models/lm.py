@@ -47,8 +47,8 @@ from typing import Any
 
 from backend.config import data_dir, default_lm_spec, hub_offline
 from backend.errors import ModelError, ParameterError
-from backend.models.hub import hub_reachable
 from backend.models.devices import default_dtype, dtype_name, select_device
+from backend.models.hub import hub_reachable
 from backend.models.types import ModelInfo
 
 __all__ = ["LanguageModel", "load_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]

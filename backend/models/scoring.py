@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from backend.models.cache import OutputCache, text_digest
-from backend.text.document import Document
 from backend.models.types import ModelInfo, Progress, Scorer, TokenScores
+from backend.text.document import Document
 
 __all__ = [
     "SCORES_VERSION",

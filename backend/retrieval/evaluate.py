@@ -39,10 +39,10 @@ from backend.retrieval.metrics import (
 from backend.retrieval.questions import QuestionSet
 
 if TYPE_CHECKING:
-    from backend.models.cache import OutputCache
     from backend.chunkers.context import ModelContext
-    from backend.models.types import Progress
+    from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
+    from backend.models.types import Progress
     from backend.retrieval.store import ChunkStore
 
 __all__ = [

@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from backend.text.document import Document
 from backend.errors import ModelError, ParameterError
 from backend.retrieval.metrics import ExcerptFinder
 from backend.retrieval.questions import Question, QuestionSet, Reference, corpus_id_for
+from backend.text.document import Document
 
 if TYPE_CHECKING:
-    from backend.models.types import Progress
     from backend.models.embeddings import TextEmbedder
+    from backend.models.types import Progress
 
 __all__ = [
     "Candidate",

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Iterable, Mapping, Sequence
 
-from backend.text.document import Document
 from backend.errors import InputError, ParameterError
+from backend.text.document import Document
 
 __all__ = [
     "Reference",

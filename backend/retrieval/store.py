@@ -44,13 +44,13 @@ import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
 from backend.config import chroma_host, chroma_port, chroma_timeout, data_dir
-from backend.text.document import Document
 from backend.errors import ParameterError, StoreError
+from backend.text.document import Document
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
-    from backend.models.types import Progress
     from backend.models.embeddings import TextEmbedder
+    from backend.models.types import Progress
 
 __all__ = [
     "ChunkStore",

@@ -73,8 +73,8 @@ class Document:
         encoding: str | None = None,
     ) -> Document:
         """Build a single-page document from already-normalized text (text loaders, tests)."""
-        from backend.text.segment import paragraph_spans
         from backend.text.language import detect_language
+        from backend.text.segment import paragraph_spans
 
         return cls(
             text=text,

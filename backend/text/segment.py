@@ -75,9 +75,9 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
+from backend.errors import ParameterError
 from backend.text.blingfire import SentenceBreakerError, sentence_starts
 from backend.text.spans import Span
-from backend.errors import ParameterError
 
 __all__ = ["sentence_spans", "paragraph_spans", "strip_span"]
 

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from backend.chunking import Chunk, ChunkerConfig, Chunking
 import components.keys as keys
+from backend.chunking import Chunk, ChunkerConfig, Chunking
 from components.figures.charts import boundary_strip, size_histogram
 from components.render import ChunkIndex, chunk_detail_html, esc, legend_html, window_html
 from components.state import tag_for

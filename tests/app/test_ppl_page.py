@@ -174,8 +174,8 @@ def test_value_and_rule_switches_change_the_slider_range(scored: Document, monke
 
 
 def test_target_length_keeps_chunks_within_the_target(scored: Document, monkeypatch) -> None:
-    from backend.chunkers.meta.chunkers import ppl_spans
     from backend.chunkers.meta.algorithms import sentence_values
+    from backend.chunkers.meta.chunkers import ppl_spans
     from backend.tokenizers import get_tokenizer
 
     at = _open(scored)

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from backend.text.document import Document
 from backend.metrics.quality import boundary_clarity, chunk_stickiness
+from backend.text.document import Document
 from components.state import normalized_config
 from tests.support.apptest import open_page
 from tests.support.apptest import run as _run
@@ -52,10 +52,10 @@ def _entries() -> list[dict]:
 @pytest.fixture(scope="module")
 def scored() -> Document:
     """TEXT with both configurations' pairs and embeddings in the output cache (scored through the backend)."""
-    from backend.models.cache import default_cache
     from backend.chunkers import run_chunker
-    from backend.models.embedder import load_embedder
     from backend.metrics.scores import score_chunkings
+    from backend.models.cache import default_cache
+    from backend.models.embedder import load_embedder
     from backend.models.scorer import load_scorer
 
     doc = Document.from_text(TEXT, source="quality.txt")

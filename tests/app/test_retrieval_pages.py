@@ -21,8 +21,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.chunkers import run_chunker
-from backend.text.document import Document
 from backend.retrieval.metrics import agreement_matrices, find_excerpt, score_retrieval
+from backend.text.document import Document
 from components.state import normalized_config
 from tests.conftest import ROOT
 from tests.support.apptest import open_page, wait_job

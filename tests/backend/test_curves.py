@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 import backend.chunkers  # noqa: F401  (registers the chunkers)
-from backend.models.cache import OutputCache
 from backend.chunkers import REGISTRY, ModelContext, chunker_specs, make_chunker
+from backend.chunkers.meta.algorithms import find_minima, sentence_values
 from backend.chunkers.meta.chunkers import margin_steps, sentence_nll_means
 from backend.curves import Curve, chunk_end_points
-from backend.text.document import Document
 from backend.errors import ChunkLabError
-from backend.chunkers.meta.algorithms import find_minima, sentence_values
+from backend.models.cache import OutputCache
 from backend.models.types import ModelInfo
 from backend.samples import load_sample
+from backend.text.document import Document
 from tests.backend.chunkers.test_semantic_chunkers import CountingEmbedder
 from tests.support.fake_scores import FakeScorer
 

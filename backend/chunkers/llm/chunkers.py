@@ -26,12 +26,12 @@ from typing import Any, Sequence
 
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
-from backend.chunkers.recursive import enforce_size, recursive_spans
-from backend.chunking import Chunking
-from backend.text.document import Document
-from backend.errors import ParameterError
 from backend.chunkers.llm.moc import moc_messages, parse_rules, recover_spans
 from backend.chunkers.llm.router import GRANULARITIES, GRANULARITY_NAMES, make_router
+from backend.chunkers.recursive import enforce_size, recursive_spans
+from backend.chunking import Chunking
+from backend.errors import ParameterError
+from backend.text.document import Document
 from backend.tokenizers import SpanCounter
 
 __all__ = [

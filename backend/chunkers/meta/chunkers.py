@@ -13,14 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from backend.models.cache import text_digest
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
-from backend.chunking import Chunking
-from backend.curves import Curve, chunk_end_points
-from backend.models.scoring import score_sentences
-from backend.text.document import Document
-from backend.errors import ParameterError
 from backend.chunkers.meta.algorithms import (
     RULES,
     VALUES,
@@ -36,6 +30,12 @@ from backend.chunkers.meta.algorithms import (
     ranges_from_steps,
     sentence_values,
 )
+from backend.chunking import Chunking
+from backend.curves import Curve, chunk_end_points
+from backend.errors import ParameterError
+from backend.models.cache import text_digest
+from backend.models.scoring import score_sentences
+from backend.text.document import Document
 from backend.tokenizers import SpanCounter, Tokenizer
 
 __all__ = [

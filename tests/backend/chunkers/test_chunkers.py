@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backend.chunkers import REGISTRY, chunker_specs, make_chunker
-from backend.text.document import Document
 from backend.errors import ParameterError
+from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
 from tests.invariants import check_invariants
 
@@ -166,7 +166,7 @@ def test_registry_describes_every_chunker():
 
 
 def test_run_report_summarizes_a_chunkers_meta_and_reaches_the_stats():
-    from backend.chunking import Chunk, Chunking, ChunkerConfig
+    from backend.chunking import Chunk, ChunkerConfig, Chunking
     from backend.metrics.stats import chunking_stats
 
     base = Chunking(ChunkerConfig.make("moc"), (Chunk(0, 0, 5, "hello", 1),), 0.01, "doc", 5)

@@ -14,14 +14,9 @@ import sys
 
 import pytest
 
-from backend.models.cache import OutputCache
 from backend.chunkers import ModelContext
 from backend.chunkers.base import make_chunker
 from backend.chunkers.llm.chunkers import parse_lumber_answer, parse_split_after
-from backend.chunkers.recursive import recursive_spans
-from backend.text.document import Document
-from backend.errors import ParameterError
-from backend.models.chat import LocalChat, RemoteChat
 from backend.chunkers.llm.moc import PLACEHOLDERS, find_anchor, levenshtein, parse_rules, recover_spans, split_rule
 from backend.chunkers.llm.router import (
     GRANULARITY_NAMES,
@@ -35,6 +30,11 @@ from backend.chunkers.llm.router import (
     router_samples,
     train_router,
 )
+from backend.chunkers.recursive import recursive_spans
+from backend.errors import ParameterError
+from backend.models.cache import OutputCache
+from backend.models.chat import LocalChat, RemoteChat
+from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
 from tests.backend.cli.test_cli_models import run_cli
 from tests.invariants import check_invariants

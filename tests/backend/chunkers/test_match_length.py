@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from backend.models.cache import OutputCache
 from backend.chunkers import make_chunker
 from backend.chunkers.context import ModelContext
+from backend.chunkers.match_length import match_length, mean_length
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
-from backend.chunkers.match_length import match_length, mean_length
+from backend.models.cache import OutputCache
 from backend.models.types import ModelInfo
 from backend.samples import load_sample
 from tests.support.fake_scores import fake_token_scores

@@ -19,10 +19,10 @@ import pytest
 from backend.chunkers import ModelContext, make_chunker
 from backend.chunkers.meta.algorithms import MarginStep, boundary_candidates, find_minima, sentence_values
 from backend.chunkers.meta.results import MarginResult, PPLScores, values_csv
-from backend.text.document import Document
 from backend.errors import Cancelled, ParameterError
 from backend.models.types import CancelToken, ProgressTracker
 from backend.samples import load_sample
+from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 from tests.backend.cli.test_cli_models import run_cli
 from tests.invariants import check_invariants as _check

@@ -13,8 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backend.text.document import Document
-from backend.errors import ParameterError
 from backend.chunkers.meta.algorithms import (
     Boundaries,
     Candidate,
@@ -33,6 +31,8 @@ from backend.chunkers.meta.algorithms import (
     theta_curve,
     theta_grid,
 )
+from backend.errors import ParameterError
+from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 
 

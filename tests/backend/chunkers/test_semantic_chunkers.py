@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import backend.chunkers  # noqa: F401  (registers the baselines)
-from backend.models.cache import OutputCache
 from backend.chunkers import REGISTRY, ModelContext, chunker_specs, make_chunker
 from backend.chunkers.semantic import (
     BREAKPOINT_DEFAULTS,
@@ -35,9 +34,10 @@ from backend.chunkers.semantic import (
     semantic_spans,
     window_spans,
 )
-from backend.text.document import Document
 from backend.errors import ParameterError
+from backend.models.cache import OutputCache
 from backend.samples import load_sample
+from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 from tests.backend.cli.test_cli_models import records, run_cli
 from tests.invariants import check_invariants

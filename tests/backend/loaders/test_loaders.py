@@ -17,8 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backend.text.document import Document
-from backend.text.spans import Span
 from backend.errors import (
     BinaryDataError,
     CorruptFileError,
@@ -33,6 +31,8 @@ from backend.errors import (
 from backend.loaders import SUPPORTED_EXTENSIONS, load_bytes, load_document
 from backend.loaders.invariants import document_problems
 from backend.loaders.normalize import TextBuilder, normalize_text
+from backend.text.document import Document
+from backend.text.spans import Span
 
 CHINESE = "我们今天去公园散步，天气非常好。你觉得呢？这是一个测试文本；包含全角标点！雨一直在下，下得不紧不慢。"
 ENGLISH = "The quick brown fox jumps over the lazy dog. It was the best of days, and the fox was happy."

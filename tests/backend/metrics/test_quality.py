@@ -24,11 +24,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backend.models.cache import OutputCache
 from backend.chunkers import make_chunker
-from backend.text.document import Document
 from backend.errors import ParameterError
-from backend.models.scorer import load_scorer
 from backend.metrics.quality import (
     PairTable,
     boundary_clarity,
@@ -44,8 +41,11 @@ from backend.metrics.quality import (
     structural_entropy,
 )
 from backend.metrics.report import QualitySettings, quality_report
+from backend.models.cache import OutputCache
 from backend.models.embeddings import load_text_embedder
+from backend.models.scorer import load_scorer
 from backend.samples import load_sample
+from backend.text.document import Document
 from backend.text.segment import sentence_spans
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from backend.models.cache import OutputCache
 from backend.errors import ModelError
+from backend.models.cache import OutputCache
 from backend.models.chat import (
     LocalChat,
     RemoteChat,

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from backend.errors import Cancelled, ModelError, ParameterError
-from backend.models.scorer import load_scorer
 from backend.models.remote import RemoteScorer, _align
+from backend.models.scorer import load_scorer
 from backend.models.types import CancelToken, ProgressTracker
 from tests.support.openai_compat_server import Engine, start_server
 
@@ -212,8 +212,8 @@ def test_cancel_stops_between_requests(remote):
 
 
 def test_sentence_scores_through_the_remote_scorer(remote, local):
-    from backend.text.document import Document
     from backend.models.scoring import sentence_scores
+    from backend.text.document import Document
 
     doc = Document.from_text(TEXT, source="remote.txt")
     got = sentence_scores(doc, remote)
@@ -288,8 +288,8 @@ def test_missing_key_is_a_model_error(server, monkeypatch):
 
 def test_key_never_appears_in_info_repr_logs_or_the_cache(remote, caplog, tmp_path):
     from backend.models.cache import OutputCache
-    from backend.text.document import Document
     from backend.models.scoring import sentence_scores
+    from backend.text.document import Document
 
     caplog.set_level(logging.DEBUG)
     cache = OutputCache(tmp_path / "cache")

@@ -12,10 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.models.cache import OutputCache
-from backend.text.document import Document
 from backend.errors import Cancelled
-from backend.models.types import CancelToken, ModelInfo, ProgressTracker, TokenScores
+from backend.models.cache import OutputCache
 from backend.models.scoring import (
     SentenceScore,
     cached_token_scores,
@@ -24,6 +22,8 @@ from backend.models.scoring import (
     score_sentences,
     sentence_scores,
 )
+from backend.models.types import CancelToken, ModelInfo, ProgressTracker, TokenScores
+from backend.text.document import Document
 
 TEXT = (
     "The clockmaker opened his shop at dawn. Rain tapped against the narrow window. "

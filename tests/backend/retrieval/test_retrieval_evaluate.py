@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.chunking import ChunkerConfig
 from backend.chunkers import run_chunker
+from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
 from backend.retrieval.evaluate import (
     Benchmark,

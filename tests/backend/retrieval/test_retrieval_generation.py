@@ -17,7 +17,6 @@ import sys
 import numpy as np
 import pytest
 
-from backend.text.document import Document
 from backend.errors import ModelError, ParameterError
 from backend.models.chat import chat, remote_llm_configured, resolve_model
 from backend.retrieval.generation import (
@@ -30,6 +29,7 @@ from backend.retrieval.generation import (
     question_messages,
 )
 from backend.retrieval.questions import Question, Reference, parse_questions_csv, questions_to_csv
+from backend.text.document import Document
 from tests.conftest import ROOT
 from tests.support.openai_compat_server import start_server
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from backend.chunking import ChunkerConfig
 from backend.chunkers import run_chunker
+from backend.chunking import ChunkerConfig
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.jobs import benchmark_job, search_job
 from backend.retrieval.questions import load_question_set

@@ -19,12 +19,12 @@ from backend.errors import ParameterError
 from backend.retrieval.metrics import (
     ExcerptFinder,
     ExcerptMatch,
+    agreement_matrices,
     boundary_iou,
     containing_chunks,
     coverage_profile,
     find_excerpt,
     precision_omega,
-    agreement_matrices,
     retrieval_coverage,
     score_retrieval,
     span_overlap_similarity,
@@ -284,8 +284,8 @@ def test_score_retrieval_has_all_four_metrics():
 
 
 def test_agreement_matrices_of_real_chunkings():
-    from backend.chunking import ChunkerConfig
     from backend.chunkers import run_chunker
+    from backend.chunking import ChunkerConfig
     from backend.text.document import Document
 
     doc = Document.from_text(TEXT * 20, source="t.txt")

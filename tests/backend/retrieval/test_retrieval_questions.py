@@ -8,7 +8,6 @@ import zipfile
 
 import pytest
 
-from backend.text.document import Document
 from backend.errors import InputError, ParameterError
 from backend.retrieval.questions import (
     Question,
@@ -26,6 +25,7 @@ from backend.retrieval.questions import (
     read_corpus_text,
     save_question_set,
 )
+from backend.text.document import Document
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data" / "retrieval"

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.chunking import ChunkerConfig
 from backend.chunkers import run_chunker
-from backend.text.document import Document
+from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError, StoreError
 from backend.retrieval.store import ChunkStore, chunk_id, collection_name, open_store, store_location
+from backend.text.document import Document
 
 CHROMA = Path(sys.executable).with_name("chroma")
 TEXT = (

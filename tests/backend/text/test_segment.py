@@ -9,11 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backend.text import blingfire as _segment_blingfire, segment
-from backend.text.blingfire import SentenceBreakerError
-from backend.text.spans import Span
 from backend.errors import ParameterError
+from backend.text import blingfire as _segment_blingfire
+from backend.text import segment
+from backend.text.blingfire import SentenceBreakerError
 from backend.text.segment import paragraph_spans, sentence_spans
+from backend.text.spans import Span
 from tests.conftest import ROOT
 
 
