@@ -24,8 +24,14 @@ __all__ = [
     "normalized_config",
     "add_configuration",
     "remove_configuration",
+    "last_removed",
+    "undo_remove",
     "tag_for",
 ]
+
+# Removed configurations, most recent last, as (position, entry): what Undo restores. Only this module
+# reads or writes it; adding a configuration clears it (its letter may have been reused).
+_REMOVED = "configs_removed"
 
 # The two configurations the Compare page opens with: the Chroma report's recursive
 # baseline and a half-overlapping fixed-token window.
@@ -71,10 +77,9 @@ def configurations() -> list[dict[str, Any]]:
     return st.session_state.setdefault(CONFIGS, [])
 
 
-def tag_for(uid: int) -> str:
-    """A short stable name for a configuration: A, B, …, Z, AA, AB, …"""
+def tag_for(n: int) -> str:
+    """The ``n``-th configuration letter (from 0): A, B, …, Z, AA, AB, …"""
     out = ""
-    n = uid
     while True:
         out = chr(ord("A") + n % 26) + out
         n = n // 26 - 1
@@ -82,16 +87,51 @@ def tag_for(uid: int) -> str:
             return out
 
 
+def _first_free_tag(entries: list[dict[str, Any]]) -> str:
+    """The first letter no configuration holds (A, B, C… reused after removals)."""
+    used = {e["tag"] for e in entries}
+    n = 0
+    while tag_for(n) in used:
+        n += 1
+    return tag_for(n)
+
+
 def add_configuration(config: ChunkerConfig) -> dict[str, Any]:
-    """Append ``config`` (the same one twice is allowed: each entry gets its own uid)."""
+    """Append ``config`` under the first free letter (the same config twice is allowed: each entry gets its own uid).
+
+    Uids are never reused (widget keys are built from them); letters are.
+    """
     uid = st.session_state.get(NEXT_UID, 0)
     st.session_state[NEXT_UID] = uid + 1
-    entry = {"uid": uid, "tag": tag_for(uid), "config": config}
-    configurations().append(entry)
+    entries = configurations()
+    entry = {"uid": uid, "tag": _first_free_tag(entries), "config": config}
+    entries.append(entry)
+    st.session_state.pop(_REMOVED, None)  # an older removal's letter may now be taken: no undo past this
     return entry
 
 
 def remove_configuration(uid: int) -> None:
-    """Drop the configuration with ``uid`` (a widget callback)."""
-    st.session_state[CONFIGS] = [e for e in configurations() if e["uid"] != uid]
+    """Drop the configuration with ``uid`` (a widget callback); :func:`undo_remove` puts it back."""
+    entries = configurations()
+    for position, entry in enumerate(entries):
+        if entry["uid"] == uid:
+            st.session_state.setdefault(_REMOVED, []).append((position, entry))
+            st.session_state[CONFIGS] = entries[:position] + entries[position + 1 :]
+            return
+
+
+def last_removed() -> dict[str, Any] | None:
+    """The configuration the next :func:`undo_remove` restores (``None``: nothing to undo)."""
+    removed = st.session_state.get(_REMOVED)
+    return removed[-1][1] if removed else None
+
+
+def undo_remove() -> None:
+    """Put the last removed configuration back, with its uid, letter and position (a widget callback)."""
+    removed = st.session_state.get(_REMOVED)
+    if not removed:
+        return
+    position, entry = removed.pop()
+    entries = configurations()
+    st.session_state[CONFIGS] = entries[:position] + [entry] + entries[position:]
 

@@ -11,9 +11,9 @@ import streamlit as st
 from backend.chunking import Chunking
 from components.keys import COMPARE
 from components.render import chunk_detail_html, esc, tag_badge_html
-from components.state import remove_configuration
+from components.state import last_removed, remove_configuration, undo_remove
 
-__all__ = ["grid", "export_stem", "config_title", "config_card", "chunk_inspector"]
+__all__ = ["grid", "export_stem", "config_title", "config_card", "undo_remove_bar", "chunk_inspector"]
 
 T = TypeVar("T")
 
@@ -91,6 +91,19 @@ def config_card(
                 "Remove", key=COMPARE(f"remove_{uid}"), icon=":material/close:", type="tertiary",
                 on_click=remove_configuration, args=(uid,), help="Remove this configuration",
             )
+
+
+def undo_remove_bar() -> None:
+    """After a Remove: which configuration went, and an Undo that puts it back with its letter and place."""
+    entry = last_removed()
+    if entry is None:
+        return
+    with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+        st.caption(f"Removed {entry['tag']}: {esc(entry['config'].label)}")
+        st.button(
+            "Undo", key=COMPARE("undo_remove"), icon=":material/undo:", on_click=undo_remove,
+            help="Put the removed configuration back, with its letter and place",
+        )
 
 
 def chunk_inspector(entry: dict[str, Any], chunking: Chunking, text: str, key: str) -> None:

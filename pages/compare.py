@@ -15,7 +15,7 @@ from components.lm_runs import model_chunking, pending_runs_panel, session_lm
 from components.match import match_lengths_panel
 from components.render import STYLE, ChunkIndex, legend_html, window_html
 from components.state import add_configuration, configurations, current_document, normalized_config
-from components.views import chunk_inspector, config_card, config_title, grid
+from components.views import chunk_inspector, config_card, config_title, grid, undo_remove_bar
 
 ensure_routed()
 
@@ -98,6 +98,7 @@ st.caption(
     f"{len(doc.text):,} characters · {len(entries)} configuration(s). "
     "Add configurations in the sidebar; the same chunker can appear several times with different parameters."
 )
+undo_remove_bar()
 if not entries:
     st.info("No configurations yet: add one with the form in the sidebar.", icon=":material/info:")
     st.stop()

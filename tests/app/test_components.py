@@ -149,9 +149,9 @@ def test_session_keys_are_built_in_one_place_and_never_collide() -> None:
     assert prefixes == ["cmp", "qual", "ret", "ppl", "bm", "models", "docpage"]
 
 
-@pytest.mark.parametrize(("uid", "tag"), [(0, "A"), (1, "B"), (25, "Z"), (26, "AA"), (27, "AB"), (701, "ZZ")])
-def test_configuration_tags(uid: int, tag: str) -> None:
-    assert tag_for(uid) == tag
+@pytest.mark.parametrize(("n", "tag"), [(0, "A"), (1, "B"), (25, "Z"), (26, "AA"), (27, "AB"), (701, "ZZ")])
+def test_configuration_tags(n: int, tag: str) -> None:
+    assert tag_for(n) == tag
 
 
 @pytest.mark.parametrize(

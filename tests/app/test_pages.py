@@ -194,6 +194,50 @@ def test_remove_configuration(compare: AppTest) -> None:
         compare.get_by_key(f"cmp_view_{first['uid']}")
 
 
+def _add(at: AppTest, chunker: str) -> None:
+    at.selectbox(key="cmp_new_chunker").set_value(chunker).run()
+    at.button(key="cmp_new_submit").click().run()
+    assert not at.exception
+
+
+def _tags(at: AppTest) -> list[tuple[int, str]]:
+    return [(e["uid"], e["tag"]) for e in at.session_state["configs"]]
+
+
+def test_undo_puts_a_removed_configuration_back_with_its_letter_and_place(compare: AppTest) -> None:
+    _add(compare, "paragraph")
+    assert _tags(compare) == [(0, "A"), (1, "B"), (2, "C")]
+    compare.button(key="cmp_remove_1").click().run()
+    compare.button(key="cmp_remove_0").click().run()
+    assert _tags(compare) == [(2, "C")]
+    assert "Removed A: recursive" in " ".join(c.value for c in compare.caption)
+    compare.button(key="cmp_undo_remove").click().run()
+    assert _tags(compare) == [(0, "A"), (2, "C")]
+    assert "Removed B: fixed_token" in " ".join(c.value for c in compare.caption)
+    compare.button(key="cmp_undo_remove").click().run()
+    assert not compare.exception
+    assert _tags(compare) == [(0, "A"), (1, "B"), (2, "C")]
+    assert compare.session_state["configs"][1]["config"].name == "fixed_token"
+    compare.get_by_key("cmp_view_1")  # its column is back
+    with pytest.raises(KeyError):
+        compare.get_by_key("cmp_undo_remove")  # nothing left to undo
+
+
+def test_a_new_configuration_takes_the_first_free_letter(compare: AppTest) -> None:
+    _add(compare, "paragraph")
+    _add(compare, "sentence")
+    assert _tags(compare) == [(0, "A"), (1, "B"), (2, "C"), (3, "D")]
+    compare.button(key="cmp_remove_1").click().run()
+    compare.button(key="cmp_remove_2").click().run()
+    _add(compare, "recursive")
+    _add(compare, "recursive")
+    _add(compare, "paragraph")
+    # Letters B, C are reused in order; uids (widget keys) never are.
+    assert _tags(compare) == [(0, "A"), (3, "D"), (4, "B"), (5, "C"), (6, "E")]
+    with pytest.raises(KeyError):
+        compare.get_by_key("cmp_undo_remove")  # adding ends the undo (a removed letter may be taken)
+
+
 def test_state_survives_page_switches(compare: AppTest) -> None:
     compare.selectbox(key="cmp_new_chunker").set_value("paragraph").run()
     compare.button(key="cmp_new_submit").click().run()
