@@ -22,7 +22,8 @@ ensure_routed()
 WINDOW_CHOICES = (5_000, 10_000, 15_000, 20_000, 30_000)
 DEFAULT_WINDOW = 15_000
 MAX_PER_ROW = 4
-_PAGE = COMPARE("page")
+_PAGE = COMPARE("page")  # the side-by-side window's page (1-based); the pagination widget follows it
+_PAGER = COMPARE("pager")  # the pagination widget's key is _PAGER + its generation, see _set_page
 _WINDOW = COMPARE("window_chars")
 _WINDOW_START = COMPARE("window_start")
 _FOCUS = COMPARE("pending_focus")
@@ -37,10 +38,25 @@ def _color(uid: int) -> str:
     return CONFIG_COLORS[uid % len(CONFIG_COLORS)]
 
 
+def _set_page(page: int) -> None:
+    """Move the window to ``page`` from code (strip click, window size, a new document).
+
+    A pagination widget has a default, so writing its value through Session State makes Streamlit
+    log a warning; instead the page is this session key and the move starts a new widget there.
+    """
+    st.session_state[_PAGE] = page
+    st.session_state[_PAGER] = st.session_state.get(_PAGER, 0) + 1
+
+
+def _on_page(key: str) -> None:
+    """The user paged: keep the page."""
+    st.session_state[_PAGE] = st.session_state[key]
+
+
 def _on_window_change() -> None:
     """Keep the first visible character in view when the window size changes."""
     start = st.session_state.get(_WINDOW_START, 0)
-    st.session_state[_PAGE] = start // st.session_state[_WINDOW] + 1
+    _set_page(start // st.session_state[_WINDOW] + 1)
 
 
 def _on_strip_select() -> None:
@@ -64,7 +80,7 @@ def _apply_focus(results: list, window: int) -> None:
         hit = ch.chunks[index] if ch is clicked else ch.chunk_at(offset)
         if hit is not None:
             st.session_state[_sel_key(e["uid"])] = hit.index
-    st.session_state[_PAGE] = offset // window + 1
+    _set_page(offset // window + 1)
 
 
 def _sidebar() -> None:
@@ -106,7 +122,7 @@ if not entries:
 # A new document starts at its first window, with no chunk selected.
 if st.session_state.get(COMPARE("doc_id")) != doc.id:
     st.session_state[COMPARE("doc_id")] = doc.id
-    st.session_state.pop(_PAGE, None)  # back to the first window
+    _set_page(1)  # back to the first window
     for e in entries:
         st.session_state.pop(_sel_key(e["uid"]), None)
 
@@ -137,7 +153,7 @@ n_pages = max(1, -(-len(doc.text) // window))
 if _FOCUS in st.session_state:
     _apply_focus(results, window)
 if st.session_state.get(_PAGE, 1) > n_pages:
-    st.session_state[_PAGE] = n_pages
+    _set_page(n_pages)
 for e, ch in ok:
     key = _sel_key(e["uid"])
     if st.session_state.get(key, 0) > len(ch.chunks) - 1:
@@ -225,7 +241,8 @@ if show_strip:
 st.subheader("Side by side", anchor=False)
 nav, size = st.columns([5, 1], vertical_alignment="center")
 with nav:
-    st.pagination(n_pages, key=_PAGE, persist_state="session", max_visible_pages=11)
+    pager = COMPARE(f"pager_{st.session_state.get(_PAGER, 0)}")
+    st.pagination(n_pages, default=page, key=pager, on_change=_on_page, args=(pager,), max_visible_pages=11)
 with size:
     st.selectbox(
         "Characters per page",

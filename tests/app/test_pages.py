@@ -238,11 +238,16 @@ def test_a_new_configuration_takes_the_first_free_letter(compare: AppTest) -> No
         compare.get_by_key("cmp_undo_remove")  # adding ends the undo (a removed letter may be taken)
 
 
+def _pager(at: AppTest):
+    """The side-by-side pagination: its key names a generation, new each time the page moves it."""
+    return at.get_by_key(f"cmp_pager_{at.session_state['cmp_pager']}")
+
+
 def test_state_survives_page_switches(compare: AppTest) -> None:
     compare.selectbox(key="cmp_new_chunker").set_value("paragraph").run()
     compare.button(key="cmp_new_submit").click().run()
     compare.selectbox(key="cmp_window_chars").set_value(5_000).run()
-    compare.get_by_key("cmp_page").set_value(2).run()
+    _pager(compare).set_value(2).run()
     configs = [e["uid"] for e in compare.session_state["configs"]]
     doc = compare.session_state["doc"]
     assert "Characters 5,000–10,000" in " ".join(c.value for c in compare.caption)
@@ -254,20 +259,20 @@ def test_state_survives_page_switches(compare: AppTest) -> None:
     assert not compare.exception
     assert [e["uid"] for e in compare.session_state["configs"]] == configs
     assert compare.session_state["doc"] is doc
-    assert compare.get_by_key("cmp_page").value == 2
+    assert _pager(compare).value == 2
     assert compare.get_by_key("cmp_window_chars").value == 5_000
     assert "Characters 5,000–10,000" in " ".join(c.value for c in compare.caption)
 
 
 def test_new_document_resets_the_window(compare: AppTest) -> None:
     compare.selectbox(key="cmp_window_chars").set_value(5_000).run()
-    compare.get_by_key("cmp_page").set_value(2).run()
+    _pager(compare).set_value(2).run()
     compare.switch_page("pages/document.py").run()
     compare.selectbox(key="docpage_sample").set_value(list_samples()[1].name).run()
     compare.button(key="docpage_open_sample").click().run()
     compare.switch_page("pages/compare.py").run()
     assert not compare.exception
-    assert compare.get_by_key("cmp_page").value == 1
+    assert _pager(compare).value == 1
 
 
 def test_strip_can_be_hidden(compare: AppTest) -> None:
@@ -295,6 +300,33 @@ def test_strip_click_selects_chunks_in_every_row_and_moves_the_window(compare: A
     assert compare.session_state[f"cmp_sel_{recursive['uid']}"] >= 0
     html = "".join(h.value for h in compare.html)
     assert "Selected · chunk 3" in html
+
+
+def test_a_strip_click_moves_the_window_without_a_session_state_warning(compare: AppTest, monkeypatch) -> None:
+    # Streamlit logs (once per process) when a widget with a default also had its value set through
+    # Session State: the page must move the pagination one way only.
+    import logging
+
+    from streamlit.elements.lib import policies
+
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger(policies.__name__).addHandler(handler)
+    try:
+        compare.selectbox(key="cmp_window_chars").set_value(5_000).run()
+        fixed = compare.session_state["configs"][1]
+        compare.session_state["cmp_pending_focus"] = (fixed["tag"], 12)  # what the strip's click handler stores
+        compare.run()
+    finally:
+        logging.getLogger(policies.__name__).removeHandler(handler)
+    assert not compare.exception
+    assert [r.getMessage() for r in records] == []
+    assert compare.session_state[f"cmp_sel_{fixed['uid']}"] == 12
+    page = compare.session_state["cmp_page"]
+    assert page > 1
+    assert f"(page {page} of " in " ".join(c.value for c in compare.caption)
 
 
 def test_a_failed_model_run_shows_its_error_on_the_compare_card(tmp_path, monkeypatch) -> None:
