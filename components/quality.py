@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE
+from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE, QualitySettings
+from components.views import export_name
 
 if TYPE_CHECKING:
     import pandas as pd
     from pandas.io.formats.style import Styler
 
-__all__ = ["best_cells", "column_config", "quality_frame", "styled_table"]
+__all__ = ["best_cells", "column_config", "csv_file_name", "quality_frame", "styled_table"]
 
 HIGHLIGHT = "background-color: #dcfce7; font-weight: 600"
 _FORMATS = {"mean_tokens": "{:.1f}", "bc": "{:.4f}", "cs_complete": "{:.3f}", "cs_incomplete": "{:.3f}", "ds": "{:.4f}"}
@@ -77,3 +78,17 @@ def column_config() -> dict[str, Any]:
     for m in METRIC_TABLE:
         config[m.name] = st.column_config.Column(m.label, help=m.help)
     return config
+
+
+def csv_file_name(doc_source: str, settings: QualitySettings) -> str:
+    """The table's CSV file name: the document, then the settings it was computed under.
+
+    >>> csv_file_name("My report.pdf", QualitySettings(K=0.8))
+    'My-report__quality-K0.80-cs_paper-bc_reference.csv'
+    """
+    view = f"quality-K{settings.K:.2f}-cs_{settings.cs_rule}-bc_{settings.bc_mode}"
+    if settings.delta:
+        view += f"-delta{settings.delta}"
+    if settings.window:
+        view += f"-w{settings.window}"
+    return f"{export_name(doc_source, view)}.csv"

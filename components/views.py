@@ -13,7 +13,7 @@ from components.keys import COMPARE
 from components.render import chunk_detail_html, esc, tag_badge_html
 from components.state import last_removed, remove_configuration, undo_remove
 
-__all__ = ["grid", "export_stem", "config_title", "config_card", "undo_remove_bar", "chunk_inspector"]
+__all__ = ["grid", "export_name", "export_stem", "config_title", "config_card", "undo_remove_bar", "chunk_inspector"]
 
 T = TypeVar("T")
 
@@ -37,9 +37,18 @@ def export_stem(doc_source: str, tag: str, chunking: Chunking) -> str:
     """
     cfg = chunking.config
     params = "_".join(f"{k}{v}" for k, v in cfg.params)
+    return export_name(doc_source, f"{tag}-{cfg.name}-{params}-{cfg.tokenizer}")
+
+
+def export_name(doc_source: str, view: str) -> str:
+    """A file name (without extension): the document's name, then what the file holds, both made safe.
+
+    >>> export_name("My report.pdf", "quality-K0.80")
+    'My-report__quality-K0.80'
+    """
     name = doc_source.replace("\\", "/").rsplit("/", 1)[-1]
     stem = _safe(os.path.splitext(name)[0]) or "document"
-    return f"{stem}__{_safe(f'{tag}-{cfg.name}-{params}-{cfg.tokenizer}')}"
+    return f"{stem}__{_safe(view)}"
 
 
 def _safe(text: str) -> str:

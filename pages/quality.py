@@ -33,7 +33,7 @@ from components.lm_runs import (
 )
 from components.match import match_lengths_panel
 from components.models import current_embedder
-from components.quality import column_config, quality_frame, styled_table
+from components.quality import column_config, csv_file_name, quality_frame, styled_table
 from components.state import configurations, current_document
 from components.views import grid
 
@@ -311,7 +311,7 @@ if len(means) > 1 and means.max() > 1.1 * means.min():
 st.caption("Best " + " · ".join(notes)[len("best ") :])
 st.download_button(
     "CSV", lambda: table_csv(rows, settings),
-    file_name=f"quality-{doc.id[:12]}.csv", mime="text/csv", key=QUALITY("csv"), icon=":material/download:",
+    file_name=csv_file_name(doc.source, settings), mime="text/csv", key=QUALITY("csv"), icon=":material/download:",
     on_click="ignore",
 )
 
