@@ -9,6 +9,7 @@ per-sentence CSV through :mod:`backend.chunkers.meta.results` — and its figure
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any
 
@@ -22,8 +23,8 @@ __all__ = [
     "REFERENCE_RULE",
     "PAPER_RULE",
     "PAPER_ADVICE",
-    "theta_format",
-    "snap",
+    "theta_label",
+    "theta_options",
     "theta_controls",
     "document_view",
     "chunk_stats",
@@ -53,32 +54,41 @@ def _decimals(step: float) -> int:
     return max(0, -math.floor(math.log10(step))) if step > 0 else 3
 
 
-def theta_format(step: float) -> str:
-    """A printf format showing a value on a grid of ``step``."""
-    return f"%.{_decimals(step)}f"
+def theta_label(theta: float) -> str:
+    """θ as the slider shows it: the shortest decimal that reads back as exactly this θ (``0.5``, not ``0.48``)."""
+    return repr(float(theta))
 
 
-def snap(theta: float, low: float, high: float, step: float) -> float:
-    """``theta`` clamped to ``[low, high]`` and rounded to the slider's grid."""
-    t = min(max(theta, low), high)
-    if step > 0:
-        t = low + round((t - low) / step) * step
-    return round(min(max(t, low), high), 12)
+def theta_options(theta: float, low: float, high: float, step: float) -> list[float]:
+    """The slider's positions: ``low`` to ``high`` every ``step``, and θ itself wherever it falls.
+
+    θ is always a position, so the slider shows the exact θ in use (one typed between two steps,
+    or outside the range, gets a position of its own).
+
+    >>> theta_options(0.5, 0.0, 0.12, 0.04)
+    [0.0, 0.04, 0.08, 0.12, 0.5]
+    """
+    n = round((high - low) / step) if step > 0 else 0
+    grid = [round(low + i * step, 12) for i in range(n + 1)]
+    if high not in grid:
+        grid.append(high)
+    if theta not in grid:
+        bisect.insort(grid, float(theta))
+    return grid
 
 
 def _from_slider(theta_key: str, slider_key: str) -> None:
     st.session_state[theta_key] = float(st.session_state[slider_key])
 
 
-def _from_number(theta_key: str, slider_key: str, bounds: tuple[float, float, float]) -> None:
-    st.session_state[slider_key] = snap(float(st.session_state[theta_key]), *bounds)
-
-
 def theta_controls(theta_key: str, slider_key: str, bounds: tuple[float, float, float], default: float) -> float:
     """A θ slider over this document's drops and an exact number input, kept in sync both ways; returns θ.
 
-    The number input holds θ (any value, typed exactly); the slider shows it on its grid.
-    Moving the slider writes the number; typing a number moves the slider.
+    The number input holds θ (any value, typed exactly). The slider's positions are the grid of
+    ``bounds`` plus θ itself, so it always stands on the exact θ and shows it. Moving the slider
+    writes the number. The slider's value is written here only when θ came from elsewhere (typed, a
+    click on the θ curve): a value written back while the user moves it would undo key presses
+    the browser has not yet sent.
 
     Args:
         theta_key: Session key of θ (the number input's).
@@ -88,30 +98,25 @@ def theta_controls(theta_key: str, slider_key: str, bounds: tuple[float, float, 
     """
     low, high, step = bounds
     theta = float(st.session_state.setdefault(theta_key, float(default)))
-    on_grid = snap(theta, low, high, step)
-    if st.session_state.get(slider_key) != on_grid:
-        st.session_state[slider_key] = on_grid  # before the slider exists in this run: allowed
+    if st.session_state.get(slider_key) != theta:
+        st.session_state[slider_key] = theta  # before the slider exists in this run: allowed
     left, right = st.columns([5, 1], vertical_alignment="bottom")
-    left.slider(
+    left.select_slider(
         "Threshold θ",
-        min_value=low,
-        max_value=high,
-        step=step,
-        format=theta_format(step),
+        options=theta_options(theta, low, high, step),
+        format_func=theta_label,
         key=slider_key,
         on_change=_from_slider,
         args=(theta_key, slider_key),
         help=f"From {low:g} to {high:g} (just past this document's largest drop: no boundary at all), "
-        f"in steps of {step:g}. Larger θ, fewer and longer chunks.",
+        f"in steps of {step:g}, and the θ in use wherever it falls. Larger θ, fewer and longer chunks.",
     )
     right.number_input(
         "θ (exact)",
         step=step,
         format=f"%.{_decimals(step) + 2}f",
         key=theta_key,
-        on_change=_from_number,
-        args=(theta_key, slider_key, bounds),
-        help="Type any value: the chunks follow it exactly; the slider shows the nearest step.",
+        help="Type any value: the chunks follow it exactly, and the slider shows it.",
     )
     return float(st.session_state[theta_key])
 

@@ -6,7 +6,6 @@ registered chunker's own ``chunk_from_means`` / ``chunk_from_steps``: the chunks
 ones ``python -m backend chunk FILE --chunker NAME`` prints for the same parameters and model.
 """
 
-from functools import partial
 
 import streamlit as st
 
@@ -43,7 +42,6 @@ from components.ppl import (
     chunk_stats,
     document_view,
     export_buttons,
-    snap,
     theta_controls,
 )
 from components.render import STYLE
@@ -73,27 +71,26 @@ def _counter(doc, tokenizer: str) -> SpanCounter:
     return held[2]
 
 
-def _set_theta(theta: float, bounds: tuple[float, float, float]) -> None:
-    """Set θ exactly and the slider to its nearest step."""
+def _set_theta(theta: float) -> None:
+    """Set θ exactly (the θ controls move the slider onto it)."""
     st.session_state[_THETA] = float(theta)
-    st.session_state[_SLIDER] = snap(float(theta), *bounds)
 
 
-def _on_curve_click(bounds: tuple[float, float, float]) -> None:
+def _on_curve_click() -> None:
     """Use the θ of the clicked point of the θ curve."""
     points = st.session_state[_CURVE].selection.points
     if points:
-        _set_theta(float(points[0]["x"]), bounds)
+        _set_theta(float(points[0]["x"]))
 
 
-def _on_aim(bounds: tuple[float, float, float]) -> None:
+def _on_aim() -> None:
     """Set θ to the curve's point whose mean chunk length is closest to the aim."""
     curve: ThetaCurve | None = st.session_state.get(_CURVE_DATA)
     aim = st.session_state.get(_AIM)
     if curve is None or not len(curve.thresholds) or not aim:
         return
     theta, mean = curve.theta_for_length(aim)
-    _set_theta(theta, bounds)
+    _set_theta(theta)
     st.session_state[_NOTE] = f"θ = {theta:.4g}: about {mean:,.0f} tokens per chunk (aimed at {aim:,})."
 
 
@@ -258,7 +255,7 @@ if st.toggle("Help me choose θ", value=True, key=PPL("guide"), persist_state="s
     with right:
         st.plotly_chart(
             chunk_curve(curve, theta, f"{tokenizer} tokens"), key=_CURVE,
-            on_select=partial(_on_curve_click, bounds), selection_mode="points",
+            on_select=_on_curve_click, selection_mode="points",
             config={"displaylogo": False, "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
         )
     st.caption(
@@ -270,7 +267,7 @@ if st.toggle("Help me choose θ", value=True, key=PPL("guide"), persist_state="s
             "Mean chunk length to aim at", min_value=1, max_value=1_000_000, value=200, step=10,
             key=_AIM, persist_state="session", width=220,
         )
-        st.button("Set θ", key=PPL("aim_apply"), icon=":material/target:", on_click=_on_aim, args=(bounds,))
+        st.button("Set θ", key=PPL("aim_apply"), icon=":material/target:", on_click=_on_aim)
 
 # --- the chunks --------------------------------------------------------------------------------------
 st.subheader("Chunks", anchor=False)

@@ -118,36 +118,37 @@ def test_a_cached_document_opens_without_a_job(scored: Document) -> None:
     at = _open(scored)
     assert "ppl_score_job" not in at.session_state
     assert at.session_state["ppl_scores"].doc_id == scored.id
-    assert at.slider(key="ppl_theta_slider").max > 0
+    assert float(at.select_slider(key="ppl_theta_slider").options[-1]) > 0
     assert _n_chunks(at) >= 1
+
+
+def _slider(at: AppTest):
+    return at.select_slider(key="ppl_theta_slider")
 
 
 def test_theta_input_and_slider_rechunk_without_a_model_call(scored: Document, monkeypatch) -> None:
     at = _open(scored)
     _no_model_calls(monkeypatch)
-    slider = at.slider(key="ppl_theta_slider")
-    low, high = slider.min, slider.max
+    low, high = float(_slider(at).options[0]), float(_slider(at).options[-1])
     assert high < 100  # from this document's drops, not a fixed 0..1 (nor the PPL scale)
 
     _set_theta(at, 0.0)
     many = _n_chunks(at)
-    assert at.slider(key="ppl_theta_slider").value == 0.0
+    assert _slider(at).value == 0.0
     _set_theta(at, high)
     assert _n_chunks(at) == 1  # past the largest drop: no boundary
-    assert at.slider(key="ppl_theta_slider").value == high
+    assert _slider(at).value == high
     assert many > 1
 
     # The slider writes the exact input back.
-    from components.ppl import snap
-
-    mid = snap((low + high) / 2, low, high, slider.step)
-    at.slider(key="ppl_theta_slider").set_value(mid)
+    options = [float(o) for o in _slider(at).options]
+    mid = options[len(options) // 2]
+    _slider(at).set_value(mid)
     _run(at)
-    theta = at.number_input(key="ppl_theta").value
-    assert abs(theta - at.slider(key="ppl_theta_slider").value) < 1e-9
+    assert at.number_input(key="ppl_theta").value == mid == _slider(at).value
     assert 1 <= _n_chunks(at) <= many
 
-    # A θ between two slider steps is kept exactly; the chunks follow it, not the slider.
+    # A θ between two slider steps is kept exactly; the chunks follow it, and the slider stands on it.
     from backend.chunkers.meta.algorithms import boundary_candidates, find_minima, sentence_values
 
     values = sentence_values(at.session_state["ppl_scores"].nll, "nll")
@@ -155,20 +156,57 @@ def test_theta_input_and_slider_rechunk_without_a_model_call(scored: Document, m
     exact = drops[0] + 1e-7  # just above the smallest drop: that minimum is no longer a boundary
     _set_theta(at, exact)
     assert at.number_input(key="ppl_theta").value == pytest.approx(exact, abs=1e-12)
+    assert _slider(at).value == at.number_input(key="ppl_theta").value
     assert _n_chunks(at) == len(find_minima(values, exact, "reference")) + 1
     assert "ppl_score_job" not in at.session_state  # no job, no model call: only re-chunking
+
+
+def test_theta_options_hold_the_exact_theta() -> None:
+    from components.ppl import theta_label, theta_options
+
+    # The case: steps of 0.04 pass 0.48 and 0.52; θ = 0.5 gets its own position.
+    options = theta_options(0.5, 0.0, 0.2, 0.04)
+    assert options == [0.0, 0.04, 0.08, 0.12, 0.16, 0.2, 0.5]
+    assert theta_options(0.5, 0.0, 0.56, 0.04)[12:15] == [0.48, 0.5, 0.52]
+    assert theta_options(0.08, 0.0, 0.2, 0.04) == [0.0, 0.04, 0.08, 0.12, 0.16, 0.2]  # on the grid: no extra
+    assert theta_options(-0.5, -0.04, 0.08, 0.04) == [-0.5, -0.04, 0.0, 0.04, 0.08]
+    assert [theta_label(t) for t in (0.5, 0.48, 0.1 + 0.2, -0.5)] == ["0.5", "0.48", "0.30000000000000004", "-0.5"]
+
+
+def test_the_slider_shows_the_exact_theta_in_use(scored: Document, monkeypatch) -> None:
+    at = _open(scored)
+    _no_model_calls(monkeypatch)
+    slider = _slider(at)
+    # Opened at the default θ = 0.5: the slider stands on 0.5 and reads "0.5", whatever its step.
+    assert at.number_input(key="ppl_theta").value == 0.5
+    assert slider.value == 0.5 and slider.format_func(slider.value) == "0.5" and "0.5" in slider.options
+    step = float(slider.options[1]) - float(slider.options[0])
+    _set_theta(at, 0.1237)  # between two steps
+    assert step > 0.0001
+    _set_theta(at, 0.123)
+    slider = _slider(at)
+    assert slider.value == 0.123 and slider.format_func(slider.value) == "0.123"
+    assert "0.1237" not in slider.options  # positions: the grid and the θ in use, nothing older
+    # A move of the slider sets θ to the very value shown; the slider is not written back (key presses
+    # the browser sends meanwhile would be undone).
+    step_up = slider.options[slider.options.index("0.123") + 1]
+    slider.set_value(float(step_up))
+    _run(at)
+    assert at.number_input(key="ppl_theta").value == float(step_up) == _slider(at).value
+    assert not _slider(at).proto.set_value
 
 
 def test_value_and_rule_switches_change_the_slider_range(scored: Document, monkeypatch) -> None:
     at = _open(scored)
     _no_model_calls(monkeypatch)
-    nll_high = at.slider(key="ppl_theta_slider").max
+    nll_high = float(_slider(at).options[-1])
     at.segmented_control(key="ppl_value").set_value("ppl")
     _run(at)
-    assert at.slider(key="ppl_theta_slider").max > nll_high  # perplexity drops are larger
+    assert float(_slider(at).options[-1]) > nll_high  # perplexity drops are larger
     at.segmented_control(key="ppl_rule").set_value("paper")
     _run(at)
     _set_theta(at, -0.5)  # a negative θ is allowed (the paper rule then cuts at non-minima too)
+    assert _slider(at).value == -0.5 and _slider(at).format_func(-0.5) in _slider(at).options
     assert _n_chunks(at) >= 1
     assert not at.error
 
