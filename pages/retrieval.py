@@ -158,8 +158,11 @@ labels = {e["tag"]: e["config"].label for e in chosen}
 
 with st.form(RETRIEVAL("query_form"), border=True):
     left, right = st.columns([5, 1], vertical_alignment="bottom")
-    query = left.text_input("Query", key=_QUERY, placeholder="Ask something the document answers…")
-    k = right.number_input("Top k", min_value=1, max_value=50, value=5, step=1, key=_K)
+    # Kept across page switches: coming back, the box holds the query of the results shown below.
+    query = left.text_input(
+        "Query", key=_QUERY, placeholder="Ask something the document answers…", persist_state="session"
+    )
+    k = right.number_input("Top k", min_value=1, max_value=50, value=5, step=1, key=_K, persist_state="session")
     search = st.form_submit_button("Search", type="primary", icon=":material/search:", key=RETRIEVAL("search"))
 
 emb_spec = st.session_state.get(EMB_CHOICE)

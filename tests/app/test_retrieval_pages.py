@@ -192,6 +192,20 @@ def test_live_query_matches_a_brute_force_search_and_scores_the_marked_answer() 
     assert list(table.index) == ["A", "B"]
 
 
+def test_coming_back_the_query_box_holds_the_query_of_the_results_shown() -> None:
+    at = _open("pages/retrieval.py", _doc())
+    job = _search(at, k=2)
+    assert job.state == "done", job.error
+    at.switch_page("pages/document.py")
+    _run(at)
+    at.switch_page("pages/retrieval.py")
+    _run(at)
+    assert at.text_input(key="ret_query").value == QUERY == at.session_state["ret_search_job"].meta["query"]
+    assert at.number_input(key="ret_k").value == 2
+    assert [len(f) for f in _frames(at, "rank")] == [2, 2]  # the results of that query, still shown
+    assert any(QUERY in c.value for c in at.caption)
+
+
 def test_a_chroma_server_that_is_down_is_one_line_and_the_page_keeps_working(monkeypatch) -> None:
     port = _free_port()
     monkeypatch.setenv("CHROMA_HOST", "127.0.0.1")
