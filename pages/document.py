@@ -14,6 +14,7 @@ ensure_routed()
 PREVIEW_CHARS = 10_000  # characters per preview page for documents without pages
 _ERROR = DOCUMENT("error")
 _LAST_UPLOAD = DOCUMENT("last_upload")
+_UPLOAD_GEN = DOCUMENT("upload_gen")  # the uploader's key is DOCUMENT(f"upload_{generation}"), see below
 
 st.title("Document")
 st.caption("Choose the document to chunk: upload your own or start from a bundled sample.")
@@ -25,7 +26,7 @@ with col_upload:
     uploaded = st.file_uploader(
         "Upload a document",
         type=types,
-        key=DOCUMENT("upload"),
+        key=DOCUMENT(f"upload_{st.session_state.get(_UPLOAD_GEN, 0)}"),
         max_upload_size=upload_limit_mb(),
         help=(
             "PDF (with a text layer), Word (.docx), HTML, Markdown or plain text, up to "
@@ -33,17 +34,16 @@ with col_upload:
             "every offset in the app indexes that text."
         ),
     )
-    if uploaded is None:
-        # The file was removed (or the page left): its error message goes with it.
-        if st.session_state.pop(_LAST_UPLOAD, None) is not None:
-            st.session_state.pop(_ERROR, None)
-    elif uploaded.file_id != st.session_state.get(_LAST_UPLOAD):
+    if uploaded is not None and uploaded.file_id != st.session_state.get(_LAST_UPLOAD):
         # Read each upload once, not on every rerun while it sits in the uploader.
         st.session_state[_LAST_UPLOAD] = uploaded.file_id
         with st.spinner(f"Reading {uploaded.name}…", show_time=True):
             st.session_state[_ERROR] = load_upload(uploaded.getvalue(), uploaded.name)
-        if st.session_state[_ERROR] is None:
-            st.rerun()  # the router drew the sidebar before this run loaded the new document
+        if st.session_state[_ERROR] is not None:
+            # Rejected: a new, empty uploader, so the box no longer names a file that is not the document
+            # (its one-line error stays until the next upload or sample).
+            st.session_state[_UPLOAD_GEN] = st.session_state.get(_UPLOAD_GEN, 0) + 1
+        st.rerun()  # the router drew the sidebar before this run loaded the new document
 
 with col_sample:
     bundled = {s.name: s for s in samples()}

@@ -124,7 +124,7 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
             expect(page.locator("[data-testid=stMetric]").first).to_be_visible()
 
             # Upload: the sidebar and the metrics switch to the new document.
-            page.locator(".st-key-docpage_upload input[type=file]").set_input_files(str(upload))
+            page.locator(".st-key-docpage_upload_0 input[type=file]").set_input_files(str(upload))
             expect(page.locator("[data-testid=stSidebar]")).to_contain_text("lighthouse_log.txt")
             expect(page.locator("[data-testid=stMetric]").first).to_contain_text(f"{len(_document()):,}")
             _wait_idle(page)

@@ -85,9 +85,15 @@ def test_open_another_sample(at: AppTest) -> None:
     assert not _errors(at)
 
 
+def _uploader(at: AppTest):
+    """The Document page's uploader: its key names a generation, new after each rejected file."""
+    generation = at.session_state["docpage_upload_gen"] if "docpage_upload_gen" in at.session_state else 0
+    return at.file_uploader(key=f"docpage_upload_{generation}")
+
+
 def test_upload_replaces_the_document(at: AppTest) -> None:
     text = "Chunk Lab test upload.\n\nA second paragraph <b>with markup</b> & symbols."
-    at.file_uploader(key="docpage_upload").set_value(("notes.txt", text.encode(), "text/plain")).run()
+    _uploader(at).set_value(("notes.txt", text.encode(), "text/plain")).run()
     assert not at.exception
     doc = at.session_state["doc"]
     assert doc.source == "notes.txt"
@@ -103,7 +109,7 @@ def test_upload_replaces_the_document(at: AppTest) -> None:
 )
 def test_upload_error_is_one_line_and_keeps_the_document(at: AppTest, name: str, data: bytes) -> None:
     before = at.session_state["doc"]
-    at.file_uploader(key="docpage_upload").set_value((name, data, "application/octet-stream")).run()
+    _uploader(at).set_value((name, data, "application/octet-stream")).run()
     assert not at.exception
     errors = _errors(at)
     assert len(errors) == 1 and errors[0] and "\n" not in errors[0]
@@ -113,11 +119,18 @@ def test_upload_error_is_one_line_and_keeps_the_document(at: AppTest, name: str,
     assert {m.label: m.value for m in at.metric}["Characters"] == f"{len(before.text):,}"
 
 
-def test_upload_error_goes_away_with_the_file(at: AppTest) -> None:
-    at.file_uploader(key="docpage_upload").set_value(("empty.txt", b"", "text/plain")).run()
-    assert len(_errors(at)) == 1
-    at.file_uploader(key="docpage_upload").set_value(None).run()
+def test_a_rejected_upload_empties_the_box_keeps_its_error_until_the_next_file(at: AppTest) -> None:
+    before = at.session_state["doc"]
+    _uploader(at).set_value(("empty.txt", b"", "text/plain")).run()
+    assert _uploader(at).value is None  # a new, empty uploader: it no longer names the rejected file
+    (error,) = _errors(at)
+    assert "empty.txt" in error
+    at.run()
+    assert _errors(at) == [error] and at.session_state["doc"] is before
+    _uploader(at).set_value(("notes.txt", b"A good file.", "text/plain")).run()
     assert not _errors(at)
+    assert at.session_state["doc"].source == "notes.txt"
+    assert at.session_state["docpage_upload_gen"] == 1  # an accepted file stays in its box (no new one)
 
 
 def test_compare_shows_one_column_per_default_configuration(compare: AppTest) -> None:
