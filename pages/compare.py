@@ -44,8 +44,9 @@ def _set_page(page: int) -> None:
     A pagination widget has a default, so writing its value through Session State makes Streamlit
     log a warning; instead the page is this session key and the move starts a new widget there.
     """
-    st.session_state[_PAGE] = page
-    st.session_state[_PAGER] = st.session_state.get(_PAGER, 0) + 1
+    if st.session_state.get(_PAGE) != page:  # else the widget already shows it
+        st.session_state[_PAGE] = page
+        st.session_state[_PAGER] = st.session_state.get(_PAGER, 0) + 1
 
 
 def _on_page(key: str) -> None:
