@@ -68,9 +68,9 @@ def theta_options(theta: float, low: float, high: float, step: float) -> list[fl
     >>> theta_options(0.5, 0.0, 0.12, 0.04)
     [0.0, 0.04, 0.08, 0.12, 0.5]
     """
-    n = round((high - low) / step) if step > 0 else 0
+    n = math.floor((high - low) / step + 1e-9) if step > 0 else 0  # the steps that fit, up to rounding
     grid = [round(low + i * step, 12) for i in range(n + 1)]
-    if high not in grid:
+    if grid[-1] < high:
         grid.append(high)
     if theta not in grid:
         bisect.insort(grid, float(theta))

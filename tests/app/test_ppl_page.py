@@ -170,6 +170,7 @@ def test_theta_options_hold_the_exact_theta() -> None:
     assert theta_options(0.5, 0.0, 0.56, 0.04)[12:15] == [0.48, 0.5, 0.52]
     assert theta_options(0.08, 0.0, 0.2, 0.04) == [0.0, 0.04, 0.08, 0.12, 0.16, 0.2]  # on the grid: no extra
     assert theta_options(-0.5, -0.04, 0.08, 0.04) == [-0.5, -0.04, 0.0, 0.04, 0.08]
+    assert theta_options(0.5, 0.0, 0.1, 0.04) == [0.0, 0.04, 0.08, 0.1, 0.5]  # the high end even off the grid
     assert [theta_label(t) for t in (0.5, 0.48, 0.1 + 0.2, -0.5)] == ["0.5", "0.48", "0.30000000000000004", "-0.5"]
 
 
