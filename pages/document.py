@@ -43,7 +43,8 @@ with col_upload:
             # Rejected: a new, empty uploader, so the box no longer names a file that is not the document
             # (its one-line error stays until the next upload or sample).
             st.session_state[_UPLOAD_GEN] = st.session_state.get(_UPLOAD_GEN, 0) + 1
-        st.rerun()  # the router drew the sidebar before this run loaded the new document
+        # Again: the router drew the sidebar before this run loaded the new document (or the uploader was replaced).
+        st.rerun()
 
 with col_sample:
     bundled = {s.name: s for s in samples()}
