@@ -163,6 +163,18 @@ def test_add_configuration_through_the_form(compare: AppTest) -> None:
     assert "cl-badge" in html
 
 
+def test_the_add_form_opens_on_a_model_free_chunker(compare: AppTest) -> None:
+    from backend.chunkers import chunker_specs
+
+    needs = {s["name"]: s["needs"] for s in chunker_specs()}
+    box = compare.selectbox(key="cmp_new_chunker")
+    assert box.value == "recursive" and needs["recursive"] == []
+    assert needs[box.options[0].split(" · ")[0]], "the first listed chunker needs a model: the default is not an index"
+    compare.button(key="cmp_new_submit").click().run()
+    added = compare.session_state["configs"][-1]
+    assert added["config"].name == "recursive" and not _errors(compare)
+
+
 def test_same_chunker_twice_gets_two_columns(compare: AppTest) -> None:
     compare.selectbox(key="cmp_new_chunker").set_value("recursive").run()
     compare.button(key="cmp_new_submit").click().run()
