@@ -194,6 +194,8 @@ def model_job_panel(
     cancel_key: str,
     auto: bool = True,
     what: str = "The run",
+    confirm: str | None = None,
+    confirm_key: str | None = None,
 ) -> Job | None:
     """The finished job for ``signature``, or its progress / messages / start button (then None).
 
@@ -202,6 +204,9 @@ def model_job_panel(
     - No job yet: started at once when ``auto``, else a ``run_label`` button.
     - A cancelled or failed job: a one-line message and the button (never restarted alone).
     - A done job: returned.
+
+    With ``confirm`` (a run too long to start on one click), the button is disabled until the
+    ``confirm`` checkbox is ticked; the tick is forgotten when ``signature`` changes.
 
     Args:
         job_key: Session-state key of the job.
@@ -212,6 +217,8 @@ def model_job_panel(
         cancel_key: The Cancel button's widget key.
         auto: Start without a click when no job for ``signature`` has run yet.
         what: The job's name in messages (``Scoring``, ``Margin sampling``…).
+        confirm: The confirmation checkbox's label (what the run costs), or None: no confirmation.
+        confirm_key: The checkbox's widget key (required with ``confirm``).
     """
     job: Job | None = st.session_state.get(job_key)
     mine = job is not None and job.meta.get("signature") == signature
@@ -228,11 +235,20 @@ def model_job_panel(
         st.warning(f"{what} was cancelled.", icon=":material/stop_circle:")
     elif mine and job.state == "failed":
         st.error(job.error or f"{what} failed.", icon=":material/error:")
-    elif auto:
+    elif auto and confirm is None:
         st.session_state[job_key] = start()
         job_progress(job_key, cancel_key)
         return None
-    if st.button(run_label, key=run_key, icon=":material/play_arrow:", type="primary"):
+    confirmed = True
+    if confirm is not None:
+        if confirm_key is None:
+            raise ValueError("model_job_panel: confirm needs confirm_key")
+        seen = f"{confirm_key}_signature"  # the run the tick was given for
+        if st.session_state.get(seen) != signature:
+            st.session_state[seen] = signature
+            st.session_state[confirm_key] = False
+        confirmed = st.checkbox(confirm, key=confirm_key)
+    if st.button(run_label, key=run_key, icon=":material/play_arrow:", type="primary", disabled=not confirmed):
         st.session_state[job_key] = start()
         job_progress(job_key, cancel_key)
     return None
