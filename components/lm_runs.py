@@ -346,7 +346,7 @@ def waiting_note(
     signature = job.meta.get("signature") if job is not None else None
     ended = (
         job is not None and not job.running and isinstance(signature, tuple) and len(signature) == 3
-        and signature[:2] == (doc.id, lm.models_key) and config in signature[2]
+        and signature[:2] == _run_signature(doc, lm, ())[:2] and config in signature[2]
     )
     if ended and job.state in ("cancelled", "failed"):
         what = "was cancelled" if job.state == "cancelled" else "failed"
