@@ -73,7 +73,7 @@ def _open(doc: Document, page: str = "pages/quality.py") -> AppTest:
 
 
 def _all_metrics(at: AppTest) -> AppTest:
-    """BC, CS on every pair (w = 0, as the paper) and DS: what the ``scored`` fixture cached (the page defaults to less)."""
+    """BC, CS on every pair (w = 0, as the paper) and DS: what ``scored`` cached (the page defaults to less)."""
     at.multiselect(key="qual_metrics").set_value(["bc", "cs", "ds"])
     _run(at)
     at.number_input(key="qual_window").set_value(0)

@@ -415,7 +415,8 @@ def test_benchmark_runs_on_a_bundled_sample_set() -> None:
     at.segmented_control(key="bm_source").set_value("Bundled sample set")
     _run(at)
     assert at.selectbox(key="bm_sample").options == [
-        "English narrative — The Clockmaker of Harrow Lane", "English technical guide (Markdown) — Kestrel Object Store",
+        "English narrative — The Clockmaker of Harrow Lane",
+        "English technical guide (Markdown) — Kestrel Object Store",
     ]
     at.selectbox(key="bm_sample").set_value("technical")
     _run(at)

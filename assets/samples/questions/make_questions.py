@@ -22,7 +22,8 @@ SETS: dict[str, tuple[str, list[tuple[str, list[str]]]]] = {
             ("What time had the clock above the shop shown for years?",
              ["It had said twenty past four for as long as anyone had been looking"]),
             ("Who first noticed that the clock had started ticking?",
-             ["Mrs. Okafor, who ran the bakery across the road, noticed first, because she was always first at everything."]),
+             ["Mrs. Okafor, who ran the bakery across the road, noticed first, "
+              "because she was always first at everything."]),
             ("How old was Tobias Abernathy when he died?",
              ["had died in his sleep at the age of 91"]),
             ("How long did Nell study mechanical engineering?",
@@ -30,7 +31,8 @@ SETS: dict[str, tuple[str, list[tuple[str, list[str]]]]] = {
             ("How many watches in the shop were never collected?",
              ["There are forty-one watches in these drawers that were never collected."]),
             ("What does the last entry of the ledger say?",
-             ["No. 14,207. The big clock. Fault: stopped at 4.20, 1979. Owner: the lane. Price: nil. To be collected when finished."]),
+             ["No. 14,207. The big clock. Fault: stopped at 4.20, 1979. Owner: the lane. Price: nil. "
+              "To be collected when finished."]),
             ("What had somebody used to replace a pivot in the big clock?",
              ["The escapement was worn and somebody had replaced a pivot with a sewing needle."]),
             ("Who suggested looking for the owners of the uncollected watches?",
@@ -44,7 +46,8 @@ SETS: dict[str, tuple[str, list[tuple[str, list[str]]]]] = {
              ["Everything in this shop is about people running out of time. Fix it anyway."]),
             ("What did the seven watches without an owner's name have in common?",
              ["in the column for the owner's name there was only a small drawing",
-              "Every one of the seven watches had been brought in during a week when something had happened in Harrow Lane"]),
+              "Every one of the seven watches had been brought in during a week when something had "
+              "happened in Harrow Lane"]),
         ],
     ),
     "technical": (
