@@ -7,6 +7,12 @@ technical guide as Markdown and as the same text laid out in a PDF (headings, li
 blocks, version numbers like v2.1.3, "e.g.", "i.e.", "U.S."), a Chinese story (full-width
 punctuation, no spaces), and a small HTML page. They load through
 :func:`backend.loaders.load_document`, exactly like an upload.
+
+Some samples also ship a question set (``assets/samples/questions/<name>.csv``, the Chroma
+format, written by ``make_questions.py`` beside it from hand-copied excerpts): the sample file
+itself is the corpus, so the folder of corpora is ``assets/samples/``. They make the
+Benchmark page and ``python -m backend eval --questions sample:NAME`` usable with no set of
+one's own; :func:`backend.retrieval.questions.load_sample_question_set` loads one.
 """
 
 from __future__ import annotations
@@ -17,9 +23,21 @@ from pathlib import Path
 from backend.errors import ParameterError
 from backend.text.document import Document
 
-__all__ = ["Sample", "SAMPLES_DIR", "DEFAULT_SAMPLE", "list_samples", "get_sample", "load_sample"]
+__all__ = [
+    "Sample",
+    "SAMPLES_DIR",
+    "DEFAULT_SAMPLE",
+    "QUESTIONS_DIR",
+    "list_samples",
+    "get_sample",
+    "load_sample",
+    "SampleQuestions",
+    "list_question_sets",
+    "get_question_set",
+]
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "assets" / "samples"
+QUESTIONS_DIR = SAMPLES_DIR / "questions"
 # The upload limit (CHUNKLAB_MAX_FILE_MB) is for user files; the bundled samples are
 # small and trusted, and should load whatever the limit is set to.
 _SAMPLE_MAX_BYTES = 50 * 2**20
@@ -126,3 +144,44 @@ def load_sample(name: str) -> Document:
     from backend.loaders import load_document
 
     return load_document(get_sample(name).path, max_bytes=_SAMPLE_MAX_BYTES)
+
+
+@dataclass(frozen=True)
+class SampleQuestions:
+    """A bundled question set over one sample, in the Chroma format.
+
+    Attributes:
+        name: The sample's :attr:`Sample.name`, used by the CLI's ``--questions sample:NAME``.
+        title: The sample's title.
+        csv_path: ``assets/samples/questions/<name>.csv``.
+        corpora_dir: The folder of corpora: ``assets/samples/`` (the sample file is the corpus).
+    """
+
+    name: str
+    title: str
+    csv_path: Path
+    corpora_dir: Path
+
+
+def list_question_sets() -> list[SampleQuestions]:
+    """The bundled question sets, in sample order (load one with
+    :func:`backend.retrieval.questions.load_sample_question_set`).
+
+    Returns:
+        A new list of :class:`SampleQuestions`.
+    """
+    found = [(sample, QUESTIONS_DIR / f"{sample.name}.csv") for sample in _SAMPLES]
+    return [SampleQuestions(s.name, s.title, path, SAMPLES_DIR) for s, path in found if path.is_file()]
+
+
+def get_question_set(name: str) -> SampleQuestions:
+    """Look up a bundled question set by its sample's name.
+
+    Raises:
+        ParameterError: No sample of that name ships a question set.
+    """
+    sets = list_question_sets()
+    for entry in sets:
+        if entry.name == name:
+            return entry
+    raise ParameterError(f"no bundled question set '{name}'; available: {', '.join(e.name for e in sets)}")

@@ -1,8 +1,8 @@
 """Cached calls into the backend.
 
 Chunkings and document statistics are ``st.cache_data`` (bounded, keyed by the document id
-and the configuration; the document itself is passed unhashed as ``_doc``). Bundled samples
-and the chunker specs are ``st.cache_resource``: shared by every session, never mutated.
+and the configuration; the document itself is passed unhashed as ``_doc``). Bundled samples,
+their question sets and the chunker specs are ``st.cache_resource``: shared by every session, never mutated.
 """
 
 from __future__ import annotations
@@ -16,10 +16,21 @@ from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
 from backend.metrics.stats import chunking_stats
 from backend.metrics.stats import document_stats as _document_stats
-from backend.samples import list_samples, load_sample
+from backend.retrieval.questions import QuestionSet, load_sample_question_set
+from backend.samples import list_question_sets, list_samples, load_sample
 from backend.text.document import Document
 
-__all__ = ["chunk_document", "chunk_with_model", "document_stats", "specs", "samples", "sample_document", "stats_rows"]
+__all__ = [
+    "chunk_document",
+    "chunk_with_model",
+    "document_stats",
+    "specs",
+    "samples",
+    "sample_document",
+    "sample_question_sets",
+    "sample_questions",
+    "stats_rows",
+]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -67,3 +78,15 @@ def samples() -> list[Any]:
 def sample_document(name: str) -> Document:
     """A bundled sample, loaded once per process."""
     return load_sample(name)
+
+
+@st.cache_resource(show_spinner=False)
+def sample_question_sets() -> list[Any]:
+    """The bundled samples' question sets (:func:`backend.samples.list_question_sets`)."""
+    return list_question_sets()
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def sample_questions(name: str) -> QuestionSet:
+    """A bundled question set, loaded and validated once per process."""
+    return load_sample_question_set(name)

@@ -14,7 +14,10 @@ import streamlit as st
 
 from backend.tokenizers import TOKENIZER_NAMES
 
-__all__ = ["param_label", "param_widget", "rst_to_md", "add_config_form", "TOKENIZER_HELP"]
+__all__ = ["param_label", "param_widget", "rst_to_md", "default_chunker", "add_config_form", "TOKENIZER_HELP"]
+
+# The chunker the form opens on when the registry lists it as model-free (else the first model-free one).
+PREFERRED_DEFAULT = "recursive"
 
 TOKENIZER_HELP = {
     "cl100k": "OpenAI cl100k_base (GPT-4, text-embedding-3)",
@@ -72,11 +75,24 @@ def param_widget(param: Mapping[str, Any], key: str) -> Any:
     return st.text_input(label, value="" if default is None else str(default), help=help_, key=key)
 
 
+def default_chunker(specs: Sequence[Mapping[str, Any]], preferred: str = PREFERRED_DEFAULT) -> str:
+    """The chunker the form opens on: one that needs no model (``needs`` empty in the registry).
+
+    Picking a configuration must not start a model run by itself, so the default is ``preferred``
+    when the registry lists it as model-free, else the first model-free chunker, else the first.
+    """
+    free = [s["name"] for s in specs if not s.get("needs")]
+    if preferred in free:
+        return preferred
+    return free[0] if free else specs[0]["name"]
+
+
 def add_config_form(specs: Sequence[Mapping[str, Any]], prefix: str) -> tuple[str, dict[str, Any], str] | None:
     """The chunker picker and a form with the tokenizer and one widget per parameter.
 
     The chunker is picked outside the form so that the parameter widgets follow the choice
-    at once; everything else is batched until "Add configuration" is pressed.
+    at once; everything else is batched until "Add configuration" is pressed. It opens on a
+    model-free chunker (:func:`default_chunker`).
 
     Args:
         specs: :func:`backend.chunkers.chunker_specs` output.
@@ -86,9 +102,11 @@ def add_config_form(specs: Sequence[Mapping[str, Any]], prefix: str) -> tuple[st
         ``(chunker name, params, tokenizer)`` on the run where the form was submitted, else ``None``.
     """
     by_name = {s["name"]: s for s in specs}
+    names = list(by_name)
     name = st.selectbox(
         "Chunker",
-        list(by_name),
+        names,
+        index=names.index(default_chunker(specs)),
         format_func=lambda n: f"{n} · {by_name[n]['family']}",
         key=f"{prefix}_chunker",
         persist_state="session",

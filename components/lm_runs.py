@@ -22,6 +22,7 @@ the reading side alike.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
 
@@ -35,7 +36,7 @@ from backend.errors import ChunkLabError, ModelError, NotCached, one_line
 from backend.jobs import Job, start_job
 from backend.models.types import ModelInfo, Progress, Scorer
 from backend.text.document import Document
-from components.keys import EMB_CHOICE, LM_INFO, PageKeys
+from components.keys import CHAT_CHOICE, EMB_CHOICE, EMB_INFO, LM_INFO, PageKeys
 from components.models import current_scorer, freeze_long_lived, job_progress, session_chat
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ __all__ = [
     "model_job_panel",
     "finished_job",
     "model_chunking",
+    "models_needed",
+    "waiting_note",
     "pending_runs_panel",
 ]
 
@@ -194,6 +197,8 @@ def model_job_panel(
     cancel_key: str,
     auto: bool = True,
     what: str = "The run",
+    confirm: str | None = None,
+    confirm_key: str | None = None,
 ) -> Job | None:
     """The finished job for ``signature``, or its progress / messages / start button (then None).
 
@@ -202,6 +207,9 @@ def model_job_panel(
     - No job yet: started at once when ``auto``, else a ``run_label`` button.
     - A cancelled or failed job: a one-line message and the button (never restarted alone).
     - A done job: returned.
+
+    With ``confirm`` (a run too long to start on one click), the button is disabled until the
+    ``confirm`` checkbox is ticked; the tick is forgotten when ``signature`` changes.
 
     Args:
         job_key: Session-state key of the job.
@@ -212,6 +220,8 @@ def model_job_panel(
         cancel_key: The Cancel button's widget key.
         auto: Start without a click when no job for ``signature`` has run yet.
         what: The job's name in messages (``Scoring``, ``Margin sampling``…).
+        confirm: The confirmation checkbox's label (what the run costs), or None: no confirmation.
+        confirm_key: The checkbox's widget key (required with ``confirm``).
     """
     job: Job | None = st.session_state.get(job_key)
     mine = job is not None and job.meta.get("signature") == signature
@@ -228,11 +238,20 @@ def model_job_panel(
         st.warning(f"{what} was cancelled.", icon=":material/stop_circle:")
     elif mine and job.state == "failed":
         st.error(job.error or f"{what} failed.", icon=":material/error:")
-    elif auto:
+    elif auto and confirm is None:
         st.session_state[job_key] = start()
         job_progress(job_key, cancel_key)
         return None
-    if st.button(run_label, key=run_key, icon=":material/play_arrow:", type="primary"):
+    confirmed = True
+    if confirm is not None:
+        if confirm_key is None:
+            raise ValueError("model_job_panel: confirm needs confirm_key")
+        seen = f"{confirm_key}_signature"  # the run the tick was given for
+        if st.session_state.get(seen) != signature:
+            st.session_state[seen] = signature
+            st.session_state[confirm_key] = False
+        confirmed = st.checkbox(confirm, key=confirm_key)
+    if st.button(run_label, key=run_key, icon=":material/play_arrow:", type="primary", disabled=not confirmed):
         st.session_state[job_key] = start()
         job_progress(job_key, cancel_key)
     return None
@@ -270,6 +289,71 @@ def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionLM, keys: Pa
     return chunk_with_model(doc, doc.id, config, lm.models_key, context)
 
 
+def _embedder_name(lm: SessionLM) -> str:
+    """The embedder the session's model-backed chunkers use, by name (never loads it)."""
+    info: ModelInfo | None = st.session_state.get(EMB_INFO)
+    if info is not None:
+        return info.name
+    from backend.models.embedder import embedder_name
+
+    return embedder_name(lm.embedder_spec) + (" (default)" if lm.embedder_spec is None else "")
+
+
+def _chat_name() -> str:
+    """The chat model the session's LLM chunkers use, in a few words (never connects or loads)."""
+    choice = st.session_state.get(CHAT_CHOICE)
+    if choice is None:
+        from backend.models.chat import remote_llm_configured
+
+        return "the API's chat model (default)" if remote_llm_configured() else "the bundled chat model (default)"
+    kind, spec = choice
+    return "the bundled chat model" if kind == "local" else spec[1]
+
+
+def models_needed(lm: SessionLM, config: ChunkerConfig) -> str:
+    """The models ``config`` runs with, named from the registry's ``needs``: ``all-MiniLM-L6-v2 (default)``."""
+    from backend.chunkers import REGISTRY
+
+    cls = REGISTRY.get(config.name)
+    namers = {"lm": lambda: lm.label, "embedder": lambda: _embedder_name(lm), "chat": _chat_name}
+    names = [namers[need]() for need in (cls.needs if cls is not None else ()) if need in namers]
+    return " and ".join(dict.fromkeys(names)) or lm.label
+
+
+def _run_signature(doc: Document, lm: SessionLM, configs: Sequence[ChunkerConfig]) -> tuple:
+    """What the model-run panel's job computes: the document, the session's models, the configurations."""
+    return (doc.id, lm.models_key, tuple(configs))
+
+
+def _forget_job(job_key: str) -> None:
+    """Drop an ended job, so that the model-run panel starts the run again on the next script run."""
+    job = st.session_state.get(job_key)
+    if job is not None and not job.running:
+        del st.session_state[job_key]
+
+
+def waiting_note(
+    doc: Document, lm: SessionLM, config: ChunkerConfig, keys: PageKeys
+) -> tuple[str, Callable[[], None] | None]:
+    """What a configuration's card says while it has no chunks, and a callback that runs it again.
+
+    ``Waiting for <the models it needs>…`` while its run is queued or running; when the panel's
+    run for it was cancelled or failed, that, with a callback (for a button's ``on_click``)
+    after which :func:`pending_runs_panel` starts the run again.
+    """
+    models = models_needed(lm, config)
+    job: Job | None = st.session_state.get(keys.lm_job)
+    signature = job.meta.get("signature") if job is not None else None
+    ended = (
+        job is not None and not job.running and isinstance(signature, tuple) and len(signature) == 3
+        and signature[:2] == _run_signature(doc, lm, ())[:2] and config in signature[2]
+    )
+    if ended and job.state in ("cancelled", "failed"):
+        what = "was cancelled" if job.state == "cancelled" else "failed"
+        return f"The run with {models} {what}.", partial(_forget_job, keys.lm_job)
+    return f"Waiting for {models}…", None
+
+
 def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerConfig], keys: PageKeys) -> None:
     """Run the model-backed configurations that are not cached, in a background job, with progress and cancel.
 
@@ -280,11 +364,12 @@ def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerCo
     :func:`model_chunking`, and the page reruns to show them.
     """
     configs = tuple(configs)
-    signature = (doc.id, lm.models_key, configs)
+    signature = _run_signature(doc, lm, configs)
     n = len(configs)
+    models = " and ".join(dict.fromkeys(models_needed(lm, c) for c in configs))  # from the registry's needs
     st.caption(
         f"{n} configuration{'s' if n != 1 else ''} use{'s' if n == 1 else ''} a model: "
-        f"running {'it' if n == 1 else 'them'} with {lm.label} in the background."
+        f"running {'it' if n == 1 else 'them'} with {models} in the background."
     )
 
     from backend.chunkers import REGISTRY
@@ -295,15 +380,14 @@ def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerCo
         run = lambda scorer, progress, d=doc, c=configs, e=lm.embedder_spec, m=lm.chat: run_configs(  # noqa: E731
             d, c, scorer, progress, e, m
         )
-        title = f"Running {n} configuration{'s' if n != 1 else ''} with {lm.name}"
+        title = f"Running {n} configuration{'s' if n != 1 else ''} with {models}"
         if needs_lm:
             return start_model_job(title, lm, run, signature)
         # Embedder or chat models only: nothing loads the scoring model; the context loads what it needs.
-        title = f"Running {n} model-backed configuration{'s' if n != 1 else ''}"
-        return start_job(title, lambda progress: run(None, progress), signature=signature, model=lm.label)
+        return start_job(title, lambda progress: run(None, progress), signature=signature, model=models)
 
     job = model_job_panel(
-        keys.lm_job, signature, start, run_label=f"Run with {lm.name}", run_key=keys.lm_run,
+        keys.lm_job, signature, start, run_label=f"Run with {models}", run_key=keys.lm_run,
         cancel_key=keys.lm_cancel, what="The model run",
     )
     if job is None:
@@ -314,7 +398,7 @@ def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerCo
         held.update(fresh)
         st.session_state[keys.lm_results] = held
         st.rerun()
-    st.warning(f"{lm.name} ran, but its results are missing: run again.", icon=":material/warning:")
-    if st.button(f"Run with {lm.name}", key=keys.lm_rerun, icon=":material/play_arrow:"):
+    st.warning(f"{models} ran, but the results are missing: run again.", icon=":material/warning:")
+    if st.button(f"Run with {models}", key=keys.lm_rerun, icon=":material/play_arrow:"):
         st.session_state[keys.lm_job] = start()
         st.rerun()

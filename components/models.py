@@ -53,6 +53,8 @@ __all__ = [
     "load_embedding_model",
     "current_scorer",
     "current_embedder",
+    "model_in_use",
+    "scorer_in_use",
     "freeze_long_lived",
     "format_parameters",
     "model_card",
@@ -199,6 +201,37 @@ def current_embedder() -> Embedder | None:
     return embedder(st.session_state.get(EMB_CHOICE))
 
 
+def model_in_use(kind: str) -> tuple[ModelInfo | None, bool]:
+    """The model a page would use for ``kind`` (``"lm"`` or ``"embedder"``) and whether it is loaded by choice.
+
+    The session's choice (Models page) first; else the default model when this process has
+    loaded it already — a background job loads the default through the backend's caches
+    (``load_scorer``, ``load_embedder``) without touching the session. Never loads anything.
+
+    Returns:
+        ``(info, chosen)``: ``chosen`` is True for the session's own choice; ``info`` is None
+        when neither is loaded.
+    """
+    info: ModelInfo | None = st.session_state.get(LM_INFO if kind == "lm" else EMB_INFO)
+    if info is not None:
+        return info, True
+    if kind == "lm":
+        from backend.models.lm import loaded_lm
+
+        return loaded_lm(None), False
+    from backend.models.embedder import loaded_embedder
+
+    return loaded_embedder(None), False
+
+
+def scorer_in_use() -> Scorer | None:
+    """The session's language model, else the default one when this process has loaded it (never loads)."""
+    info, chosen = model_in_use("lm")
+    if chosen:
+        return current_scorer()
+    return local_scorer(None) if info is not None else None  # loaded already: a cache hit
+
+
 # --- background jobs ---------------------------------------------------------------------------
 
 
@@ -259,14 +292,16 @@ def format_parameters(n: int) -> str:
     return str(n)
 
 
-def model_card(info: ModelInfo | None, key: str) -> None:
-    """A bordered card with the model's name, source, size, device, dtype and context length."""
+def model_card(info: ModelInfo | None, key: str, note: str | None = None) -> None:
+    """A bordered card with the model's name, source, size, device, dtype and context length (and ``note``)."""
     with st.container(border=True, key=key):
         if info is None:
             st.caption("Not loaded.")
             return
         st.text(info.name)  # names and paths are user or server input: plain text
         st.caption(info.source)
+        if note:
+            st.caption(note)
         # Two by two: four metrics side by side truncate "float32" and "134.5M" in a half-width column.
         top, bottom = st.columns(2), st.columns(2)
         top[0].metric("Parameters", format_parameters(info.parameters), help=f"{info.parameters:,}" if info.parameters else "Unknown for a remote model")
@@ -282,17 +317,20 @@ def _summary(info: ModelInfo) -> str:
     return " · ".join(parts)
 
 
+def _in_use_line(label: str, info: ModelInfo | None, chosen: bool) -> None:
+    """``LM: name`` (``(default)`` when a job loaded it, not the session), else ``LM: not loaded``."""
+    if info is None:
+        st.text(f"{label}: not loaded")
+        return
+    st.text(f"{label}: {info.name}{'' if chosen else ' (default)'}")  # a model name is user input: plain text
+    st.caption(_summary(info))
+
+
 def sidebar_models() -> None:
-    """Which models this session has loaded (from session state: never loads one)."""
-    lm: ModelInfo | None = st.session_state.get(LM_INFO)
-    emb: ModelInfo | None = st.session_state.get(EMB_INFO)
+    """Which models this session uses and whether they are loaded (its choice, else a default a job loaded)."""
     st.markdown("**Models**")
-    st.text(f"LM: {lm.name}" if lm else "LM: not loaded")
-    if lm:
-        st.caption(_summary(lm))
-    st.text(f"Embedder: {emb.name}" if emb else "Embedder: not loaded")
-    if emb:
-        st.caption(_summary(emb))
+    _in_use_line("LM", *model_in_use("lm"))
+    _in_use_line("Embedder", *model_in_use("embedder"))
     choice = st.session_state.get(CHAT_CHOICE)
     chat = "default" if choice is None else "bundled model" if choice[0] == "local" else f"{choice[1][1]} (API)"
     st.text(f"Chat: {chat}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import streamlit as st
 
@@ -64,10 +64,12 @@ def config_title(entry: dict[str, Any], color: str) -> None:
 def config_card(
     entry: dict[str, Any], chunking: Chunking | None, error: str | None, doc_source: str, color: str,
     note: str | None = None,
+    on_retry: Callable[[], None] | None = None,
 ) -> None:
     """A bordered card: what the configuration is, how it did, its downloads and a remove button.
 
-    ``note`` says why a configuration has no chunks yet (e.g. it waits for a language model).
+    ``note`` says why a configuration has no chunks yet (e.g. it waits for a language model);
+    ``on_retry`` (its model run was cancelled or failed) adds a "Run again" button calling it.
     """
     uid, cfg = entry["uid"], entry["config"]
     with st.container(border=True, key=COMPARE(f"card_{uid}")):
@@ -95,6 +97,11 @@ def config_card(
                     "CSV", chunking.to_csv, file_name=f"{stem}.csv", mime="text/csv",
                     key=COMPARE(f"dl_csv_{uid}"), icon=":material/download:", on_click="ignore",
                     help="Columns index, start, end, tokens, text",
+                )
+            if chunking is None and on_retry is not None:
+                st.button(
+                    "Run again", key=COMPARE(f"retry_{uid}"), icon=":material/replay:", on_click=on_retry,
+                    help="Start this configuration's model run again",
                 )
             st.button(
                 "Remove", key=COMPARE(f"remove_{uid}"), icon=":material/close:", type="tertiary",

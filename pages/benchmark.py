@@ -18,7 +18,7 @@ from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.jobs import benchmark_job, generation_job
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
-from components.cached import specs
+from components.cached import sample_question_sets, sample_questions, specs
 from components.figures.export import figure_html
 from components.figures.retrieval import (
     agreement_heatmaps,
@@ -49,7 +49,7 @@ _JOB = BENCHMARK("job")
 _GEN_JOB = BENCHMARK("gen_job")
 _IMPORTED = BENCHMARK("imported")
 _DUP, _EXC = BENCHMARK("dup"), BENCHMARK("exc")
-SOURCES = ("Session set", "Import", "Generated")
+SOURCES = ("Session set", "Bundled sample set", "Import", "Generated")
 _PLOT = {"displaylogo": False}
 
 
@@ -82,6 +82,20 @@ def _import_panel():
             except OSError as e:
                 st.error(one_line(f"cannot read the question set: {e}"), icon=":material/error:")
     return st.session_state.get(_IMPORTED)
+
+
+def _sample_panel():
+    """A bundled sample's question set (questions with hand-copied excerpts over the sample text)."""
+    sets = {entry.name: entry for entry in sample_question_sets()}
+    name = st.selectbox(
+        "Sample", list(sets), key=BENCHMARK("sample"), persist_state="session", format_func=lambda n: sets[n].title,
+        help="Shipped with Chunk Lab: questions whose excerpts are copied exactly from the sample document.",
+    )
+    try:
+        return sample_questions(name)
+    except ChunkLabError as e:
+        st.error(one_line(str(e)), icon=":material/error:")
+        return None
 
 
 def _generation_panel(doc):
@@ -182,12 +196,17 @@ source = st.segmented_control(
 )
 if source == "Import":
     qset = _import_panel()
+elif source == "Bundled sample set":
+    qset = _sample_panel()
 elif source == "Generated":
     qset = None  # set by the generation panel below
 else:
     qset = st.session_state.get(QSET)
     if qset is None:
-        st.caption("The session's set is empty: save marked queries on the Retrieval page, import a set, or generate one.")
+        st.caption(
+            "The session's set is empty: save marked queries on the Retrieval page, pick a bundled sample set, "
+            "import a set, or generate one."
+        )
 
 if source == "Generated":
     qset = _generation_panel(doc)

@@ -11,7 +11,7 @@ from components.curves import curves_section
 from components.figures.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from components.keys import COMPARE
 from components.layout import ensure_routed
-from components.lm_runs import model_chunking, pending_runs_panel, session_lm
+from components.lm_runs import model_chunking, pending_runs_panel, session_lm, waiting_note
 from components.match import match_lengths_panel
 from components.render import STYLE, ChunkIndex, legend_html, window_html
 from components.state import add_configuration, configurations, current_document, normalized_config
@@ -166,8 +166,8 @@ if pending:
 waiting = {e["uid"] for e in pending}
 for col, (e, ch, err) in grid(results, MAX_PER_ROW):
     with col:
-        note = f"Waiting for {lm.name}…" if e["uid"] in waiting else None
-        config_card(e, ch, err, doc.source, _color(e["uid"]), note=note)
+        note, retry = waiting_note(doc, lm, e["config"], COMPARE) if e["uid"] in waiting else (None, None)
+        config_card(e, ch, err, doc.source, _color(e["uid"]), note=note, on_retry=retry)
 
 # --- match lengths: tune every configuration to one mean chunk length (components/match.py) --------
 with st.expander("Match lengths", icon=":material/straighten:"):

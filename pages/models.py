@@ -5,17 +5,18 @@ import streamlit as st
 from backend.jobs import start_job
 from backend.models.cache import default_cache
 from backend.models.scoring import sentence_scores
-from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_INFO, LM_INFO, MODELS
+from components.keys import CHAT_CHOICE, CHAT_KEY, MODELS
 from components.layout import ensure_routed
 from components.models import (
     chat_label,
-    current_scorer,
     job_progress,
     load_embedding_model,
     load_language_model,
     load_remote_model,
     model_card,
+    model_in_use,
     score_results,
+    scorer_in_use,
 )
 from components.render import esc
 from components.state import current_document
@@ -32,6 +33,17 @@ LM_SOURCES = {
     "remote": "Remote (OpenAI-compatible)",
 }
 EMB_SOURCES = {"bundled": "Bundled all-MiniLM-L6-v2", "local": "Local path or hub id"}
+_BY_A_JOB = "The default model, loaded by a background job (not chosen here): pages use it until you load another."
+_NO_LM = (
+    "No language model is loaded: press Load under Language model above (the bundled SmolLM2 takes about "
+    "half a minute the first time), or run a job that needs it."
+)
+
+
+def _card(kind: str, key: str) -> None:
+    info, chosen = model_in_use(kind)
+    model_card(info, key=key, note=None if chosen else _BY_A_JOB)
+
 
 st.title("Models")
 st.caption(
@@ -94,7 +106,7 @@ with col_lm:
             st.rerun()  # the router drew the sidebar before this model was loaded
     if st.session_state.get(_LM_ERROR):
         st.error(st.session_state[_LM_ERROR], icon=":material/error:")
-    model_card(st.session_state.get(LM_INFO), key=MODELS("lm_card"))
+    _card("lm", MODELS("lm_card"))
 
 # --- embedder ----------------------------------------------------------------------------------
 with col_emb:
@@ -123,7 +135,7 @@ with col_emb:
             st.rerun()
     if st.session_state.get(_EMB_ERROR):
         st.error(st.session_state[_EMB_ERROR], icon=":material/error:")
-    model_card(st.session_state.get(EMB_INFO), key=MODELS("emb_card"))
+    _card("embedder", MODELS("emb_card"))
 
 # --- chat model (LLM chunkers) -------------------------------------------------------------------
 st.divider()
@@ -173,7 +185,7 @@ st.caption(
 )
 doc = current_document()
 job = st.session_state.get(_JOB)
-scorer = current_scorer() if st.session_state.get(LM_INFO) is not None else None
+scorer = scorer_in_use()  # the session's model, else the default once a job has loaded it
 if doc is None:
     st.info("Load a document first.", icon=":material/info:")
 elif job is not None and job.running:
@@ -181,7 +193,7 @@ elif job is not None and job.running:
 else:
     if st.button(
         "Score the current document", key=MODELS("score"), icon=":material/play_arrow:", type="primary",
-        disabled=scorer is None, help=None if scorer is not None else "Load a language model first",
+        disabled=scorer is None, help=None if scorer is not None else _NO_LM,
     ):
         cache = default_cache()
         job = st.session_state[_JOB] = start_job(
@@ -191,6 +203,8 @@ else:
             model=scorer.info.name,
         )
         st.rerun()  # draw the progress view
+    if scorer is None:
+        st.caption(_NO_LM)  # a disabled button's tooltip may never show: say why beside it
     if job is not None and job.meta.get("doc_id") == doc.id:
         if job.state == "cancelled":
             st.warning("Scoring was cancelled.", icon=":material/stop_circle:")

@@ -12,7 +12,16 @@ from backend.chunkers.run import chunk_all, needs_model
 from backend.config import default_embedder_spec
 from backend.errors import NotCached
 from backend.jobs import start_job
-from backend.metrics.cost import Throughput, cost_estimate, format_seconds
+from backend.metrics.cost import (
+    CONFIRM_SECONDS,
+    DEFAULT_METRICS,
+    DEFAULT_PAIR_WINDOW,
+    Throughput,
+    cost_estimate,
+    cost_label,
+    format_seconds,
+    needs_confirmation,
+)
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
 from backend.metrics.report import QualityData, QualitySettings, model_needs, table_csv, table_rows
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings, table_key, vectors_key
@@ -110,16 +119,18 @@ with st.expander("Match lengths", icon=":material/straighten:"):
 # --- what to compute -----------------------------------------------------------------------------------
 cols = st.columns([3, 1.2], vertical_alignment="bottom")
 metrics = cols[0].multiselect(
-    "Metrics", list(METRIC_LABELS), default=list(METRIC_LABELS), format_func=METRIC_LABELS.get,
+    "Metrics", list(METRIC_LABELS), default=list(DEFAULT_METRICS), format_func=METRIC_LABELS.get,
     key=QUALITY("metrics"), persist_state="session",
-    help="BC needs the adjacent pairs only; CS needs every ordered pair (n² model passes); DS needs the embedder.",
+    help="BC needs the adjacent pairs only; CS needs every ordered pair (n² model passes: hours on a CPU without "
+    "a pair window); DS needs the embedder. BC and DS by default: minutes on a CPU.",
 )
 w = int(
     cols[1].number_input(
-        "Pair window w (0 = all pairs)", min_value=0, max_value=10_000, value=0, step=1, key=QUALITY("window"),
+        "Pair window w (0 = all pairs)", min_value=0, max_value=10_000, value=DEFAULT_PAIR_WINDOW, step=1,
+        key=QUALITY("window"),
         persist_state="session", disabled="cs" not in metrics,
         help="An approximation for the CPU: score only the pairs with |i − j| ≤ w; pairs further apart count as "
-        "not sticky (no edge). 0 scores every pair, as the paper does.",
+        f"not sticky (no edge). 0 scores every pair, as the paper does (n² passes). {DEFAULT_PAIR_WINDOW} by default.",
     )
 )
 if not metrics:
@@ -236,10 +247,15 @@ if missing:
             return start_model_job(f"{title} with {lm.name}", lm, run, signature)
         return start_job(title, lambda progress: run(None, progress), signature=signature)
 
-    label = f"Score {cost['pairs']:,} pairs with {lm.name}" if to_score else "Embed the chunks"
+    label = f"Score with {lm.name}: {cost_label(cost)}" if to_score else "Embed the chunks"
+    long_run = to_score and needs_confirmation(cost["seconds"])
+    confirm = (
+        f"Yes, run for ≈ {format_seconds(cost['seconds'])} (over {format_seconds(CONFIRM_SECONDS)} at this speed)"
+        if long_run else None
+    )
     job = model_job_panel(
         _JOB, signature, _start, run_label=label, run_key=QUALITY("run"), cancel_key=QUALITY("cancel"), auto=False,
-        what="Scoring",
+        what="Scoring", confirm=confirm, confirm_key=QUALITY("confirm"),
     )
     if job is not None:
         scored = job.result

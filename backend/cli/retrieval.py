@@ -1,20 +1,22 @@
 """The retrieval lab's subcommands of ``python -m backend`` (wired in by :mod:`backend.cli.main`).
 
 Subcommands:
-    eval --questions FILE.csv --corpora DIR --chunker NAME [--param k=v …] [--tokenizer T]
+    eval --questions FILE.csv|sample:NAME [--corpora DIR] --chunker NAME [--param k=v …] [--tokenizer T]
          [--embedder default|PATH] [--retrieve 5] [--json]
                 The Chroma report's metrics of one configuration on a Chroma-format question
                 set. ``--json`` prints ``{"recall_mean", "recall_std", "precision_mean",
                 "precision_std", "precision_omega_mean", "precision_omega_std", "iou_mean",
                 "iou_std", "per_corpus": {…}, "chunks", "seconds"}`` (fractions in 0..1);
                 without it, a short text summary. ``--retrieve -1``: as many chunks as contain
-                excerpts (the reference's mode).
+                excerpts (the reference's mode). ``--corpora`` defaults to ``corpora/`` beside
+                the CSV; ``sample:NAME`` is a bundled sample's question set (``narrative``,
+                ``technical``: ``backend.samples.list_question_sets``) and needs no corpora.
     questions generate FILE --out DIR [--n 10] [--base-url URL] [--model NAME] [--local]
                 Generate a question set from a document (an OpenAI-compatible LLM when
                 OPENAI_BASE_URL/OPENAI_API_KEY or --base-url is set, else the weaker local
                 fallback) and write ``DIR/questions.csv`` and ``DIR/corpora/<corpus_id>.md``;
                 prints a JSON summary. The API key is read from OPENAI_API_KEY only.
-    questions check --questions FILE.csv --corpora DIR
+    questions check --questions FILE.csv|sample:NAME [--corpora DIR]
                 Validate a question set; prints ``{"questions", "corpora"}``.
     index FILE --chunker NAME [--param k=v …]
                 Chunk, embed and index a document in the store; prints the collection as JSON.
@@ -65,8 +67,13 @@ def add_commands(sub: Any) -> None:
     from backend.tokenizers import TOKENIZER_NAMES
 
     p_eval = sub.add_parser("eval", help="the Chroma report's retrieval metrics of a configuration on a question set")
-    p_eval.add_argument("--questions", required=True, type=Path, metavar="FILE.csv", help="Chroma-format question CSV")
-    p_eval.add_argument("--corpora", required=True, type=Path, metavar="DIR", help="folder of <corpus_id>.md/.txt")
+    p_eval.add_argument(
+        "--questions", required=True, metavar="FILE.csv|sample:NAME",
+        help="Chroma-format question CSV, or sample:NAME for a bundled sample's set (narrative, technical)",
+    )
+    p_eval.add_argument(
+        "--corpora", type=Path, metavar="DIR", help="folder of <corpus_id>.md/.txt (default: corpora/ beside the CSV)"
+    )
     _add_config_flags(p_eval, TOKENIZER_NAMES)
     p_eval.add_argument(
         "--retrieve", type=_retrieve, default=5, metavar="N", help="chunks per question (default 5); -1: as many as contain excerpts"
@@ -89,8 +96,8 @@ def add_commands(sub: Any) -> None:
     p_gen.add_argument("--embedder", default="default", metavar="default|PATH", help="embedder of the filters")
     p_gen.add_argument("--seed", type=int, default=0)
     p_chk = q_sub.add_parser("check", help="validate a Chroma-format question set")
-    p_chk.add_argument("--questions", required=True, type=Path, metavar="FILE.csv")
-    p_chk.add_argument("--corpora", required=True, type=Path, metavar="DIR")
+    p_chk.add_argument("--questions", required=True, metavar="FILE.csv|sample:NAME")
+    p_chk.add_argument("--corpora", type=Path, metavar="DIR", help="default: corpora/ beside the CSV")
 
     p_index = sub.add_parser("index", help="chunk, embed and index a document in the Chroma store (JSON)")
     p_index.add_argument("file", help="document path, or sample:NAME")
@@ -149,14 +156,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _question_set(args: argparse.Namespace) -> Any:
+    """``--questions`` and ``--corpora`` → the question set (``sample:NAME``: a bundled one)."""
+    from backend.errors import ParameterError
+    from backend.retrieval.questions import load_question_set, load_sample_question_set
+
+    if args.questions.startswith("sample:"):
+        if args.corpora is not None:
+            raise ParameterError("--corpora is not used with --questions sample:NAME (the sample is the corpus)")
+        return load_sample_question_set(args.questions.removeprefix("sample:"))
+    return load_question_set(Path(args.questions).expanduser(), args.corpora)
+
+
 def _eval(args: argparse.Namespace) -> None:
     from backend.models.types import ProgressTracker
     from backend.retrieval.evaluate import evaluate
-    from backend.retrieval.questions import load_question_set
     from backend.retrieval.store import open_store
 
     config = _config(args)
-    questions = load_question_set(args.questions, args.corpora)
+    questions = _question_set(args)
     store = open_store()  # an unreachable server fails here, before any model loads
     with _progress("evaluating") as line:
         line.status("loading embedder…")
@@ -215,9 +233,7 @@ def _generate(args: argparse.Namespace) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from backend.retrieval.questions import load_question_set
-
-    qs = load_question_set(args.questions, args.corpora)
+    qs = _question_set(args)
     counts = {cid: sum(q.corpus_id == cid for q in qs.questions) for cid in qs.corpus_ids}
     write(json.dumps({"questions": len(qs), "corpora": counts}, ensure_ascii=False) + "\n")
 

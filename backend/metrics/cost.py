@@ -3,6 +3,11 @@
 The language model reads every pair's text, so the cost is counted in tokens
 (:func:`~backend.metrics.quality.estimate_cost` per chunking) and turned into time with a
 :class:`Throughput`: a cautious default until a finished run has been timed.
+
+The defaults fit a CPU: BC and DS (adjacent pairs only, a few minutes on a sample document),
+and a small pair window for CS when it is picked (every ordered pair is n² passes: hours).
+A run estimated above :data:`CONFIRM_SECONDS` asks for confirmation first
+(:func:`needs_confirmation`).
 """
 
 from __future__ import annotations
@@ -12,7 +17,17 @@ from dataclasses import dataclass
 
 from backend.metrics.quality import estimate_cost
 
-__all__ = ["DEFAULT_TOKENS_PER_S", "Throughput", "cost_estimate", "format_seconds"]
+__all__ = [
+    "DEFAULT_TOKENS_PER_S",
+    "DEFAULT_METRICS",
+    "DEFAULT_PAIR_WINDOW",
+    "CONFIRM_SECONDS",
+    "Throughput",
+    "cost_estimate",
+    "cost_label",
+    "needs_confirmation",
+    "format_seconds",
+]
 
 # Tokens per second the time estimate assumes until a run has been timed: a cautious figure
 # for the bundled SmolLM2-135M on two busy CPU cores.
@@ -20,6 +35,12 @@ DEFAULT_TOKENS_PER_S = 150.0
 # A run shorter than this, or one read from the cache, says little about the model's speed.
 MIN_TOKENS = 2_000
 MIN_SECONDS = 5.0
+# What the Quality page computes unless told otherwise: the adjacent-pair metrics (n passes), not CS (n²).
+DEFAULT_METRICS = ("bc", "ds")
+# The pair window CS starts with: pairs with |i − j| ≤ 3, about 6n passes instead of n².
+DEFAULT_PAIR_WINDOW = 3
+# A run estimated longer than this (10 minutes at the session's measured speed) starts only once confirmed.
+CONFIRM_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +79,22 @@ def cost_estimate(
         pairs += cost["pairs"]
         tokens += cost["tokens"]
     return {"pairs": pairs, "tokens": tokens, "seconds": tokens / max(tokens_per_s, 1e-9)}
+
+
+def needs_confirmation(seconds: float, threshold: float = CONFIRM_SECONDS) -> bool:
+    """Whether a run estimated at ``seconds`` is long enough to ask before starting it.
+
+    Args:
+        seconds: The estimate (:func:`cost_estimate`'s ``seconds``).
+        threshold: The longest run that starts on one click (default :data:`CONFIRM_SECONDS`).
+    """
+    return seconds > threshold
+
+
+def cost_label(cost: dict[str, float]) -> str:
+    """A :func:`cost_estimate` in a few words: ``1,234 model passes, ≈ 6.5 min``."""
+    pairs = int(cost["pairs"])
+    return f"{pairs:,} model pass{'es' if pairs != 1 else ''}, ≈ {format_seconds(cost['seconds'])}"
 
 
 def format_seconds(seconds: float) -> str:

@@ -38,7 +38,15 @@ from backend.models.types import ModelInfo, Progress
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["Embedder", "load_embedder", "DEFAULT_EMBEDDER", "resolve_embedder_spec", "weights_fingerprint"]
+__all__ = [
+    "Embedder",
+    "load_embedder",
+    "loaded_embedder",
+    "embedder_name",
+    "DEFAULT_EMBEDDER",
+    "resolve_embedder_spec",
+    "weights_fingerprint",
+]
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +207,42 @@ def load_embedder(spec: str | None = None, device: str | None = None) -> Embedde
         if hit is None:
             hit = _loaded[key] = _load(resolved, dev)
         return hit
+
+
+def embedder_name(spec: str | None = None) -> str:
+    """The display name :func:`load_embedder` would give ``spec``'s model, without loading it.
+
+    ``all-MiniLM-L6-v2`` for the bundled one, a folder's name, a hub id; ``spec`` itself when
+    it does not resolve (loading would then say why).
+    """
+    try:
+        resolved = resolve_embedder_spec(spec)
+    except ModelError:
+        return (spec or "").strip() or "default embedder"
+    if resolved == DEFAULT_EMBEDDER:
+        return _BUNDLED_NAME
+    return resolved if _is_hub_id(resolved) else Path(resolved).name
+
+
+def loaded_embedder(spec: str | None = None) -> ModelInfo | None:
+    """The embedder :func:`load_embedder` would return for ``spec``, if this process has loaded it (never loads).
+
+    Args:
+        spec: As for :func:`load_embedder` (``None``: ``CHUNKLAB_EMBEDDER`` or the bundled MiniLM).
+
+    Returns:
+        The loaded embedder's info (on any device), or None when it is not loaded or ``spec``
+        does not resolve.
+    """
+    with _lock:
+        loaded = list(_loaded.items())
+    if not loaded:
+        return None
+    try:
+        resolved = resolve_embedder_spec(spec)
+    except ModelError:
+        return None
+    return next((emb.info for (name, _device), emb in loaded if name == resolved), None)
 
 
 def _load(resolved: str, device: str) -> Embedder:

@@ -51,7 +51,7 @@ from backend.models.devices import default_dtype, dtype_name, select_device
 from backend.models.hub import hub_reachable
 from backend.models.types import ModelInfo
 
-__all__ = ["LanguageModel", "load_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
+__all__ = ["LanguageModel", "load_lm", "loaded_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
 
 DEFAULT_LM = "smollm2"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -149,6 +149,31 @@ def load_lm(spec: str | None = None, device: str | None = None) -> LanguageModel
         if hit is None:
             hit = _models[key] = _load(src, dev, dtype)
         return hit
+
+
+def loaded_lm(spec: str | None = None) -> ModelInfo | None:
+    """The model :func:`load_lm` would return for ``spec``, if this process has loaded it already (never loads).
+
+    Jobs load models through :func:`load_lm` (the scorer, the local chat model), so this
+    answers "is it loaded" for the whole process, whoever asked for it.
+
+    Args:
+        spec: As for :func:`load_lm` (``None``: ``CHUNKLAB_LM`` or the bundled SmolLM2).
+
+    Returns:
+        The loaded model's info (on any device), or None when it is not loaded or ``spec``
+        does not resolve.
+    """
+    with _load_lock:
+        if not _models:
+            return None  # nothing loaded: nothing to resolve (and no device probe, which imports torch)
+        loaded = list(_models.items())
+    try:
+        src = _resolve(spec)
+    except ModelError:
+        return None
+    name = f"{src.kind}:{src.location}"
+    return next((lm.info for key, lm in loaded if key[0] == name), None)
 
 
 def _load(src: _Source, device: str, dtype: Any) -> LanguageModel:

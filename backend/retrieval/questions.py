@@ -48,6 +48,7 @@ __all__ = [
     "merge_question_sets",
     "questions_to_csv",
     "load_question_set",
+    "load_sample_question_set",
     "save_question_set",
     "question_set_zip",
 ]
@@ -391,6 +392,21 @@ def _corpus_file(corpora_dir: Path, corpus_id: str) -> Path | None:
         if path.is_file():
             return path
     return None
+
+
+def load_sample_question_set(name: str) -> QuestionSet:
+    """A bundled sample's question set (:func:`backend.samples.list_question_sets`), validated like any import.
+
+    Args:
+        name: The sample's name, e.g. ``"narrative"``.
+
+    Raises:
+        ParameterError: No sample of that name ships a question set.
+    """
+    from backend.samples import get_question_set
+
+    entry = get_question_set(name)
+    return load_question_set(entry.csv_path, entry.corpora_dir)
 
 
 def load_question_set(csv_path: str | Path, corpora_dir: str | Path | None = None) -> QuestionSet:

@@ -8,6 +8,7 @@ import pytest
 
 import components.keys as keys
 from backend.chunking import Chunk, ChunkerConfig, Chunking
+from components.config_form import default_chunker
 from components.figures.charts import boundary_strip, size_histogram
 from components.render import ChunkIndex, chunk_detail_html, esc, legend_html, window_html
 from components.state import tag_for
@@ -168,3 +169,12 @@ def test_export_file_names_name_document_and_configuration(source: str, expected
     from components.views import export_stem
 
     assert export_stem(source, "B", _chunking(TEXT, [(0, 10)])) == expected
+
+
+def test_default_chunker_is_model_free_from_the_registry() -> None:
+    specs = [{"name": "cluster", "needs": ["embedder"]}, {"name": "fixed_token", "needs": []},
+             {"name": "ppl", "needs": ["lm"]}, {"name": "recursive", "needs": []}]
+    assert default_chunker(specs) == "recursive"
+    assert default_chunker(specs[:3]) == "fixed_token"  # no recursive: the first model-free one
+    assert default_chunker(specs, preferred="ppl") == "fixed_token"  # a model-backed preference is not taken
+    assert default_chunker([specs[2]]) == "ppl"  # nothing model-free: the first

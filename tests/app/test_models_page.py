@@ -34,6 +34,18 @@ def private_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def no_models_loaded(monkeypatch):
+    """The process's model caches emptied for the test (another test may have loaded the defaults)."""
+    import backend.models.embedder as embedder_module
+    import backend.models.lm as lm_module
+    import backend.models.scorer as scorer_module
+
+    monkeypatch.setattr(lm_module, "_models", {})
+    monkeypatch.setattr(scorer_module, "_scorers", {})
+    monkeypatch.setattr(embedder_module, "_loaded", {})
+
+
+@pytest.fixture
 def at() -> AppTest:
     """The app on the Models page (the default sample loaded, no model loaded)."""
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
@@ -64,6 +76,7 @@ def _score_and_wait(at: AppTest, timeout: float = 90) -> object:
     return job
 
 
+@pytest.mark.usefixtures("no_models_loaded")
 def test_page_renders_with_no_model_loaded(at: AppTest) -> None:
     assert [t.value for t in at.title] == ["Models"]
     assert not _errors(at)
@@ -72,10 +85,13 @@ def test_page_renders_with_no_model_loaded(at: AppTest) -> None:
     assert at.session_state["doc"].source in sidebar  # the document line is still there
     for key in ("models_lm_card", "models_emb_card"):
         assert [c.value for c in at.get_by_key(key).caption] == ["Not loaded."]
-    assert at.button(key="models_score").disabled
+    button = at.button(key="models_score")
+    assert button.disabled and "No language model is loaded" in button.help
+    assert any(c.value.startswith("No language model is loaded: press Load") for c in at.caption)  # the reason, shown
     assert {m.label for m in at.metric} >= {"Entries", "Size"}
 
 
+@pytest.mark.usefixtures("no_models_loaded")
 def test_bad_model_path_shows_one_error_and_the_page_goes_on(at: AppTest) -> None:
     at.radio(key="models_lm_source").set_value("local")
     _run(at)
@@ -92,6 +108,7 @@ def test_bad_model_path_shows_one_error_and_the_page_goes_on(at: AppTest) -> Non
     assert len(_errors(at)) == 1
 
 
+@pytest.mark.usefixtures("no_models_loaded")
 def test_bad_embedder_path_shows_an_error(at: AppTest) -> None:
     at.radio(key="models_emb_source").set_value("local")
     _run(at)
@@ -113,6 +130,33 @@ def test_unreachable_remote_server_shows_an_error(at: AppTest) -> None:
     _run(at)
     errors = _errors(at)
     assert len(errors) == 1 and "unreachable" in errors[0] and KEY not in errors[0]
+
+
+@pytest.mark.usefixtures("no_models_loaded")
+def test_models_a_job_loaded_are_named_and_usable(at: AppTest) -> None:
+    """A job loads the default models through the backend's caches, not the session: the labels follow."""
+    from backend.models.embedder import load_embedder
+    from backend.models.scorer import load_scorer
+
+    assert "LM: not loaded" in [t.value for t in at.sidebar.text]
+    load_scorer(None)  # what a Compare, Quality or Benchmark job does in its thread
+    load_embedder(None)
+    at.session_state["doc"] = Document.from_text(TINY, source="tiny.txt")
+    _run(at)
+    sidebar = [t.value for t in at.sidebar.text]
+    assert "LM: SmolLM2-135M-Instruct.Q4_1 (default)" in sidebar and "Embedder: all-MiniLM-L6-v2 (default)" in sidebar
+    assert "models_lm_info" not in at.session_state  # the session chose nothing
+    for key in ("models_lm_card", "models_emb_card"):
+        card = at.get_by_key(key)
+        assert card.metric and any("loaded by a background job" in c.value for c in card.caption)
+    assert not at.button(key="models_score").disabled  # the loaded default scores the document
+    assert not any(c.value.startswith("No language model is loaded") for c in at.caption)
+    job = _score_and_wait(at)
+    assert job.state == "done", job.error
+    assert job.meta["model"] == "SmolLM2-135M-Instruct.Q4_1"
+    at.switch_page("pages/compare.py")
+    _run(at)
+    assert "LM: SmolLM2-135M-Instruct.Q4_1 (default)" in [t.value for t in at.sidebar.text]
 
 
 def test_loading_the_bundled_models_shows_their_info(at: AppTest) -> None:

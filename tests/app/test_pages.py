@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -174,6 +175,18 @@ def test_add_configuration_through_the_form(compare: AppTest) -> None:
     assert added["tag"] == "C"
     html = "".join(h.value for h in compare.get_by_key(f"cmp_view_{added['uid']}").html)
     assert "cl-badge" in html
+
+
+def test_the_add_form_opens_on_a_model_free_chunker(compare: AppTest) -> None:
+    from backend.chunkers import chunker_specs
+
+    needs = {s["name"]: s["needs"] for s in chunker_specs()}
+    box = compare.selectbox(key="cmp_new_chunker")
+    assert box.value == "recursive" and needs["recursive"] == []
+    assert needs[box.options[0].split(" · ")[0]], "the first listed chunker needs a model: the default is not an index"
+    compare.button(key="cmp_new_submit").click().run()
+    added = compare.session_state["configs"][-1]
+    assert added["config"].name == "recursive" and not _errors(compare)
 
 
 def test_same_chunker_twice_gets_two_columns(compare: AppTest) -> None:
@@ -371,3 +384,55 @@ def test_a_failed_model_run_shows_its_error_on_the_compare_card(tmp_path, monkey
     assert not any("Waiting for" in c.value for c in card.caption)
     assert not any("results are missing" in w.value for w in at.warning)
     assert job is at.session_state[COMPARE.lm_job]  # no second run was started
+
+
+def test_an_embedder_run_names_the_embedder_and_a_cancelled_card_can_run_again(tmp_path, monkeypatch) -> None:
+    import threading
+
+    import components.lm_runs as lm_runs
+
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CHUNKLAB_EMBEDDER", raising=False)
+    doc = Document.from_text(
+        f"Semantic run {uuid.uuid4().hex[:8]}. The lighthouse stood on the cliff. Stocks fell on Monday.",
+        source="semantic.txt",
+    )
+    started = threading.Event()
+
+    def held(doc, configs, scorer, progress, *rest):  # a run that waits until it is cancelled
+        started.set()
+        while True:
+            progress(0, 1)  # raises Cancelled once the job is cancelled
+            time.sleep(0.02)
+
+    real = lm_runs.run_configs
+    monkeypatch.setattr(lm_runs, "run_configs", held)
+    at = open_page("pages/document.py", doc)
+    at.session_state[CONFIGS] = [{"uid": 0, "tag": "A", "config": normalized_config("semantic", {})}]
+    at.session_state[NEXT_UID] = 1
+    at.switch_page("pages/compare.py")
+    checked_run(at)
+    job = at.session_state[COMPARE.lm_job]
+    assert started.wait(30) and job.running
+    panel = " ".join(c.value for c in at.caption)
+    assert "running it with all-MiniLM-L6-v2 (default) in the background" in panel and "SmolLM2" not in panel
+    card = " ".join(c.value for c in at.get_by_key("cmp_card_0").caption)
+    assert "Waiting for all-MiniLM-L6-v2 (default)…" in card and "SmolLM2" not in card
+
+    job.cancel()
+    wait_job(at, COMPARE.lm_job)
+    assert job.state == "cancelled"
+    card = at.get_by_key("cmp_card_0")
+    assert "The run with all-MiniLM-L6-v2 (default) was cancelled." in [c.value for c in card.caption]
+    assert not any("Waiting for" in c.value for c in card.caption)
+    monkeypatch.setattr(lm_runs, "run_configs", real)
+    at.button(key="cmp_retry_0").click()
+    checked_run(at)
+    again = at.session_state[COMPARE.lm_job]
+    assert again is not job  # the card's button started the run again
+    wait_job(at, COMPARE.lm_job)
+    assert again.state == "done", again.error
+    card = " ".join(c.value for c in at.get_by_key("cmp_card_0").caption)
+    assert "chunks" in card and "cancelled" not in card
+    with pytest.raises(KeyError):
+        at.get_by_key("cmp_retry_0")

@@ -72,6 +72,20 @@ def _open(doc: Document, page: str = "pages/quality.py") -> AppTest:
     return open_page(page, doc, _entries())
 
 
+def _all_metrics(at: AppTest) -> AppTest:
+    """BC, CS on every pair (w = 0, as the paper) and DS: what ``scored`` cached (the page defaults to less)."""
+    at.multiselect(key="qual_metrics").set_value(["bc", "cs", "ds"])
+    _run(at)
+    at.number_input(key="qual_window").set_value(0)
+    return _run(at)
+
+
+def _paper_tables(at: AppTest) -> list:
+    """The page's pair tables of every pair (complete graph, no window), in configuration order."""
+    store = at.session_state["qual_store"]
+    return [v for k, v in store.items() if k != "doc" and k[0] == "table" and v.complete and v.window is None]
+
+
 def _has(at: AppTest, key: str) -> bool:
     try:
         at.get_by_key(key)
@@ -128,12 +142,11 @@ def test_uncached_run_shows_its_cost_then_scores_in_a_job() -> None:
 
 def test_cached_document_opens_without_a_job_and_matches_the_backend(scored: Document, monkeypatch) -> None:
     _no_model_calls(monkeypatch)  # the cache-only lookup must need no model
-    at = _open(scored)
+    at = _all_metrics(_open(scored))
     assert "qual_job" not in at.session_state
     assert not at.error
     table = _table(at)
-    store = at.session_state["qual_store"]
-    tables = [v for k, v in store.items() if k != "doc" and k[0] == "table"]
+    tables = _paper_tables(at)
     assert len(tables) == 2
     for e in _entries():
         assert _has(at, f"qual_graph_{e['uid']}") and _has(at, f"qual_graph_html_{e['uid']}")
@@ -144,9 +157,9 @@ def test_cached_document_opens_without_a_job_and_matches_the_backend(scored: Doc
 
 
 def test_k_rule_and_mode_recompute_with_no_model_call(scored: Document, monkeypatch) -> None:
-    at = _open(scored)
+    at = _all_metrics(_open(scored))
     _no_model_calls(monkeypatch)
-    tables = [v for k, v in at.session_state["qual_store"].items() if k != "doc" and k[0] == "table"]
+    tables = _paper_tables(at)
     for K in (0.0, 0.3, 1.2):
         at.slider(key="qual_K").set_value(K)
         _run(at)
@@ -280,7 +293,7 @@ def test_the_page_row_is_what_the_cli_metrics_prints(scored: Document, tmp_path,
     assert main(["metrics", str(path), "--chunker", name, *(f"--param={k}={v}" for k, v in params.items()),
                  "--K", "0.3", "--cs-rule", "reference", "--bc-mode", "paper", "--delta", "1", "--window", "2"]) == 0
     cli = json.loads(capsys.readouterr().out)
-    at = _open(scored)
+    at = _all_metrics(_open(scored))
     at.slider(key="qual_K").set_value(0.3)
     at.segmented_control(key="qual_cs_rule").set_value("reference")
     at.segmented_control(key="qual_bc_mode").set_value("paper")
@@ -294,3 +307,57 @@ def test_the_page_row_is_what_the_cli_metrics_prints(scored: Document, tmp_path,
             "ds_mean": float(row["ds"])}
     assert page == {k: cli[k] for k in page}
     assert (cli["K"], cli["cs_rule"], cli["bc_mode"], cli["delta"], cli["window"]) == (0.3, "reference", "paper", 1, 2)
+
+
+def _fresh(label: str) -> Document:
+    return Document.from_text(f"{label} {uuid.uuid4().hex[:8]} here. " + TEXT, source=f"{label.lower()}.txt")
+
+
+def test_defaults_fit_a_cpu_and_the_button_shows_the_cost() -> None:
+    from backend.chunkers import run_chunker
+    from backend.metrics.cost import DEFAULT_PAIR_WINDOW, DEFAULT_TOKENS_PER_S, cost_estimate, cost_label
+
+    doc = _fresh("Defaults")
+    at = _open(doc)
+    assert at.multiselect(key="qual_metrics").value == ["bc", "ds"]  # adjacent pairs only: n passes, not n²
+    assert at.number_input(key="qual_window").value == DEFAULT_PAIR_WINDOW == 3
+    counts = [run_chunker(doc, e["config"]).token_counts for e in _entries()]
+    want = cost_estimate(counts, complete=False, window=3, tokens_per_s=DEFAULT_TOKENS_PER_S)
+    button = at.button(key="qual_run")
+    assert button.label.startswith("Score with ") and button.label.endswith(": " + cost_label(want))
+    assert not button.disabled and not _has(at, "qual_confirm")  # seconds, not minutes: one click
+    # CS with the default window costs more passes, and the label follows.
+    at.multiselect(key="qual_metrics").set_value(["bc", "cs", "ds"])
+    _run(at)
+    windowed = cost_estimate(counts, complete=True, window=3, tokens_per_s=DEFAULT_TOKENS_PER_S)
+    assert windowed["pairs"] > want["pairs"]
+    assert at.button(key="qual_run").label.endswith(": " + cost_label(windowed))
+    assert "qual_job" not in at.session_state
+
+
+def test_a_run_over_ten_minutes_asks_for_confirmation() -> None:
+    from backend.chunkers import run_chunker
+    from backend.metrics.cost import Throughput, cost_estimate, format_seconds
+
+    doc = _fresh("Confirm")
+    at = _open(doc)
+    at.session_state["qual_throughput"] = Throughput(0.1, measured=True)  # a very slow machine: minutes → hours
+    _run(at)
+    counts = [run_chunker(doc, e["config"]).token_counts for e in _entries()]
+    cost = cost_estimate(counts, complete=False, window=3, tokens_per_s=0.1)
+    assert cost["seconds"] > 600
+    assert f"≈ {format_seconds(cost['seconds'])}" in at.button(key="qual_run").label
+    box = at.checkbox(key="qual_confirm")
+    assert not box.value and f"≈ {format_seconds(cost['seconds'])}" in box.label and "10.0 min" in box.label
+    assert at.button(key="qual_run").disabled  # nothing starts on one click
+    box.check()
+    _run(at)
+    assert not at.button(key="qual_run").disabled
+    # Another run (here DS only, no language model needed: no confirmation) forgets the tick.
+    at.multiselect(key="qual_metrics").set_value(["ds"])
+    _run(at)
+    assert not _has(at, "qual_confirm") and not at.button(key="qual_run").disabled
+    at.multiselect(key="qual_metrics").set_value(["bc"])
+    _run(at)
+    assert not at.checkbox(key="qual_confirm").value and at.button(key="qual_run").disabled
+    assert "qual_job" not in at.session_state

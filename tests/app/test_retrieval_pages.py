@@ -418,3 +418,34 @@ def test_a_model_backed_configuration_is_never_chunked_inline() -> None:
     for key in ("ret_search_job", "ret_cp_job", "cmp_lm_job"):  # nothing started a model run
         assert key not in at.session_state or not at.session_state[key].running
 
+
+
+def test_benchmark_runs_on_a_bundled_sample_set() -> None:
+    from backend.retrieval.evaluate import evaluate
+    from backend.retrieval.questions import load_sample_question_set
+    from backend.retrieval.store import open_store
+
+    at = _open("pages/benchmark.py")
+    at.segmented_control(key="bm_source").set_value("Bundled sample set")
+    _run(at)
+    assert at.selectbox(key="bm_sample").options == [
+        "English narrative — The Clockmaker of Harrow Lane",
+        "English technical guide (Markdown) — Kestrel Object Store",
+    ]
+    at.selectbox(key="bm_sample").set_value("technical")
+    _run(at)
+    assert "12 question(s) over 1 corpus/corpora: technical\\_kestrel" in [c.value for c in at.caption]
+    assert not at.get_by_key("bm_run").disabled
+    at.button(key="bm_run").click()
+    _run(at)
+    job = _wait(at, "bm_job", timeout=240)
+    assert job.state == "done", job.error
+    assert job.meta["qset"] == load_sample_question_set("technical")
+
+    configs = [normalized_config(n, p) for n, p in CONFIGS]  # recursive and fixed_token: no model but the embedder
+    want = evaluate(load_sample_question_set("technical"), configs, store=open_store())
+    (table,) = _frames(at, "chunker")
+    for tag, r in zip("AB", want.results):
+        assert table.loc[tag, "IoU"] == f"{100 * r.summary.iou_mean:.1f} ± {100 * r.summary.iou_std:.1f}"
+        assert table.loc[tag, "chunks"] == r.chunks
+    assert all(r.summary.recall_mean > 0 for r in want.results)

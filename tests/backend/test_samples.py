@@ -95,3 +95,49 @@ def test_pdf_sample_is_small_and_matches_its_markdown(tmp_path: Path) -> None:
     from backend.loaders import load_document
 
     assert load_document(rebuilt).text == document.text
+
+
+# --- bundled question sets ------------------------------------------------------------------------
+
+
+def test_question_sets_are_listed_per_sample() -> None:
+    from backend.samples import QUESTIONS_DIR, get_question_set, list_question_sets
+
+    sets = list_question_sets()
+    assert [s.name for s in sets] == ["narrative", "technical"]
+    for entry in sets:
+        assert entry.csv_path == QUESTIONS_DIR / f"{entry.name}.csv" and entry.corpora_dir == SAMPLES_DIR
+        assert entry.title == get_sample(entry.name).title
+    with pytest.raises(ParameterError, match="no bundled question set 'chinese'; available: narrative, technical"):
+        get_question_set("chinese")
+
+
+@pytest.mark.parametrize("name", ["narrative", "technical"])
+def test_every_bundled_excerpt_is_exact(name: str) -> None:
+    from backend.retrieval.questions import load_sample_question_set, read_corpus_text
+    from backend.samples import get_question_set
+
+    qset = load_sample_question_set(name)
+    sample = get_sample(name)
+    (corpus_id,) = qset.corpus_ids
+    assert corpus_id == sample.path.stem and 8 <= len(qset) <= 12
+    # The text the benchmark chunks: the corpus as read from the sample file, as a Document.
+    text = qset.document(corpus_id).text
+    assert text == read_corpus_text(sample.path.read_bytes()) == qset.corpora[corpus_id]
+    assert get_question_set(name).csv_path.read_text(encoding="utf-8").count("\n") == len(qset) + 1
+    for q in qset.questions:
+        assert q.question.endswith("?")
+        for ref in q.references:
+            assert text[ref.start : ref.end] == ref.content and len(ref.content) >= 15
+            assert text.count(ref.content) == 1  # the excerpt names one place in the text
+    assert any(len(q.references) > 1 for q in qset.questions)
+
+
+def test_make_questions_rewrites_the_same_csv_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = importlib.util.spec_from_file_location("make_questions", SAMPLES_DIR / "questions" / "make_questions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "HERE", tmp_path)
+    module.main()
+    for name in module.SETS:
+        assert (tmp_path / f"{name}.csv").read_bytes() == (SAMPLES_DIR / "questions" / f"{name}.csv").read_bytes()

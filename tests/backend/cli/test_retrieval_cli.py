@@ -130,3 +130,18 @@ def test_errors_are_one_line(data_dir, tmp_path):
         run_cli(*EVAL, "--chunker", "recursive", data_dir=data_dir, CHROMA_HOST="127.0.0.1", CHROMA_PORT=str(port)),
         1, f"127.0.0.1:{port}",
     )
+
+
+def test_bundled_question_sets_by_name(data_dir):
+    proc = run_cli("questions", "check", "--questions", "sample:technical", data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout) == {"questions": 12, "corpora": {"technical_kestrel": 12}}
+    line = assert_one_line_error(
+        run_cli("questions", "check", "--questions", "sample:nope", data_dir=data_dir), 2, "no bundled question set"
+    )
+    assert "available: narrative, technical" in line
+    proc = run_cli("eval", "--questions", "sample:narrative", "--chunker", "recursive", "--param", "chunk_size=100",
+                   "--json", data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr.decode()
+    got = json.loads(proc.stdout)
+    assert set(got["per_corpus"]) == {"narrative_clockmaker"} and got["recall_mean"] > 0

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from backend.errors import Cancelled, ModelError, ParameterError
-from backend.models.embedder import load_embedder, resolve_embedder_spec, weights_fingerprint
+from backend.models.embedder import (
+    embedder_name,
+    load_embedder,
+    loaded_embedder,
+    resolve_embedder_spec,
+    weights_fingerprint,
+)
 from backend.models.types import CancelToken, ProgressTracker
 from backend.tokenizers import minilm_dir
 
@@ -44,6 +50,24 @@ def test_bundled_model_info(embedder):
 def test_loaded_once_per_process(embedder):
     assert load_embedder("minilm", device="cpu") is embedder
     assert load_embedder(" MiniLM ", device="cpu") is embedder
+
+
+def test_loaded_embedder_asks_the_process_cache_and_never_loads(embedder, monkeypatch):
+    import backend.models.embedder as embedder_module
+
+    monkeypatch.delenv("CHUNKLAB_EMBEDDER", raising=False)
+    assert loaded_embedder() == loaded_embedder("minilm") == embedder.info
+    assert loaded_embedder("./no-such-embedder") is None
+    monkeypatch.setattr(embedder_module, "_loaded", {})
+    assert loaded_embedder() is None and embedder_module._loaded == {}
+
+
+def test_embedder_name_without_loading(tmp_path, monkeypatch):
+    monkeypatch.delenv("CHUNKLAB_EMBEDDER", raising=False)
+    (tmp_path / "my-embedder").mkdir()
+    assert [embedder_name(s) for s in (None, "minilm", str(tmp_path / "my-embedder"), "org/model", "./missing")] == [
+        "all-MiniLM-L6-v2", "all-MiniLM-L6-v2", "my-embedder", "org/model", "./missing",
+    ]
 
 
 def test_shape_dtype_and_unit_norm(embedder):

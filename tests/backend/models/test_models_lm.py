@@ -19,7 +19,7 @@ import torch
 
 from backend.config import data_dir
 from backend.errors import Cancelled, ModelError, ParameterError
-from backend.models.lm import converted_dir, file_sha256, load_lm
+from backend.models.lm import converted_dir, file_sha256, load_lm, loaded_lm
 from backend.models.scorer import LocalScorer, load_scorer, sliding_windows
 from backend.samples import load_sample
 from backend.text.segment import sentence_spans
@@ -79,6 +79,16 @@ def test_model_is_loaded_once_per_process(scorer):
     assert load_lm() is scorer.lm
     assert load_lm("smollm2", "cpu") is scorer.lm
     assert load_scorer() is scorer
+
+
+def test_loaded_lm_asks_the_process_cache_and_never_loads(scorer, monkeypatch, tmp_path):
+    import backend.models.lm as lm_module
+
+    assert loaded_lm() == loaded_lm("smollm2") == scorer.info  # loaded by the fixture, as a job would
+    assert loaded_lm(str(tmp_path / "missing.gguf")) is None  # does not resolve: not loaded
+    monkeypatch.setattr(lm_module, "_models", {})
+    assert loaded_lm() is None  # an empty process: nothing is loaded, and asking loads nothing
+    assert lm_module._models == {}
 
 
 def test_model_info(scorer):
