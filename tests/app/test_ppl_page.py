@@ -129,7 +129,7 @@ def _slider(at: AppTest):
 def test_theta_input_and_slider_rechunk_without_a_model_call(scored: Document, monkeypatch) -> None:
     at = _open(scored)
     _no_model_calls(monkeypatch)
-    low, high = float(_slider(at).options[0]), float(_slider(at).options[-1])
+    _low, high = float(_slider(at).options[0]), float(_slider(at).options[-1])
     assert high < 100  # from this document's drops, not a fixed 0..1 (nor the PPL scale)
 
     _set_theta(at, 0.0)
