@@ -51,5 +51,6 @@ def test_app_sh_starts_from_the_root_and_does_not_override_the_watcher():
     root = [i for i, line in enumerate(lines) if line == 'cd "$(dirname "$0")/.."']
     assert start and root and root[0] < start[0], "app.sh must cd to the checkout root before `streamlit run`"
     code = "\n".join(lines)
-    for option in ("fileWatcherType", "runOnSave", "STREAMLIT_SERVER_FILE_WATCHER_TYPE", "STREAMLIT_SERVER_RUN_ON_SAVE"):
+    options = ("fileWatcherType", "runOnSave", "STREAMLIT_SERVER_FILE_WATCHER_TYPE", "STREAMLIT_SERVER_RUN_ON_SAVE")
+    for option in options:
         assert not re.search(option, code, re.IGNORECASE), f"app.sh sets {option}; leave it to .streamlit/config.toml"
