@@ -10,6 +10,7 @@ page file alone, without the router. ``AppTest`` does so on every run.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import streamlit as st
 
@@ -20,10 +21,15 @@ from components.state import current_document, init_session_state
 
 __all__ = ["page_config", "shared_setup", "page_list", "sidebar_document", "ensure_routed"]
 
+# Shipped with the app: a ``:material/…:`` page icon makes the browser fetch the favicon from
+# fonts.gstatic.com (icons elsewhere come from the font Streamlit serves itself). An SVG file
+# goes to the page inline, as a data: URL.
+PAGE_ICON = Path(__file__).resolve().parent.parent / "assets" / "icon.svg"
+
 
 def page_config() -> None:
     """Title, icon and wide layout."""
-    st.set_page_config(page_title="Chunk Lab", page_icon=":material/view_column:", layout="wide")
+    st.set_page_config(page_title="Chunk Lab", page_icon=str(PAGE_ICON), layout="wide")
 
 
 def shared_setup() -> None:

@@ -2,8 +2,11 @@
 
 Uploads a generated text file, opens Compare, adds a configuration through the sidebar form,
 checks that every column renders the chunks of the uploaded text (escaped), clicks a chunk on
-the boundary strip and takes a screenshot. Skipped only where Chromium is missing outside CI;
-under ``CI=true`` a missing browser fails the test.
+the boundary strip and takes a screenshot. A walk through every page checks that the app needs
+no network: every request to a host other than 127.0.0.1/localhost is aborted and recorded
+(:class:`Offline`), and none may be attempted, nor may the console show a network error, in
+either test. Skipped only where Chromium is missing outside CI; under ``CI=true`` a missing
+browser fails the test.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -32,6 +37,70 @@ CHROMIUM_ARGS = [
 ]
 MARKER = "Zanzibar lighthouse keepers"
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+# Every page, in navigation order: the sidebar link and the page's title.
+PAGES = [
+    ("Document", "Document"),
+    ("Compare", "Compare chunkers"),
+    ("Meta-Chunking", "Meta-Chunking"),
+    ("Quality", "Quality"),
+    ("Retrieval", "Retrieval"),
+    ("Benchmark", "Benchmark"),
+    ("Models", "Models"),
+]
+
+
+def _base_path_probe(url: str) -> bool:
+    """Whether ``url`` is Streamlit's frontend trying a page's path as the app's base path."""
+    path = urlsplit(url).path
+    return not path.startswith("/_stcore/") and path.endswith(("/_stcore/health", "/_stcore/host-config"))
+
+
+@dataclass
+class Offline:
+    """What a browser context tried to reach outside the app, and the console's network errors.
+
+    Every request to a host other than 127.0.0.1/localhost is aborted and recorded, so the tests
+    see the same page a machine without internet access gets.
+    """
+
+    external: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    http_errors: list[str] = field(default_factory=list)
+    local: list[str] = field(default_factory=list)
+
+    @classmethod
+    def attach(cls, context) -> Offline:
+        rec = cls()
+
+        def route(r) -> None:
+            if urlsplit(r.request.url).hostname in LOCAL_HOSTS:
+                rec.local.append(r.request.url)
+                r.continue_()
+            else:
+                rec.external.append(r.request.url)
+                r.abort("internetdisconnected")
+
+        context.route("**/*", route)
+        context.on("console", lambda m: rec.console_errors.append(m.text) if m.type == "error" else None)
+        context.on("requestfailed", lambda r: rec.failed.append(f"{r.url}: {r.failure}"))
+        context.on("response", lambda r: rec.http_errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+        return rec
+
+    def assert_clean(self) -> None:
+        assert self.local, "the route saw no request at all: it is not in place"
+        assert self.external == [], f"requests left 127.0.0.1: {sorted(set(self.external))}"
+        network = [m for m in self.console_errors if "net::ERR_" in m]
+        assert network == [], f"network errors in the console: {network}"
+        # The console's "Failed to load resource: … status of 404" lines name no URL; the responses do.
+        # Opened at /models, Streamlit's frontend first tries /models as the app's base path
+        # (/models/_stcore/health, /models/_stcore/host-config), then the root: those 404s are its own.
+        http = [e for e in self.http_errors if not _base_path_probe(e.split(" ", 1)[1])]
+        assert http == [], f"requests to the app failed: {http}"
+        # net::ERR_ABORTED is the page cancelling its own request (a rerun replacing an element), not the network.
+        failed = [f for f in self.failed if "net::ERR_ABORTED" not in f]
+        assert failed == [], f"failed requests: {failed}"
 
 
 def _in_ci() -> bool:
@@ -70,7 +139,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         [
             sys.executable, "-m", "streamlit", "run", "app.py",
             "--server.port", str(port), "--server.headless", "true",
-            "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+            # No --server.fileWatcherType or --browser.gatherUsageStats: .streamlit/config.toml sets both, as for
+            # users, and the offline checks below see what its settings make the browser fetch.
         ],
         cwd=ROOT,
         stdout=log,
@@ -117,7 +187,9 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 2400})
+            context = browser.new_context(viewport={"width": 1500, "height": 2400})
+            offline = Offline.attach(context)
+            page = context.new_page()
             page.set_default_timeout(30_000)
             page.goto(server)
             expect(page.get_by_role("heading", name="Document", exact=True)).to_be_visible()
@@ -167,3 +239,32 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
             browser.close()
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
+    offline.assert_clean()
+
+
+def test_every_page_needs_no_network(server: str) -> None:
+    """Walk every page with the internet cut off: nothing is fetched from outside, no console network error."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1500, "height": 2400})
+            offline = Offline.attach(context)
+            page = context.new_page()
+            page.set_default_timeout(30_000)
+            page.goto(server)
+            for link, title in PAGES:
+                if link != "Document":
+                    page.get_by_role("link", name=link).click()
+                expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
+                _wait_idle(page)
+                # The page icon is the shipped SVG, inline: no favicon fetched from a font server.
+                icon = page.locator("link[rel~=icon]").first.get_attribute("href") or ""
+                assert icon.startswith("data:image/svg+xml"), icon[:80]
+            # Material icons (navigation, buttons, alerts) come from the font the app's server ships.
+            assert any("MaterialSymbols" in url for url in offline.local), "the icon font was not loaded"
+            page.wait_for_timeout(500)  # let a late favicon or font request show up before checking
+        finally:
+            browser.close()
+    offline.assert_clean()

@@ -9,7 +9,7 @@ process (the ``server`` fixture is per module), and must be its module's first r
 
 from __future__ import annotations
 
-from tests.app.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, _wait_idle, server  # noqa: F401  (fixture)
+from tests.app.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, Offline, _wait_idle, server  # noqa: F401  (fixture)
 
 
 def test_first_click_on_a_directly_opened_page_is_not_lost(server: str) -> None:  # noqa: F811
@@ -18,7 +18,9 @@ def test_first_click_on_a_directly_opened_page_is_not_lost(server: str) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            context = browser.new_context(viewport={"width": 1400, "height": 1600})
+            offline = Offline.attach(context)
+            page = context.new_page()
             page.set_default_timeout(30_000)
             page.goto(f"{server}/models")
             expect(page.get_by_role("heading", name="Models", exact=True)).to_be_visible()
@@ -27,3 +29,4 @@ def test_first_click_on_a_directly_opened_page_is_not_lost(server: str) -> None:
             expect(page.get_by_text("cached entr").first).to_be_visible()  # "Removed N cached entries."
         finally:
             browser.close()
+    offline.assert_clean()
