@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from contextlib import contextmanager
@@ -213,7 +214,7 @@ class ProgressTracker:
     counted (``"1,234 / 4,152 tokens"``, the unit set with :func:`set_unit`). The ETA comes
     from this count's measured rate: units done since the count began (its first report, or
     the moment the run stopped waiting for a model) over the seconds since then; there is
-    none until a unit is done. A new count (another unit or total) starts a new measurement.
+    none until a unit is done (shown in whole seconds, rounded up). A new count (another unit or total) starts a new measurement.
     :meth:`part` gives the callback of part ``k`` of ``parts`` (one per configuration, say):
     the fraction is the parts' share, the label and the ETA are the running part's own.
     While :func:`set_queued` says the run waits for a model, the label is :data:`QUEUED`.
@@ -318,5 +319,5 @@ class ProgressTracker:
         unit = f" {self._unit}" if self._unit else ""
         label = f"{self._part_text(part)}{done:,} / {total:,}{unit}"
         if eta is not None:
-            label += f" · ETA {eta:.0f}s" + (" for this one" if part is not None and part[1] > 1 else "")
+            label += f" · ETA {math.ceil(eta)}s" + (" for this one" if part is not None and part[1] > 1 else "")
         self._report(frac, eta, label)

@@ -106,7 +106,7 @@ def test_uncached_run_shows_its_cost_then_scores_in_a_job() -> None:
     doc = Document.from_text(f"Run {uuid.uuid4().hex[:8]} begins. " + TEXT, source="fresh.txt")
     at = _open(doc)
     assert [t.value for t in at.title] == ["Quality"]
-    (info,) = [i.value for i in at.info if "model passes" in i.value]
+    (info,) = [i.value for i in at.info if "pairs over about" in i.value]
     assert "tokens/s" in info and "≈" in info
     assert "qual_job" not in at.session_state  # a long run never starts on its own
     assert not [d for d in at.dataframe if "cs_complete" in d.value.columns]
@@ -180,7 +180,7 @@ def test_bc_only_needs_no_embedder_and_a_window_changes_the_cost(scored: Documen
     _run(at)
     at.number_input(key="qual_window").set_value(1)
     _run(at)  # pairs with |i - j| <= 1, all cached: nothing to run
-    assert not [i for i in at.info if "model passes" in i.value]
+    assert not [i for i in at.info if "pairs over about" in i.value]
     assert np.isfinite(_table(at)["cs_complete"].astype(float)).all()
     assert any("pair window w = 1" in c.value for c in at.caption)
     at.multiselect(key="qual_metrics").set_value([])
