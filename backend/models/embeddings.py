@@ -95,6 +95,6 @@ def embed_texts(
     vectors = np.asarray(value["vectors"], dtype=np.float32)
     if vectors.shape[0] != len(texts):  # a foreign entry under our key: recompute rather than trust it
         vectors, hit = compute()["vectors"], False
-    if hit and progress is not None:
-        progress(len(texts), len(texts))
+    if progress is not None:
+        progress(len(texts), len(texts))  # all done (a hit, or an embedder that reports less often)
     return vectors, hit
