@@ -141,8 +141,7 @@ def run_configs(
 
     out = []
     for k, config in enumerate(configs):
-        context = ModelContext(
-            scorer=scorer, embedder_spec=embedder_spec, chat=chat, progress=scaled_progress(progress, k, len(configs), "configuration")
-        )
+        part = scaled_progress(progress, k, len(configs), "configuration")
+        context = ModelContext(scorer=scorer, embedder_spec=embedder_spec, chat=chat, progress=part)
         out.append(_outcome(doc, config, lambda d, c, ctx=context: run_chunker(d, c, ctx)))
     return out

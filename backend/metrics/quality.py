@@ -160,7 +160,9 @@ def pair_table(
     return table_from_values(len(texts), values, complete=complete, window=window)
 
 
-def pair_requests(chunk_texts: Sequence[str], *, complete: bool = True, window: int | None = None) -> list[tuple[str, str]]:
+def pair_requests(
+    chunk_texts: Sequence[str], *, complete: bool = True, window: int | None = None
+) -> list[tuple[str, str]]:
     """The ``(context, continuation)`` texts a chunking's table needs: each chunk given ``" "``, then
     :func:`required_pairs` in order (what :func:`table_from_values` reads back)."""
     texts = [str(t) for t in chunk_texts]

@@ -169,7 +169,7 @@ def set_queued(progress: Progress | None, queued: bool) -> None:
 
 
 class Share:
-    """``progress`` for one share of a count: an inner ``(done, total)`` becomes ``base + size * done / total`` of ``total``.
+    """``progress`` for one share of a count: inner ``(done, total)`` becomes ``base + size * done / total`` of ``total``.
 
     A scorer call on one group of pairs reports that group's progress as pairs of the whole
     run. Queue states and cancel checks pass through; the unit is the outer count's.
@@ -214,7 +214,8 @@ class ProgressTracker:
     counted (``"1,234 / 4,152 tokens"``, the unit set with :func:`set_unit`). The ETA comes
     from this count's measured rate: units done since the count began (its first report, or
     the moment the run stopped waiting for a model) over the seconds since then; there is
-    none until a unit is done (shown in whole seconds, rounded up). A new count (another unit or total) starts a new measurement.
+    none until a unit is done (shown in whole seconds, rounded up). A new count (another unit
+    or total) starts a new measurement.
     :meth:`part` gives the callback of part ``k`` of ``parts`` (one per configuration, say):
     the fraction is the parts' share, the label and the ETA are the running part's own.
     While :func:`set_queued` says the run waits for a model, the label is :data:`QUEUED`.
