@@ -8,7 +8,9 @@ report (``ProgressTracker`` raises :class:`~backend.errors.Cancelled` there). A 
 the job with a one-line message, never a traceback on the caller's side.
 
 :func:`scaled_progress` splits one job's progress bar between several parts (one per
-chunker configuration, say).
+chunker configuration, say); each part's label keeps its own unit (tokens, pairs…) and ETA.
+A job waiting for a model that another run holds says so (``queued behind another run``,
+see :func:`~backend.models.types.acquired`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class Job:
         meta: What it was started on (document id, model fingerprint…), for the caller.
         state: ``running``, ``done``, ``cancelled`` or ``failed``.
         fraction: Progress in ``[0, 1]``.
-        label: Progress text (``done/total · ETA``).
+        label: Progress text (``1,234 / 4,152 tokens · ETA 40s``, or ``queued behind another run``).
         result: The computation's return value once ``done``.
         error: The one-line message once ``failed``.
         seconds: Wall time once ended.
@@ -125,10 +127,18 @@ def start_job(title: str, fn: Callable[[Progress], Any], **meta: Any) -> Job:
     return job
 
 
-def scaled_progress(progress: Progress, part: int, parts: int) -> Progress:
-    """``progress`` for part ``part`` (0-based) of ``parts`` equal parts of a job (per mille)."""
+def scaled_progress(progress: Progress, part: int, parts: int, what: str = "part") -> Progress:
+    """``progress`` for part ``part`` (0-based) of ``parts`` equal shares of a job's bar.
+
+    A :class:`~backend.models.types.ProgressTracker` (or one of its parts' callbacks) keeps
+    the part's own counts, unit and ETA in its label (:meth:`ProgressTracker.part`, the
+    label naming the part ``what``); any other callable gets per-mille shares.
+    """
     if parts <= 1:
         return progress
+    split = getattr(progress, "part", None)
+    if split is not None:
+        return split(part, parts, what)
 
     def report(done: int, total: int) -> None:
         frac = min(1.0, done / total) if total > 0 else 0.0

@@ -34,7 +34,7 @@ from backend.chunking import ChunkerConfig, Chunking
 from backend.config import default_lm_spec
 from backend.errors import ChunkLabError, ModelError, NotCached, one_line
 from backend.jobs import Job, start_job
-from backend.models.types import ModelInfo, Progress, Scorer
+from backend.models.types import ModelInfo, Progress, Scorer, check_cancel
 from backend.text.document import Document
 from components.keys import CHAT_CHOICE, EMB_CHOICE, EMB_INFO, LM_INFO, PageKeys
 from components.models import current_scorer, freeze_long_lived, job_progress, session_chat
@@ -158,7 +158,7 @@ def cached_document_scores(lm: SessionLM, text: str) -> TokenScores | None:
 # --- jobs ----------------------------------------------------------------------------------------
 
 
-def _job_scorer(lm: SessionLM) -> Scorer:
+def _job_scorer(lm: SessionLM, progress: Progress | None = None) -> Scorer:
     """The scorer to compute with, in the job's thread: the session's, or the default loaded now.
 
     ``backend.models.lm`` keeps one model per process, so this is the same object
@@ -168,7 +168,7 @@ def _job_scorer(lm: SessionLM) -> Scorer:
         return lm.scorer
     from backend.models.scorer import load_scorer
 
-    scorer = load_scorer(None)
+    scorer = load_scorer(None, progress=progress)  # queued while another run loads a model
     freeze_long_lived()
     return scorer
 
@@ -181,8 +181,8 @@ def start_model_job(title: str, lm: SessionLM, fn: Callable[[Scorer, Progress], 
     """
 
     def run(progress: Progress) -> Any:
-        progress(0, 1)  # honours a cancel before the model loads
-        return fn(_job_scorer(lm), progress)
+        check_cancel(progress)  # honours a cancel before the model loads
+        return fn(_job_scorer(lm, progress), progress)
 
     return start_job(title, run, signature=signature, model=lm.label)
 

@@ -188,9 +188,8 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], keys: 
 
                 def run(scorer, progress, d=doc, c=req_configs, t=req_target, emb=lm.embedder_spec, chat=lm.chat):
                     def context(k: int, n: int) -> ModelContext:
-                        return ModelContext(
-                            scorer=scorer, embedder_spec=emb, chat=chat, progress=scaled_progress(progress, k, n)
-                        )
+                        part = scaled_progress(progress, k, n, "configuration")
+                        return ModelContext(scorer=scorer, embedder_spec=emb, chat=chat, progress=part)
 
                     return MatchOutcome(d.id, t, run_matches(d, c, float(t), context=context))
 

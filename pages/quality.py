@@ -213,13 +213,14 @@ if missing:
     speed = st.session_state.get(_TPS, Throughput())
     to_score = [ch for _e, ch in missing if needs_scorer and _table_key(ch) not in store]
     cost = cost_estimate(
-        [ch.token_counts for ch in to_score], complete=complete, window=window, tokens_per_s=speed.tokens_per_s
+        [ch.token_counts for ch in to_score], complete=complete, window=window, tokens_per_s=speed.tokens_per_s,
+        chunk_texts=[[c.text for c in ch.chunks] for ch in to_score],  # the pairs the job counts
     )
     tags = ", ".join(e["tag"] for e, _ in missing)
     if to_score:
         measured = "measured on your last run" if speed.measured else "a rough CPU figure"
         st.info(
-            f"Scoring {tags} costs **{cost['pairs']:,}** model passes over about **{cost['tokens']:,}** tokens: "
+            f"Scoring {tags} costs **{cost['pairs']:,}** pairs over about **{cost['tokens']:,}** tokens: "
             f"≈ {format_seconds(cost['seconds'])} at {speed.tokens_per_s:,.0f} tokens/s ({measured}). "
             + ("A pair window w cuts the cost of CS. " if complete and not window and cost["seconds"] > 60 else "")
             + ("Embedding the chunks for DS takes seconds." if needs_embedder else ""),

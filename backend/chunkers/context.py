@@ -105,7 +105,7 @@ class ModelContext:
                 self.on_load()
             from backend.models.scorer import load_scorer
 
-            self.scorer = load_scorer(self.lm, self.device)
+            self.scorer = load_scorer(self.lm, self.device, self.progress)
         return self.scorer
 
     @property
@@ -120,7 +120,8 @@ class ModelContext:
 
     def token_scores(self, text: str) -> TokenScores:
         """Per-token NLLs of ``text``: from the cache when possible (without loading the model), else scored."""
-        from backend.models.scoring import cached_token_scores, document_token_scores
+        from backend.models.scoring import cached_token_scores, document_token_scores, scored_tokens
+        from backend.models.types import set_unit
 
         cache = self.cache
         if cache is not None and self.scorer is None:
@@ -129,7 +130,8 @@ class ModelContext:
                 hit = cached_token_scores(cache, fp, text, self.window)
                 if hit is not None:
                     if self.progress is not None:
-                        self.progress(1, 1)
+                        set_unit(self.progress, "tokens")
+                        self.progress(scored_tokens(hit), scored_tokens(hit))
                     return hit
         scores, _hit = document_token_scores(
             text, self.get_scorer(), window=self.window, cache=cache, progress=self.progress
@@ -171,7 +173,10 @@ class ModelContext:
                 hit = cache.get(embeddings_key(fp, texts))
                 if hit is not None and len(hit.get("vectors", ())) == len(texts):
                     if self.progress is not None:
-                        self.progress(1, 1)
+                        from backend.models.types import set_unit
+
+                        set_unit(self.progress, "texts")
+                        self.progress(len(texts), len(texts))
                     import numpy as np
 
                     return np.asarray(hit["vectors"], dtype=np.float32)

@@ -124,7 +124,8 @@ def run_configs(
 
     Each runs with a :class:`~backend.chunkers.context.ModelContext` around ``scorer`` (None:
     loaded on first use), the embedder ``embedder_spec`` and the chat model ``chat`` (None:
-    the default), and its share of ``progress``. The model outputs land in the output cache,
+    the default), and its share of ``progress``: its label counts that configuration's own
+    units (tokens scored, pairs, texts embedded) as they are done. The model outputs land in the output cache,
     so a cache-only context reads them back afterwards. One configuration failing does not
     stop the others; a cancel stops them all.
 
@@ -140,8 +141,7 @@ def run_configs(
 
     out = []
     for k, config in enumerate(configs):
-        context = ModelContext(
-            scorer=scorer, embedder_spec=embedder_spec, chat=chat, progress=scaled_progress(progress, k, len(configs))
-        )
+        part = scaled_progress(progress, k, len(configs), "configuration")
+        context = ModelContext(scorer=scorer, embedder_spec=embedder_spec, chat=chat, progress=part)
         out.append(_outcome(doc, config, lambda d, c, ctx=context: run_chunker(d, c, ctx)))
     return out

@@ -1,4 +1,4 @@
-"""What scoring chunkings for the quality metrics costs: model passes, tokens, and the time at a measured speed.
+"""What scoring chunkings for the quality metrics costs: pairs, tokens, and the time at a measured speed.
 
 The language model reads every pair's text, so the cost is counted in tokens
 (:func:`~backend.metrics.quality.estimate_cost` per chunking) and turned into time with a
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backend.metrics.quality import estimate_cost
+from backend.metrics.quality import estimate_cost, pair_requests
 
 __all__ = [
     "DEFAULT_TOKENS_PER_S",
@@ -63,12 +63,20 @@ class Throughput:
 
 
 def cost_estimate(
-    token_counts: Sequence[Sequence[int]], *, complete: bool, window: int | None, tokens_per_s: float
+    token_counts: Sequence[Sequence[int]],
+    *,
+    complete: bool,
+    window: int | None,
+    tokens_per_s: float,
+    chunk_texts: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, float]:
     """The summed :func:`~backend.metrics.quality.estimate_cost` of several chunkings, with a time estimate.
 
     Token counts are each configuration's own tokenizer's, so ``tokens`` (and the time) is
-    an approximation of what the model reads.
+    an approximation of what the model reads. With ``chunk_texts`` (each chunking's chunk
+    texts, same order) ``pairs`` counts each distinct ``(context, continuation)`` pair once,
+    as the scoring job does (:func:`~backend.metrics.scores.score_chunkings` counts its
+    progress in these pairs, so on a fresh cache its total is this ``pairs``).
 
     Returns:
         ``{"pairs", "tokens", "seconds"}``.
@@ -78,6 +86,9 @@ def cost_estimate(
         cost = estimate_cost(list(counts), complete=complete, window=window)
         pairs += cost["pairs"]
         tokens += cost["tokens"]
+    if chunk_texts is not None:
+        distinct = {r for texts in chunk_texts for r in pair_requests(texts, complete=complete, window=window)}
+        pairs = len(distinct)
     return {"pairs": pairs, "tokens": tokens, "seconds": tokens / max(tokens_per_s, 1e-9)}
 
 
@@ -92,9 +103,9 @@ def needs_confirmation(seconds: float, threshold: float = CONFIRM_SECONDS) -> bo
 
 
 def cost_label(cost: dict[str, float]) -> str:
-    """A :func:`cost_estimate` in a few words: ``1,234 model passes, ≈ 6.5 min``."""
+    """A :func:`cost_estimate` in a few words: ``1,234 pairs, ≈ 6.5 min`` (the unit the job's progress counts)."""
     pairs = int(cost["pairs"])
-    return f"{pairs:,} model pass{'es' if pairs != 1 else ''}, ≈ {format_seconds(cost['seconds'])}"
+    return f"{pairs:,} pair{'s' if pairs != 1 else ''}, ≈ {format_seconds(cost['seconds'])}"
 
 
 def format_seconds(seconds: float) -> str:

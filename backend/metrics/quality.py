@@ -58,10 +58,12 @@ __all__ = [
     "estimate_cost",
     "information_support",
     "kept_edges",
+    "pair_requests",
     "pair_table",
     "required_pairs",
     "stickiness_edges",
     "structural_entropy",
+    "table_from_values",
 ]
 
 BC_MODES = ("reference", "paper")
@@ -153,13 +155,27 @@ def pair_table(
     from backend.models.scoring import conditional_scores
 
     texts = [str(t) for t in chunk_texts]
-    n = len(texts)
-    pairs = required_pairs(n, complete=complete, window=window)
-    requests = [(UNCONDITIONAL_CONTEXT, t) for t in texts] + [(texts[i], texts[j]) for i, j in pairs]
+    requests = pair_requests(texts, complete=complete, window=window)
     values = conditional_scores(requests, scorer, cache=cache, progress=progress)
+    return table_from_values(len(texts), values, complete=complete, window=window)
+
+
+def pair_requests(
+    chunk_texts: Sequence[str], *, complete: bool = True, window: int | None = None
+) -> list[tuple[str, str]]:
+    """The ``(context, continuation)`` texts a chunking's table needs: each chunk given ``" "``, then
+    :func:`required_pairs` in order (what :func:`table_from_values` reads back)."""
+    texts = [str(t) for t in chunk_texts]
+    pairs = required_pairs(len(texts), complete=complete, window=window)
+    return [(UNCONDITIONAL_CONTEXT, t) for t in texts] + [(texts[i], texts[j]) for i, j in pairs]
+
+
+def table_from_values(n: int, values: Sequence[float], *, complete: bool, window: int | None) -> PairTable:
+    """The :class:`PairTable` of ``n`` chunks from the values of their :func:`pair_requests`, in order."""
+    pairs = required_pairs(n, complete=complete, window=window)
     uncond = np.array(values[:n], dtype=np.float64)
     cond = np.full((n, n), np.nan, dtype=np.float64)
-    for (i, j), v in zip(pairs, values[n:]):
+    for (i, j), v in zip(pairs, values[n:], strict=True):
         cond[i, j] = v
     return PairTable(uncond=uncond, cond=cond, window=window if complete else 1, complete=complete)
 

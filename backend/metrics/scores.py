@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from backend.chunking import Chunking
-from backend.metrics.quality import PairTable, pair_table
+from backend.metrics.quality import PairTable, pair_requests, pair_table, table_from_values
 
 if TYPE_CHECKING:
     from backend.models.types import Progress
@@ -104,7 +104,11 @@ def score_chunkings(
 ) -> ScoringRun:
     """Score every chunking's pairs and embed its chunks (the Quality page's background job).
 
-    Everything goes through ``cache``, so chunkings scored before are read back at once.
+    Everything goes through ``cache``, so chunkings scored before are read back at once. The
+    pairs of all chunkings go to the scorer as one run, so ``progress`` counts what the cost
+    estimate counts: pairs (``216 / 1,048 pairs``), each distinct pair still missing from the
+    cache once — on a fresh cache exactly :func:`~backend.metrics.cost.cost_estimate`'s
+    ``pairs`` for the same chunk texts. Without a scorer it counts the texts embedded.
 
     Args:
         chunkings: The chunkings, in order.
@@ -117,33 +121,31 @@ def score_chunkings(
         progress: ``progress(done, total)``; raises ``Cancelled`` after a cancel.
     """
     from backend.models.embeddings import embed_texts
+    from backend.models.scoring import conditional_scores
+    from backend.models.types import Share, check_cancel, set_unit
 
     started = time.perf_counter()
-    out = []
-    loaded = None
-    parts = max(1, len(chunkings))
-    for k, ch in enumerate(chunkings):
-        texts = [c.text for c in ch.chunks]
-        part = _part(progress, k, parts) if progress is not None else None
-        table = None
-        if scorer is not None:
-            table = pair_table(texts, scorer, complete=complete, window=window, cache=cache, progress=part)
-        vectors = None
-        if embedder is not None:
+    texts = [[c.text for c in ch.chunks] for ch in chunkings]
+    tables: list[PairTable | None] = [None] * len(chunkings)
+    if scorer is not None:
+        requests = [pair_requests(t, complete=complete, window=window) for t in texts]
+        values = conditional_scores([r for rs in requests for r in rs], scorer, cache=cache, progress=progress)
+        at = 0
+        for k, (t, rs) in enumerate(zip(texts, requests, strict=True)):
+            tables[k] = table_from_values(len(t), values[at : at + len(rs)], complete=complete, window=window)
+            at += len(rs)
+    vectors: list[np.ndarray | None] = [None] * len(chunkings)
+    if embedder is not None:
+        loaded = None
+        total, done = sum(len(t) for t in texts), 0
+        counted = progress if scorer is None else None  # with a scorer the count is the pairs (embedding takes seconds)
+        if counted is not None:
+            set_unit(counted, "texts")
+        for k, t in enumerate(texts):
+            check_cancel(progress)
             if loaded is None:
                 loaded = embedder()
-            vectors, _hit = embed_texts(loaded, texts, cache=cache)
-        if progress is not None:
-            progress(1000 * (k + 1), 1000 * parts)
-        out.append((table, vectors))
-    return ScoringRun(results=tuple(out), seconds=time.perf_counter() - started)
-
-
-def _part(progress: Progress, part: int, parts: int) -> Progress:
-    """``progress`` for part ``part`` of ``parts`` equal parts (per mille)."""
-
-    def report(done: int, total: int) -> None:
-        frac = min(1.0, done / total) if total > 0 else 0.0
-        progress(int(1000 * (part + frac)), 1000 * parts)
-
-    return report
+            part = Share(counted, done, len(t), total) if counted is not None and t else None
+            vectors[k], _hit = embed_texts(loaded, t, cache=cache, progress=part)
+            done += len(t)
+    return ScoringRun(results=tuple(zip(tables, vectors, strict=True)), seconds=time.perf_counter() - started)

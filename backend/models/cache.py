@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from backend.config import cache_dir, cache_max_bytes
+from backend.models.types import Progress, acquired
 
 __all__ = [
     "OutputCache",
@@ -177,16 +178,18 @@ class OutputCache:
         self._touch(path)
         self._account(len(data) - old)
 
-    def get_or_compute(self, key: Key, compute: Callable[[], Mapping[str, Any]]) -> tuple[dict[str, Any], bool]:
+    def get_or_compute(
+        self, key: Key, compute: Callable[[], Mapping[str, Any]], *, progress: Progress | None = None
+    ) -> tuple[dict[str, Any], bool]:
         """The cached value of ``key``, or ``compute()``'s result, stored; and whether it was a hit.
 
         Threads of this process asking for the same key at once compute it once: the others
-        wait and then read the stored value.
+        wait (``progress`` then says ``queued behind another run``) and then read the stored value.
         """
         value = self.get(key)
         if value is not None:
             return value, True
-        with self._key_lock(key_digest(key)):
+        with self._key_lock(key_digest(key), progress):
             value = self.get(key)
             if value is not None:
                 return value, True
@@ -349,12 +352,12 @@ class OutputCache:
         return total
 
     @contextlib.contextmanager
-    def _key_lock(self, digest: str) -> Iterator[None]:
+    def _key_lock(self, digest: str, progress: Progress | None = None) -> Iterator[None]:
         with self._lock:
             slot = self._inflight.setdefault(digest, [threading.Lock(), 0])
             slot[1] += 1
         try:
-            with slot[0]:
+            with acquired(slot[0], progress):
                 yield
         finally:
             with self._lock:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 import numpy as np
 
 from backend.models.cache import text_digest
+from backend.models.types import set_unit
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
@@ -75,7 +76,7 @@ def embed_texts(
         embedder: The model (its ``info.fingerprint`` keys the cache).
         texts: The texts, in order.
         cache: The output cache; None computes without caching.
-        progress: ``progress(done, total)`` while embedding (called once with ``(1, 1)`` on a hit).
+        progress: ``progress(texts embedded, texts)`` while embedding (unit ``texts``; all at once on a hit).
 
     Returns:
         ``(vectors, hit)``: float32 rows, L2-normalized, and whether they came from the cache.
@@ -83,16 +84,17 @@ def embed_texts(
     texts = list(texts)
     if not texts:
         return np.zeros((0, getattr(embedder, "dimension", 0)), dtype=np.float32), False
+    set_unit(progress, "texts")
 
     def compute() -> dict[str, np.ndarray]:
         return {"vectors": np.asarray(embedder.embed(texts, progress=progress), dtype=np.float32)}
 
     if cache is None:
         return compute()["vectors"], False
-    value, hit = cache.get_or_compute(embeddings_key(embedder.info.fingerprint, texts), compute)
+    value, hit = cache.get_or_compute(embeddings_key(embedder.info.fingerprint, texts), compute, progress=progress)
     vectors = np.asarray(value["vectors"], dtype=np.float32)
     if vectors.shape[0] != len(texts):  # a foreign entry under our key: recompute rather than trust it
         vectors, hit = compute()["vectors"], False
-    if hit and progress is not None:
-        progress(1, 1)
+    if progress is not None:
+        progress(len(texts), len(texts))  # all done (a hit, or an embedder that reports less often)
     return vectors, hit

@@ -49,7 +49,7 @@ from backend.config import data_dir, default_lm_spec, hub_offline
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import default_dtype, dtype_name, select_device
 from backend.models.hub import hub_reachable
-from backend.models.types import ModelInfo
+from backend.models.types import ModelInfo, Progress, acquired
 
 __all__ = ["LanguageModel", "load_lm", "loaded_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
 
@@ -128,13 +128,15 @@ def _resolve(spec: str | None) -> _Source:
     return _Source("hub", raw, raw)
 
 
-def load_lm(spec: str | None = None, device: str | None = None) -> LanguageModel:
+def load_lm(spec: str | None = None, device: str | None = None, progress: Progress | None = None) -> LanguageModel:
     """The causal LM named by ``spec`` on ``device``, loaded once per process (thread-safe).
 
     Args:
         spec: ``None``/``smollm2`` (the bundled GGUF; ``CHUNKLAB_LM`` overrides), a checkpoint
             folder, a ``.gguf`` file or a hub id.
         device: As for :func:`~backend.models.devices.select_device` (default ``CHUNKLAB_DEVICE``).
+        progress: Says ``queued behind another run`` while another thread loads a model (a
+            :class:`~backend.models.types.ProgressTracker`'s cancel ends the wait).
 
     Raises:
         ModelError: when the model cannot be found or read (one line, no traceback needed).
@@ -144,7 +146,7 @@ def load_lm(spec: str | None = None, device: str | None = None) -> LanguageModel
     dev = select_device(device)
     dtype = default_dtype(dev)
     key = (f"{src.kind}:{src.location}", dev, dtype_name(dtype))
-    with _load_lock:
+    with acquired(_load_lock, progress):
         hit = _models.get(key)
         if hit is None:
             hit = _models[key] = _load(src, dev, dtype)

@@ -58,15 +58,16 @@ from __future__ import annotations
 
 import math
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import run_batched, suggest_batch_size
 from backend.models.lm import LanguageModel, load_lm
-from backend.models.types import ModelInfo, Progress, TokenScores
+from backend.models.types import ModelInfo, Progress, TokenScores, acquired
 
 __all__ = ["LocalScorer", "load_scorer", "sliding_windows"]
 
@@ -126,22 +127,31 @@ class _Ticker:
         self.progress, self.total = progress, total
         self.base = 0  # tokens of finished batches
         self.partial = 0  # tokens of the running batch
+        self.inflight = 0  # the running forward call's share of its tokens, by layers done
         self.reported = -1
 
     def start_batch(self) -> None:
         self.partial = 0  # a batch retried after running out of memory starts again
+        self.inflight = 0
+
+    def within(self, k: int) -> None:
+        """The running forward call has done the work of ``k`` of its tokens (its layers so far)."""
+        self.inflight = k
+        self.report()
 
     def add(self, k: int) -> None:
         self.partial += k
+        self.inflight = 0
         self.report()
 
     def finish_batch(self, k: int) -> None:
         self.base += k
         self.partial = 0
+        self.inflight = 0
         self.report()
 
     def report(self) -> None:
-        done = min(self.total, self.base + self.partial)
+        done = min(self.total, self.base + self.partial + self.inflight)
         if self.progress is not None and done > self.reported:
             self.reported = done
             self.progress(done, self.total)
@@ -161,6 +171,7 @@ class LocalScorer:
 
         self.lm = lm
         self.info: ModelInfo = lm.info
+        self._layers: list[Any] | None = None
         self._torch = torch
         self._device = torch.device(lm.info.device)
         on_gpu = lm.info.device.startswith("cuda") or lm.info.device == "mps"
@@ -257,6 +268,11 @@ class LocalScorer:
             Scores aligned with the tokens' character offsets; the first token's is ``nan``.
         """
         w, b = self.resolve_window(window, block)
+        with acquired(self.lm.lock, progress):  # tokenizing needs the model's lock too
+            return self._token_nll(text, w, b, progress)
+
+    def _token_nll(self, text: str, w: int, b: int, progress: Progress | None) -> TokenScores:
+        """:meth:`token_nll` with the window resolved, under the model's lock."""
         ids_list, starts, ends = self.tokenize_with_offsets(text)
         ids = np.asarray(ids_list, dtype=np.int64)
         n = ids.size
@@ -265,20 +281,19 @@ class LocalScorer:
         if not wins:
             return TokenScores(starts, ends, nll, w)
         ticker = _Ticker(progress, n - 1)
-        ticker.report()
 
         def run(batch: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
             ticker.start_batch()
             rows = [ids[lo:hi] for lo, _, hi in batch]
             first = [s - lo for lo, s, _ in batch]
-            out = self._score_rows(rows, first, tick=ticker.add)
+            out = self._score_rows(rows, first, tick=ticker.add, within=ticker.within)
             ticker.finish_batch(sum(hi - s for _, s, hi in batch))
             return out
 
         longest = max(hi - lo for lo, _, hi in wins)
         size = self._batch_size(self._bytes_per_item(longest, self.forward_chunk(1, longest), longest), longest)
-        with self.lm.lock:
-            results = run_batched(run, wins, size)
+        ticker.report()  # the count starts once the model is this run's
+        results = run_batched(run, wins, size)
         for (_, s, hi), scores in zip(wins, results):
             nll[s:hi] = scores
         return TokenScores(starts, ends, nll, w)
@@ -303,9 +318,9 @@ class LocalScorer:
                 raise ParameterError(f"pair {i} must be a (context, continuation) pair of strings, got {pair!r}")
         out = [math.nan] * len(pairs)
         ticker = _Ticker(progress, len(pairs))
-        ticker.report()
         ctx = self.info.context_length
-        with self.lm.lock:
+        with acquired(self.lm.lock, progress):
+            ticker.report()  # the count starts once the model is this run's
             tokens: dict[str, np.ndarray] = {}
 
             def tok(s: str) -> np.ndarray:
@@ -506,12 +521,15 @@ class LocalScorer:
         *,
         prefix: _Prefix | None = None,
         tick: Callable[[int], None] | None = None,
+        within: Callable[[int], None] | None = None,
     ) -> list[np.ndarray]:
         """NLL of ``rows[r][first[r]:]``, each token given the row's earlier tokens (after ``prefix``).
 
         Rows are padded on the right and run as one batch, in chunks of columns (see
         :meth:`forward_chunk`) that extend a KV cache. ``first[r]`` may be 0 only with a prefix (the row's
-        first token is then predicted from the prefix's last logits).
+        first token is then predicted from the prefix's last logits). ``tick(k)``: ``k`` more
+        tokens scored; ``within(k)``: the running forward call has done the work of ``k`` of
+        the tokens it scores (called after each decoder layer, so one long call shows progress).
         """
         torch = self._torch
         from transformers import DynamicCache
@@ -547,36 +565,69 @@ class LocalScorer:
                 c1 = min(width, c0 + chunk)
                 lo, hi = max(c0, need_lo), min(c1, need_hi)
                 keep = c1 - lo if lo < hi else 1
-                res = model(
-                    input_ids=ids[:, c0:c1], past_key_values=cache, use_cache=cache is not None, logits_to_keep=keep
-                )
+                scored = sum(max(0, min(c1 + 1, n) - max(c0 + 1, f)) for n, f in zip(lengths, first))
+                with self._layer_progress(within, scored):
+                    res = model(
+                        input_ids=ids[:, c0:c1], past_key_values=cache, use_cache=cache is not None, logits_to_keep=keep
+                    )
                 cache = res.past_key_values if cache is not None else None
                 if lo < hi:
                     nll = _nll(res.logits[:, : hi - lo], ids[:, lo + 1 : hi + 1])
                     out[:, lo + 1 : hi + 1] = nll.cpu().numpy()
                     del nll
                 if tick is not None:
-                    # Columns c0 … c1-1 scored tokens c0+1 … c1 of each row, where scored at all.
-                    tick(sum(max(0, min(c1 + 1, n) - max(c0 + 1, f)) for n, f in zip(lengths, first)))
+                    tick(scored)  # columns c0 … c1-1 scored tokens c0+1 … c1 of each row, where scored at all
         return [out[r, f:n] for r, (f, n) in enumerate(zip(first, lengths))]
+
+    def _decoder_layers(self) -> list[Any]:
+        """The model's decoder layers (the module list as long as ``num_hidden_layers``), in order; [] if none."""
+        if self._layers is None:
+            torch = self._torch
+            count = int(getattr(self.lm.model.config.get_text_config(), "num_hidden_layers", 0) or 0)
+            found = next(
+                (m for m in self.lm.model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == count), None
+            )
+            self._layers = list(found) if found is not None and count > 0 else []
+        return self._layers
+
+    @contextmanager
+    def _layer_progress(self, within: Callable[[int], None] | None, tokens: int) -> Iterator[None]:
+        """While the block runs one forward call scoring ``tokens``: ``within(share)`` after each decoder layer.
+
+        Layer ``i`` of ``L`` done counts ``tokens * i / (L + 1)`` (the last share is the logits);
+        hooks on the shared model are safe because forward passes hold its lock.
+        """
+        layers = self._decoder_layers() if within is not None and tokens > 0 else []
+        handles = [
+            layer.register_forward_hook(
+                lambda *_args, i=i: within(tokens * (i + 1) // (len(layers) + 1))  # type: ignore[misc]
+            )
+            for i, layer in enumerate(layers)
+        ]
+        try:
+            yield
+        finally:
+            for h in handles:
+                h.remove()
 
 
 _scorers: dict[tuple[str, str, str], LocalScorer] = {}
 _scorers_lock = threading.Lock()
 
 
-def load_scorer(spec: str | None = None, device: str | None = None) -> LocalScorer:
+def load_scorer(spec: str | None = None, device: str | None = None, progress: Progress | None = None) -> LocalScorer:
     """A :class:`LocalScorer` over :func:`~backend.models.lm.load_lm`, one per model and process.
 
     Args:
         spec: As for :func:`~backend.models.lm.load_lm` (``None``: ``CHUNKLAB_LM`` or the bundled SmolLM2).
         device: As for :func:`~backend.models.devices.select_device` (default ``CHUNKLAB_DEVICE``).
+        progress: Says ``queued behind another run`` while another run loads a model.
 
     Raises:
         ModelError: when the model cannot be found or read.
         ParameterError: for a bad device.
     """
-    lm = load_lm(spec, device)
+    lm = load_lm(spec, device, progress)
     key = (lm.info.source, lm.info.device, lm.info.dtype)
     with _scorers_lock:
         hit = _scorers.get(key)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from backend.models.cache import OutputCache, text_digest
-from backend.models.types import ModelInfo, Progress, Scorer, TokenScores
+from backend.models.types import ModelInfo, Progress, Scorer, Share, TokenScores, check_cancel, set_unit
 from backend.text.document import Document
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "document_token_scores",
     "score_sentences",
     "sentence_scores",
+    "scored_tokens",
     "token_scores_key",
 ]
 
@@ -133,7 +134,8 @@ def document_token_scores(
         The scores, and whether they came from the cache.
     """
     if progress is not None:
-        progress(0, 1)  # honours a cancel before anything starts
+        set_unit(progress, "tokens")
+        check_cancel(progress)  # honours a cancel before anything starts
     if cache is None:
         return scorer.token_nll(doc_text, window=window, progress=progress), False
 
@@ -148,10 +150,16 @@ def document_token_scores(
 
     info = scorer.info
     key = token_scores_key(info.fingerprint, doc_text, window, scorer_kind=info.kind)
-    value, hit = cache.get_or_compute(key, compute)
+    value, hit = cache.get_or_compute(key, compute, progress=progress)
+    scores = _scores_from_value(value)
     if hit and progress is not None:
-        progress(1, 1)
-    return _scores_from_value(value), hit
+        progress(scored_tokens(scores), scored_tokens(scores))
+    return scores, hit
+
+
+def scored_tokens(scores: TokenScores) -> int:
+    """How many tokens a scoring pass scored (every token but the first): the unit of its progress."""
+    return max(0, len(scores) - 1)
 
 
 def score_sentences(doc: Document, scores: TokenScores) -> list[SentenceScore]:
@@ -226,7 +234,9 @@ def conditional_scores(
     """Mean NLL of each continuation q given its context d, for ``(d, q)`` pairs.
 
     Each pair's value is cached on its own; only the pairs missing from the cache (each
-    distinct pair once) go to the scorer, in a single call.
+    distinct pair once) go to the scorer, in groups of whole contexts. ``progress`` counts
+    those pairs (``progress(pairs scored, pairs to score)``, unit ``pairs``); a fully
+    cached call reports nothing.
 
     Args:
         pairs: ``(context, continuation)`` pairs.
@@ -239,7 +249,8 @@ def conditional_scores(
     """
     pairs = [(str(d), str(q)) for d, q in pairs]
     if progress is not None:
-        progress(0, max(1, len(pairs)))
+        set_unit(progress, "pairs")
+        check_cancel(progress)  # honours a cancel before anything starts
     out: list[float | None] = [None] * len(pairs)
     keys = [_pair_key(scorer.info, d, q) for d, q in pairs] if cache is not None else []
     missing: dict[tuple[str, str], list[int]] = {}
@@ -256,12 +267,12 @@ def conditional_scores(
         # error late in a long run keeps everything scored before it.
         groups = _context_groups(todo, GROUP_PAIRS) if cache is not None else [todo]
         done = 0
+        if progress is not None:
+            progress(0, len(todo))
         for group in groups:
             sub = None
             if progress is not None:
-                sub = lambda d, t, base=done, size=len(group): progress(  # noqa: E731
-                    base + (size * d / t if t else 0), len(todo)
-                )
+                sub = Share(progress, done, len(group), len(todo))
             values = scorer.conditional_nll(group, progress=sub)
             if len(values) != len(group):
                 raise RuntimeError(f"scorer returned {len(values)} values for {len(group)} pairs")
@@ -272,6 +283,6 @@ def conditional_scores(
                 if cache is not None:
                     cache.put(keys[indices[0]], {"nll": np.array(float(value), dtype=np.float64)})
             done += len(group)
-    elif progress is not None:
-        progress(len(pairs), max(1, len(pairs)))
+            if progress is not None:
+                progress(done, len(todo))
     return [float(v) for v in out]  # type: ignore[arg-type]

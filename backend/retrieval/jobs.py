@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from backend.chunking import ChunkerConfig, Chunking
+from backend.models.types import check_cancel
 from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
@@ -50,7 +51,7 @@ def search_job(
         from backend.models.embeddings import load_text_embedder
         from backend.retrieval.store import open_store
 
-        progress(0, 1)
+        check_cancel(progress)  # before anything loads; reports nothing (no count yet)
         store = open_store()
         emb = load_text_embedder(embedder_spec)
         unique: dict[ChunkerConfig, Chunking] = {}
@@ -125,7 +126,7 @@ def benchmark_job(
         from backend.retrieval.evaluate import evaluate
         from backend.retrieval.store import open_store
 
-        progress(0, 1)
+        check_cancel(progress)  # before anything loads; reports nothing (no count yet)
         context = ModelContext(scorer=scorer) if scorer is not None else None
         bm = evaluate(
             questions, list(configs), embedder=embedder_spec, retrieve=retrieve, store=open_store(),

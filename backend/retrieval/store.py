@@ -399,6 +399,7 @@ class ChunkStore:
             ModelError: the embedder fails.
         """
         from backend.models.embeddings import embed_texts
+        from backend.models.types import set_unit
 
         if chunking.doc_id != doc.id:
             raise ParameterError(f"the chunking is of document {chunking.doc_id}, not of {doc.source} ({doc.id})")
@@ -407,7 +408,8 @@ class ChunkStore:
         col = self._get(name)
         if col is not None and int(self._call("counting", col.count)) == len(chunking):
             if progress is not None:
-                progress(1, 1)
+                set_unit(progress, "texts")
+                progress(len(chunking), len(chunking))
             return IndexInfo(name, len(chunking), True, False, time.perf_counter() - t0)
         if col is None:
             col = self._create(name, doc, chunking, embedder)

@@ -120,7 +120,7 @@ def test_uncached_run_shows_its_cost_then_scores_in_a_job() -> None:
     doc = Document.from_text(f"Run {uuid.uuid4().hex[:8]} begins. " + TEXT, source="fresh.txt")
     at = _open(doc)
     assert [t.value for t in at.title] == ["Quality"]
-    (info,) = [i.value for i in at.info if "model passes" in i.value]
+    (info,) = [i.value for i in at.info if "pairs over about" in i.value]
     assert "tokens/s" in info and "≈" in info
     assert "qual_job" not in at.session_state  # a long run never starts on its own
     assert not [d for d in at.dataframe if "cs_complete" in d.value.columns]
@@ -193,7 +193,7 @@ def test_bc_only_needs_no_embedder_and_a_window_changes_the_cost(scored: Documen
     _run(at)
     at.number_input(key="qual_window").set_value(1)
     _run(at)  # pairs with |i - j| <= 1, all cached: nothing to run
-    assert not [i for i in at.info if "model passes" in i.value]
+    assert not [i for i in at.info if "pairs over about" in i.value]
     assert np.isfinite(_table(at)["cs_complete"].astype(float)).all()
     assert any("pair window w = 1" in c.value for c in at.caption)
     at.multiselect(key="qual_metrics").set_value([])
@@ -321,15 +321,17 @@ def test_defaults_fit_a_cpu_and_the_button_shows_the_cost() -> None:
     at = _open(doc)
     assert at.multiselect(key="qual_metrics").value == ["bc", "ds"]  # adjacent pairs only: n passes, not n²
     assert at.number_input(key="qual_window").value == DEFAULT_PAIR_WINDOW == 3
-    counts = [run_chunker(doc, e["config"]).token_counts for e in _entries()]
-    want = cost_estimate(counts, complete=False, window=3, tokens_per_s=DEFAULT_TOKENS_PER_S)
+    chunkings = [run_chunker(doc, e["config"]) for e in _entries()]
+    counts = [ch.token_counts for ch in chunkings]
+    texts = [[c.text for c in ch.chunks] for ch in chunkings]  # the page counts distinct pairs, as its job does
+    want = cost_estimate(counts, complete=False, window=3, tokens_per_s=DEFAULT_TOKENS_PER_S, chunk_texts=texts)
     button = at.button(key="qual_run")
     assert button.label.startswith("Score with ") and button.label.endswith(": " + cost_label(want))
     assert not button.disabled and not _has(at, "qual_confirm")  # seconds, not minutes: one click
     # CS with the default window costs more passes, and the label follows.
     at.multiselect(key="qual_metrics").set_value(["bc", "cs", "ds"])
     _run(at)
-    windowed = cost_estimate(counts, complete=True, window=3, tokens_per_s=DEFAULT_TOKENS_PER_S)
+    windowed = cost_estimate(counts, complete=True, window=3, tokens_per_s=DEFAULT_TOKENS_PER_S, chunk_texts=texts)
     assert windowed["pairs"] > want["pairs"]
     assert at.button(key="qual_run").label.endswith(": " + cost_label(windowed))
     assert "qual_job" not in at.session_state

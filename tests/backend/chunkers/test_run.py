@@ -41,8 +41,14 @@ class _FakeScorer:
         self.calls = 0
 
     def token_nll(self, text, *, window=None, progress=None):
+        """Reports its tokens in steps of 10, as a scorer does per batch or layer."""
         self.calls += 1
-        return fake_token_scores(text, seed=5, window=window)
+        scores = fake_token_scores(text, seed=5, window=window)
+        n = len(scores) - 1
+        if progress is not None:
+            for done in [*range(0, n, 10), n]:
+                progress(done, n)
+        return scores
 
 
 def _spans(outcome: ChunkOutcome) -> list[tuple[int, int]] | None:
@@ -116,6 +122,29 @@ def test_run_configs_fills_the_cache_a_cache_only_context_reads_back(cache):
     again = chunk_all(DOC, [PPL], with_model=lambda d, c: run_chunker(d, c, _lookup()))
     assert [(o.state, _spans(o)) for o in again] == [("done", _spans(outcomes[0]))]
     assert scorer.calls == 1
+
+
+def test_one_model_configuration_counts_its_tokens_as_it_goes(cache):
+    seen = []
+    tracker = ProgressTracker(lambda f, eta, label: seen.append((f, eta, label)), clock=iter(range(100)).__next__)
+    (outcome,) = run_configs(DOC, [PPL], _FakeScorer(), tracker)
+    assert outcome.state == "done"
+    n = len(fake_token_scores(TEXT)) - 1  # 35 tokens scored: reported at 0, 10, 20, 30, 35, one second apart
+    assert n == 35
+    assert seen == [
+        (0.0, None, "0 / 35 tokens"),
+        (10 / 35, 2.5, "10 / 35 tokens · ETA 3s"),  # 25 left at 10 tokens/s (seconds rounded up)
+        (20 / 35, 1.5, "20 / 35 tokens · ETA 2s"),
+        (30 / 35, 0.5, "30 / 35 tokens · ETA 1s"),
+        (1.0, None, "35 / 35 tokens"),
+    ]
+
+
+def test_several_configurations_keep_the_inner_unit(cache):
+    seen = []
+    run_configs(DOC, [PPL, SENTENCE], _FakeScorer(), ProgressTracker(lambda f, eta, label: seen.append((f, label))))
+    assert seen[0] == (0.0, "configuration 1 of 2 · 0 / 35 tokens")
+    assert seen[-1][1].startswith("configuration 1 of 2 · 35 / 35 tokens") and seen[-1][0] == 0.5
 
 
 def test_run_configs_stops_all_at_a_cancel(cache):

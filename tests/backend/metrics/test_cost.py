@@ -47,8 +47,8 @@ def test_runs_longer_than_ten_minutes_need_confirmation() -> None:
 def test_cost_label_is_pinned() -> None:
     from backend.metrics.cost import cost_label
 
-    assert cost_label({"pairs": 87_638, "tokens": 11_772_000, "seconds": 78_480.0}) == "87,638 model passes, ≈ 21.8 h"
-    assert cost_label({"pairs": 1, "tokens": 40, "seconds": 0.3}) == "1 model pass, ≈ 1 s"
+    assert cost_label({"pairs": 87_638, "tokens": 11_772_000, "seconds": 78_480.0}) == "87,638 pairs, ≈ 21.8 h"
+    assert cost_label({"pairs": 1, "tokens": 40, "seconds": 0.3}) == "1 pair, ≈ 1 s"
 
 
 def test_the_defaults_fit_a_cpu() -> None:

@@ -124,3 +124,54 @@ def test_cached_vectors_read_a_plain_entry(tmp_path) -> None:
     cache.put(embeddings_key("fp", ["a", "b", "c"]), {"vectors": vec})
     np.testing.assert_array_equal(cached_vectors(cache, "fp", ["a", "b", "c"]), vec)
     assert cached_vectors(cache, "fp", ["a", "b"]) is None
+
+
+class _PairByPair(LengthScorer):
+    """LengthScorer reporting after every pair, as the local scorer does per batch."""
+
+    def conditional_nll(self, pairs, *, progress=None):
+        out = super().conditional_nll(pairs)
+        for k in range(len(pairs) + 1):
+            if progress is not None:
+                progress(k, len(pairs))
+        return out
+
+
+def test_the_job_counts_the_pairs_its_cost_estimate_counts(tmp_path) -> None:
+    from backend.metrics.cost import cost_estimate
+    from backend.models.types import ProgressTracker
+
+    # The second chunking shares three chunks (and their pairs) with the first: each distinct pair counts once.
+    chs = [chunking_of(), chunking_of(TEXTS[:3] + ("A closing line of its own.",))]
+    cost = cost_estimate(
+        [ch.token_counts for ch in chs], complete=True, window=None, tokens_per_s=100.0,
+        chunk_texts=[[c.text for c in ch.chunks] for ch in chs],
+    )
+    assert cost["pairs"] == (5 + 20) + (1 + 6)  # uncond + ordered pairs of the first; the new chunk's of the second
+    labels = []
+    tracker = ProgressTracker(lambda f, eta, label: labels.append((f, label)))
+    score_chunkings(
+        chs, scorer=_PairByPair(), embedder=None, complete=True, window=None, cache=OutputCache(tmp_path),
+        progress=tracker,
+    )
+    assert labels[0] == (0.0, "0 / 32 pairs") and labels[-1][1] == "32 / 32 pairs"
+    counts = [label.split(" · ")[0] for _f, label in labels]
+    assert list(dict.fromkeys(counts)) == [f"{k} / 32 pairs" for k in range(33)]  # pair by pair, in the estimate's unit
+    assert [f for f, _ in labels] == sorted(f for f, _ in labels)
+
+
+def test_embedding_alone_counts_texts(tmp_path) -> None:
+    from backend.models.types import ProgressTracker
+
+    class Embedder:
+        info = ModelInfo("emb", "tests", "embedder", 0, "cpu", "float32", "fp-emb-count")
+
+        def embed(self, texts, *, progress=None):
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    labels = []
+    score_chunkings(
+        [chunking_of(), chunking_of(TEXTS[:3])], scorer=None, embedder=Embedder, complete=False, window=None,
+        cache=OutputCache(tmp_path), progress=ProgressTracker(lambda f, eta, label: labels.append((f, label))),
+    )
+    assert labels == [(5 / 8, "5 / 8 texts"), (1.0, "8 / 8 texts")]

@@ -1,0 +1,63 @@
+"""The job progress widget (``components.models.job_progress``) says when a job waits for another run's model."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from streamlit.testing.v1 import AppTest
+
+from backend.jobs import start_job
+from backend.models.types import QUEUED, acquired, set_unit
+
+
+def _script() -> None:
+    from components.models import job_progress
+
+    job_progress("job", "cancel")
+
+
+def _until(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert condition()
+
+
+def _bar_text(at: AppTest) -> str:
+    (bar,) = at.get("progress")
+    return bar.proto.text
+
+
+def test_the_bar_says_queued_while_another_run_holds_the_model_then_counts() -> None:
+    model_lock, counted, finish = threading.Lock(), threading.Event(), threading.Event()
+
+    def work(progress):
+        with acquired(model_lock, progress):  # as the scorer does around its forward passes
+            set_unit(progress, "tokens")
+            progress(0, 4152)
+            progress(1234, 4152)
+            counted.set()
+            finish.wait(10)
+        return "scored"
+
+    model_lock.acquire()  # another session's run has the model
+    held = True
+    job = start_job("Scoring", work)
+    try:
+        _until(lambda: job.label == QUEUED)
+        at = AppTest.from_function(_script, default_timeout=30)
+        at.session_state["job"] = job
+        at.run()
+        assert not at.exception
+        assert _bar_text(at).startswith(f"Scoring: {QUEUED} · ")
+        model_lock.release()
+        held = False
+        assert counted.wait(10)
+        at.run()
+        assert _bar_text(at).startswith("Scoring: 1,234 / 4,152 tokens · ETA ")
+    finally:
+        finish.set()
+        if held:
+            model_lock.release()
+    assert job.wait(10) and job.result == "scored"
