@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,7 @@ from backend.retrieval.metrics import RetrievalScores, union_ranges
 from backend.retrieval.questions import QuestionSet, question_set_from_files
 from components.figures.charts import CONFIG_COLORS
 from components.keys import PageKeys
+from components.quality import column_width
 from components.render import esc
 
 if TYPE_CHECKING:
@@ -43,16 +44,22 @@ __all__ = [
     "highlight_html",
     "layers_legend_html",
     "hits_frame",
+    "HITS_COLUMNS",
+    "HITS_ROW_HEIGHT",
+    "hits_column_config",
     "scores_frame",
     "questions_frame",
     "question_set_upload",
     "summary_frame",
+    "summary_column_config",
     "per_corpus_frame",
     "per_question_frame",
     "candidates_frame",
 ]
 
 _PREVIEW_CHARS = 120
+_PM_WIDTH = 95  # pixels that show "100.0 ± 100.0"
+_SUMMARY_CHUNKER_WIDTH = 150
 
 RET_STYLE = """
 <style>
@@ -221,19 +228,38 @@ def layers_legend_html(layers: Sequence[Layer], labels: Mapping[str, str]) -> st
 
 
 def hits_frame(hits: Sequence[Hit], text: str) -> pd.DataFrame:
-    """One row per hit: rank, cosine distance, span, tokens and the start of the chunk (plain text)."""
+    """One row per hit: rank, the start of the chunk (plain text), cosine distance, tokens and span.
+
+    The text comes second, right after the rank, so it is what a narrow column shows first.
+    """
     rows = [
         {
             "rank": h.rank,
+            "text": _preview(text[h.start : h.end]),
             "distance": h.distance,
+            "tokens": h.tokens,
             "start": h.start,
             "end": h.end,
-            "tokens": h.tokens,
-            "text": _preview(text[h.start : h.end]),
         }
         for h in hits
     ]
-    return pd.DataFrame(rows, columns=["rank", "distance", "start", "end", "tokens", "text"])
+    return pd.DataFrame(rows, columns=list(HITS_COLUMNS))
+
+
+HITS_COLUMNS = ("rank", "text", "distance", "tokens", "start", "end")
+HITS_ROW_HEIGHT = 64  # pixels: three lines of a chunk's start, wrapped
+
+
+def hits_column_config() -> dict[str, Any]:
+    """``st.dataframe``'s column configuration of :func:`hits_frame`: the chunk text takes the room the numbers leave."""
+    return {
+        "rank": st.column_config.NumberColumn("#", format="%d", width=32),
+        "text": st.column_config.TextColumn("Chunk", width="large", help="The start of the chunk (plain text)."),
+        "distance": st.column_config.NumberColumn("Distance", format="%.3f", width=column_width("Distance")),
+        "tokens": st.column_config.NumberColumn("Tokens", format="%d", width=column_width("Tokens")),
+        "start": st.column_config.NumberColumn("Start", format="%d", width=column_width("Start")),
+        "end": st.column_config.NumberColumn("End", format="%d", width=column_width("End")),
+    }
 
 
 def scores_frame(scores: Mapping[str, RetrievalScores], cp: Mapping[str, float] | None = None) -> pd.DataFrame:
@@ -320,6 +346,28 @@ def summary_frame(bm: Benchmark, tags: Sequence[str]) -> pd.DataFrame:
             "seconds": round(r.seconds, 2),
         })
     return pd.DataFrame(rows).set_index("config")
+
+
+def summary_column_config() -> dict[str, Any]:
+    """``st.dataframe``'s column configuration of :func:`summary_frame`: fixed widths, short headers.
+
+    As on the Quality page, the configuration label is the one long text: with it held to a
+    fixed width every column, the last included, fits the wide layout on a 1280-pixel screen.
+    """
+    metric = {label: max(_PM_WIDTH, column_width(label)) for label in METRIC_LABELS.values()}
+    return {
+        "_index": st.column_config.TextColumn("", width=40),
+        "chunker": st.column_config.TextColumn(
+            "Chunker", width=_SUMMARY_CHUNKER_WIDTH, help="The configuration (its full label is in the CSV)."
+        ),
+        **{label: st.column_config.TextColumn(label, width=w, help="mean ± standard deviation over questions, in %")
+           for label, w in metric.items()},
+        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=column_width("Chunks")),
+        "mean tokens": st.column_config.NumberColumn(
+            "Tokens", format="%.1f", width=column_width("Tokens"), help="mean tokens per chunk"
+        ),
+        "seconds": st.column_config.NumberColumn("Time (s)", format="%.2f", width=column_width("Time (s)")),
+    }
 
 
 def per_corpus_frame(bm: Benchmark, tags: Sequence[str]) -> pd.DataFrame:

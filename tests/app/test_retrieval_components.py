@@ -35,10 +35,12 @@ from components.figures.retrieval import (
 from components.retrieval import (
     Layer,
     highlight_html,
+    hits_column_config,
     hits_frame,
     md_text,
     questions_frame,
     scores_frame,
+    summary_column_config,
     summary_frame,
 )
 
@@ -103,6 +105,19 @@ def test_hits_frame_is_plain_text_previews() -> None:
     frame = hits_frame([_hit(1, 0, 10), _hit(2, 12, 21)], text)
     assert list(frame["rank"]) == [1, 2] and list(frame["start"]) == [0, 12]
     assert list(frame["text"]) == ["<b>one</b>", "two three"]
+    # The text right after the rank, and the only column without a fixed width: it is what a narrow table shows.
+    assert list(frame.columns) == ["rank", "text", "distance", "tokens", "start", "end"]
+    config = hits_column_config()
+    assert list(config) == list(frame.columns)
+    assert config["text"]["width"] == "large" and all(isinstance(c["width"], int) for k, c in config.items() if k != "text")
+
+
+def test_benchmark_summary_columns_have_fixed_widths_that_fit_a_1280_pixel_screen() -> None:
+    config = summary_column_config()
+    assert list(config) == ["_index", "chunker", "Recall", "Precision", "Precision-Ω", "IoU", "chunks", "mean tokens",
+                            "seconds"]
+    # The main column of the wide layout is about 820 pixels wide on a 1280-pixel screen.
+    assert sum(c["width"] for c in config.values()) <= 820
 
 
 # --- scores and question sets ----------------------------------------------------------------------
