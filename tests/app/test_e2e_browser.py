@@ -167,3 +167,86 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
             browser.close()
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
+
+
+SHORT = (
+    "The lighthouse lamp was trimmed at dusk. The keeper carried oil up the stairs.\n\n"
+    "Fog rolled in from the bay at midnight. The horn sounded twice before dawn.\n\n"
+    "Ships passed the reef safely all winter. The log names every one of them."
+)
+# Glide's scroller: scrollWidth beyond clientWidth means columns hidden to the right.
+_GRID_WIDTHS = """el => {
+  const s = el.querySelector('.dvn-scroller');
+  const headers = [...el.querySelectorAll('th[role=columnheader]')].map(h => h.textContent);
+  return {scroll: s.scrollWidth, client: s.clientWidth, right: el.getBoundingClientRect().right, headers};
+}"""
+
+
+def _frame_with(page, header: str):
+    """The data frames with a column headed ``header`` (Glide draws on a canvas; its accessible table has the names)."""
+    return page.locator("[data-testid=stDataFrame]").filter(has=page.locator("th", has_text=header))
+
+
+def test_tables_fit_the_wide_layout_and_hits_show_their_text(server: str, tmp_path: Path) -> None:
+    """On a 1280-pixel screen: every column of the Quality and Benchmark tables in view (no horizontal
+    scroll, DS and Time included), and Retrieval's top-k tables lead with the chunk text, wide enough to read."""
+    from playwright.sync_api import expect, sync_playwright
+
+    upload = tmp_path / "short_log.txt"
+    upload.write_text(SHORT, encoding="utf-8")
+    width = 1280
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 1400})
+            page.set_default_timeout(60_000)
+            page.goto(server)
+            expect(page.get_by_role("heading", name="Chunk Lab", exact=True)).to_be_visible()
+            expect(page.get_by_role("link", name="Next: compare chunkers")).to_be_visible()
+            page.locator(".st-key-docpage_upload input[type=file]").set_input_files(str(upload))
+            expect(page.locator("[data-testid=stSidebar]")).to_contain_text("short_log.txt")
+            _wait_idle(page)
+
+            # Quality: score (two adjacent pairs: seconds) unless this server's cache already holds them.
+            page.get_by_role("link", name="Quality").click()
+            expect(page.get_by_role("heading", name="Quality", exact=True)).to_be_visible()
+            _wait_idle(page)
+            run, table = page.locator(".st-key-qual_run button"), _frame_with(page, "DS")
+            expect(run.or_(table).first).to_be_visible()
+            if run.count():
+                run.click()
+            expect(table).to_be_visible(timeout=120_000)
+            grid = table.evaluate(_GRID_WIDTHS)
+            assert grid["headers"][-1] == "DS", grid
+            assert grid["scroll"] <= grid["client"] + 1 and grid["right"] <= width, grid
+
+            # Retrieval: the top-k tables put the chunk's text right after the rank, 300+ pixels of it in view.
+            page.get_by_role("link", name="Retrieval").click()
+            _wait_idle(page)
+            page.locator(".st-key-ret_query input").fill("When did the fog horn sound?")
+            page.locator(".st-key-ret_search button").click()
+            expect(page.get_by_role("heading", name="Top chunks")).to_be_visible(timeout=120_000)
+            _wait_idle(page)
+            hits = _frame_with(page, "Chunk")
+            expect(hits.first).to_be_visible()
+            for i in range(hits.count()):
+                grid = hits.nth(i).evaluate(_GRID_WIDTHS)
+                assert grid["headers"][:2] == ["#", "Chunk"], grid
+                assert grid["client"] - 32 >= 300 and grid["right"] <= width, grid
+
+            # Benchmark: one saved question, run on the session set; every result column in view.
+            page.locator(".st-key-ret_paste textarea").fill("The horn sounded twice before dawn.")
+            page.locator(".st-key-ret_mark button").click()
+            _wait_idle(page)
+            page.locator(".st-key-ret_save button").click()
+            _wait_idle(page)
+            page.get_by_role("link", name="Benchmark").click()
+            _wait_idle(page)
+            page.locator(".st-key-bm_run button").click()
+            expect(page.get_by_role("heading", name="Results")).to_be_visible(timeout=120_000)
+            _wait_idle(page)
+            grid = _frame_with(page, "Time (s)").evaluate(_GRID_WIDTHS)
+            assert grid["headers"][-1] == "Time (s)", grid
+            assert grid["scroll"] <= grid["client"] + 1 and grid["right"] <= width, grid
+        finally:
+            browser.close()
