@@ -43,10 +43,8 @@ __all__ = [
     "config_color",
     "highlight_html",
     "layers_legend_html",
-    "hits_frame",
-    "HITS_COLUMNS",
-    "HITS_ROW_HEIGHT",
-    "hits_column_config",
+    "HITS_TEXT_CHARS",
+    "hits_html",
     "scores_frame",
     "questions_frame",
     "question_set_upload",
@@ -71,6 +69,13 @@ RET_STYLE = """
 }
 .rt-stretch { border-left: 3px solid #e2e8f0; padding-left: 0.6rem; margin-bottom: 0.8rem; }
 .rt-where { font: 600 0.75rem sans-serif; color: #64748b; }
+.rt-hits { width: 100%; border-collapse: collapse; font-size: 0.85rem; line-height: 1.4; color: #1f2937; }
+.rt-hits th { text-align: left; font-weight: 600; color: #64748b; border-bottom: 1px solid #e2e8f0; padding: 0.2rem 0.4rem; }
+.rt-hits td { vertical-align: top; border-bottom: 1px solid #f1f5f9; padding: 0.3rem 0.4rem; }
+.rt-hits .rk { width: 1.6rem; font-weight: 700; color: #475569; }
+.rt-hits .tx { overflow-wrap: anywhere; }
+.rt-hits .nm { width: 5.8rem; white-space: nowrap; text-align: right; font: 0.75rem/1.5 ui-monospace, SFMono-Regular, Menlo,
+  monospace; color: #475569; }
 .rt-legend { font: 0.8rem sans-serif; color: #475569; display: flex; flex-wrap: wrap; gap: 0.9rem; }
 .rt-legend .sw { display: inline-block; width: 1.6rem; height: 0.9rem; vertical-align: -0.15rem; border-radius: 2px;
   margin-right: 0.3rem; }
@@ -227,39 +232,29 @@ def layers_legend_html(layers: Sequence[Layer], labels: Mapping[str, str]) -> st
     return f'<div class="rt-legend">{"".join(items)}</div>'
 
 
-def hits_frame(hits: Sequence[Hit], text: str) -> pd.DataFrame:
-    """One row per hit: rank, the start of the chunk (plain text), cosine distance, tokens and span.
+HITS_TEXT_CHARS = 300  # characters of each retrieved chunk shown in its top-k table, wrapped
 
-    The text comes second, right after the rank, so it is what a narrow column shows first.
+
+def hits_html(hits: Sequence[Hit], text: str) -> str:
+    """One configuration's top k as an HTML table: rank, the chunk's text wrapped, then distance, tokens and span.
+
+    HTML rather than a data grid because a grid cell shows one line: in a column of the
+    side-by-side layout the chunk text, the thing to compare, was cut off after a few words.
+    The first :data:`HITS_TEXT_CHARS` characters of each chunk (whitespace collapsed) wrap
+    over as many lines as they need; the numbers sit in a narrow column on the right.
+    Document text is escaped.
     """
-    rows = [
-        {
-            "rank": h.rank,
-            "text": _preview(text[h.start : h.end]),
-            "distance": h.distance,
-            "tokens": h.tokens,
-            "start": h.start,
-            "end": h.end,
-        }
-        for h in hits
-    ]
-    return pd.DataFrame(rows, columns=list(HITS_COLUMNS))
-
-
-HITS_COLUMNS = ("rank", "text", "distance", "tokens", "start", "end")
-HITS_ROW_HEIGHT = 64  # pixels: three lines of a chunk's start, wrapped
-
-
-def hits_column_config() -> dict[str, Any]:
-    """``st.dataframe``'s column configuration of :func:`hits_frame`: the chunk text takes the room the numbers leave."""
-    return {
-        "rank": st.column_config.NumberColumn("#", format="%d", width=32),
-        "text": st.column_config.TextColumn("Chunk", width="large", help="The start of the chunk (plain text)."),
-        "distance": st.column_config.NumberColumn("Distance", format="%.3f", width=column_width("Distance")),
-        "tokens": st.column_config.NumberColumn("Tokens", format="%d", width=column_width("Tokens")),
-        "start": st.column_config.NumberColumn("Start", format="%d", width=column_width("Start")),
-        "end": st.column_config.NumberColumn("End", format="%d", width=column_width("End")),
-    }
+    rows = []
+    for h in hits:
+        rows.append(
+            f'<tr><td class="rk">{h.rank}</td><td class="tx">{esc(_preview(text[h.start : h.end], HITS_TEXT_CHARS))}</td>'
+            f'<td class="nm">{h.distance:.3f}<br>{h.tokens:,} tok<br>{h.start:,}–{h.end:,}</td></tr>'
+        )
+    return (
+        '<table class="rt-hits"><thead><tr><th>#</th><th>Chunk</th>'
+        '<th title="cosine distance · tokens · characters">Distance</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def scores_frame(scores: Mapping[str, RetrievalScores], cp: Mapping[str, float] | None = None) -> pd.DataFrame:

@@ -29,13 +29,11 @@ from components.lm_runs import model_chunking, session_lm, start_model_job
 from components.models import job_outcome
 from components.render import STYLE, esc, tag_badge_html
 from components.retrieval import (
-    HITS_ROW_HEIGHT,
     RET_STYLE,
     Layer,
     config_color,
     highlight_html,
-    hits_column_config,
-    hits_frame,
+    hits_html,
     layers_legend_html,
     md_text,
     question_set_upload,
@@ -192,13 +190,7 @@ if hits:
     for col, tag in grid(list(hits), HITS_PER_ROW):
         with col:
             st.html(f"{tag_badge_html(tag, colors[tag])}<b>{esc(labels[tag])}</b>")
-            st.dataframe(
-                hits_frame(hits[tag], doc.text),
-                key=RETRIEVAL(f"hits_{tag}"),
-                hide_index=True,
-                row_height=HITS_ROW_HEIGHT,
-                column_config=hits_column_config(),
-            )
+            st.html(hits_html(hits[tag], doc.text))  # RET_STYLE is on the page already
 elif job is None:
     st.caption("Type a query and press Search: every selected configuration returns its top chunks.")
 
