@@ -233,7 +233,7 @@ def test_state_survives_page_switches(compare: AppTest) -> None:
 
     compare.switch_page("pages/document.py").run()
     assert not compare.exception
-    assert [t.value for t in compare.title] == ["Document"]
+    assert [t.value for t in compare.title] == ["Chunk Lab"]
     compare.switch_page("pages/compare.py").run()
     assert not compare.exception
     assert [e["uid"] for e in compare.session_state["configs"]] == configs
