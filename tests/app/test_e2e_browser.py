@@ -131,7 +131,7 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
             expect(page.locator("[data-testid=stMetric]").first).to_contain_text(f"{len(_document()):,}")
             _wait_idle(page)
 
-            page.get_by_role("link", name="Compare").click()
+            page.get_by_role("link", name="Next: compare chunkers").click()  # the landing page's next step
             expect(page.get_by_role("heading", name="Compare chunkers")).to_be_visible()
             # The two default configurations are there; a third is picked in the sidebar form.
             expect(page.locator(".st-key-cmp_card_0")).to_contain_text("recursive")
