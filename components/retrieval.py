@@ -70,12 +70,13 @@ RET_STYLE = """
 .rt-stretch { border-left: 3px solid #e2e8f0; padding-left: 0.6rem; margin-bottom: 0.8rem; }
 .rt-where { font: 600 0.75rem sans-serif; color: #64748b; }
 .rt-hits { width: 100%; border-collapse: collapse; font-size: 0.85rem; line-height: 1.4; color: #1f2937; }
-.rt-hits th { text-align: left; font-weight: 600; color: #64748b; border-bottom: 1px solid #e2e8f0; padding: 0.2rem 0.4rem; }
+.rt-hits th { text-align: left; font-weight: 600; color: #64748b; border-bottom: 1px solid #e2e8f0;
+  padding: 0.2rem 0.4rem; }
 .rt-hits td { vertical-align: top; border-bottom: 1px solid #f1f5f9; padding: 0.3rem 0.4rem; }
 .rt-hits .rk { width: 1.6rem; font-weight: 700; color: #475569; }
 .rt-hits .tx { overflow-wrap: anywhere; }
-.rt-hits .nm { width: 5.8rem; white-space: nowrap; text-align: right; font: 0.75rem/1.5 ui-monospace, SFMono-Regular, Menlo,
-  monospace; color: #475569; }
+.rt-hits .nm { width: 5.8rem; white-space: nowrap; text-align: right; color: #475569;
+  font: 0.75rem/1.5 ui-monospace, SFMono-Regular, Menlo, monospace; }
 .rt-legend { font: 0.8rem sans-serif; color: #475569; display: flex; flex-wrap: wrap; gap: 0.9rem; }
 .rt-legend .sw { display: inline-block; width: 1.6rem; height: 0.9rem; vertical-align: -0.15rem; border-radius: 2px;
   margin-right: 0.3rem; }
@@ -246,8 +247,9 @@ def hits_html(hits: Sequence[Hit], text: str) -> str:
     """
     rows = []
     for h in hits:
+        shown = esc(_preview(text[h.start : h.end], HITS_TEXT_CHARS))
         rows.append(
-            f'<tr><td class="rk">{h.rank}</td><td class="tx">{esc(_preview(text[h.start : h.end], HITS_TEXT_CHARS))}</td>'
+            f'<tr><td class="rk">{h.rank}</td><td class="tx">{shown}</td>'
             f'<td class="nm">{h.distance:.3f}<br>{h.tokens:,} tok<br>{h.start:,}–{h.end:,}</td></tr>'
         )
     return (

@@ -16,7 +16,16 @@ import plotly.graph_objects as go
 from backend.chunking import Chunking
 from components.render import CHUNK_EDGES
 
-__all__ = ["CONFIG_COLORS", "boundary_strip", "strip_lanes", "size_histogram", "CLIP_PERCENTILE", "CLIP_HEADROOM", "PREVIEW_CHARS", "preview"]
+__all__ = [
+    "CONFIG_COLORS",
+    "boundary_strip",
+    "strip_lanes",
+    "size_histogram",
+    "CLIP_PERCENTILE",
+    "CLIP_HEADROOM",
+    "PREVIEW_CHARS",
+    "preview",
+]
 
 # One colour per configuration (tag badges, histogram); chunks inside a row alternate CHUNK_EDGES.
 CONFIG_COLORS = ("#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")

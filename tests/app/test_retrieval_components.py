@@ -103,7 +103,9 @@ def test_highlight_without_spans_and_beyond_the_cap() -> None:
 def test_hits_html_wraps_each_chunks_escaped_text_beside_its_numbers() -> None:
     text = "<b>one</b>\n\ntwo three " + "word " * 200
     out = hits_html([_hit(1, 0, 10), _hit(2, 12, 1_012)], text)
-    rows = re.findall(r"<tr><td class=\"rk\">(\d+)</td><td class=\"tx\">([^<]*)</td><td class=\"nm\">([^<]*)<br>([^<]*)<br>([^<]*)</td></tr>", out)
+    rows = re.findall(
+        r'<tr><td class="rk">(\d+)</td><td class="tx">([^<]*)</td><td class="nm">([^<]*)<br>([^<]*)<br>([^<]*)</td></tr>', out
+    )
     assert [r[0] for r in rows] == ["1", "2"]
     assert rows[0][1:] == ("&lt;b&gt;one&lt;/b&gt;", "0.100", "10 tok", "0–10")
     assert rows[1][2:] == ("0.200", "1,000 tok", "12–1,012")

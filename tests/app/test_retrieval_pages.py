@@ -73,7 +73,9 @@ def _frames(at: AppTest, column: str) -> list:
     return [d.value for d in at.dataframe if column in d.value.columns]
 
 
-_HIT_ROW = re.compile(r'<td class="rk">(\d+)</td><td class="tx">[^<]*</td><td class="nm">([\d.]+)<br>[^<]*<br>([\d,]+)–([\d,]+)</td>')
+_HIT_ROW = re.compile(
+    r'<td class="rk">(\d+)</td><td class="tx">[^<]*</td><td class="nm">([\d.]+)<br>[^<]*<br>([\d,]+)–([\d,]+)</td>'
+)
 
 
 def _hit_tables(at: AppTest) -> list[dict[str, list]]:
@@ -81,7 +83,10 @@ def _hit_tables(at: AppTest) -> list[dict[str, list]]:
     tables = []
     for h in at.html:
         if 'class="rt-hits"' in h.value:
-            rows = [(int(r), float(d), int(s.replace(",", "")), int(e.replace(",", ""))) for r, d, s, e in _HIT_ROW.findall(h.value)]
+            rows = [
+                (int(r), float(d), int(s.replace(",", "")), int(e.replace(",", "")))
+                for r, d, s, e in _HIT_ROW.findall(h.value)
+            ]
             tables.append({k: [row[i] for row in rows] for i, k in enumerate(("rank", "distance", "start", "end"))})
     return tables
 
