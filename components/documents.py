@@ -13,10 +13,18 @@ import streamlit as st
 from backend.config import max_file_bytes
 from backend.errors import ChunkLabError, InputError, one_line
 from backend.loaders import SUPPORTED_EXTENSIONS, load_bytes
+from backend.samples import Sample
 from components.cached import sample_document, samples
 from components.state import current_document, set_document
 
-__all__ = ["upload_types", "upload_limit_mb", "load_upload", "load_bundled_sample", "load_default_sample"]
+__all__ = [
+    "upload_types",
+    "upload_limit_mb",
+    "load_upload",
+    "load_bundled_sample",
+    "load_default_sample",
+    "current_sample",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -68,3 +76,18 @@ def load_default_sample() -> None:
     found = samples()
     if found:
         load_bundled_sample(found[0].name)
+
+
+def current_sample() -> Sample | None:
+    """The bundled sample the current document is, else ``None`` (an upload, even one named like a sample).
+
+    Decided from the document itself (same file name, same text as the sample), so whatever
+    made it current — the picker, the first run, an upload — the answer stays true.
+    """
+    doc = current_document()
+    if doc is None:
+        return None
+    for sample in samples():
+        if sample.path.name == doc.source:
+            return sample if sample_document(sample.name).id == doc.id else None
+    return None

@@ -19,7 +19,12 @@ from components.keys import LEGACY_RERUN, ROUTED
 from components.models import sidebar_models
 from components.state import current_document, init_session_state
 
-__all__ = ["page_config", "shared_setup", "page_list", "sidebar_document", "ensure_routed"]
+__all__ = ["PURPOSE", "page_config", "shared_setup", "page_list", "landing_intro", "sidebar_document", "ensure_routed"]
+
+PURPOSE = (
+    "Compare how document chunkers split the same text — side by side, with quality and retrieval "
+    "metrics — before you pick one for your RAG pipeline."
+)
 
 # Shipped with the app: a ``:material/…:`` page icon makes the browser fetch the favicon from
 # fonts.gstatic.com (icons elsewhere come from the font Streamlit serves itself). An SVG file
@@ -50,6 +55,17 @@ def page_list() -> list:
         st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:"),
         st.Page("pages/models.py", title="Models", icon=":material/memory:"),
     ]
+
+
+def landing_intro() -> None:
+    """The landing page's head: the app's title, what it is for in one line, and Compare as the next step."""
+    st.title("Chunk Lab")
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+        st.markdown(PURPOSE, width="stretch")
+        st.page_link(
+            "pages/compare.py", label="Next: compare chunkers", icon=":material/arrow_forward:",
+            help="Chunk the current document with several configurations, side by side.",
+        )
 
 
 def sidebar_document() -> None:

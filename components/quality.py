@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     import pandas as pd
     from pandas.io.formats.style import Styler
 
-__all__ = ["best_cells", "column_config", "csv_file_name", "quality_frame", "styled_table"]
+__all__ = ["CHUNKER_WIDTH", "best_cells", "column_config", "column_width", "csv_file_name", "quality_frame", "styled_table"]
 
+CHUNKER_WIDTH = 190  # pixels of the configuration label column (the table's only long text)
 HIGHLIGHT = "background-color: #dcfce7; font-weight: 600"
 _FORMATS = {"mean_tokens": "{:.1f}", "bc": "{:.4f}", "cs_complete": "{:.3f}", "cs_incomplete": "{:.3f}", "ds": "{:.4f}"}
 
@@ -65,18 +66,31 @@ def styled_table(table: pd.DataFrame) -> Styler:
     return shown.style.apply(mark, axis=0, subset=[c for c in BEST if c in shown]).format(formats, na_rep="—")
 
 
+def column_width(label: str) -> int:
+    """Pixels that show a numeric column's header ``label`` whole (about 7 px a character, 28 px of padding)."""
+    return max(65, 28 + 7 * len(label))
+
+
 def column_config() -> dict[str, Any]:
-    """``st.dataframe``'s column configuration of the table: headers and help from the metric table."""
+    """``st.dataframe``'s column configuration of the table: headers and help from the metric table.
+
+    Every column has a fixed width — the configuration's label (``CHUNKER_WIDTH``; hover or
+    the CSV for all of it) and each number column as wide as its header — so the whole table,
+    DS included, fits the wide layout's main column on a 1280-pixel screen instead of a long
+    label pushing the last metrics out of sight.
+    """
     import streamlit as st
 
     config: dict[str, Any] = {
         "_index": st.column_config.TextColumn("", width=40),
-        "chunker": st.column_config.TextColumn("Chunker"),
-        "chunks": st.column_config.NumberColumn("Chunks", format="%d"),
-        "mean_tokens": st.column_config.Column("Mean tokens"),
+        "chunker": st.column_config.TextColumn(
+            "Chunker", width=CHUNKER_WIDTH, help="The configuration (its full label is in the CSV)."
+        ),
+        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=column_width("Chunks")),
+        "mean_tokens": st.column_config.Column("Mean tokens", width=column_width("Mean tokens")),
     }
     for m in METRIC_TABLE:
-        config[m.name] = st.column_config.Column(m.label, help=m.help)
+        config[m.name] = st.column_config.Column(m.label, help=m.help, width=column_width(m.label))
     return config
 
 

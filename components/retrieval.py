@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,7 @@ from backend.retrieval.metrics import RetrievalScores, union_ranges
 from backend.retrieval.questions import QuestionSet, question_set_from_files
 from components.figures.charts import CONFIG_COLORS
 from components.keys import PageKeys
+from components.quality import column_width
 from components.render import esc
 
 if TYPE_CHECKING:
@@ -42,17 +43,21 @@ __all__ = [
     "config_color",
     "highlight_html",
     "layers_legend_html",
-    "hits_frame",
+    "HITS_TEXT_CHARS",
+    "hits_html",
     "scores_frame",
     "questions_frame",
     "question_set_upload",
     "summary_frame",
+    "summary_column_config",
     "per_corpus_frame",
     "per_question_frame",
     "candidates_frame",
 ]
 
 _PREVIEW_CHARS = 120
+_PM_WIDTH = 95  # pixels that show "100.0 ± 100.0"
+_SUMMARY_CHUNKER_WIDTH = 150
 
 RET_STYLE = """
 <style>
@@ -64,6 +69,14 @@ RET_STYLE = """
 }
 .rt-stretch { border-left: 3px solid #e2e8f0; padding-left: 0.6rem; margin-bottom: 0.8rem; }
 .rt-where { font: 600 0.75rem sans-serif; color: #64748b; }
+.rt-hits { width: 100%; border-collapse: collapse; font-size: 0.85rem; line-height: 1.4; color: #1f2937; }
+.rt-hits th { text-align: left; font-weight: 600; color: #64748b; border-bottom: 1px solid #e2e8f0;
+  padding: 0.2rem 0.4rem; }
+.rt-hits td { vertical-align: top; border-bottom: 1px solid #f1f5f9; padding: 0.3rem 0.4rem; }
+.rt-hits .rk { width: 1.6rem; font-weight: 700; color: #475569; }
+.rt-hits .tx { overflow-wrap: anywhere; }
+.rt-hits .nm { width: 5.8rem; white-space: nowrap; text-align: right; color: #475569;
+  font: 0.75rem/1.5 ui-monospace, SFMono-Regular, Menlo, monospace; }
 .rt-legend { font: 0.8rem sans-serif; color: #475569; display: flex; flex-wrap: wrap; gap: 0.9rem; }
 .rt-legend .sw { display: inline-block; width: 1.6rem; height: 0.9rem; vertical-align: -0.15rem; border-radius: 2px;
   margin-right: 0.3rem; }
@@ -220,20 +233,30 @@ def layers_legend_html(layers: Sequence[Layer], labels: Mapping[str, str]) -> st
     return f'<div class="rt-legend">{"".join(items)}</div>'
 
 
-def hits_frame(hits: Sequence[Hit], text: str) -> pd.DataFrame:
-    """One row per hit: rank, cosine distance, span, tokens and the start of the chunk (plain text)."""
-    rows = [
-        {
-            "rank": h.rank,
-            "distance": h.distance,
-            "start": h.start,
-            "end": h.end,
-            "tokens": h.tokens,
-            "text": _preview(text[h.start : h.end]),
-        }
-        for h in hits
-    ]
-    return pd.DataFrame(rows, columns=["rank", "distance", "start", "end", "tokens", "text"])
+HITS_TEXT_CHARS = 300  # characters of each retrieved chunk shown in its top-k table, wrapped
+
+
+def hits_html(hits: Sequence[Hit], text: str) -> str:
+    """One configuration's top k as an HTML table: rank, the chunk's text wrapped, then distance, tokens and span.
+
+    HTML rather than a data grid because a grid cell shows one line: in a column of the
+    side-by-side layout the chunk text, the thing to compare, was cut off after a few words.
+    The first :data:`HITS_TEXT_CHARS` characters of each chunk (whitespace collapsed) wrap
+    over as many lines as they need; the numbers sit in a narrow column on the right.
+    Document text is escaped.
+    """
+    rows = []
+    for h in hits:
+        shown = esc(_preview(text[h.start : h.end], HITS_TEXT_CHARS))
+        rows.append(
+            f'<tr><td class="rk">{h.rank}</td><td class="tx">{shown}</td>'
+            f'<td class="nm">{h.distance:.3f}<br>{h.tokens:,} tok<br>{h.start:,}–{h.end:,}</td></tr>'
+        )
+    return (
+        '<table class="rt-hits"><thead><tr><th>#</th><th>Chunk</th>'
+        '<th title="cosine distance · tokens · characters">Distance</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def scores_frame(scores: Mapping[str, RetrievalScores], cp: Mapping[str, float] | None = None) -> pd.DataFrame:
@@ -320,6 +343,28 @@ def summary_frame(bm: Benchmark, tags: Sequence[str]) -> pd.DataFrame:
             "seconds": round(r.seconds, 2),
         })
     return pd.DataFrame(rows).set_index("config")
+
+
+def summary_column_config() -> dict[str, Any]:
+    """``st.dataframe``'s column configuration of :func:`summary_frame`: fixed widths, short headers.
+
+    As on the Quality page, the configuration label is the one long text: with it held to a
+    fixed width every column, the last included, fits the wide layout on a 1280-pixel screen.
+    """
+    metric = {label: max(_PM_WIDTH, column_width(label)) for label in METRIC_LABELS.values()}
+    return {
+        "_index": st.column_config.TextColumn("", width=40),
+        "chunker": st.column_config.TextColumn(
+            "Chunker", width=_SUMMARY_CHUNKER_WIDTH, help="The configuration (its full label is in the CSV)."
+        ),
+        **{label: st.column_config.TextColumn(label, width=w, help="mean ± standard deviation over questions, in %")
+           for label, w in metric.items()},
+        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=column_width("Chunks")),
+        "mean tokens": st.column_config.NumberColumn(
+            "Tokens", format="%.1f", width=column_width("Tokens"), help="mean tokens per chunk"
+        ),
+        "seconds": st.column_config.NumberColumn("Time (s)", format="%.2f", width=column_width("Time (s)")),
+    }
 
 
 def per_corpus_frame(bm: Benchmark, tags: Sequence[str]) -> pd.DataFrame:

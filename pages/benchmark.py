@@ -39,6 +39,7 @@ from components.retrieval import (
     per_question_frame,
     question_set_upload,
     questions_frame,
+    summary_column_config,
     summary_frame,
 )
 from components.state import configurations, current_document
@@ -284,7 +285,7 @@ st.caption(
     f"{'as many chunks as hold excerpts' if bm.retrieve == -1 else f'{bm.retrieve} chunks'} per question · "
     f"{bm.seconds:.1f} s. Mean ± standard deviation over questions, in %."
 )
-st.dataframe(summary_frame(bm, tags), key=BENCHMARK("table"))
+st.dataframe(summary_frame(bm, tags), key=BENCHMARK("table"), column_config=summary_column_config())
 st.plotly_chart(metric_bars(bm, tags, colors), key=BENCHMARK("bars"), config=_PLOT)
 if len(bm.corpora) > 1:
     st.markdown("**Per corpus**")

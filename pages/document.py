@@ -3,9 +3,9 @@
 import streamlit as st
 
 from components.cached import document_stats, samples
-from components.documents import load_bundled_sample, load_upload, upload_limit_mb, upload_types
+from components.documents import current_sample, load_bundled_sample, load_upload, upload_limit_mb, upload_types
 from components.keys import DOCUMENT
-from components.layout import ensure_routed
+from components.layout import ensure_routed, landing_intro
 from components.render import STYLE, text_html
 from components.state import current_document
 
@@ -16,7 +16,8 @@ _ERROR = DOCUMENT("error")
 _LAST_UPLOAD = DOCUMENT("last_upload")
 _UPLOAD_GEN = DOCUMENT("upload_gen")  # the uploader's key is DOCUMENT(f"upload_{generation}"), see below
 
-st.title("Document")
+landing_intro()
+st.header("Document", anchor=False)
 st.caption("Choose the document to chunk: upload your own or start from a bundled sample.")
 
 col_upload, col_sample = st.columns(2, gap="large")
@@ -62,7 +63,6 @@ with col_sample:
                     st.session_state[_ERROR] = load_bundled_sample(choice)
                 if st.session_state[_ERROR] is None:
                     st.rerun()
-        st.caption(bundled[choice].description)
     else:
         st.caption("No bundled samples are installed.")
 
@@ -75,6 +75,9 @@ if doc is None:
     st.stop()
 
 st.subheader(doc.source, anchor=False)
+sample = current_sample()
+if sample is not None:  # an upload gets no sample's description
+    st.caption(sample.description)
 with st.spinner("Counting tokens and sentences…", show_time=True):
     stats = document_stats(doc, doc.id)
 

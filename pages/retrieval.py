@@ -33,7 +33,7 @@ from components.retrieval import (
     Layer,
     config_color,
     highlight_html,
-    hits_frame,
+    hits_html,
     layers_legend_html,
     md_text,
     question_set_upload,
@@ -54,6 +54,7 @@ _QUERY, _K = RETRIEVAL("query"), RETRIEVAL("k")
 _PASTE = RETRIEVAL("paste")
 _ANSWER = RETRIEVAL("answer")
 MAX_PER_ROW = 4
+HITS_PER_ROW = 2  # top-k tables side by side: wide enough to read the chunks' text
 
 
 def _reset_for(doc_id: str) -> None:
@@ -189,22 +190,10 @@ hits: dict = {t: h for t, h in job.result.items() if t in chunkings} if job is n
 if hits:
     st.subheader("Top chunks", anchor=False)
     st.caption(f"Query: {md_text(job.meta['query'])} · top {job.meta['k']} · distance is cosine (0 = same direction).")
-    for col, tag in grid(list(hits), MAX_PER_ROW):
+    for col, tag in grid(list(hits), HITS_PER_ROW):
         with col:
             st.html(f"{tag_badge_html(tag, colors[tag])}<b>{esc(labels[tag])}</b>")
-            st.dataframe(
-                hits_frame(hits[tag], doc.text),
-                key=RETRIEVAL(f"hits_{tag}"),
-                hide_index=True,
-                column_config={
-                    "rank": st.column_config.NumberColumn("#", format="%d", width=40),
-                    "distance": st.column_config.NumberColumn("Distance", format="%.3f", width=80),
-                    "start": st.column_config.NumberColumn("Start", format="%d", width=70),
-                    "end": st.column_config.NumberColumn("End", format="%d", width=70),
-                    "tokens": st.column_config.NumberColumn("Tokens", format="%d", width=60),
-                    "text": st.column_config.TextColumn("Chunk", width="large"),
-                },
-            )
+            st.html(hits_html(hits[tag], doc.text))  # RET_STYLE is on the page already
 elif job is None:
     st.caption("Type a query and press Search: every selected configuration returns its top chunks.")
 

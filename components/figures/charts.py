@@ -7,6 +7,7 @@ thousands of chunks is still one object for Plotly to draw (never one shape per 
 from __future__ import annotations
 
 import html
+import math
 from typing import Sequence
 
 import numpy as np
@@ -15,12 +16,23 @@ import plotly.graph_objects as go
 from backend.chunking import Chunking
 from components.render import CHUNK_EDGES
 
-__all__ = ["CONFIG_COLORS", "boundary_strip", "size_histogram", "PREVIEW_CHARS", "preview"]
+__all__ = [
+    "CONFIG_COLORS",
+    "boundary_strip",
+    "strip_lanes",
+    "size_histogram",
+    "CLIP_PERCENTILE",
+    "CLIP_HEADROOM",
+    "PREVIEW_CHARS",
+    "preview",
+]
 
 # One colour per configuration (tag badges, histogram); chunks inside a row alternate CHUNK_EDGES.
 CONFIG_COLORS = ("#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")
 PREVIEW_CHARS = 80
-_LANE = 0.19  # even chunks sit above the row centre, odd ones below, so overlaps stay visible
+CLIP_PERCENTILE = 99  # the size histogram's x axis ends at this percentile of the sizes…
+CLIP_HEADROOM = 0.10  # …plus this fraction of it, when some chunk is longer
+_ROW_SPAN = 0.76  # the part of a row's height its lanes share (the rest separates the rows)
 
 
 def preview(text: str) -> str:
@@ -35,6 +47,45 @@ def preview(text: str) -> str:
     return html.escape(flat, quote=False)
 
 
+def strip_lanes(starts: Sequence[int], ends: Sequence[int]) -> tuple[int, list[int], list[int]]:
+    """Lanes and colours that keep every chunk of one row distinguishable on the strip.
+
+    There are ``max(2, depth)`` lanes, ``depth`` being the most chunks covering one character,
+    so overlapping chunks never share a lane (50 % overlap: two lanes). Chunk ``j`` goes to lane
+    ``j % lanes`` when that lane is free at its start, else to the first free lane (one always
+    is: chunks come sorted by start). Its colour is ``j % 2`` (the text view's alternation),
+    flipped when it would touch the previous chunk of its lane in the same colour, so two
+    abutting bars in a lane never merge into one.
+
+    Args:
+        starts: Chunk starts, ascending.
+        ends: Chunk ends, same order.
+
+    Returns:
+        ``(lanes, lane of each chunk, colour index (0 or 1) of each chunk)``.
+    """
+    events = sorted([(e, -1) for e in ends] + [(s, 1) for s in starts])  # an end before a start at one offset
+    depth = cover = 0
+    for _, step in events:
+        cover += step
+        depth = max(depth, cover)
+    n_lanes = max(2, depth)
+    last_end: list[int | None] = [None] * n_lanes
+    last_colour = [-1] * n_lanes
+    lanes: list[int] = []
+    colours: list[int] = []
+    for j, (start, end) in enumerate(zip(starts, ends)):
+        free = [lane for lane in range(n_lanes) if last_end[lane] is None or last_end[lane] <= start]
+        lane = j % n_lanes if j % n_lanes in free else free[0]
+        colour = j % 2
+        if last_end[lane] == start and last_colour[lane] == colour:
+            colour = 1 - colour
+        last_end[lane], last_colour[lane] = end, colour
+        lanes.append(lane)
+        colours.append(colour)
+    return n_lanes, lanes, colours
+
+
 def boundary_strip(
     chunkings: Sequence[Chunking],
     tags: Sequence[str],
@@ -45,8 +96,9 @@ def boundary_strip(
 ) -> go.Figure:
     """Every chunk as a bar over character offsets, one row per configuration.
 
-    Even chunks sit in the upper half of a row and odd ones in the lower half, in
-    alternating colours, so overlapping neighbours stay visible. Trace ``i`` is row ``i``
+    A row is split into lanes (:func:`strip_lanes`): even chunks in the upper one and odd
+    ones in the lower one, more lanes where more chunks overlap, and abutting chunks of a lane
+    in alternating colours, so every chunk stays visible at 50 % overlap. Trace ``i`` is row ``i``
     and point ``j`` of it is chunk ``j``; each point's ``customdata`` is ``[tag, index,
     start, end, tokens, preview]``, which is how selection events map back to chunks.
 
@@ -66,8 +118,9 @@ def boundary_strip(
         starts = np.fromiter((c.start for c in ch.chunks), dtype=np.int64, count=m)
         ends = np.fromiter((c.end for c in ch.chunks), dtype=np.int64, count=m)
         tokens = np.fromiter((c.tokens for c in ch.chunks), dtype=np.int64, count=m)
-        parity = np.arange(m) % 2
-        y = (n_rows - 1 - row) + np.where(parity == 0, _LANE, -_LANE)
+        n_lanes, lanes, colours = strip_lanes(starts.tolist(), ends.tolist())
+        pitch = _ROW_SPAN / n_lanes
+        y = (n_rows - 1 - row) + ((n_lanes - 1) / 2 - np.asarray(lanes, dtype=np.float64)) * pitch
         line_w = np.zeros(m)
         sel = selected[row] if selected is not None and row < len(selected) else None
         if sel is not None and 0 <= sel < m:
@@ -85,9 +138,9 @@ def boundary_strip(
                 base=starts,
                 x=np.maximum(ends - starts, 1),
                 y=y,
-                width=2 * _LANE * 0.92,
+                width=pitch * 0.92,
                 marker={
-                    "color": np.where(parity == 0, CHUNK_EDGES[0], CHUNK_EDGES[1]),
+                    "color": np.where(np.asarray(colours) == 0, CHUNK_EDGES[0], CHUNK_EDGES[1]),
                     "line": {"width": line_w, "color": "#dc2626"},
                 },
                 customdata=custom,
@@ -133,6 +186,12 @@ def boundary_strip(
 def size_histogram(chunkings: Sequence[Chunking], tags: Sequence[str], colors: Sequence[str], unit: str) -> go.Figure:
     """Overlaid histograms of chunk sizes, one per configuration.
 
+    One chunk far longer than the rest would squeeze every other bar into the left edge,
+    so the x axis stops at :data:`CLIP_PERCENTILE` of all sizes plus :data:`CLIP_HEADROOM`
+    (rounded up) when some chunk lies beyond it; those chunks stay in the histogram (off
+    the axis, the user can zoom out) and an annotation at the right edge gives their count
+    and the largest size.
+
     Args:
         chunkings: The chunkings to compare.
         tags: Legend labels, same order.
@@ -149,7 +208,9 @@ def size_histogram(chunkings: Sequence[Chunking], tags: Sequence[str], colors: S
     values_all = np.concatenate(series) if series else np.zeros(0, dtype=np.int64)
     lo = int(values_all.min()) if values_all.size else 0
     hi = int(values_all.max()) if values_all.size else 1
-    size = max(1.0, (hi - lo + 1) / 40)
+    upper = int(math.ceil(np.percentile(values_all, CLIP_PERCENTILE) * (1 + CLIP_HEADROOM))) if values_all.size else 1
+    clipped = hi > upper
+    size = max(1.0, ((upper if clipped else hi) - lo + 1) / 40)
     bins = {"start": lo - 0.5, "end": hi + size, "size": size}
     fig = go.Figure()
     for values, ch, tag, color in zip(series, chunkings, tags, colors):
@@ -163,11 +224,20 @@ def size_histogram(chunkings: Sequence[Chunking], tags: Sequence[str], colors: S
                 hovertemplate=f"{tag}: %{{x}} {unit}<br>%{{y}} chunks<extra></extra>",
             )
         )
+    xaxis: dict = {"title": {"text": f"chunk size ({unit})"}}
+    if clipped:
+        beyond = int((values_all > upper).sum())
+        xaxis["range"] = [lo - 0.5, upper]
+        fig.add_annotation(
+            x=1, xref="paper", y=1, yref="paper", xanchor="right", yanchor="top", showarrow=False,
+            text=f"{beyond:,} chunk{'s' if beyond != 1 else ''} beyond {upper:,} ▸ max {hi:,} {unit}",
+            font={"size": 11, "color": "#b91c1c"}, bgcolor="rgba(255, 255, 255, 0.85)",
+        )
     fig.update_layout(
         barmode="overlay",
         height=320,
         margin={"l": 10, "r": 10, "t": 10, "b": 40},
-        xaxis={"title": {"text": f"chunk size ({unit})"}},
+        xaxis=xaxis,
         yaxis={"title": {"text": "chunks"}},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
     )

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from backend.curves import Curve
 from components.figures.charts import preview
-from components.figures.traces import finite, segments
+from components.figures.traces import BOUNDARY_LINES_MAX, boundary_segments, finite, segments
 
 __all__ = ["curve_chart"]
 
@@ -33,7 +33,8 @@ def curve_chart(curve: Curve, doc_text: str, color: str, title: str, revision: s
     - ``threshold``: a dashed horizontal line; ``threshold_series``: a dashed step line;
     - ``drop_threshold`` θ: a bar from each candidate minimum up by θ, with a tick on top (a
       minimum ends a chunk when its neighbours rise past the tick, by the chunker's rule);
-    - ``boundaries``: dotted vertical lines through the points that end a chunk.
+    - ``boundaries``: dotted vertical lines through the points that end a chunk (beyond
+      :data:`~components.figures.traces.BOUNDARY_LINES_MAX`, short ticks at the foot of the axis).
 
     Args:
         curve: The chunker's curve.
@@ -56,10 +57,11 @@ def curve_chart(curve: Curve, doc_text: str, color: str, title: str, revision: s
     x_range = [-0.5, max(n - 0.5, 0.5)]
     fig = go.Figure()
 
-    bx, by = segments([(i, i) for i in curve.boundaries], [(lo - pad, hi + pad)] * len(curve.boundaries))
+    bx, by = boundary_segments(list(curve.boundaries), lo - pad, hi + pad)
+    ticks = len(curve.boundaries) > BOUNDARY_LINES_MAX
     fig.add_trace(
         go.Scatter(x=bx, y=by, mode="lines", name="chunk boundary", hoverinfo="skip",
-                   line={"color": _BOUNDARY, "width": 1, "dash": "dot"})
+                   line={"color": _BOUNDARY, "width": 1.5 if ticks else 1, "dash": "solid" if ticks else "dot"})
     )
     if curve.drop_threshold is not None and curve.candidates:
         theta = curve.drop_threshold

@@ -19,7 +19,7 @@ from backend.chunkers.meta.algorithms import Boundaries, Candidate, MarginStep, 
 from backend.chunkers.meta.results import PPLScores
 from backend.text.document import Document
 from components.figures.charts import preview
-from components.figures.traces import finite, segments
+from components.figures.traces import BOUNDARY_LINES_MAX, boundary_segments, finite, segments
 
 __all__ = ["values_chart", "drops_histogram", "chunk_curve", "margin_chart"]
 
@@ -44,7 +44,9 @@ def values_chart(
       reference rule it is a boundary when the *higher* neighbour reaches the tick, under the
       paper rule when *both* neighbours pass it;
     - minima that are boundaries: red triangles, with a dotted red line after them (the
-      sentence at a minimum is the last of its chunk); the others: hollow grey circles.
+      sentence at a minimum is the last of its chunk; beyond
+      :data:`~components.figures.traces.BOUNDARY_LINES_MAX` boundaries, a short tick at the
+      foot of the axis instead); the others: hollow grey circles.
 
     Args:
         scores: The per-sentence scores (hover text and token counts).
@@ -62,10 +64,12 @@ def values_chart(
     known = [v for v in y if v is not None]
     lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
     pad = (hi - lo) * 0.04 or 0.5
-    bx, by = segments([(i + 0.5, i + 0.5) for i in sorted(kept_set)], [(lo - pad, hi + pad)] * len(kept_set))
+    bx, by = boundary_segments([i + 0.5 for i in sorted(kept_set)], lo - pad, hi + pad)
+    ticks = len(kept_set) > BOUNDARY_LINES_MAX
     fig.add_trace(
         go.Scatter(x=bx, y=by, mode="lines", name="boundary (after the minimum)",
-                   line={"color": _BOUNDARY, "width": 1, "dash": "dot"}, hoverinfo="skip")
+                   line={"color": _BOUNDARY, "width": 1.5 if ticks else 1, "dash": "solid" if ticks else "dot"},
+                   hoverinfo="skip")
     )
 
     shown = [c for c in boundaries.drawn if math.isfinite(values[c.index])]

@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-__all__ = ["finite", "segments"]
+__all__ = ["BOUNDARY_LINES_MAX", "RUG_FRACTION", "boundary_segments", "finite", "segments"]
+
+BOUNDARY_LINES_MAX = 60  # more boundaries than this are drawn as ticks at the foot of the axis, not full lines
+RUG_FRACTION = 0.06  # a tick's height, as a fraction of the y range
 
 
 def finite(values: Sequence[float]) -> list[float | None]:
@@ -27,3 +30,14 @@ def segments(
         x += [x0, x1, None]
         y += [y0, y1, None]
     return x, y
+
+
+def boundary_segments(xs: Sequence[float], y0: float, y1: float) -> tuple[list[float | None], list[float | None]]:
+    """Vertical boundary marks at ``xs`` over the y range ``[y0, y1]``, as one trace's x and y.
+
+    Up to :data:`BOUNDARY_LINES_MAX` boundaries each get a full-height line; beyond that
+    (230 boundaries would be a wall of lines hiding the curve) each gets a short tick,
+    :data:`RUG_FRACTION` of the range tall, at the foot of the axis.
+    """
+    top = y1 if len(xs) <= BOUNDARY_LINES_MAX else y0 + (y1 - y0) * RUG_FRACTION
+    return segments([(x, x) for x in xs], [(y0, top)] * len(xs))

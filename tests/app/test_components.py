@@ -9,8 +9,8 @@ import pytest
 import components.keys as keys
 from backend.chunking import Chunk, ChunkerConfig, Chunking
 from components.config_form import default_chunker
-from components.figures.charts import boundary_strip, size_histogram
-from components.render import ChunkIndex, chunk_detail_html, esc, legend_html, window_html
+from components.figures.charts import boundary_strip, size_histogram, strip_lanes
+from components.render import CHUNK_EDGES, ChunkIndex, chunk_detail_html, esc, legend_html, window_html
 from components.state import tag_for
 
 TEXT = "Alpha beta. <script>x</script> gamma & delta.\n\nEpsilon zeta eta theta."
@@ -128,6 +128,48 @@ def test_boundary_strip_is_one_trace_per_configuration_with_chunk_data() -> None
     (band,) = fig.layout.shapes
     assert (band.x0, band.x1) == (10, 50)
     assert list(fig.layout.yaxis.ticktext) == ["A", "B"]
+
+
+def test_boundary_strip_keeps_every_chunk_of_a_half_overlap_row_apart() -> None:
+    # fixed_token with 50 % overlap: each chunk overlaps both neighbours and abuts the one after next.
+    text = "x" * 30
+    half = _chunking(text, [(0, 10), (5, 15), (10, 20), (15, 25), (20, 30)], name="fixed_token")
+    (row,) = boundary_strip([half], ["A"], len(text)).data
+    assert [round(v, 6) for v in row.y] == [0.19, -0.19, 0.19, -0.19, 0.19]  # overlapping neighbours: two lanes
+    assert list(row.base) == [0, 5, 10, 15, 20] and list(row.x) == [10] * 5
+    # Abutting chunks of one lane ([0, 10) then [10, 20) then [20, 30)) alternate colours instead of merging.
+    assert list(row.marker.color) == [CHUNK_EDGES[0], CHUNK_EDGES[1], CHUNK_EDGES[1], CHUNK_EDGES[0], CHUNK_EDGES[0]]
+    assert row.width == pytest.approx(0.38 * 0.92)
+
+
+def test_strip_lanes_grow_with_the_overlap_depth_and_keep_parity_without_overlap() -> None:
+    assert strip_lanes([0, 10, 20], [10, 20, 30]) == (2, [0, 1, 0], [0, 1, 0])
+    assert strip_lanes([0, 5, 10, 15], [10, 15, 20, 25]) == (2, [0, 1, 0, 1], [0, 1, 1, 0])
+    # Three chunks cover [6, 10): three lanes; [10, 20) finds lane 0 free again.
+    assert strip_lanes([0, 3, 6, 10], [10, 13, 16, 20]) == (3, [0, 1, 2, 0], [0, 1, 0, 1])
+    # A chunk whose round-robin lane is still busy takes the first free one.
+    assert strip_lanes([0, 1, 2, 3], [100, 2, 3, 4]) == (2, [0, 1, 1, 1], [0, 1, 0, 1])
+
+
+def test_size_histogram_clips_the_axis_at_the_99th_percentile_and_marks_the_outlier() -> None:
+    text = "x" * 20_000
+    spans, pos = [], 0
+    for size in [100] * 50 + [200] * 49 + [1371]:
+        spans.append((pos, pos + size))
+        pos += size
+    fig = size_histogram([_chunking(text, spans)], ["A"], ["#111111"], "characters")
+    # 99th percentile of the 100 sizes: 200 + 0.01 × 1171 = 211.71; + 10 % headroom → 232.881, rounded up.
+    assert tuple(fig.layout.xaxis.range) == (99.5, 233)
+    (note,) = fig.layout.annotations
+    assert note.text == "1 chunk beyond 233 ▸ max 1,371 characters"
+    assert list(fig.data[0].x).count(1371) == 1  # still counted, only off the axis
+    assert fig.data[0].xbins.size == pytest.approx((233 - 100 + 1) / 40)
+
+
+def test_size_histogram_without_outliers_keeps_the_full_axis() -> None:
+    text = "x" * 1000
+    fig = size_histogram([_chunking(text, [(0, 100), (100, 210), (210, 300)])], ["A"], ["#111111"], "characters")
+    assert fig.layout.xaxis.range is None and fig.layout.annotations == ()
 
 
 def test_size_histogram_shares_bins_between_configurations() -> None:

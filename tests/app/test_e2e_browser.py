@@ -5,7 +5,9 @@ checks that every column renders the chunks of the uploaded text (escaped), clic
 the boundary strip and takes a screenshot. A walk through every page checks that the app needs
 no network: every request to a host other than 127.0.0.1/localhost is aborted and recorded
 (:class:`Offline`), and none may be attempted, nor may the console show a network error, in
-either test. Skipped only where Chromium is missing outside CI; under ``CI=true`` a missing
+either test. A third test checks, on a 1280-pixel screen, that the landing page leads to
+Compare, that the Quality and Benchmark tables keep every column in view and that Retrieval's
+top-k tables wrap each chunk's text. Skipped only where Chromium is missing outside CI; under ``CI=true`` a missing
 browser fails the test.
 """
 
@@ -201,7 +203,7 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
             expect(page.locator("[data-testid=stMetric]").first).to_contain_text(f"{len(_document()):,}")
             _wait_idle(page)
 
-            page.get_by_role("link", name="Compare").click()
+            page.get_by_role("link", name="Next: compare chunkers").click()  # the landing page's next step
             expect(page.get_by_role("heading", name="Compare chunkers")).to_be_visible()
             # The two default configurations are there; a third is picked in the sidebar form.
             expect(page.locator(".st-key-cmp_card_0")).to_contain_text("recursive")
@@ -268,3 +270,98 @@ def test_every_page_needs_no_network(server: str) -> None:
         finally:
             browser.close()
     offline.assert_clean()
+
+
+SHORT = (
+    "The lighthouse lamp was trimmed at dusk. The keeper carried oil up the stairs.\n\n"
+    "Fog rolled in from the bay at midnight. The horn sounded twice before dawn.\n\n"
+    "Ships passed the reef safely all winter. The log names every one of them."
+)
+# Glide's scroller: scrollWidth beyond clientWidth means columns hidden to the right.
+_GRID_WIDTHS = """el => {
+  const s = el.querySelector('.dvn-scroller');
+  const headers = [...el.querySelectorAll('th[role=columnheader]')].map(h => h.textContent);
+  return {scroll: s.scrollWidth, client: s.clientWidth, right: el.getBoundingClientRect().right, headers};
+}"""
+
+_HIT_CELLS = """t => {
+  const tx = t.querySelector('td.tx'), nm = t.querySelector('td.nm');
+  const line = parseFloat(getComputedStyle(tx).lineHeight);
+  return {text: tx.textContent, text_width: tx.getBoundingClientRect().width,
+          text_lines: Math.round((tx.clientHeight - parseFloat(getComputedStyle(tx).paddingTop)
+                                  - parseFloat(getComputedStyle(tx).paddingBottom)) / line),
+          numbers_right: nm.getBoundingClientRect().right, table_right: t.getBoundingClientRect().right};
+}"""
+
+
+def _frame_with(page, header: str):
+    """The data frames with a column headed ``header`` (Glide draws on a canvas; its accessible table has the names)."""
+    return page.locator("[data-testid=stDataFrame]").filter(has=page.locator("th", has_text=header))
+
+
+def test_tables_fit_the_wide_layout_and_hits_show_their_text(server: str, tmp_path: Path) -> None:
+    """On a 1280-pixel screen: every column of the Quality and Benchmark tables in view (no horizontal
+    scroll, DS and Time included), and Retrieval's top-k tables show each chunk's text wrapped beside its numbers."""
+    from playwright.sync_api import expect, sync_playwright
+
+    upload = tmp_path / "short_log.txt"
+    upload.write_text(SHORT, encoding="utf-8")
+    width = 1280
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 1400})
+            page.set_default_timeout(60_000)
+            page.goto(server)
+            expect(page.get_by_role("heading", name="Chunk Lab", exact=True)).to_be_visible()
+            expect(page.get_by_role("link", name="Next: compare chunkers")).to_be_visible()
+            page.locator(".st-key-docpage_upload_0 input[type=file]").set_input_files(str(upload))
+            expect(page.locator("[data-testid=stSidebar]")).to_contain_text("short_log.txt")
+            _wait_idle(page)
+
+            # Quality: score (two adjacent pairs: seconds) unless this server's cache already holds them.
+            page.get_by_role("link", name="Quality").click()
+            expect(page.get_by_role("heading", name="Quality", exact=True)).to_be_visible()
+            _wait_idle(page)
+            run, table = page.locator(".st-key-qual_run button"), _frame_with(page, "DS")
+            expect(run.or_(table).first).to_be_visible()
+            if run.count():
+                run.click()
+            expect(table).to_be_visible(timeout=120_000)
+            grid = table.evaluate(_GRID_WIDTHS)
+            assert grid["headers"][-1] == "DS", grid
+            assert grid["scroll"] <= grid["client"] + 1 and grid["right"] <= width, grid
+
+            # Retrieval: each top-k table shows its chunks' text wrapped (not cut), with the numbers beside it in view.
+            page.get_by_role("link", name="Retrieval").click()
+            _wait_idle(page)
+            page.locator(".st-key-ret_query input").fill("When did the fog horn sound?")
+            page.locator(".st-key-ret_search button").click()
+            expect(page.get_by_role("heading", name="Top chunks")).to_be_visible(timeout=120_000)
+            _wait_idle(page)
+            tables = page.locator("table.rt-hits")
+            expect(tables.first).to_be_visible()
+            assert tables.count() == 2  # the two default configurations, side by side
+            for i in range(tables.count()):
+                cells = tables.nth(i).evaluate(_HIT_CELLS)
+                assert cells["text"].startswith("The lighthouse lamp was trimmed at dusk.")
+                assert "before dawn" in cells["text"]
+                assert cells["text_width"] >= 250 and cells["text_lines"] >= 2, cells  # wrapped, not clipped
+                assert cells["numbers_right"] <= cells["table_right"] <= width, cells
+
+            # Benchmark: one saved question, run on the session set; every result column in view.
+            page.locator(".st-key-ret_paste textarea").fill("The horn sounded twice before dawn.")
+            page.locator(".st-key-ret_mark button").click()
+            _wait_idle(page)
+            page.locator(".st-key-ret_save button").click()
+            _wait_idle(page)
+            page.get_by_role("link", name="Benchmark").click()
+            _wait_idle(page)
+            page.locator(".st-key-bm_run button").click()
+            expect(page.get_by_role("heading", name="Results")).to_be_visible(timeout=120_000)
+            _wait_idle(page)
+            grid = _frame_with(page, "Time (s)").evaluate(_GRID_WIDTHS)
+            assert grid["headers"][-1] == "Time (s)", grid
+            assert grid["scroll"] <= grid["client"] + 1 and grid["right"] <= width, grid
+        finally:
+            browser.close()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from backend.chunkers.meta.algorithms import MarginStep, boundaries_at, boundary_candidates, theta_curve
 from backend.chunkers.meta.results import PPLScores
 from backend.text.document import Document
 from components.figures.charts import PREVIEW_CHARS, preview
 from components.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
-from components.figures.traces import finite, segments
+from components.figures.traces import BOUNDARY_LINES_MAX, RUG_FRACTION, boundary_segments, finite, segments
 from tests.support.fake_scores import fake_token_scores
 
 DOC = Document.from_text("A <b>cat</b> sat. It was warm. Dogs & cats bark. Rain fell. We left. Night came. All slept.")
@@ -58,3 +60,41 @@ def test_margin_chart_marks_the_splits() -> None:
     by_name = {t.name: t for t in fig.data}
     assert list(by_name["starts a chunk"].x) == [1, 3]
     assert by_name["margin"].customdata[1][0] == "Dogs &amp; cats bark."
+
+
+def test_boundaries_beyond_the_line_limit_become_ticks_at_the_foot_of_the_axis() -> None:
+    assert boundary_segments([1, 2], 0.0, 10.0) == ([1, 1, None, 2, 2, None], [0.0, 10.0, None, 0.0, 10.0, None])
+    many = list(range(BOUNDARY_LINES_MAX + 1))
+    _, ys = boundary_segments(many, 0.0, 10.0)
+    assert set(y for y in ys if y is not None) == {0.0, 10.0 * RUG_FRACTION}
+
+
+def test_values_chart_draws_230_boundaries_as_ticks() -> None:
+    # 461 sentences valued 3, 1, 3, 1, …: every odd sentence is a minimum with a drop of 2, so 230 cuts.
+    doc = Document.from_text(" ".join(f"Sentence number {i} ends here." for i in range(461)))
+    scores = PPLScores.build(doc, fake_token_scores(doc.text), "m", "M")
+    values = [3.0 if i % 2 == 0 else 1.0 for i in range(461)]
+    cuts = boundaries_at(boundary_candidates(values), 0.6, "reference")
+    assert len(cuts.kept) == 230
+    fig = values_chart(scores, values, cuts, "mean NLL")
+    assert len(fig.data) == 6 and fig.layout.shapes == ()  # still one trace of boundaries, no shapes
+    marks = next(t for t in fig.data if t.name == "boundary (after the minimum)")
+    lo, hi = fig.layout.yaxis.range
+    assert [x for x in marks.x if x is not None][:4] == [1.5, 1.5, 3.5, 3.5]
+    assert set(y for y in marks.y if y is not None) == {lo, lo + (hi - lo) * RUG_FRACTION}
+    assert marks.line.dash == "solid"
+
+
+def test_curve_chart_draws_230_boundaries_as_ticks_and_60_as_lines() -> None:
+    from backend.curves import Curve
+    from components.figures.curves import curve_chart
+
+    units = tuple((2 * i, 2 * i + 1) for i in range(461))
+    values = np.array([3.0 if i % 2 == 0 else 1.0 for i in range(461)])
+    for count, full in ((230, False), (BOUNDARY_LINES_MAX, True)):
+        curve = Curve(units, values, "sentence", "mean token NLL", "sentence", boundaries=tuple(range(1, 2 * count, 2)))
+        fig = curve_chart(curve, "x " * 461, "#2563eb", "A")
+        marks = next(t for t in fig.data if t.name == "chunk boundary")
+        lo, hi = fig.layout.yaxis.range
+        assert len([x for x in marks.x if x is not None]) == 2 * count and fig.layout.shapes == ()
+        assert set(y for y in marks.y if y is not None) == ({lo, hi} if full else {lo, lo + (hi - lo) * RUG_FRACTION})

@@ -53,7 +53,35 @@ def test_app_opens_on_the_first_sample(at: AppTest) -> None:
     assert doc.source == first.path.name
     assert doc.text
     assert first.path.name in [t.value for t in at.sidebar.text]
-    assert [t.value for t in at.title] == ["Document"]
+    assert [t.value for t in at.title] == ["Chunk Lab"]
+
+
+def test_landing_page_has_a_title_a_purpose_and_compare_as_next_step(at: AppTest) -> None:
+    from components.layout import PURPOSE
+
+    assert [t.value for t in at.title] == ["Chunk Lab"]
+    assert PURPOSE in [m.value for m in at.markdown]
+    (link,) = at.get("page_link")
+    assert link.proto.page == "compare" and link.proto.label == "Next: compare chunkers"
+    assert "Document" in [h.value for h in at.header]
+
+
+def test_sample_description_shows_only_for_the_sample_it_belongs_to(at: AppTest) -> None:
+    first, second = list_samples()[:2]
+    assert first.description in [c.value for c in at.caption]
+    at.selectbox(key="docpage_sample").set_value(second.name).run()
+    captions = [c.value for c in at.caption]
+    assert first.description in captions and second.description not in captions  # picked, not opened yet
+    at.file_uploader(key="docpage_upload").set_value(("report.txt", b"An uploaded report. Two lines.", "text/plain"))
+    at.run()
+    assert at.session_state["doc"].source == "report.txt"
+    captions = [c.value for c in at.caption]
+    assert not any(s.description in captions for s in list_samples())
+    # An upload carrying a sample's file name but other text is no sample either.
+    at.file_uploader(key="docpage_upload").set_value(None).run()
+    at.file_uploader(key="docpage_upload").set_value((first.path.name, b"Other words entirely.", "text/plain")).run()
+    assert at.session_state["doc"].source == first.path.name
+    assert first.description not in [c.value for c in at.caption]
 
 
 def test_document_page_shows_stats(at: AppTest) -> None:
@@ -280,7 +308,7 @@ def test_state_survives_page_switches(compare: AppTest) -> None:
 
     compare.switch_page("pages/document.py").run()
     assert not compare.exception
-    assert [t.value for t in compare.title] == ["Document"]
+    assert [t.value for t in compare.title] == ["Chunk Lab"]
     compare.switch_page("pages/compare.py").run()
     assert not compare.exception
     assert [e["uid"] for e in compare.session_state["configs"]] == configs

@@ -33,12 +33,14 @@ from components.figures.retrieval import (
     similarity_histogram,
 )
 from components.retrieval import (
+    HITS_TEXT_CHARS,
     Layer,
     highlight_html,
-    hits_frame,
+    hits_html,
     md_text,
     questions_frame,
     scores_frame,
+    summary_column_config,
     summary_frame,
 )
 
@@ -98,11 +100,26 @@ def test_highlight_without_spans_and_beyond_the_cap() -> None:
     assert "more retrieved text not shown" in out and "600" not in out
 
 
-def test_hits_frame_is_plain_text_previews() -> None:
-    text = "<b>one</b>\n\ntwo three"
-    frame = hits_frame([_hit(1, 0, 10), _hit(2, 12, 21)], text)
-    assert list(frame["rank"]) == [1, 2] and list(frame["start"]) == [0, 12]
-    assert list(frame["text"]) == ["<b>one</b>", "two three"]
+def test_hits_html_wraps_each_chunks_escaped_text_beside_its_numbers() -> None:
+    text = "<b>one</b>\n\ntwo three " + "word " * 200
+    out = hits_html([_hit(1, 0, 10), _hit(2, 12, 1_012)], text)
+    rows = re.findall(
+        r'<tr><td class="rk">(\d+)</td><td class="tx">([^<]*)</td><td class="nm">([^<]*)<br>([^<]*)<br>([^<]*)</td></tr>', out
+    )
+    assert [r[0] for r in rows] == ["1", "2"]
+    assert rows[0][1:] == ("&lt;b&gt;one&lt;/b&gt;", "0.100", "10 tok", "0–10")
+    assert rows[1][2:] == ("0.200", "1,000 tok", "12–1,012")
+    # Long chunks show their first HITS_TEXT_CHARS characters (whitespace collapsed), not a few words.
+    assert len(rows[1][1]) == HITS_TEXT_CHARS and rows[1][1].startswith("two three word") and rows[1][1].endswith("…")
+    assert "<b>" not in out
+
+
+def test_benchmark_summary_columns_have_fixed_widths_that_fit_a_1280_pixel_screen() -> None:
+    config = summary_column_config()
+    assert list(config) == ["_index", "chunker", "Recall", "Precision", "Precision-Ω", "IoU", "chunks", "mean tokens",
+                            "seconds"]
+    # The main column of the wide layout is about 820 pixels wide on a 1280-pixel screen.
+    assert sum(c["width"] for c in config.values()) <= 820
 
 
 # --- scores and question sets ----------------------------------------------------------------------

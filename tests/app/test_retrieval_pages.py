@@ -73,6 +73,24 @@ def _frames(at: AppTest, column: str) -> list:
     return [d.value for d in at.dataframe if column in d.value.columns]
 
 
+_HIT_ROW = re.compile(
+    r'<td class="rk">(\d+)</td><td class="tx">[^<]*</td><td class="nm">([\d.]+)<br>[^<]*<br>([\d,]+)–([\d,]+)</td>'
+)
+
+
+def _hit_tables(at: AppTest) -> list[dict[str, list]]:
+    """Each top-k table the page shows (HTML), as columns rank, distance, start and end."""
+    tables = []
+    for h in at.html:
+        if 'class="rt-hits"' in h.value:
+            rows = [
+                (int(r), float(d), int(s.replace(",", "")), int(e.replace(",", "")))
+                for r, d, s, e in _HIT_ROW.findall(h.value)
+            ]
+            tables.append({k: [row[i] for row in rows] for i, k in enumerate(("rank", "distance", "start", "end"))})
+    return tables
+
+
 def _search(at: AppTest, query: str = QUERY, k: int = 3) -> object:
     at.text_input(key="ret_query").set_value(query)
     at.number_input(key="ret_k").set_value(k)
@@ -127,7 +145,7 @@ def test_live_query_matches_a_brute_force_search_and_scores_the_marked_answer() 
     # Top 3 of each configuration, side by side: the same chunks and distances as an exhaustive cosine search.
     emb = load_embedder(None)
     q = emb.embed([QUERY])[0]
-    frames = _frames(at, "rank")
+    frames = _hit_tables(at)
     assert len(frames) == 2
     chunkings = {}
     for (tag, (name, params)), frame in zip(zip("AB", CONFIGS), frames):
@@ -238,7 +256,7 @@ def test_cp_of_each_configuration_runs_in_a_model_job() -> None:
     assert job.state == "done", job.error
     (scores,) = _frames(at, "cp")
     scorer = load_scorer(None)
-    for tag, frame in zip("AB", _frames(at, "rank")):
+    for tag, frame in zip("AB", _hit_tables(at)):
         texts = [doc.text[s:e] for s, e in zip(frame["start"], frame["end"])]
         want = quality.information_support(texts, answer, scorer, cache=None)
         assert scores.loc[tag, "cp"] == pytest.approx(want, abs=1e-3)
