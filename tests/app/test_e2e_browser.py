@@ -257,8 +257,8 @@ def test_every_page_needs_no_network(server: str) -> None:
             page.set_default_timeout(30_000)
             page.goto(server)
             for link, title in PAGES:
-                if link != "Document":
-                    page.get_by_role("link", name=link).click()
+                if link != "Document":  # the sidebar's link (the landing page also links to Compare)
+                    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=link, exact=True).click()
                 expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
                 _wait_idle(page)
                 # The page icon is the shipped SVG, inline: no favicon fetched from a font server.
@@ -320,7 +320,7 @@ def test_tables_fit_the_wide_layout_and_hits_show_their_text(server: str, tmp_pa
             _wait_idle(page)
 
             # Quality: score (two adjacent pairs: seconds) unless this server's cache already holds them.
-            page.get_by_role("link", name="Quality").click()
+            page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Quality", exact=True).click()
             expect(page.get_by_role("heading", name="Quality", exact=True)).to_be_visible()
             _wait_idle(page)
             run, table = page.locator(".st-key-qual_run button"), _frame_with(page, "DS")
@@ -333,7 +333,7 @@ def test_tables_fit_the_wide_layout_and_hits_show_their_text(server: str, tmp_pa
             assert grid["scroll"] <= grid["client"] + 1 and grid["right"] <= width, grid
 
             # Retrieval: each top-k table shows its chunks' text wrapped (not cut), with the numbers beside it in view.
-            page.get_by_role("link", name="Retrieval").click()
+            page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Retrieval", exact=True).click()
             _wait_idle(page)
             page.locator(".st-key-ret_query input").fill("When did the fog horn sound?")
             page.locator(".st-key-ret_search button").click()
@@ -355,7 +355,7 @@ def test_tables_fit_the_wide_layout_and_hits_show_their_text(server: str, tmp_pa
             _wait_idle(page)
             page.locator(".st-key-ret_save button").click()
             _wait_idle(page)
-            page.get_by_role("link", name="Benchmark").click()
+            page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Benchmark", exact=True).click()
             _wait_idle(page)
             page.locator(".st-key-bm_run button").click()
             expect(page.get_by_role("heading", name="Results")).to_be_visible(timeout=120_000)

@@ -72,14 +72,14 @@ def test_sample_description_shows_only_for_the_sample_it_belongs_to(at: AppTest)
     at.selectbox(key="docpage_sample").set_value(second.name).run()
     captions = [c.value for c in at.caption]
     assert first.description in captions and second.description not in captions  # picked, not opened yet
-    at.file_uploader(key="docpage_upload").set_value(("report.txt", b"An uploaded report. Two lines.", "text/plain"))
+    _uploader(at).set_value(("report.txt", b"An uploaded report. Two lines.", "text/plain"))
     at.run()
     assert at.session_state["doc"].source == "report.txt"
     captions = [c.value for c in at.caption]
     assert not any(s.description in captions for s in list_samples())
     # An upload carrying a sample's file name but other text is no sample either.
-    at.file_uploader(key="docpage_upload").set_value(None).run()
-    at.file_uploader(key="docpage_upload").set_value((first.path.name, b"Other words entirely.", "text/plain")).run()
+    _uploader(at).set_value(None).run()
+    _uploader(at).set_value((first.path.name, b"Other words entirely.", "text/plain")).run()
     assert at.session_state["doc"].source == first.path.name
     assert first.description not in [c.value for c in at.caption]
 

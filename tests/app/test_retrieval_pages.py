@@ -220,7 +220,7 @@ def test_coming_back_the_query_box_holds_the_query_of_the_results_shown() -> Non
     _run(at)
     assert at.text_input(key="ret_query").value == QUERY == at.session_state["ret_search_job"].meta["query"]
     assert at.number_input(key="ret_k").value == 2
-    assert [len(f) for f in _frames(at, "rank")] == [2, 2]  # the results of that query, still shown
+    assert [len(t["rank"]) for t in _hit_tables(at)] == [2, 2]  # the results of that query, still shown
     assert any(QUERY in c.value for c in at.caption)
 
 
