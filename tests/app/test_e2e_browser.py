@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -174,7 +175,25 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         log.close()
 
 
-def _wait_idle(page) -> None:
+@contextmanager
+def offline_page(playwright, viewport: dict, timeout_ms: int = 30_000):
+    """A page in a fresh headless Chromium whose context records, and aborts, every request leaving 127.0.0.1.
+
+    Yields:
+        ``(page, offline)``: the page and its :class:`Offline` record (``offline.assert_clean()`` checks it).
+    """
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    try:
+        context = browser.new_context(viewport=viewport)
+        offline = Offline.attach(context)
+        page = context.new_page()
+        page.set_default_timeout(timeout_ms)
+        yield page, offline
+    finally:
+        browser.close()
+
+
+def wait_idle(page) -> None:
     """Wait until Streamlit has finished the current run (the running indicator is gone)."""
     page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=30_000)
 
@@ -187,12 +206,7 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
     shot = tmp_path / "compare.png"
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1500, "height": 2400})
-            offline = Offline.attach(context)
-            page = context.new_page()
-            page.set_default_timeout(30_000)
+        with offline_page(p, {"width": 1500, "height": 2400}, timeout_ms=30_000) as (page, offline):
             page.goto(server)
             expect(page.get_by_role("heading", name="Document", exact=True)).to_be_visible()
             expect(page.locator("[data-testid=stMetric]").first).to_be_visible()
@@ -201,14 +215,14 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
             page.locator(".st-key-docpage_upload_0 input[type=file]").set_input_files(str(upload))
             expect(page.locator("[data-testid=stSidebar]")).to_contain_text("lighthouse_log.txt")
             expect(page.locator("[data-testid=stMetric]").first).to_contain_text(f"{len(_document()):,}")
-            _wait_idle(page)
+            wait_idle(page)
 
             page.get_by_role("link", name="Next: compare chunkers").click()  # the landing page's next step
             expect(page.get_by_role("heading", name="Compare chunkers")).to_be_visible()
             # The two default configurations are there; a third is picked in the sidebar form.
             expect(page.locator(".st-key-cmp_card_0")).to_contain_text("recursive")
             expect(page.locator(".st-key-cmp_card_1")).to_contain_text("fixed_token")
-            _wait_idle(page)
+            wait_idle(page)
             page.locator(".st-key-cmp_new_chunker").click()
             page.get_by_role("option", name="sentence · baseline").click()
             size = page.locator(".st-key-cmp_new_sentence_chunk_size input")
@@ -216,7 +230,7 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
             page.locator(".st-key-cmp_new_submit button").click()
             expect(page.locator(".st-key-cmp_card_2")).to_contain_text("sentence")
             expect(page.locator(".st-key-cmp_card_2")).to_contain_text("chunk_size = 60")
-            _wait_idle(page)
+            wait_idle(page)
 
             for uid in (0, 1, 2):
                 view = page.locator(f".st-key-cmp_view_{uid}")
@@ -234,11 +248,9 @@ def test_upload_compare_and_inspect(server: str, tmp_path: Path) -> None:
             bars.nth(2).click(force=True)
             expect(page.locator(".st-key-cmp_sel_1 input")).to_have_value("2")
             expect(page.get_by_text("Selected · chunk 2").first).to_be_visible()
-            _wait_idle(page)
+            wait_idle(page)
 
             page.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
     offline.assert_clean()
@@ -249,26 +261,19 @@ def test_every_page_needs_no_network(server: str) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1500, "height": 2400})
-            offline = Offline.attach(context)
-            page = context.new_page()
-            page.set_default_timeout(30_000)
+        with offline_page(p, {"width": 1500, "height": 2400}, timeout_ms=30_000) as (page, offline):
             page.goto(server)
             for link, title in PAGES:
                 if link != "Document":  # the sidebar's link (the landing page also links to Compare)
                     page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=link, exact=True).click()
                 expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
-                _wait_idle(page)
+                wait_idle(page)
                 # The page icon is the shipped SVG, inline: no favicon fetched from a font server.
                 icon = page.locator("link[rel~=icon]").first.get_attribute("href") or ""
                 assert icon.startswith("data:image/svg+xml"), icon[:80]
             # Material icons (navigation, buttons, alerts) come from the font the app's server ships.
             assert any("MaterialSymbols" in url for url in offline.local), "the icon font was not loaded"
             page.wait_for_timeout(500)  # let a late favicon or font request show up before checking
-        finally:
-            browser.close()
     offline.assert_clean()
 
 
@@ -308,21 +313,18 @@ def test_tables_fit_the_wide_layout_and_hits_show_their_text(server: str, tmp_pa
     upload.write_text(SHORT, encoding="utf-8")
     width = 1280
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": 1400})
-            page.set_default_timeout(60_000)
+        with offline_page(p, {"width": width, "height": 1400}, timeout_ms=60_000) as (page, _offline):
             page.goto(server)
             expect(page.get_by_role("heading", name="Chunk Lab", exact=True)).to_be_visible()
             expect(page.get_by_role("link", name="Next: compare chunkers")).to_be_visible()
             page.locator(".st-key-docpage_upload_0 input[type=file]").set_input_files(str(upload))
             expect(page.locator("[data-testid=stSidebar]")).to_contain_text("short_log.txt")
-            _wait_idle(page)
+            wait_idle(page)
 
             # Quality: score (two adjacent pairs: seconds) unless this server's cache already holds them.
             page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Quality", exact=True).click()
             expect(page.get_by_role("heading", name="Quality", exact=True)).to_be_visible()
-            _wait_idle(page)
+            wait_idle(page)
             run, table = page.locator(".st-key-qual_run button"), _frame_with(page, "DS")
             expect(run.or_(table).first).to_be_visible()
             if run.count():
@@ -334,11 +336,11 @@ def test_tables_fit_the_wide_layout_and_hits_show_their_text(server: str, tmp_pa
 
             # Retrieval: each top-k table shows its chunks' text wrapped (not cut), with the numbers beside it in view.
             page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Retrieval", exact=True).click()
-            _wait_idle(page)
+            wait_idle(page)
             page.locator(".st-key-ret_query input").fill("When did the fog horn sound?")
             page.locator(".st-key-ret_search button").click()
             expect(page.get_by_role("heading", name="Top chunks")).to_be_visible(timeout=120_000)
-            _wait_idle(page)
+            wait_idle(page)
             tables = page.locator("table.rt-hits")
             expect(tables.first).to_be_visible()
             assert tables.count() == 2  # the two default configurations, side by side
@@ -352,16 +354,14 @@ def test_tables_fit_the_wide_layout_and_hits_show_their_text(server: str, tmp_pa
             # Benchmark: one saved question, run on the session set; every result column in view.
             page.locator(".st-key-ret_paste textarea").fill("The horn sounded twice before dawn.")
             page.locator(".st-key-ret_mark button").click()
-            _wait_idle(page)
+            wait_idle(page)
             page.locator(".st-key-ret_save button").click()
-            _wait_idle(page)
+            wait_idle(page)
             page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Benchmark", exact=True).click()
-            _wait_idle(page)
+            wait_idle(page)
             page.locator(".st-key-bm_run button").click()
             expect(page.get_by_role("heading", name="Results")).to_be_visible(timeout=120_000)
-            _wait_idle(page)
+            wait_idle(page)
             grid = _frame_with(page, "Time (s)").evaluate(_GRID_WIDTHS)
             assert grid["headers"][-1] == "Time (s)", grid
             assert grid["scroll"] <= grid["client"] + 1 and grid["right"] <= width, grid
-        finally:
-            browser.close()

@@ -9,24 +9,17 @@ process (the ``server`` fixture is per module), and must be its module's first r
 
 from __future__ import annotations
 
-from tests.app.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, Offline, _wait_idle, server  # noqa: F401  (fixture)
+from tests.app.test_e2e_browser import offline_page, server, wait_idle  # noqa: F401  (fixture)
 
 
 def test_first_click_on_a_directly_opened_page_is_not_lost(server: str) -> None:  # noqa: F811
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1400, "height": 1600})
-            offline = Offline.attach(context)
-            page = context.new_page()
-            page.set_default_timeout(30_000)
+        with offline_page(p, {"width": 1400, "height": 1600}, timeout_ms=30_000) as (page, offline):
             page.goto(f"{server}/models")
             expect(page.get_by_role("heading", name="Models", exact=True)).to_be_visible()
-            _wait_idle(page)
+            wait_idle(page)
             page.locator(".st-key-models_clear_cache button").first.click()
             expect(page.get_by_text("cached entr").first).to_be_visible()  # "Removed N cached entries."
-        finally:
-            browser.close()
     offline.assert_clean()
