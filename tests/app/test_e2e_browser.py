@@ -182,6 +182,11 @@ def offline_page(playwright, viewport: dict, timeout_ms: int = 30_000):
     Yields:
         ``(page, offline)``: the page and its :class:`Offline` record (``offline.assert_clean()`` checks it).
     """
+    from playwright.sync_api import expect
+
+    # Playwright's expect() waits 5 s by default: on a fresh checkout a page's first run imports
+    # chromadb, torch and friends and takes longer, so assertions wait as long as actions do.
+    expect.set_options(timeout=timeout_ms)
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
     try:
         context = browser.new_context(viewport=viewport)
