@@ -20,9 +20,23 @@ Subcommands:
                 Validate a question set; prints ``{"questions", "corpora"}``.
     index FILE --chunker NAME [--param k=v …]
                 Chunk, embed and index a document in the store; prints the collection as JSON.
+                A retriever (``mog``, ``mogg``, ``freechunker``) indexes every level: one
+                collection each.
     query FILE --chunker NAME --query TEXT [--k 5]
                 The live query, headless: one JSON object per hit and line,
-                ``{"rank", "distance", "start", "end", "index", "tokens", "text"}``.
+                ``{"rank", "distance", "start", "end", "index", "tokens", "text"}``; a retriever
+                prints ``{"rank", "score", "level", "index", "start", "end", "ranges", "tokens",
+                "text"}`` and says its chosen level on stderr.
+    router train --questions FILE.csv|sample:NAME [--corpora DIR] [--chunker mog|mogg] [--param k=v …]
+                 --out FILE
+                Train MoG's router on a question set's soft labels and save it (levels, base
+                chunking and embedder fingerprint recorded); prints questions used/dropped, the
+                label histogram, train/validation loss and seconds as JSON. Use the file with
+                ``--param router=FILE``.
+
+``eval`` also reports per configuration the mean retrieved tokens, the index time, the texts
+embedded and the query time; for a routed retriever the chosen levels and their agreement with
+the oracle.
 
 The store is the embedded one under the data directory, or the Chroma server named by
 CHROMA_HOST/CHROMA_PORT. Errors are one line on stderr (exit 1; bad arguments exit 2).
@@ -40,7 +54,7 @@ from backend.config import quiet_hub_progress_bars
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
-COMMANDS = ("eval", "questions", "index", "query")
+COMMANDS = ("eval", "questions", "index", "query", "router")
 
 
 _retrieve = value_type(int, lambda v: v == -1 or v > 0, "a positive integer or -1")
@@ -66,6 +80,7 @@ def add_commands(sub: Any) -> None:
     """Add ``eval``, ``questions``, ``index`` and ``query`` to the CLI's subparsers."""
     from backend.tokenizers import TOKENIZER_NAMES
 
+    tokenizers_names = TOKENIZER_NAMES
     p_eval = sub.add_parser("eval", help="the Chroma report's retrieval metrics of a configuration on a question set")
     p_eval.add_argument(
         "--questions", required=True, metavar="FILE.csv|sample:NAME",
@@ -109,6 +124,22 @@ def add_commands(sub: Any) -> None:
     p_query.add_argument("--query", required=True, help="the query text")
     p_query.add_argument("--k", type=positive_int, default=5, help="chunks to return (default 5)")
 
+    p_router = sub.add_parser("router", help="MoG's router: train one on a question set")
+    r_sub = p_router.add_subparsers(dest="router_command", required=True, parser_class=type(p_router))
+    p_train = r_sub.add_parser("train", help="train a router on a question set's soft labels and save it")
+    p_train.add_argument("--questions", required=True, metavar="FILE.csv|sample:NAME")
+    p_train.add_argument("--corpora", type=Path, metavar="DIR", help="default: corpora/ beside the CSV")
+    p_train.add_argument("--chunker", default="mog", choices=("mog", "mogg"), help="the retriever (default mog)")
+    p_train.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="retriever parameter (repeatable)"
+    )
+    p_train.add_argument("--tokenizer", default="cl100k", choices=tokenizers_names)
+    p_train.add_argument("--embedder", default="default", metavar="default|PATH", help="embedding model")
+    p_train.add_argument("--epochs", type=positive_int, default=200, help="training epochs (default 200)")
+    p_train.add_argument("--seed", type=int, default=0)
+    p_train.add_argument("--no-cache", action="store_true", help="neither read nor write cached embeddings")
+    p_train.add_argument("--out", required=True, type=Path, metavar="FILE", help="the router file to write")
+
 
 def _config(args: argparse.Namespace) -> Any:
     """The ChunkerConfig of ``--chunker``/``--param``/``--tokenizer`` (validated, before any file is read)."""
@@ -151,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         _index(args)
     elif args.command == "query":
         _query(args)
+    elif args.command == "router":
+        _router_train(args)
     else:  # pragma: no cover - the parser only routes COMMANDS here
         raise ValueError(f"not a retrieval command: {args.command}")
     return 0
@@ -193,14 +226,24 @@ def _eval(args: argparse.Namespace) -> None:
         write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
         return
     s = result.summary
+    omega = "precision-Ω" if result.omega_units == "chunks" else "precision-Ω*"
     lines = [
         f"{config.label} · {len(questions)} questions · retrieve {args.retrieve} · {embedder.info.name}",
         f"  recall           {s.recall_mean:6.1%} ± {s.recall_std:.1%}",
         f"  precision        {s.precision_mean:6.1%} ± {s.precision_std:.1%}",
-        f"  precision-Ω      {s.precision_omega_mean:6.1%} ± {s.precision_omega_std:.1%}",
+        f"  {omega:<16} {s.precision_omega_mean:6.1%} ± {s.precision_omega_std:.1%}",
         f"  IoU              {s.iou_mean:6.1%} ± {s.iou_std:.1%}",
-        f"  chunks {result.chunks} · {result.seconds:.1f}s",
+        f"  retrieved tokens {result.retrieved_tokens_mean:.0f} per question · query {1000 * result.query_seconds:.1f} ms",
+        f"  {'entries' if result.omega_units == 'units' else 'chunks'} {result.chunks} · index {result.index_seconds:.1f}s"
+        f" · {result.texts_embedded} texts embedded · {result.seconds:.1f}s",
     ]
+    if result.omega_units == "units":
+        lines.append("  * precision-Ω on the retriever's finest units")
+    if result.routing is not None:
+        r = result.routing.to_json()
+        hist = ", ".join(f"{n} {c}" for n, c in zip(r["levels"], r["chosen_histogram"]))
+        agree = "n/a" if r["oracle_agreement"] is None else f"{r['oracle_agreement']:.0%}"
+        lines.append(f"  router {r['router']} · chosen levels: {hist} · agrees with the oracle {agree}")
     write("\n".join(lines) + "\n")
 
 
@@ -243,15 +286,34 @@ def _index(args: argparse.Namespace) -> None:
     from backend.models.types import ProgressTracker
     from backend.retrieval.store import open_store
 
+    from backend.chunkers.multi import is_retriever
+
     config = _config(args)
     doc = load_input(args.file)
     store = open_store()
     with _progress("indexing") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
-        chunking = run_chunker(doc, config)
-        info = store.index(doc, chunking, embedder, cache=_cache(args), progress=ProgressTracker(report=line.report))
-    out = {**info.to_json(), "store": store.location, "config": config.to_json(), "embedder": embedder.info.name}
+        if is_retriever(config.name):
+            from backend.retrieval.multi.index import build_index
+
+            index = build_index(doc, config, store, embedder, cache=_cache(args),
+                                progress=ProgressTracker(report=line.report))
+            out = {
+                "levels": [{"level": lv.number, "name": lv.name, "name_in_store": lv.collection, "entries": len(lv)}
+                           for lv in index.levels],
+                "units": len(index.units),
+                "texts_embedded": index.texts_embedded,
+                "reused": index.reused,
+                "seconds": round(index.seconds, 3),
+            }
+            if index.graph is not None:
+                out["graph_edges"] = len(index.graph.edges)
+        else:
+            chunking = run_chunker(doc, config)
+            info = store.index(doc, chunking, embedder, cache=_cache(args), progress=ProgressTracker(report=line.report))
+            out = info.to_json()
+    out = {**out, "store": store.location, "config": config.to_json(), "embedder": embedder.info.name}
     write(json.dumps(out, ensure_ascii=False) + "\n")
 
 
@@ -262,9 +324,14 @@ def _query(args: argparse.Namespace) -> None:
 
     if not args.query.strip():
         raise ParameterError("--query is empty")
+    from backend.chunkers.multi import is_retriever
+
     config = _config(args)
     doc = load_input(args.file)
     store = open_store()
+    if is_retriever(config.name):
+        _query_retriever(args, config, doc, store)
+        return
     with _progress("indexing") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
@@ -273,3 +340,73 @@ def _query(args: argparse.Namespace) -> None:
     write("".join(
         json.dumps({**h.to_json(), "text": doc.text[h.start : h.end]}, ensure_ascii=False) + "\n" for h in hits
     ))
+
+
+def _query_retriever(args: argparse.Namespace, config: Any, doc: Any, store: Any) -> None:
+    import sys
+
+    from backend.models.types import ProgressTracker
+    from backend.retrieval.multi.retrievers import live_retrieve
+
+    with _progress("indexing") as line:
+        line.status("loading embedder…")
+        embedder = _embedder(args)
+        live = live_retrieve(doc, config, store, embedder, args.query, args.k, cache=_cache(args),
+                             progress=ProgressTracker(report=line.report))
+    sel = live.selection
+    write("".join(
+        json.dumps({
+            "rank": rank, "score": round(p.score, 6), "level": p.level, "index": p.index, "start": p.start,
+            "end": p.end, "ranges": [list(r) for r in p.ranges], "tokens": p.tokens,
+            "text": "\n".join(doc.text[s:e] for s, e in p.ranges),
+        }, ensure_ascii=False) + "\n"
+        for rank, p in enumerate(sel.picks, 1)
+    ))
+    if sel.level is not None:
+        names = live.index.levels
+        weights = ", ".join(f"{lv.name} {w:.2f}" for lv, w in zip(names, sel.weights or ()))
+        print(f"{config.name}: chosen level {names[sel.level - 1].name} (weights: {weights})", file=sys.stderr)
+    if live.note:
+        print(f"{config.name}: {live.note}", file=sys.stderr)
+
+
+def _router_train(args: argparse.Namespace) -> None:
+    import time
+
+    from backend.chunkers import make_chunker
+    from backend.models.types import ProgressTracker
+    from backend.retrieval.multi import router as rt
+    from backend.retrieval.multi.retrievers import training_data
+    from backend.retrieval.store import open_store
+
+    t0 = time.perf_counter()
+    chunker = make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer)  # bad parameters: exit 2 first
+    config = chunker.config
+    questions = _question_set(args)
+    store = open_store()
+    with _progress("labelling") as line:
+        line.status("loading embedder…")
+        embedder = _embedder(args)
+        data = training_data(questions, config, store, embedder, cache=_cache(args),
+                             progress=ProgressTracker(report=line.report))
+        line.status("training…")
+        router, report = rt.train_router(
+            data.vectors, data.labels, epochs=args.epochs, seed=args.seed, levels=chunker.values["levels"],
+            base=chunker.shape(), embedder=embedder.info.name, embedder_fingerprint=embedder.info.fingerprint,
+            label=chunker.values["label"], soft=chunker.values["soft"],
+        )
+    path = rt.save_router(router, args.out)
+    out = {
+        "router": str(path),
+        "questions": data.questions,
+        "used": data.questions - data.dropped,
+        "dropped": data.dropped,
+        "levels": list(data.level_names),
+        "label_histogram": data.histogram(),
+        "train_loss": round(report.train_loss[-1], 5) if report.train_loss else None,
+        "val_loss": round(report.val_loss[-1], 5) if report.val_loss else None,
+        "epochs": report.epochs,
+        "train_seconds": round(report.seconds, 3),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    write(json.dumps(out, ensure_ascii=False) + "\n")

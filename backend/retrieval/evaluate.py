@@ -40,6 +40,7 @@ from backend.retrieval.questions import QuestionSet
 
 if TYPE_CHECKING:
     from backend.chunkers.context import ModelContext
+    from backend.retrieval.multi.retrievers import Routing
     from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
     from backend.models.types import Progress
@@ -73,10 +74,20 @@ class RetrievedChunk:
     end: int
     index: int
     distance: float
+    tokens: int = 0
+    level: int = 0  # a retriever's level (FreeChunker: the largest window in the run); 0 for a chunk
+    ranges: tuple[tuple[int, int], ...] = ()  # a retriever's entry may cover several ranges; () = (start, end)
+
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        """Its exact character ranges."""
+        return self.ranges or ((self.start, self.end),)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out["ranges"] = [list(r) for r in self.spans]
+        return out
 
 
 @dataclass(frozen=True)
@@ -151,6 +162,15 @@ class ConfigResult:
         chunk_tokens_mean: Mean tokens per chunk (the report's "size in brackets").
         seconds: Wall time of this configuration (chunking, embedding, indexing, retrieval, scoring).
         reused: True when every corpus was already indexed.
+        retrieved_tokens_mean: Mean tokens retrieved per question (a coarse level returns far
+            more text at the same k).
+        index_seconds: Chunking (or building a retriever's levels), embedding and indexing.
+        texts_embedded: Texts the embedder embedded for this configuration (0 when all came
+            from the cache or the store).
+        query_seconds: Mean seconds per question from the query vector to the scored answer.
+        omega_units: What precision-Ω is computed on: ``chunks``, or a retriever's finest
+            ``units`` (its level 1, nodes or units).
+        routing: A routed retriever's weights, chosen and oracle levels (None otherwise).
     """
 
     config: ChunkerConfig
@@ -161,17 +181,35 @@ class ConfigResult:
     chunk_tokens_mean: float
     seconds: float
     reused: bool
+    retrieved_tokens_mean: float = 0.0
+    index_seconds: float = 0.0
+    texts_embedded: int = 0
+    query_seconds: float = 0.0
+    omega_units: str = "chunks"
+    routing: Routing | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI's object: ``{"recall_mean", …, "iou_std", "per_corpus": {…}, "chunks", "seconds"}``."""
+        """The CLI's object: ``{"recall_mean", …, "iou_std", "per_corpus": {…}, "chunks", "seconds", …}``.
+
+        Beside the metrics: ``retrieved_tokens_mean``, ``index_seconds``, ``texts_embedded``,
+        ``query_seconds``, ``omega_units`` and, for a routed retriever, ``routing``.
+        """
         summary = self.summary.to_json()
         summary.pop("questions")
-        return {
+        out = {
             **summary,
             "per_corpus": {cid: s.to_json() for cid, s in self.per_corpus.items()},
             "chunks": self.chunks,
             "seconds": round(self.seconds, 3),
+            "retrieved_tokens_mean": round(self.retrieved_tokens_mean, 2),
+            "index_seconds": round(self.index_seconds, 3),
+            "texts_embedded": self.texts_embedded,
+            "query_seconds": round(self.query_seconds, 5),
+            "omega_units": self.omega_units,
         }
+        if self.routing is not None:
+            out["routing"] = self.routing.to_json()
+        return out
 
     def to_row(self) -> dict[str, Any]:
         """A flat table row: configuration, chunker, parameters, metrics, chunks, mean tokens, seconds."""
@@ -183,12 +221,16 @@ class ConfigResult:
             **self.summary.to_json(),
             "chunks": self.chunks,
             "chunk_tokens_mean": self.chunk_tokens_mean,
+            "retrieved_tokens_mean": self.retrieved_tokens_mean,
+            "index_seconds": self.index_seconds,
+            "texts_embedded": self.texts_embedded,
+            "query_seconds": self.query_seconds,
             "seconds": self.seconds,
         }
 
     def retrieved_ranges(self, corpus_id: str) -> list[list[tuple[int, int]]]:
         """For each question (of any corpus), the ranges retrieved in ``corpus_id`` (for coverage strips)."""
-        return [[(r.start, r.end) for r in q.retrieved if r.corpus_id == corpus_id] for q in self.questions]
+        return [[span for r in q.retrieved if r.corpus_id == corpus_id for span in r.spans] for q in self.questions]
 
 
 @dataclass(frozen=True)
@@ -325,7 +367,10 @@ def evaluate(
         ModelError: the embedder (or a chunker's model) fails.
     """
     from backend.chunkers import run_chunker
+    from backend.chunkers.multi import is_retriever
     from backend.models.embeddings import embed_texts, load_text_embedder
+    from backend.retrieval.multi.index import CountingEmbedder
+    from backend.retrieval.multi.retrievers import run_retriever
     from backend.retrieval.store import open_store
 
     if not configs:
@@ -357,18 +402,31 @@ def evaluate(
     step = 1
     for config in configs:
         t0 = time.perf_counter()
+        if is_retriever(config.name):
+            run = run_retriever(
+                questions, config, store, emb, q_vectors, retrieve=retrieve, cross_corpus=cross_corpus,
+                cache=cache, progress=steps.sub(step),
+            )
+            step += len(corpora)
+            results.append(_score_retriever(questions, config, run, t0))
+            steps.done(step)
+            step += 1
+            continue
         chunkings: dict[str, Chunking] = {}
         reused = True
+        counting = CountingEmbedder(emb)
         for cid in corpora:
             doc = questions.document(cid)
             chunking = run_chunker(doc, config, context)
-            info = store.index(doc, chunking, emb, cache=cache, progress=steps.sub(step))
+            info = store.index(doc, chunking, counting, cache=cache, progress=steps.sub(step))
             reused = reused and info.reused
             chunkings[cid] = chunking
             steps.done(step)
             step += 1
+        index_seconds = time.perf_counter() - t0
         results.append(
-            _score(questions, config, chunkings, store, fp, q_vectors, retrieve, cross_corpus, reused, t0)
+            _score(questions, config, chunkings, store, fp, q_vectors, retrieve, cross_corpus, reused, t0,
+                   index_seconds=index_seconds, texts_embedded=counting.texts)
         )
         steps.done(step)
         step += 1
@@ -394,8 +452,12 @@ def _score(
     cross_corpus: bool,
     reused: bool,
     t0: float,
+    *,
+    index_seconds: float = 0.0,
+    texts_embedded: int = 0,
 ) -> ConfigResult:
     """Retrieve for every question and score it under one configuration."""
+    t_query = time.perf_counter()
     spans = {cid: [(c.start, c.end) for c in ch.chunks] for cid, ch in chunkings.items()}
     qs = questions.questions
     meeting = [len(containing_chunks(spans[q.corpus_id], q.spans)) for q in qs]
@@ -418,7 +480,9 @@ def _score(
             answers = store.query(doc, chunking, fingerprint, q_vectors[idx], depth)
             for i, rows in zip(idx, answers):
                 for h in rows:
-                    hits[i].append((h.distance, order, h.rank, RetrievedChunk(cid, h.start, h.end, h.index, h.distance)))
+                    hits[i].append(
+                        (h.distance, order, h.rank, RetrievedChunk(cid, h.start, h.end, h.index, h.distance, h.tokens))
+                    )
 
     per_question = []
     for i, q in enumerate(qs):
@@ -442,4 +506,50 @@ def _score(
         chunk_tokens_mean=float(np.mean([c.tokens for c in all_chunks])) if all_chunks else 0.0,
         seconds=time.perf_counter() - t0,
         reused=reused,
+        retrieved_tokens_mean=_mean([sum(r.tokens for r in q.retrieved) for q in per_question]),
+        index_seconds=index_seconds,
+        texts_embedded=texts_embedded,
+        query_seconds=(time.perf_counter() - t_query) / max(1, len(qs)),
+    )
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if len(values) else 0.0
+
+
+def _score_retriever(questions: QuestionSet, config: ChunkerConfig, run: Any, t0: float) -> ConfigResult:
+    """Score a retriever's selections with the same metrics; precision-Ω on its finest units."""
+    qs = questions.questions
+    units = {cid: index.unit_ranges() for cid, index in run.indexes.items()}
+    per_question = []
+    for i, (q, sel) in enumerate(zip(qs, run.selections)):
+        top = tuple(
+            RetrievedChunk(p.corpus_id, p.start, p.end, p.index, 1.0 - p.score if run.routing is None else 0.0,
+                           p.tokens, p.level, p.ranges)
+            for p in sel.picks
+        )
+        own = [span for r in top if r.corpus_id == q.corpus_id for span in r.spans]
+        other = sum(e - s for r in top if r.corpus_id != q.corpus_id for s, e in r.spans)
+        s = span_scores(own, q.spans, other_chars=other)
+        omega = precision_omega(units[q.corpus_id], q.spans)
+        per_question.append(QuestionResult(i, q.corpus_id, q.question, s.recall, s.precision, omega, s.iou, top))
+    per_corpus = {
+        cid: MetricSummary.of([r for r in per_question if r.corpus_id == cid]) for cid in questions.corpus_ids
+    }
+    all_units = [c for index in run.indexes.values() for c in index.units.chunks]
+    return ConfigResult(
+        config=config,
+        summary=MetricSummary.of(per_question),
+        per_corpus=per_corpus,
+        questions=tuple(per_question),
+        chunks=sum(len(lv) for index in run.indexes.values() for lv in index.levels),
+        chunk_tokens_mean=float(np.mean([c.tokens for c in all_units])) if all_units else 0.0,
+        seconds=time.perf_counter() - t0,
+        reused=run.reused,
+        retrieved_tokens_mean=_mean([sum(r.tokens for r in q.retrieved) for q in per_question]),
+        index_seconds=run.index_seconds,
+        texts_embedded=run.texts_embedded,
+        query_seconds=run.query_seconds,
+        omega_units="units",
+        routing=run.routing,
     )

@@ -55,12 +55,15 @@ if TYPE_CHECKING:
 __all__ = [
     "ChunkStore",
     "Hit",
+    "EntryHit",
+    "entries_collection_name",
     "IndexInfo",
     "open_store",
     "store_location",
     "collection_name",
     "chunk_id",
     "DEFAULT_CHROMA_PORT",
+    "entry_text",
 ]
 
 log = logging.getLogger(__name__)
@@ -124,6 +127,65 @@ class IndexInfo:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class EntryHit:
+    """One retrieved entry of a multi-granularity index (it may cover several stretches of the text).
+
+    Attributes:
+        rank: 1 for the closest entry.
+        distance: Cosine distance ``1 - cos`` to the query.
+        index: The entry's index in its level.
+        ranges: Its exact character ranges, sorted and disjoint.
+        tokens: Its token count.
+    """
+
+    rank: int
+    distance: float
+    index: int
+    ranges: tuple[tuple[int, int], ...]
+    tokens: int
+
+    @property
+    def start(self) -> int:
+        """The first character of its first range."""
+        return self.ranges[0][0]
+
+    @property
+    def end(self) -> int:
+        """Just past its last range."""
+        return self.ranges[-1][1]
+
+    @property
+    def similarity(self) -> float:
+        """Cosine similarity ``1 - distance``."""
+        return 1.0 - self.distance
+
+
+def _ranges_digest(ranges: Sequence[Sequence[tuple[int, int]]]) -> str:
+    h = hashlib.sha256()
+    for entry in ranges:
+        h.update(";".join(f"{s}:{e}" for s, e in entry).encode("ascii") + b"|")
+    return h.hexdigest()
+
+
+def entries_collection_name(
+    doc_id: str, key: dict[str, Any], embedder_fingerprint: str, ranges: Sequence[Sequence[tuple[int, int]]]
+) -> str:
+    """The deterministic collection name of one level of a multi-granularity index.
+
+    ``key`` names the retriever, the parameters that shape the level, the level and how its
+    vectors were made; the entries' ranges are in the name too (as a chunking's spans are).
+    """
+    body = json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
+    name_key = "\n".join([str(_SCHEMA), "entries", doc_id, body, embedder_fingerprint, _ranges_digest(ranges)])
+    return _NAME_PREFIX + hashlib.sha256(name_key.encode("utf-8")).hexdigest()[:24]
+
+
+def entry_text(text: str, ranges: Sequence[tuple[int, int]]) -> str:
+    """What an entry's vector embeds: its ranges' texts in document order, one line apart when separate."""
+    return "\n".join(text[s:e] for s, e in ranges)
 
 
 def _config_json(config: ChunkerConfig) -> str:
@@ -483,6 +545,147 @@ class ChunkStore:
                     start=int(m["start"]),
                     end=int(m["end"]),
                     index=int(m["index"]),
+                    tokens=int(m["tokens"]),
+                )
+                for r, (m, d) in enumerate(zip(metas, dists))
+            ])
+        return out
+
+    # --- multi-granularity entries ---------------------------------------------------------
+
+    def index_entries(
+        self,
+        doc: Document,
+        key: dict[str, Any],
+        ranges: Sequence[tuple[tuple[int, int], ...]],
+        tokens: Sequence[int],
+        embedder: TextEmbedder,
+        *,
+        vectors: Callable[[], np.ndarray] | None = None,
+        cache: OutputCache | None = None,
+        progress: Progress | None = None,
+    ) -> IndexInfo:
+        """Make sure one level of a multi-granularity index is in the store; embed and upsert what is missing.
+
+        Args:
+            doc: The document the entries index.
+            key: What the level is (retriever, shaping parameters, level, vector kind): part of the name.
+            ranges: Each entry's exact character ranges, sorted.
+            tokens: Each entry's token count.
+            embedder: The embedder (its fingerprint names the collection; it embeds the entries'
+                texts unless ``vectors`` is given).
+            vectors: Called only when the level must be written: the entries' vectors, computed
+                another way (FreeChunker's window means), rows in entry order, L2-normalized.
+            cache: The output cache for embedded texts.
+            progress: ``progress(done, total)`` while embedding.
+
+        Raises:
+            ParameterError: an entry with no range or a range outside the text.
+            StoreError: the store fails or cannot be reached.
+            ModelError: the embedder fails.
+        """
+        from backend.models.embeddings import embed_texts
+        from backend.models.types import set_unit
+
+        n = len(doc.text)
+        for i, entry in enumerate(ranges):
+            if not entry or any(not 0 <= s < e <= n for s, e in entry):
+                raise ParameterError(f"entry {i} of {key.get('retriever', '?')} has an empty or out-of-text range")
+        t0 = time.perf_counter()
+        name = entries_collection_name(doc.id, key, embedder.info.fingerprint, ranges)
+        col = self._get(name)
+        if col is not None and int(self._call("counting", col.count)) == len(ranges):
+            if progress is not None:
+                set_unit(progress, "texts")
+                progress(len(ranges), len(ranges))
+            return IndexInfo(name, len(ranges), True, False, time.perf_counter() - t0)
+        if col is None:
+            info = embedder.info
+            metadata = {
+                "chunklab_schema": _SCHEMA,
+                "doc_id": doc.id,
+                "doc_source": doc.source,
+                "doc_length": n,
+                "config": json.dumps(key, sort_keys=True, separators=(",", ":"), default=str),
+                "config_label": f"{key.get('retriever', '?')} level {key.get('level', '?')}",
+                "embedder": info.name,
+                "embedder_fingerprint": info.fingerprint,
+                "spans_digest": _ranges_digest(ranges),
+                "chunks": len(ranges),
+            }
+            col = self._call(
+                f"creating collection {name}",
+                self._client.get_or_create_collection,
+                name,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata=metadata,
+                embedding_function=None,
+            )
+        texts = [entry_text(doc.text, r) for r in ranges]
+        hit = False
+        if vectors is not None:
+            rows = np.asarray(vectors(), dtype=np.float32)
+        else:
+            rows, hit = embed_texts(embedder, texts, cache=cache, progress=progress)
+        if rows.shape[0] != len(ranges):
+            raise ParameterError(f"{len(ranges)} entries but {rows.shape[0]} vectors")
+        batch = _MAX_UPSERT
+        try:
+            batch = max(1, min(batch, int(self._client.get_max_batch_size())))
+        except Exception as e:  # an old server without the endpoint: keep our default
+            log.debug("max batch size unknown (%s); using %d", e, batch)
+        for lo in range(0, len(ranges), batch):
+            hi = min(lo + batch, len(ranges))
+            self._call(
+                f"writing to collection {name}",
+                col.upsert,
+                ids=[f"{name}-{i}" for i in range(lo, hi)],
+                embeddings=rows[lo:hi],
+                metadatas=[
+                    {
+                        "start": ranges[i][0][0],
+                        "end": ranges[i][-1][1],
+                        "index": i,
+                        "tokens": int(tokens[i]),
+                        "ranges": json.dumps([list(r) for r in ranges[i]], separators=(",", ":")),
+                    }
+                    for i in range(lo, hi)
+                ],
+                documents=texts[lo:hi],
+            )
+        count = int(self._call("counting", col.count))
+        return IndexInfo(name, count, False, hit, time.perf_counter() - t0)
+
+    def query_entries(self, name: str, query_embeddings: np.ndarray, k: int) -> list[list[EntryHit]]:
+        """The ``k`` nearest entries of the collection ``name`` (from :meth:`index_entries`) for each query vector.
+
+        Raises:
+            ParameterError: ``k`` below 1.
+            StoreError: no such collection, or the store fails.
+        """
+        if k < 1:
+            raise ParameterError(f"k ({k}) must be at least 1")
+        vectors = np.atleast_2d(np.asarray(query_embeddings, dtype=np.float32))
+        if vectors.shape[0] == 0:
+            return []
+        col = self._get(name)
+        if col is None:
+            raise StoreError(f"collection {name} is not in the {self._where()}: index it first")
+        n = min(k, int(self._call("counting", col.count)))
+        if n == 0:
+            return [[] for _ in range(vectors.shape[0])]
+        result = self._call(
+            f"querying collection {name}", col.query, query_embeddings=vectors, n_results=n,
+            include=["metadatas", "distances"],
+        )
+        out = []
+        for metas, dists in zip(result["metadatas"], result["distances"]):
+            out.append([
+                EntryHit(
+                    rank=r + 1,
+                    distance=float(d),
+                    index=int(m["index"]),
+                    ranges=tuple((int(a), int(b)) for a, b in json.loads(str(m["ranges"]))),
                     tokens=int(m["tokens"]),
                 )
                 for r, (m, d) in enumerate(zip(metas, dists))

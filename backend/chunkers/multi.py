@@ -1,0 +1,263 @@
+"""The multi-granularity retrievers as registry entries: ``mog``, ``mogg`` and ``freechunker`` (family ``retriever``).
+
+A retriever is not a chunker: what it returns depends on the query (MoG picks a granularity
+level per query, FreeChunker assembles runs of units). It is registered beside the chunkers so
+that one configuration (``ChunkerConfig``: name, parameters, tokenizer) names it everywhere a
+chunker can be named — the CLI's ``--chunker mog --param router=oracle``, the app's forms, the
+benchmark — and its parameters are validated in one place. What it *splits* (:meth:`split`) is
+its finest units, the level every other level is built from: MoG's level-1 chunks, MoGG's
+nodes of 1–2 sentences, FreeChunker's units. The Compare and Quality pages show those; the
+query-time part (levels, indexes, routing, selection) lives in :mod:`backend.retrieval.multi`.
+
+The router and granularity parsers are here, below the retrieval layer, so the registry can
+validate ``router=…`` and ``granularities=…`` before anything is read or loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from backend.chunkers.base import Chunker, Param, make_chunker, register
+from backend.errors import ParameterError
+from backend.text.document import Document
+
+__all__ = [
+    "RetrieverChunker",
+    "MoGRetriever",
+    "MoGGRetriever",
+    "FreeChunkerRetriever",
+    "RouterSpec",
+    "parse_router",
+    "parse_granularities",
+    "is_retriever",
+    "RETRIEVER_FAMILY",
+]
+
+RETRIEVER_FAMILY = "retriever"
+ROUTER_HELP = (
+    "Granularity weights per query: cv (a router cross-fitted in 5 folds on the question set), uniform, "
+    "oracle (each question's own soft label: an upper bound), level:N (MoG's selection on level N only), "
+    "or the path of a router file from 'python -m backend router train'."
+)
+MAX_LEVELS = 8
+
+
+@dataclass(frozen=True)
+class RouterSpec:
+    """A parsed ``router=`` value: ``kind`` is cv, uniform, oracle, level or path."""
+
+    kind: str
+    level: int = 0  # 1-based, for kind "level"
+    path: str = ""  # for kind "path"
+
+    def label(self) -> str:
+        """How it reads in tables: ``cv``, ``level:2``, ``router file mog.router.npz``."""
+        if self.kind == "level":
+            return f"level:{self.level}"
+        if self.kind == "path":
+            from pathlib import Path
+
+            return f"router file {Path(self.path).name}"
+        return self.kind
+
+
+def parse_router(raw: str, levels: int) -> RouterSpec:
+    """Parse ``router=`` for a retriever with ``levels`` levels.
+
+    Raises:
+        ParameterError: an empty value, or ``level:N`` outside 1..levels.
+    """
+    text = str(raw).strip()
+    low = text.lower()
+    if not text:
+        raise ParameterError("router must be cv, uniform, oracle, level:N or a router file path, got ''")
+    if low in {"cv", "uniform", "oracle"}:
+        return RouterSpec(low)
+    if low.startswith("level:"):
+        tail = low[len("level:") :].strip()
+        if not tail.isdigit() or not 1 <= int(tail) <= levels:
+            raise ParameterError(f"router={text}: the level must be a number in 1..{levels}")
+        return RouterSpec("level", level=int(tail))
+    return RouterSpec("path", path=text)
+
+
+def parse_granularities(raw: str) -> tuple[int, ...]:
+    """FreeChunker's window sizes: ``"2,4"`` → ``(2, 4)`` (sorted, each 2..64, at least one).
+
+    Raises:
+        ParameterError: naming the bad value.
+    """
+    parts = [p.strip() for p in str(raw).replace(";", ",").split(",") if p.strip()]
+    if not parts:
+        raise ParameterError(f"granularities must list window sizes like 2,4, got {raw!r}")
+    out = set()
+    for p in parts:
+        if not p.isdigit() or not 2 <= int(p) <= 64:
+            raise ParameterError(f"granularities: each window size must be a whole number in 2..64, got {p!r}")
+        out.add(int(p))
+    return tuple(sorted(out))
+
+
+def is_retriever(name: str) -> bool:
+    """Whether the registered name is a query-time retriever (family ``retriever``)."""
+    from backend.chunkers.base import REGISTRY
+
+    cls = REGISTRY.get(name)
+    return cls is not None and cls.family == RETRIEVER_FAMILY
+
+
+def _routing_params(levels_default: int) -> tuple[Param, ...]:
+    return (
+        Param("levels", "int", levels_default, "Granularity levels (MoG: 5).", min=2, max=MAX_LEVELS),
+        Param("k_r", "int", 3, "Candidates retrieved per level before the router weighs them (MoG: 3).", min=1, max=50),
+        Param("router", "str", "cv", ROUTER_HELP),
+        Param(
+            "label", "str", "iou",
+            "Soft-label similarity of a level's top-1 entry to the answer: iou, recall (of the excerpts) "
+            "or embedding (cosine to the excerpts' text).",
+            choices=("iou", "recall", "embedding"),
+        ),
+        Param("soft", "str", "0.8/0.2", "Soft labels of the best and second-best level (the paper: 0.8/0.2 or 0.7/0.3).",
+              choices=("0.8/0.2", "0.7/0.3")),
+    )
+
+
+class RetrieverChunker(Chunker):
+    """Base of the registered retrievers: :meth:`split` gives the finest units; routing params are validated."""
+
+    family = RETRIEVER_FAMILY
+    routed: ClassVar[bool] = True  # has a router (MoG, MoGG); FreeChunker has none
+
+    def validate(self) -> None:
+        super().validate()
+        if self.routed:
+            self.router_spec = parse_router(self.values["router"], self.values["levels"])
+
+    @property
+    def soft(self) -> tuple[float, float]:
+        """The best and second-best soft labels."""
+        top, second = self.values.get("soft", "0.8/0.2").split("/")
+        return float(top), float(second)
+
+    def level_names(self) -> list[str]:
+        """One short name per level, finest first."""
+        raise NotImplementedError
+
+    def shape(self) -> dict[str, Any]:
+        """The parameters that shape the levels (not the routing): a router file records and checks them."""
+        routing = {"k_r", "router", "label", "soft"}
+        return {"retriever": self.name, **{k: v for k, v in self.values.items() if k not in routing},
+                "tokenizer": self.tokenizer.name}
+
+
+@register
+class MoGRetriever(RetrieverChunker):
+    """MoG (Mix-of-Granularity): five levels of chunks, a router picks one per query.
+
+    Level 1 is the document cut by ``base`` at ``chunk_size`` tokens; a level-j chunk joins two
+    adjacent level-(j−1) chunks (so level j is about 2^(j−1) × ``chunk_size`` tokens). Each level
+    returns its top ``k_r`` chunks; every level-1 chunk under a hit scores ``w · t_rs`` (eq. 1–2);
+    the level with the largest router weight is chosen and the parents, at that level, of the
+    best-scoring level-1 chunks are returned (never parents ranked by their own weighted score:
+    coarse levels score higher, Appendix A). What this entry *chunks* is level 1.
+    """
+
+    name = "mog"
+    params = (
+        Param("chunk_size", "int", 50, "Level-1 chunk size in tokens; level j is 2^(j-1) times as long.", min=8, max=20_000),
+        Param("base", "str", "recursive", "How level 1 is cut (exact spans, hard token limit).",
+              choices=("recursive", "sentence", "fixed_token")),
+        *_routing_params(5),
+    )
+
+    def level_names(self) -> list[str]:
+        size = self.values["chunk_size"]
+        return [f"L{j} (~{size << (j - 1)} tok)" for j in range(1, self.values["levels"] + 1)]
+
+    def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        base = make_chunker(self.values["base"], {"chunk_size": self.values["chunk_size"]}, self.tokenizer)
+        return [(c.start, c.end, c.tokens) for c in base.chunk(doc).chunks]
+
+
+@register
+class MoGGRetriever(RetrieverChunker):
+    """MoGG (MoG with graph context): nodes of 1–2 sentences linked by similarity; levels are hop ranges.
+
+    Each node links to its ``k_graph`` most similar nodes with similarity at least ``t_graph``
+    (``edge=cosine`` on the embedder's vectors, or ``edge=bm25``, each query's scores divided by
+    the node's score against itself); level g is the neighbourhood within g−1 hops of a centre
+    node (each node counted once), grown hop by hop while it stays within ``max_tokens``. The
+    rest is MoG: top ``k_r`` per level, the router's weights, the parents at the chosen level
+    of the best nodes — here the neighbourhood *centred* on each best node. An entry may cover
+    several separate stretches of the text. What this entry *chunks* is the nodes.
+    """
+
+    name = "mogg"
+    params = (
+        Param("per_node", "int", 2, "Sentences per node (the paper: 1 or 2).", min=1, max=2),
+        Param("edge", "str", "cosine", "Node similarity: cosine (embeddings) or bm25 (normalised by the self-score).",
+              choices=("cosine", "bm25")),
+        Param("k_graph", "int", 3, "Most similar nodes each node links to (the paper's figure: 3).", min=1, max=50),
+        Param("t_graph", "float", 0.5, "Least similarity of an edge (the paper gives none).", min=-1.0, max=1.0),
+        Param("max_tokens", "int", 1024, "Token cap of a neighbourhood (the centre is always kept).", min=16, max=100_000),
+        *_routing_params(5),
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.values["edge"] == "bm25" and self.values["t_graph"] < 0:
+            raise ParameterError(f"t_graph ({self.values['t_graph']}) must be in 0..1 with edge=bm25")
+
+    def level_names(self) -> list[str]:
+        return ["node"] + [f"{g} hop{'s' if g > 1 else ''}" for g in range(1, self.values["levels"])]
+
+    def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        per = self.values["per_node"]
+        sentences = [(s.start, s.end) for s in doc.sentences]
+        nodes = [(sentences[i][0], sentences[min(i + per, len(sentences)) - 1][1]) for i in range(0, len(sentences), per)]
+        return self.with_counts(doc.text, nodes)
+
+
+@register
+class FreeChunkerRetriever(RetrieverChunker):
+    """FreeChunker (cross-granularity): units embedded once, windows of 2 and 4 units vectorised without re-embedding.
+
+    Units are sentences (``unit=sentence``) or, as the authors' code does, fixed
+    ``unit_tokens``-token spans (``unit=tokens``). For each size g in ``granularities`` a window
+    starts every g//2 units (plus a tail window ending at the last unit). ``encoder=mean``: a
+    window's vector is the renormalised mean of its units' vectors; ``encoder=exact`` embeds
+    each window's own text (what the paper's trained encoder approximates);
+    ``encoder=model:PATH`` runs a cross-granularity encoder from a local folder. A query takes
+    the top-k entries of units and windows; overlapping or adjacent ones merge into maximal
+    runs, ranked by their best entry, no character counted twice. What this entry *chunks* is
+    the units.
+    """
+
+    name = "freechunker"
+    routed = False
+    params = (
+        Param("unit", "str", "sentence", "Atomic unit: sentence, or tokens (fixed unit_tokens spans, the authors' code).",
+              choices=("sentence", "tokens")),
+        Param("unit_tokens", "int", 256, "Tokens per unit when unit=tokens.", min=8, max=8192),
+        Param("granularities", "str", "2,4", "Window sizes in units, comma-separated (each 2..64)."),
+        Param("encoder", "str", "mean", "Window vectors: mean (of unit vectors), exact (embed each window's text), "
+              "or model:PATH (a cross-granularity encoder folder)."),
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        self.sizes = parse_granularities(self.values["granularities"])
+        enc = str(self.values["encoder"]).strip()
+        if enc not in {"mean", "exact"} and not (enc.startswith("model:") and enc[len("model:") :].strip()):
+            raise ParameterError(f"encoder must be mean, exact or model:PATH, got {enc!r}")
+
+    def level_names(self) -> list[str]:
+        return ["unit"] + [f"{g} units" for g in self.sizes]
+
+    def split(self, doc: Document) -> list[tuple[int, int, int]]:
+        if self.values["unit"] == "tokens":
+            base = make_chunker("fixed_token", {"chunk_size": self.values["unit_tokens"], "chunk_overlap": 0},
+                                self.tokenizer)
+            return [(c.start, c.end, c.tokens) for c in base.chunk(doc).chunks]
+        return self.with_counts(doc.text, [(s.start, s.end) for s in doc.sentences])
