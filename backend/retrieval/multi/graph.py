@@ -234,7 +234,7 @@ def _row_top_k(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if k < n:
         # The k-th largest value of each row; every entry reaching it is a candidate, so ties at the
         # boundary are all kept and resolved by index below, where argpartition would pick arbitrarily.
-        kth = -np.partition(-block, k - 1, axis=1)[:, k - 1]
+        kth = np.partition(block, n - k, axis=1)[:, n - k]
         rows, cols = np.nonzero((block >= kth[:, None]) & np.isfinite(block))
     else:
         rows, cols = np.nonzero(np.isfinite(block))
