@@ -263,12 +263,22 @@ def _cosine_top_k(x: np.ndarray, k: int, t: float) -> list[tuple[int, int, float
     return out
 
 
+def _top_k_1d(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest values, largest first, the lower position first on ties."""
+    m = values.size
+    if m > k:
+        kth = np.partition(values, m - k)[m - k]
+        pos = np.flatnonzero(values >= kth)  # every tie at the boundary, resolved by position below
+    else:
+        pos = np.arange(m)
+    return pos[np.lexsort((pos, -values[pos]))][:k]
+
+
 def _bm25_top_k(texts: list[str], k: int, t: float) -> list[tuple[int, int, float]]:
     """Directed edges ``(i, j, sim)`` with sim = BM25(i → j) / BM25(i → i), clipped to 1."""
     import bm25s
 
-    n = len(texts)
-    if n == 0:
+    if not texts:
         return []
     tokens = bm25s.tokenize(texts, lower=True, stopwords="english", stemmer=None, return_ids=True, show_progress=False)
     if not any(tokens.ids):
@@ -276,26 +286,20 @@ def _bm25_top_k(texts: list[str], k: int, t: float) -> list[tuple[int, int, floa
     retriever = bm25s.BM25()
     retriever.index(tokens, show_progress=False)
     out: list[tuple[int, int, float]] = []
-    step = _block_rows(n)
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        block = np.full((stop - start, n), -np.inf, dtype=np.float64)
-        for r, i in enumerate(range(start, stop)):
-            query = tokens.ids[i]
-            if not query:
-                continue
-            scores = np.asarray(retriever.get_scores(list(query)), dtype=np.float64)
-            own = scores[i]
-            if own <= 0:
-                continue
-            row = scores / own
-            row[scores <= 0] = -np.inf  # no shared term: never an edge, even at t_graph = 0
-            row[i] = -np.inf
-            block[r] = row
-        rows, cols = _row_top_k(block, k)
-        sims = block[rows, cols]
-        ok = sims >= t
-        out.extend(zip((rows[ok] + start).tolist(), cols[ok].tolist(), np.minimum(sims[ok], 1.0).tolist()))
+    for i, query in enumerate(tokens.ids):
+        if not query:
+            continue
+        scores = np.asarray(retriever.get_scores(list(query)), dtype=np.float64)
+        own = scores[i]
+        if own <= 0:
+            continue
+        # Only nodes sharing a term (score > 0) are candidates, even at t_graph = 0; the row is
+        # sparse, so its top-k is taken among those few rather than over all n.
+        cand = np.flatnonzero(scores > 0)
+        cand = cand[cand != i]
+        sims = scores[cand] / own
+        best = _top_k_1d(sims, k)
+        out.extend((i, int(j), min(float(s), 1.0)) for j, s in zip(cand[best], sims[best]) if s >= t)
     return out
 
 

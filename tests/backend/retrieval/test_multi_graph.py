@@ -284,3 +284,14 @@ def test_neighbourhood_and_levels_reject_bad_arguments():
         hop_levels(g, 2, [1], 10)
     with pytest.raises(ParameterError, match="node"):
         merged_ranges([(0, 5)], [1])
+
+
+def test_importing_the_module_does_not_load_bm25s():
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = "import sys, backend.retrieval.multi.graph\nprint('bm25s' in sys.modules)\n"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
