@@ -162,14 +162,15 @@ def build_graph(
     """Link each node to its ``k_graph`` most similar nodes whose similarity is at least ``t_graph``.
 
     ``edge="cosine"``: ``vectors`` holds one L2-normalised row per node and the similarity is the
-    dot product. Rows are compared in blocks (never an n x n matrix for a large ``n``), keeping each
-    row's top ``k_graph`` with ``argpartition``.
+    dot product. Rows are compared in blocks of at most 1,024 (never an n x n matrix for a large
+    ``n``), each row's top ``k_graph`` found with ``np.partition``.
 
     ``edge="bm25"`` (the paper's): each node's text is a query against all nodes, with ``bm25s``
     (Lucene BM25, k1=1.5, b=0.75), tokenised by ``bm25s.tokenize`` (lowercase, English stopwords,
     no stemmer). Raw BM25 scores are unbounded and grow with the query's length, so each query's
     scores are divided by the node's score against itself: similarity 1 means "as good a match as
-    the node itself", and ``t_graph`` means the same for long and short nodes. A shorter node that
+    the node itself", and ``t_graph`` means the same for long and short nodes (a very short node,
+    such as a citation, reaches high similarities from a single shared term). A shorter node that
     repeats the query's terms can score above the node itself; such similarities rank first and
     their weight is clipped to 1. Only nodes sharing a term (score > 0) are linked, even at
     ``t_graph=0``, and a node without tokens (only stopwords or punctuation) gets no edges.
@@ -233,7 +234,7 @@ def _row_top_k(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     if k < n:
         # The k-th largest value of each row; every entry reaching it is a candidate, so ties at the
-        # boundary are all kept and resolved by index below, where argpartition would pick arbitrarily.
+        # boundary are all kept and resolved by index below (argpartition would pick among them arbitrarily).
         kth = np.partition(block, n - k, axis=1)[:, n - k]
         rows, cols = np.nonzero((block >= kth[:, None]) & np.isfinite(block))
     else:
