@@ -425,6 +425,10 @@ class EncoderConfig:
         eps = raw.get("layer_norm_eps", 1e-5)
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
             raise ModelError(f"{where}: layer_norm_eps must be a positive number, got {eps!r}")
+        position = raw.get("position_embedding_type", "absolute")
+        if position != "absolute":
+            # Relative position types add distance terms to the scores, which eq. 3 does not have.
+            raise ModelError(f"{where}: position_embedding_type {position!r} is not supported (only 'absolute')")
         input_size = raw.get("input_size")
         if input_size is not None and (isinstance(input_size, bool) or not isinstance(input_size, int) or input_size < 1):
             raise ModelError(f"{where}: input_size must be a positive integer, got {input_size!r}")
