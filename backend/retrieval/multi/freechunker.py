@@ -274,7 +274,7 @@ def chunk_pattern_mask(wins: Sequence[Window], stop: int, start: int = 0) -> np.
 
 # --- window vectors without a model ----------------------------------------------------------
 
-_MEAN_BLOCK = 8192  # windows per block: bounds the float64 scratch to block x d
+_MEAN_BLOCK = 1024  # windows per block: keeps the float64 scratch (block x d) in cache
 
 
 def mean_vectors(unit_vectors: np.ndarray, wins: Sequence[Window]) -> np.ndarray:
@@ -298,14 +298,16 @@ def mean_vectors(unit_vectors: np.ndarray, wins: Sequence[Window]) -> np.ndarray
         raise ParameterError(f"unit_vectors must be 2-D (units x dims), got shape {vectors.shape}")
     n, d = vectors.shape
     first, last = _bounds(wins, n)
-    csum = np.zeros((n + 1, d), dtype=np.float64)
-    np.cumsum(vectors, axis=0, dtype=np.float64, out=csum[1:])
+    csum = np.empty((n + 1, d), dtype=np.float64)
+    csum[0] = 0.0
+    csum[1:] = vectors
+    np.cumsum(csum[1:], axis=0, out=csum[1:])  # in place: a converting cumsum is slower
     out = np.empty((len(wins), d), dtype=np.float32)
     for lo in range(0, len(wins), _MEAN_BLOCK):
-        f, la = first[lo : lo + _MEAN_BLOCK], last[lo : lo + _MEAN_BLOCK]
-        sums = csum[la] - csum[f]
+        sums = np.take(csum, last[lo : lo + _MEAN_BLOCK], axis=0)
+        sums -= np.take(csum, first[lo : lo + _MEAN_BLOCK], axis=0)
         # The mean's direction is the sum's: normalising the sum gives the same vector.
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        norms = np.sqrt(np.einsum("ij,ij->i", sums, sums))[:, None]
         np.divide(sums, norms, out=sums, where=norms > 0)
         out[lo : lo + _MEAN_BLOCK] = sums
     return out
