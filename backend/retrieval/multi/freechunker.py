@@ -463,7 +463,11 @@ class EncoderConfig:
         return shapes
 
 
-_TABLES = ("embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight", "embeddings.token_type_embeddings.weight")
+_TABLES = (  # embedding tables: row 0 of each makes the chunk query
+    "embeddings.word_embeddings.weight",
+    "embeddings.position_embeddings.weight",
+    "embeddings.token_type_embeddings.weight",
+)
 
 
 class CrossGranularityEncoder:

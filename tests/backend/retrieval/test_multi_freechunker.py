@@ -371,6 +371,9 @@ def test_load_encoder_errors(tiny_folder, tmp_path):
 
 
 def test_module_import_stays_light():
-    code = "import sys, backend.retrieval.multi.freechunker\nprint([m for m in ('torch', 'safetensors', 'transformers') if m in sys.modules])"
+    code = (
+        "import sys, backend.retrieval.multi.freechunker\n"
+        "print([m for m in ('torch', 'safetensors', 'transformers') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
