@@ -192,7 +192,9 @@ def windows(n_units: int, sizes: Sequence[int] = DEFAULT_GRANULARITIES, include_
     ``2 * (g // 2)``… while they fit, plus a tail window ``[n_units - g, n_units)`` when the
     last regular one does not end at ``n_units``. A ``g`` larger than the document gives one
     window of all its units, added once (and not at all when a window or unit already spans
-    the whole document): no span appears twice.
+    the whole document): no span appears twice. (The authors' ``generate_shifted_matrix``
+    skips such a ``g`` and adds the all-units window only when no other window exists; one
+    version of it steps by ``g`` instead of ``g // 2``.)
 
     Args:
         n_units: Units in the document.
