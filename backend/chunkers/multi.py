@@ -15,12 +15,16 @@ validate ``router=…`` and ``granularities=…`` before anything is read or loa
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from backend.chunkers.base import Chunker, Param, make_chunker, register
 from backend.errors import ParameterError
 from backend.text.document import Document
+from backend.tokenizers import SpanCounter, Tokenizer
 
 __all__ = [
     "RetrieverChunker",
@@ -30,17 +34,21 @@ __all__ = [
     "RouterSpec",
     "parse_router",
     "parse_granularities",
+    "token_units",
+    "MAX_GRANULARITY",
     "is_retriever",
     "RETRIEVER_FAMILY",
 ]
 
 RETRIEVER_FAMILY = "retriever"
+Range = tuple[int, int]
 ROUTER_HELP = (
     "Granularity weights per query: cv (a router cross-fitted in 5 folds on the question set), uniform, "
     "oracle (each question's own soft label: an upper bound), level:N (MoG's selection on level N only), "
     "or the path of a router file from 'python -m backend router train'."
 )
 MAX_LEVELS = 8
+MAX_GRANULARITY = 64  # FreeChunker's largest window, in units
 
 
 @dataclass(frozen=True)
@@ -83,20 +91,98 @@ def parse_router(raw: str, levels: int) -> RouterSpec:
 
 
 def parse_granularities(raw: str) -> tuple[int, ...]:
-    """FreeChunker's window sizes: ``"2,4"`` → ``(2, 4)`` (sorted, each 2..64, at least one).
+    """Granularities from a comma-separated string: ``"2,4"`` -> ``(2, 4)``.
+
+    Returns them ascending and deduplicated (``"4, 2, 4"`` -> ``(2, 4)``).
 
     Raises:
-        ParameterError: naming the bad value.
+        ParameterError: an item that is not a whole number in 2..64, or no item at all.
     """
-    parts = [p.strip() for p in str(raw).replace(";", ",").split(",") if p.strip()]
-    if not parts:
-        raise ParameterError(f"granularities must list window sizes like 2,4, got {raw!r}")
+    items = [part.strip() for part in str(raw).split(",")]
+    if items == [""]:
+        raise ParameterError(f"granularities ({raw!r}) must list at least one size, e.g. '2,4'")
     out = set()
-    for p in parts:
-        if not p.isdigit() or not 2 <= int(p) <= 64:
-            raise ParameterError(f"granularities: each window size must be a whole number in 2..64, got {p!r}")
-        out.add(int(p))
+    for item in items:
+        if not re.fullmatch(r"[+]?\d+", item) or not 2 <= int(item) <= MAX_GRANULARITY:
+            raise ParameterError(
+                f"granularity {item!r} in {raw!r} must be a whole number from 2 to {MAX_GRANULARITY}"
+            )
+        out.add(int(item))
     return tuple(sorted(out))
+
+
+def token_units(text: str, tokenizer: Tokenizer, unit_tokens: int) -> list[Range]:
+    """Consecutive exact spans of ``unit_tokens`` tokens each (the last may be shorter).
+
+    The spans cover the text from its first non-space character to its end and are cut at
+    token starts (``tokenizer.token_starts``), never by decoding token ids. A span whose text
+    alone re-tokenizes to more than ``unit_tokens`` tokens (a cut inside a multi-byte
+    character) is shortened by a token, as :class:`~backend.chunkers.fixed_token.FixedTokenChunker`
+    does. A whitespace-only span (possible only at a run of whitespace tokens) joins the span
+    before it, so no unit is blank; that unit then holds a few whitespace tokens more.
+
+    Args:
+        text: The document text.
+        tokenizer: Counts tokens and tells where they start.
+        unit_tokens: Tokens per unit (the authors' code uses 256).
+
+    Returns:
+        ``(start, end)`` character offsets, ascending and contiguous; ``[]`` for a blank text.
+
+    Raises:
+        ParameterError: ``unit_tokens`` is not a whole number of at least 1.
+    """
+    if isinstance(unit_tokens, bool) or not isinstance(unit_tokens, (int, np.integer)) or unit_tokens < 1:
+        raise ParameterError(f"unit_tokens ({unit_tokens!r}) must be a whole number of at least 1")
+    size = int(unit_tokens)
+    begin = len(text) - len(text.lstrip())
+    if begin == len(text):
+        return []
+    counter = SpanCounter(tokenizer, text)
+    starts = counter.starts
+    n = int(starts.size)
+    if n == 0:
+        return [(begin, len(text))]
+    bounds = np.append(starts, len(text)).astype(np.int64)
+    # The first unit starts at the first non-space character, inside its token when a
+    # tokenizer glues leading whitespace to the first word (cl100k's " Hello").
+    first_token = max(int(np.searchsorted(starts, begin, side="right")) - 1, 0)
+    bounds[first_token] = begin
+    # Optimistic pass: every unit at once, counted in one batch; the loop below takes over
+    # from the first unit that needs adjusting (rare).
+    firsts = np.arange(first_token, n, size, dtype=np.int64)
+    lo, hi = bounds[firsts], bounds[np.minimum(firsts + size, n)]
+    counts = counter.count_many(np.stack([lo, hi], axis=1))
+    spans: list[Range] = []
+    resume = None
+    for i, a, b, tokens in zip(firsts.tolist(), lo.tolist(), hi.tolist(), counts):
+        if b <= a or tokens > size:
+            resume = i
+            break
+        spans.append((a, b))
+    if resume is not None:
+        edges = bounds.tolist()
+        i = resume
+        while i < n:
+            j = min(i + size, n)
+            a, b = edges[i], edges[j]
+            while b <= a and j < n:  # several tokens inside one character
+                j += 1
+                b = edges[j]
+            tokens = counter.count(a, b)
+            while tokens > size and j - 1 > i and edges[j - 1] > a:
+                j -= 1
+                b = edges[j]
+                tokens = counter.count(a, b)
+            spans.append((a, b))
+            i = j
+    out: list[Range] = []
+    for a, b in spans:
+        if out and text[a:b].isspace():
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 def is_retriever(name: str) -> bool:
@@ -257,7 +343,5 @@ class FreeChunkerRetriever(RetrieverChunker):
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         if self.values["unit"] == "tokens":
-            base = make_chunker("fixed_token", {"chunk_size": self.values["unit_tokens"], "chunk_overlap": 0},
-                                self.tokenizer)
-            return [(c.start, c.end, c.tokens) for c in base.chunk(doc).chunks]
+            return self.with_counts(doc.text, token_units(doc.text, self.tokenizer, self.values["unit_tokens"]))
         return self.with_counts(doc.text, [(s.start, s.end) for s in doc.sentences])

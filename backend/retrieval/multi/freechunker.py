@@ -4,7 +4,7 @@ FreeChunker (Zhang, Jiang and Wu, arXiv 2510.20356) embeds a document's units on
 over the units *and* over windows of ``g`` consecutive units for several granularities ``g``, whose
 vectors come from the unit vectors instead of from re-embedding text:
 
-- **units** (:func:`token_units`): the paper splits sentences; the authors' released code
+- **units** (:func:`backend.chunkers.multi.token_units`): the paper splits sentences; the authors' released code
   (``mazehart/FreeChunker``, ``src/sentenizer.py``) actually cuts fixed 256-token pieces with
   the Qwen3-8B tokenizer. Here a unit is an exact span cut at token starts of any
   :class:`~backend.tokenizers.Tokenizer` (sentence units come from the sentence segmenter).
@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from backend.errors import ModelError, ParameterError
-from backend.tokenizers import SpanCounter, Tokenizer
 
 if TYPE_CHECKING:
     import torch
@@ -62,10 +61,7 @@ __all__ = [
     "EncoderConfig",
     "CrossGranularityEncoder",
     "DEFAULT_GRANULARITIES",
-    "MAX_GRANULARITY",
-    "token_units",
     "windows",
-    "parse_granularities",
     "chunk_pattern_mask",
     "mean_vectors",
     "assemble_runs",
@@ -75,84 +71,9 @@ __all__ = [
 Range = tuple[int, int]
 
 DEFAULT_GRANULARITIES: tuple[int, ...] = (2, 4)
-MAX_GRANULARITY = 64
 
 
 # --- units -----------------------------------------------------------------------------------
-
-
-def token_units(text: str, tokenizer: Tokenizer, unit_tokens: int) -> list[Range]:
-    """Consecutive exact spans of ``unit_tokens`` tokens each (the last may be shorter).
-
-    The spans cover the text from its first non-space character to its end and are cut at
-    token starts (``tokenizer.token_starts``), never by decoding token ids. A span whose text
-    alone re-tokenizes to more than ``unit_tokens`` tokens (a cut inside a multi-byte
-    character) is shortened by a token, as :class:`~backend.chunkers.fixed_token.FixedTokenChunker`
-    does. A whitespace-only span (possible only at a run of whitespace tokens) joins the span
-    before it, so no unit is blank; that unit then holds a few whitespace tokens more.
-
-    Args:
-        text: The document text.
-        tokenizer: Counts tokens and tells where they start.
-        unit_tokens: Tokens per unit (the authors' code uses 256).
-
-    Returns:
-        ``(start, end)`` character offsets, ascending and contiguous; ``[]`` for a blank text.
-
-    Raises:
-        ParameterError: ``unit_tokens`` is not a whole number of at least 1.
-    """
-    if isinstance(unit_tokens, bool) or not isinstance(unit_tokens, (int, np.integer)) or unit_tokens < 1:
-        raise ParameterError(f"unit_tokens ({unit_tokens!r}) must be a whole number of at least 1")
-    size = int(unit_tokens)
-    begin = len(text) - len(text.lstrip())
-    if begin == len(text):
-        return []
-    counter = SpanCounter(tokenizer, text)
-    starts = counter.starts
-    n = int(starts.size)
-    if n == 0:
-        return [(begin, len(text))]
-    bounds = np.append(starts, len(text)).astype(np.int64)
-    # The first unit starts at the first non-space character, inside its token when a
-    # tokenizer glues leading whitespace to the first word (cl100k's " Hello").
-    first_token = max(int(np.searchsorted(starts, begin, side="right")) - 1, 0)
-    bounds[first_token] = begin
-    # Optimistic pass: every unit at once, counted in one batch; the loop below takes over
-    # from the first unit that needs adjusting (rare).
-    firsts = np.arange(first_token, n, size, dtype=np.int64)
-    lo, hi = bounds[firsts], bounds[np.minimum(firsts + size, n)]
-    counts = counter.count_many(np.stack([lo, hi], axis=1))
-    spans: list[Range] = []
-    resume = None
-    for i, a, b, tokens in zip(firsts.tolist(), lo.tolist(), hi.tolist(), counts):
-        if b <= a or tokens > size:
-            resume = i
-            break
-        spans.append((a, b))
-    if resume is not None:
-        edges = bounds.tolist()
-        i = resume
-        while i < n:
-            j = min(i + size, n)
-            a, b = edges[i], edges[j]
-            while b <= a and j < n:  # several tokens inside one character
-                j += 1
-                b = edges[j]
-            tokens = counter.count(a, b)
-            while tokens > size and j - 1 > i and edges[j - 1] > a:
-                j -= 1
-                b = edges[j]
-                tokens = counter.count(a, b)
-            spans.append((a, b))
-            i = j
-    out: list[Range] = []
-    for a, b in spans:
-        if out and text[a:b].isspace():
-            out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
 
 
 # --- windows ---------------------------------------------------------------------------------
@@ -227,27 +148,6 @@ def windows(n_units: int, sizes: Sequence[int] = DEFAULT_GRANULARITIES, include_
             out.append(Window(g, n_units - g, n_units))
         spans_all = spans_all or g == n_units
     return out
-
-
-def parse_granularities(raw: str) -> tuple[int, ...]:
-    """Granularities from a comma-separated string: ``"2,4"`` -> ``(2, 4)``.
-
-    Returns them ascending and deduplicated (``"4, 2, 4"`` -> ``(2, 4)``).
-
-    Raises:
-        ParameterError: an item that is not a whole number in 2..64, or no item at all.
-    """
-    items = [part.strip() for part in str(raw).split(",")]
-    if items == [""]:
-        raise ParameterError(f"granularities ({raw!r}) must list at least one size, e.g. '2,4'")
-    out = set()
-    for item in items:
-        if not re.fullmatch(r"[+]?\d+", item) or not 2 <= int(item) <= MAX_GRANULARITY:
-            raise ParameterError(
-                f"granularity {item!r} in {raw!r} must be a whole number from 2 to {MAX_GRANULARITY}"
-            )
-        out.add(int(item))
-    return tuple(sorted(out))
 
 
 def _bounds(wins: Sequence[Window], n_units: int) -> tuple[np.ndarray, np.ndarray]:
@@ -493,9 +393,17 @@ class CrossGranularityEncoder:
     is ``-inf``) without an ``m x n`` score matrix.
     """
 
-    def __init__(self, config: EncoderConfig, weights: dict[str, torch.Tensor], source: str = "", device: str = "cpu") -> None:
-        """Wrap checked ``weights`` (float32, on ``device``); use :func:`load_encoder` or :meth:`random`."""
+    def __init__(
+        self, config: EncoderConfig, weights: dict[str, torch.Tensor], source: str = "", device: str = "cpu",
+        fingerprint: str = "",
+    ) -> None:
+        """Wrap checked ``weights`` (float32, on ``device``); use :func:`load_encoder` or :meth:`random`.
+
+        ``fingerprint`` identifies the weights (the sha256 of the folder's files when loaded):
+        index collections of its vectors are named by it.
+        """
         self.config = config
+        self.fingerprint = fingerprint
         self.source = source or "FreeChunker encoder"
         self.device = device
         self._w = weights
@@ -721,4 +629,9 @@ def load_encoder(spec: str, device: str | None = None) -> CrossGranularityEncode
         weights[name] = tensor.float()
     target = select_device(device)
     weights = {k: v.to(target) for k, v in weights.items()}
-    return CrossGranularityEncoder(config, weights, source=f"FreeChunker encoder {str(folder)!r}", device=target)
+    from backend.models.embedder import weights_fingerprint
+
+    return CrossGranularityEncoder(
+        config, weights, source=f"FreeChunker encoder {str(folder)!r}", device=target,
+        fingerprint=weights_fingerprint(folder),
+    )

@@ -283,7 +283,7 @@ def _freechunker_plans(
     encoder_spec = str(chunker.values["encoder"]).strip()
     plans: list[Any] = [([((i,), ((s, e),)) for i, (s, e) in enumerate(spans)], (), "text", None, 1)]
     wins = [w for w in windows(len(spans), chunker.sizes, include_units=False)]
-    encoder = load_encoder(encoder_spec[len("model:") :].strip()) if encoder_spec.startswith("model:") else None
+    encoder = load_encoder(encoder_spec) if encoder_spec.startswith("model:") else None
     sizes = sorted({w.size for w in wins})
     for g in sizes:
         group = [w for w in wins if w.size == g]

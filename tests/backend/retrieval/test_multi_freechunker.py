@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from backend.errors import ModelError, ParameterError
+from backend.chunkers.multi import parse_granularities, token_units
 from backend.retrieval.multi.freechunker import (
     CrossGranularityEncoder,
     EncoderConfig,
@@ -24,8 +25,6 @@ from backend.retrieval.multi.freechunker import (
     chunk_pattern_mask,
     load_encoder,
     mean_vectors,
-    parse_granularities,
-    token_units,
     windows,
 )
 from backend.tokenizers import get_tokenizer
