@@ -47,6 +47,7 @@ __all__ = [
     "FORMAT_VERSION",
     "ROUTER_SUFFIX",
     "DROPOUT",
+    "DEFAULT_EPOCHS",
     "soft_labels",
     "RouterMeta",
     "TrainReport",
@@ -62,6 +63,7 @@ LABEL_KINDS = ("iou", "recall", "embedding")  # how a level's best snippet is sc
 FORMAT_VERSION = 1  # of the router file; a newer one is refused on load
 ROUTER_SUFFIX = ".router.npz"  # suggested; any name is accepted
 DROPOUT = 0.1
+DEFAULT_EPOCHS = 200
 _FORMAT = "chunk-lab-router"
 _HEADER = "header"
 _WEIGHTS = ("w1", "b1", "w2", "b2")
@@ -284,7 +286,7 @@ def train_router(
     embedder_fingerprint: str = "",
     label: str = "",
     soft: str = "",
-    epochs: int = 200,
+    epochs: int = DEFAULT_EPOCHS,
     lr: float = 1e-3,
     hidden: int = 128,
     batch_size: int = 64,
@@ -476,7 +478,8 @@ def cross_fit(
     if folds < 2:
         raise ParameterError(f"folds ({folds}) must be at least 2")
     n, levels = y.shape
-    epochs = int(train_kwargs.get("epochs", 200))
+    epochs = int(train_kwargs.get("epochs", DEFAULT_EPOCHS))
+    set_unit(progress, "epochs")
     usable = y.max(axis=1) > 0
     out = np.full((n, levels), 0.5, dtype=np.float64)
     parts = np.array_split(np.random.default_rng(seed).permutation(n), folds)
@@ -487,16 +490,19 @@ def cross_fit(
         rest[held] = False
         if int((rest & usable).sum()) < 2:
             continue  # nothing to learn from: the fold keeps the uniform 0.5
-        inner = None
-        if progress is not None:
-            done = k * epochs
-
-            def inner(epoch: int, total: int, done: int = done) -> None:
-                progress(done + epoch, folds * epochs)
-
+        inner = _offset(progress, k * epochs, folds * epochs) if progress is not None else None
         router, _ = train_router(x[rest], y[rest], seed=seed, progress=inner, **train_kwargs)
         out[held] = router.predict(x[held])
     return out
+
+
+def _offset(progress: Progress, done: int, total: int) -> Progress:
+    """``progress`` for one fold: its ``(epoch, epochs)`` becomes ``(done + epoch, total)``."""
+
+    def inner(epoch: int, _epochs: int) -> None:
+        progress(done + epoch, total)
+
+    return inner
 
 
 def save_router(router: Router, path: str | Path) -> Path:
@@ -558,9 +564,16 @@ def load_router(
             embedder, number of levels or set of levels.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"router file {path} does not exist")
+    if not path.is_file():
+        raise InputError(f"router file {path} is not a file")
     try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+        # Anything but a zip archive np.load would try to unpickle (and refuse): say what it is instead.
+        if magic != b"PK\x03\x04":
+            raise InputError(f"router file {path} is not a Chunk Lab router file (not an .npz archive)")
         loaded = np.load(path, allow_pickle=False)
         if not isinstance(loaded, NpzFile):
             raise InputError(f"router file {path} is not a Chunk Lab router file (not an .npz archive)")
@@ -635,8 +648,8 @@ def _describe_pair(a: dict, b: dict) -> tuple[str, str]:
         differ = keys
 
     def show(name: str, params: dict) -> str:
-        shown = [f"{k}={_value(params[k])}" for k in differ if k in params]
-        if len(shown) < len(params):
+        shown = [f"{k}={_value(params[k]) if k in params else '(unset)'}" for k in differ]
+        if len([k for k in differ if k in params]) < len(params):
             shown.append("…")
         return f"{name}({', '.join(shown)})"
 
