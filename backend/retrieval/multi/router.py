@@ -12,7 +12,8 @@ in :class:`RouterMeta`.
 
 - :func:`train_router`: Linear(dim, hidden) → ReLU → Dropout(0.1) → Linear(hidden, levels),
   ``BCEWithLogitsLoss`` on the logits, Adam (lr 1e-3, as the paper), mini-batches of 64,
-  a seeded validation split; deterministic for a seed. torch is imported here only.
+  a seeded validation split; deterministic for a seed, from a ``torch.Generator`` of its
+  own. torch is imported there only.
 - :func:`cross_fit`: k-fold cross-fitting, so that no question in a benchmark is routed by a
   router that was trained on it.
 - :class:`Router`: the trained weights as numpy arrays; :meth:`Router.predict` needs no torch.
@@ -301,8 +302,9 @@ def train_router(
     (at least 1, leaving at least 2 to train on) is held out to report a validation loss;
     the router keeps the weights of the last epoch. Mini-batches are shuffled each epoch.
     The same data and seed give the same router: the seed drives the split (a numpy
-    Generator) and torch's initialization, shuffling and dropout (``torch.manual_seed``
-    inside ``torch.random.fork_rng``, so the caller's torch random state is left alone).
+    Generator) and torch's initialization, shuffling and dropout (a seeded
+    ``torch.Generator`` of this call's own: torch's global random state, shared by every
+    thread, is neither read nor changed).
 
     ``levels`` and ``dim`` come from the arrays; ``base``, ``embedder``,
     ``embedder_fingerprint``, ``label`` and ``soft`` are only recorded in :class:`RouterMeta`
@@ -334,6 +336,9 @@ def train_router(
         ParameterError: Bad shapes or values, or fewer than 2 usable rows.
     """
     x, y = _check_data(vectors, labels)
+    for name, value in (("epochs", epochs), ("hidden", hidden), ("batch_size", batch_size), ("seed", seed)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise ParameterError(f"{name} ({value!r}) must be an integer")
     if epochs < 1:
         raise ParameterError(f"epochs ({epochs}) must be at least 1")
     if not lr > 0:
@@ -369,41 +374,40 @@ def train_router(
     set_unit(progress, "epochs")
     train_loss: list[float] = []
     val_loss: list[float] = []
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = torch.nn.Sequential(
-            torch.nn.Linear(dim, hidden),
-            torch.nn.ReLU(),
-            torch.nn.Dropout(DROPOUT),
-            torch.nn.Linear(hidden, levels),
-        )
-        # Eq. 3 sums the loss over levels; averaged over questions it does not grow with n.
-        loss_fn = torch.nn.BCEWithLogitsLoss(reduction="sum")
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        xt = torch.as_tensor(x[train_idx], dtype=torch.float32)
-        yt = torch.as_tensor(y[train_idx], dtype=torch.float32)
-        xv = torch.as_tensor(x[val_idx], dtype=torch.float32)
-        yv = torch.as_tensor(y[val_idx], dtype=torch.float32)
-        n_train = len(train_idx)
-        for epoch in range(1, epochs + 1):
-            model.train()
-            for batch in torch.randperm(n_train).split(batch_size):
-                optimizer.zero_grad()
-                loss = loss_fn(model(xt[batch]), yt[batch]) / len(batch)
-                loss.backward()
-                optimizer.step()
-            model.eval()
-            with torch.no_grad():
-                train_loss.append(float(loss_fn(model(xt), yt)) / n_train)
-                if n_val:
-                    val_loss.append(float(loss_fn(model(xv), yv)) / n_val)
-            if progress is not None:
-                progress(epoch, epochs)
-        first, second = model[0], model[3]
-        weights = [
-            t.detach().numpy().astype(np.float32).copy()
-            for t in (first.weight, first.bias, second.weight, second.bias)
-        ]
+    # A generator of our own, not torch.manual_seed: the global generator is shared with
+    # every other thread (background jobs), so seeding it would be neither deterministic
+    # nor harmless. nn.Linear and nn.Dropout draw from the global one, hence the plain MLP.
+    gen = torch.Generator().manual_seed(seed)
+    params = [_uniform(torch, shape, fan_in, gen) for shape, fan_in in _shapes(dim, hidden, levels)]
+    w1, b1, w2, b2 = params
+
+    def logits(inputs: Any, train: bool) -> Any:
+        h = torch.relu(torch.nn.functional.linear(inputs, w1, b1))
+        if train:  # inverted dropout, as nn.Dropout
+            h = h * (torch.rand(h.shape, generator=gen) >= DROPOUT) / (1 - DROPOUT)
+        return torch.nn.functional.linear(h, w2, b2)
+
+    # Eq. 3 sums the loss over levels; averaged over questions it does not grow with n.
+    loss_fn = torch.nn.BCEWithLogitsLoss(reduction="sum")
+    optimizer = torch.optim.Adam(params, lr=lr)
+    xt = torch.as_tensor(x[train_idx], dtype=torch.float32)
+    yt = torch.as_tensor(y[train_idx], dtype=torch.float32)
+    xv = torch.as_tensor(x[val_idx], dtype=torch.float32)
+    yv = torch.as_tensor(y[val_idx], dtype=torch.float32)
+    n_train = len(train_idx)
+    for epoch in range(1, epochs + 1):
+        for batch in torch.randperm(n_train, generator=gen).split(batch_size):
+            optimizer.zero_grad()
+            loss = loss_fn(logits(xt[batch], True), yt[batch]) / len(batch)
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            train_loss.append(float(loss_fn(logits(xt, False), yt)) / n_train)
+            if n_val:
+                val_loss.append(float(loss_fn(logits(xv, False), yv)) / n_val)
+        if progress is not None:
+            progress(epoch, epochs)
+    weights = [p.detach().numpy().astype(np.float32).copy() for p in params]
 
     meta = RouterMeta(
         levels=levels,
@@ -428,6 +432,17 @@ def train_router(
         epochs=epochs,
     )
     return _router(meta, weights, report), report
+
+
+def _shapes(dim: int, hidden: int, levels: int) -> list[tuple[tuple[int, ...], int]]:
+    """The shapes of w1, b1, w2, b2 and the fan-in of the layer each belongs to."""
+    return [((hidden, dim), dim), ((hidden,), dim), ((levels, hidden), hidden), ((levels,), hidden)]
+
+
+def _uniform(torch: Any, shape: tuple[int, ...], fan_in: int, gen: Any) -> Any:
+    """A trainable tensor drawn as nn.Linear's default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    bound = 1.0 / fan_in**0.5
+    return torch.empty(shape).uniform_(-bound, bound, generator=gen).requires_grad_()
 
 
 def _router(meta: RouterMeta, weights: Sequence[np.ndarray], report: TrainReport | None) -> Router:

@@ -107,15 +107,18 @@ def test_training_is_deterministic_for_a_seed():
     assert not np.array_equal(a.predict(x), c.predict(x))
 
 
-def test_training_leaves_torch_random_state_alone():
+def test_training_neither_reads_nor_changes_torch_global_random_state():
     import torch
 
+    x, y, _ = clusters(5)
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
-    x, y, _ = clusters(5)
-    train_router(x, y, epochs=2)
+    a, _ = train_router(x, y, epochs=2)
     assert torch.equal(torch.rand(3), expected)
+    torch.manual_seed(456)
+    b, _ = train_router(x, y, epochs=2)
+    assert np.array_equal(a.predict(x), b.predict(x))
 
 
 def test_all_zero_rows_are_dropped_and_small_sets_have_no_validation():
@@ -134,7 +137,17 @@ def test_too_few_usable_rows():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"epochs": 0}, {"lr": 0}, {"hidden": 0}, {"val_fraction": 1.0}, {"label": "bleu"}, {"soft": "0.9/0.1"}],
+    [
+        {"epochs": 0},
+        {"epochs": 2.5},
+        {"lr": 0},
+        {"hidden": 0},
+        {"batch_size": 0},
+        {"val_fraction": 1.0},
+        {"label": "bleu"},
+        {"soft": "0.9/0.1"},
+        {"base": {"f": object()}},
+    ],
 )
 def test_bad_training_parameters(kwargs):
     x, y, _ = clusters(3)
