@@ -49,6 +49,7 @@ __all__ = [
     "ROUTER_SUFFIX",
     "DROPOUT",
     "DEFAULT_EPOCHS",
+    "MAX_FILE_BYTES",
     "soft_labels",
     "RouterMeta",
     "TrainReport",
@@ -65,6 +66,7 @@ FORMAT_VERSION = 1  # of the router file; a newer one is refused on load
 ROUTER_SUFFIX = ".router.npz"  # suggested; any name is accepted
 DROPOUT = 0.1
 DEFAULT_EPOCHS = 200
+MAX_FILE_BYTES = 256 * 2**20  # unpacked; a 4096-dim, 1024-wide router is 16 MiB
 _FORMAT = "chunk-lab-router"
 _HEADER = "header"
 _WEIGHTS = ("w1", "b1", "w2", "b2")
@@ -575,7 +577,8 @@ def load_router(
 
     Raises:
         InputError: One line naming the file: it is missing, not a router file or damaged
-            (pickled objects included), of a newer format version, or trained for another
+            (pickled objects included), over :data:`MAX_FILE_BYTES` unpacked, of a newer
+            format version, or trained for another
             embedder, number of levels or set of levels.
     """
     path = Path(path)
@@ -589,6 +592,10 @@ def load_router(
         # Anything but a zip archive np.load would try to unpickle (and refuse): say what it is instead.
         if magic != b"PK\x03\x04":
             raise InputError(f"router file {path} is not a Chunk Lab router file (not an .npz archive)")
+        with zipfile.ZipFile(path) as z:  # the sizes an archive declares, before inflating any of it
+            size = sum(info.file_size for info in z.infolist())
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"router file {path} unpacks to {size} bytes, over the {MAX_FILE_BYTES} a router may have")
         loaded = np.load(path, allow_pickle=False)
         if not isinstance(loaded, NpzFile):
             raise InputError(f"router file {path} is not a Chunk Lab router file (not an .npz archive)")

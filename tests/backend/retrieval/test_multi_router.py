@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from backend.errors import InputError, ParameterError
+from backend.retrieval.multi import router as router_module
 from backend.retrieval.multi.router import (
     SOFT_LABELS,
     Router,
@@ -22,7 +23,9 @@ from backend.retrieval.multi.router import (
 )
 
 BASE = {"retriever": "mog", "params": {"chunk_size": 64, "levels": 3}}
-META = dict(base=BASE, embedder="all-MiniLM-L6-v2", embedder_fingerprint="abc123def456abc123", label="iou", soft="0.8/0.2")
+META = dict(
+    base=BASE, embedder="all-MiniLM-L6-v2", embedder_fingerprint="abc123def456abc123", label="iou", soft="0.8/0.2"
+)
 
 
 # -- soft labels ---------------------------------------------------------------------
@@ -255,7 +258,9 @@ def test_load_refuses_other_levels(tmp_path, trained):
     with pytest.raises(InputError) as info:
         load_router(path, base=other)
     message = str(info.value)
-    assert message.startswith(f"router file {path} was trained on levels of mog(chunk_size=64, …), not mog(chunk_size=50, …)")
+    assert message.startswith(
+        f"router file {path} was trained on levels of mog(chunk_size=64, …), not mog(chunk_size=50, …)"
+    )
     assert "\n" not in message
 
 
@@ -311,3 +316,10 @@ def test_saved_file_holds_no_pickle(tmp_path, trained):
         assert sorted(z.namelist()) == ["b1.npy", "b2.npy", "header.npy", "w1.npy", "w2.npy"]
     with np.load(path, allow_pickle=False) as npz:
         assert all(not npz[name].dtype.hasobject for name in npz.files)
+
+
+def test_load_refuses_an_archive_that_unpacks_too_big(tmp_path, trained, monkeypatch):
+    path = save_router(trained[0], tmp_path / "r.router.npz")
+    monkeypatch.setattr(router_module, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(InputError, match=r"unpacks to \d+ bytes, over the 1000 a router may have"):
+        load_router(path)
