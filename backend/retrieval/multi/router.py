@@ -578,8 +578,7 @@ def load_router(
     Raises:
         InputError: One line naming the file: it is missing, not a router file or damaged
             (pickled objects included), over :data:`MAX_FILE_BYTES` unpacked, of a newer
-            format version, or trained for another
-            embedder, number of levels or set of levels.
+            format version, or trained for another embedder, number of levels or set of levels.
     """
     path = Path(path)
     if not path.exists():
@@ -618,7 +617,7 @@ def load_router(
         report = TrainReport.from_json(header["report"]) if header.get("report") is not None else None
     except InputError:
         raise
-    except (OSError, EOFError, ValueError, KeyError, TypeError, UnicodeDecodeError, zipfile.BadZipFile) as e:
+    except (OSError, EOFError, ValueError, KeyError, TypeError, RecursionError, zipfile.BadZipFile) as e:
         raise InputError(one_line(f"router file {path} is not a router file or is damaged: {e}")) from e
     _check_weights(path, meta, weights)
 
