@@ -391,8 +391,7 @@ def _router_train(args: argparse.Namespace) -> None:
                              progress=ProgressTracker(report=line.report))
         line.status("training…")
         router, report = rt.train_router(
-            data.vectors, data.labels, epochs=args.epochs, seed=args.seed, levels=chunker.values["levels"],
-            base=chunker.shape(), embedder=embedder.info.name, embedder_fingerprint=embedder.info.fingerprint,
+            data.vectors, data.labels, epochs=args.epochs, seed=args.seed, base=chunker.shape(), embedder=embedder.info.name, embedder_fingerprint=embedder.info.fingerprint,
             label=chunker.values["label"], soft=chunker.values["soft"],
         )
     path = rt.save_router(router, args.out)

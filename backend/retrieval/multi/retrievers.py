@@ -135,7 +135,8 @@ class RetrieverRun:
         routing: MoG(G)'s routing (None for FreeChunker).
         index_seconds: Building and indexing every corpus (this run; small when reused).
         texts_embedded: Texts the embedder embedded while indexing this run (0 when cached).
-        query_seconds: Mean seconds per question from candidates to selection.
+        query_seconds: Mean seconds per question from candidates to selection (training a
+            ``cv`` router excluded; applying it included).
         reused: Every level of every corpus was already indexed.
     """
 
@@ -221,7 +222,6 @@ def router_weights(
 
 def _router_meta(chunker: Any, embedder_name: str, fingerprint: str) -> dict[str, Any]:
     return {
-        "levels": chunker.values["levels"],
         "base": chunker.shape(),
         "embedder": embedder_name,
         "embedder_fingerprint": fingerprint,
@@ -351,9 +351,11 @@ def run_retriever(
             extra = {"entry_vectors": vecs, "answer_vectors": answers}
         sims = level_similarities(candidates, [q.corpus_id for q in qs], [q.spans for q in qs], label, **extra)
         labels = _labels(chunker, sims)
+        t_route = time.perf_counter()
         weights, training = router_weights(
             chunker, q_vectors, labels, embedder_fingerprint=embedder.info.fingerprint, embedder_name=embedder.info.name
         )
+        t0 += time.perf_counter() - t_route  # training a router is not query time
         chosen = np.array([chosen_level(w) for w in weights], dtype=np.int64)
         oracle = np.where(labels.max(axis=1) > 0, labels.argmax(axis=1) + 1, 0) if labels.size else np.zeros(0, np.int64)
         routing = Routing(tuple(chunker.level_names()), chunker.router_spec.label(), weights, chosen, sims, labels,
