@@ -508,7 +508,9 @@ def live_retrieve(
         if sims is not None and sims.max() > 0:
             weights = _labels(chunker, sims[None, :])[0]
         else:
-            weights, note = np.ones(levels), "oracle needs a marked answer: uniform weights"
+            weights = np.ones(levels)
+            note = ("no level's top entry meets the marked answer: uniform weights" if sims is not None
+                    else "oracle needs a marked answer: uniform weights")
     elif spec.kind == "cv":
         weights, note = _live_cv(chunker, train_on, config, store, embedder, cache, q_vec, levels)
     else:

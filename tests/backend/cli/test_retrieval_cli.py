@@ -22,7 +22,9 @@ DATA = ROOT / "tests" / "data" / "retrieval"
 KEYS = {
     "recall_mean", "recall_std", "precision_mean", "precision_std", "precision_omega_mean",
     "precision_omega_std", "iou_mean", "iou_std", "per_corpus", "chunks", "seconds",
+    "retrieved_tokens_mean", "index_seconds", "texts_embedded", "query_seconds", "omega_units",
 }
+TIMINGS = {"seconds", "index_seconds", "query_seconds", "texts_embedded"}
 EVAL = ["eval", "--questions", str(DATA / "questions.csv"), "--corpora", str(DATA / "corpora")]
 
 
@@ -50,7 +52,8 @@ def test_eval_json_matches_the_api(data_dir, tmp_path):
     got = json.loads(lines[0])
     assert set(got) == KEYS
     assert set(got["per_corpus"]) == {"lighthouses", "sourdough"}
-    assert all(0.0 <= got[k] <= 1.0 for k in KEYS - {"per_corpus", "chunks", "seconds"})
+    assert all(0.0 <= got[k] <= 1.0 for k in KEYS - TIMINGS - {"per_corpus", "chunks", "retrieved_tokens_mean", "omega_units"})
+    assert got["omega_units"] == "chunks" and got["retrieved_tokens_mean"] > 0
 
     from backend.models.cache import OutputCache
 
@@ -62,7 +65,7 @@ def test_eval_json_matches_the_api(data_dir, tmp_path):
         cache=OutputCache(tmp_path / "cache"),
     )
     expected = bench.results[0].to_json()
-    for key in KEYS - {"seconds", "per_corpus"}:
+    for key in KEYS - TIMINGS - {"per_corpus", "omega_units"}:
         assert got[key] == pytest.approx(expected[key], abs=1e-9), key
     assert got["per_corpus"]["lighthouses"]["iou_mean"] == pytest.approx(
         expected["per_corpus"]["lighthouses"]["iou_mean"], abs=1e-9
