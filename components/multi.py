@@ -129,9 +129,13 @@ def _graph_view(live: LiveRetrieval, color: str, keys: PageKeys, uid: int) -> No
     if graph is None:
         return
     built = float(graph.t_graph)
+    key = keys(f"tgraph_{uid}")
+    held = st.session_state.get(key)
+    if held is not None and not built <= held <= 1.0:  # a new search built the graph at another threshold
+        st.session_state[key] = built
     if built < 1.0:
         t = st.slider(
-            "t_graph", min_value=built, max_value=1.0, value=built, step=0.01, key=keys(f"tgraph_{uid}"),
+            "t_graph", min_value=built, max_value=1.0, value=built, step=0.01, key=key,
             help="Raise the edge threshold to see which edges remain (no rebuild: the top-k_graph choices stay). "
             "Lowering it below the built value needs a new configuration.",
         )
@@ -172,7 +176,7 @@ def retriever_panel(tag: str, label: str, color: str, live: LiveRetrieval, marks
     """
     sel, index = live.selection, live.index
     names = [lv.name for lv in index.levels]
-    with st.expander(f"{tag} · {label}", icon=":material/stacks:", expanded=True):
+    with st.expander(f"{tag} · {label}: levels and routing", icon=":material/stacks:"):
         st.html(f"{tag_badge_html(tag, color)}<b>{esc(label)}</b>")
         built = "reused" if index.reused else f"built in {index.seconds:.1f} s, {index.texts_embedded:,} texts embedded"
         st.caption(

@@ -212,9 +212,10 @@ elif job is None:
 if multi:
     st.subheader("Retrievers", anchor=False)
     st.caption("How each multi-granularity retriever answered: the router's weights, every level's candidates "
-               "along the document, and what it returned.")
+               "along the document, and what it returned. Open a retriever to see them.")
+    marked_now = _marks(doc)  # the panels' top-1 IoU bars follow the marks without a new search
     for tag, live in multi.items():
-        retriever_panel(tag, labels[tag], colors[tag], live, _marks(doc), RETRIEVAL, uids[tag])
+        retriever_panel(tag, labels[tag], colors[tag], live, marked_now, RETRIEVAL, uids[tag])
 
 # --- the true answer ---------------------------------------------------------------------------
 st.subheader("True answer", anchor=False)

@@ -139,3 +139,10 @@ def test_a_router_file_that_does_not_exist_is_one_line() -> None:
     at.button(key="ret_mark").click()
     _run(at)
     assert any("Marked: 1 range" in c.value for c in at.caption)
+
+
+def test_compare_says_a_retriever_shows_its_finest_units() -> None:
+    entries = [{"uid": i, "tag": "AB"[i], "config": normalized_config(n, p)} for i, (n, p) in enumerate(CONFIGS[:3:2])]
+    at = open_page("pages/compare.py", Document.from_text(TEXT, source="lights-short.md"), entries)
+    notes = [c.value for c in at.caption if c.value.startswith("A retriever, not a chunker")]
+    assert len(notes) == 1 and "finest units" in notes[0] and "Retrieval and Benchmark pages" in notes[0]
