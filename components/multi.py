@@ -4,6 +4,8 @@
   score, level, tokens and span), a pick's separate stretches joined by "…";
 - :func:`runs_html`: FreeChunker's assembled runs in the document, the text between runs
   announced by its length;
+- :func:`picks_layer` and :func:`picks_texts`: the picks as a layer of the document view
+  (several stretches, one rank) and as the texts CP conditions on;
 - :func:`retriever_panel`: the per-retriever panel — router weights (with each level's top-1
   IoU once an answer is marked), the level ladder, MoGG's graph behind a toggle with a
   ``t_graph`` slider, FreeChunker's runs.
@@ -63,7 +65,7 @@ def picks_html(live: LiveRetrieval, text: str) -> str:
         share = max(PICK_TEXT_CHARS // len(p.ranges), 40)
         pieces = [esc(_flat(text[s:e], share)) for s, e in p.ranges]
         shown = ' <span class="cl-gap">…</span> '.join(pieces)
-        where = f"{p.start:,}–{p.end:,}" + (f" ({len(p.ranges)} stretches)" if len(p.ranges) > 1 else "")
+        where = f"{p.start:,}–{p.end:,}" + (f"<br>{len(p.ranges)} stretches" if len(p.ranges) > 1 else "")
         rows.append(
             f'<tr><td class="rk">{rank}</td><td class="tx">{shown}</td>'
             f'<td class="nm">{p.score:.3f}<br>{esc(pick_level_name(live, p))}<br>{p.tokens:,} tok<br>{where}</td></tr>'

@@ -87,7 +87,7 @@ def test_picks_table_joins_stretches_with_an_ellipsis_and_escapes_text() -> None
     live = _live([Pick("d", 2, 0, ((0, 12), (24, 29)), 7, 0.8, (0, 2))], 2)
     html = picks_html(live, text)
     assert 'class="rt-hits rt-picks"' in html and "<b>alpha" not in html and "&lt;b&gt;alpha" in html
-    assert '<span class="cl-gap">…</span> delta' in html and "L2" in html and "(2 stretches)" in html
+    assert '<span class="cl-gap">…</span> delta' in html and "L2" in html and "<br>2 stretches" in html
     free = _live([Pick("d", 2, 1, ((13, 23),), 4, 0.5, (1, 2))], None)
     assert "run of 2 units" in picks_html(free, text)
 
