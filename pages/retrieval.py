@@ -17,9 +17,9 @@ from backend.retrieval.live import (
     find_excerpts,
     live_scores,
     marked_ranges,
+    questions_over,
     retrieved_ranges,
     retriever_scores,
-    questions_over,
     sentence_choices,
 )
 from backend.retrieval.metrics import union_ranges
