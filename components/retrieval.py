@@ -259,15 +259,25 @@ def hits_html(hits: Sequence[Hit], text: str) -> str:
     )
 
 
-def scores_frame(scores: Mapping[str, RetrievalScores], cp: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """One row per configuration tag: recall, precision, precision-Ω, IoU (in %), and CP when given."""
+def scores_frame(
+    scores: Mapping[str, RetrievalScores],
+    cp: Mapping[str, float] | None = None,
+    omega_on: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """One row per configuration tag: recall, precision, precision-Ω, IoU (in %), and CP when given.
+
+    ``omega_on`` (per tag: ``chunks`` or ``units``) adds the column ``omega_on`` saying what
+    precision-Ω was computed on (a retriever's finest units).
+    """
     rows = []
     for tag, s in scores.items():
         row = {"config": tag, **{m: 100 * getattr(s, m) for m in METRICS}}
         if cp is not None:
             row["cp"] = cp.get(tag, float("nan"))
+        if omega_on is not None:
+            row["omega_on"] = omega_on.get(tag, "chunks")
         rows.append(row)
-    columns = ["config", *METRICS] + (["cp"] if cp is not None else [])
+    columns = ["config", *METRICS] + (["cp"] if cp is not None else []) + (["omega_on"] if omega_on is not None else [])
     return pd.DataFrame(rows, columns=columns).set_index("config")
 
 

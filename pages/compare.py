@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from backend.chunkers.multi import is_retriever
 from backend.chunkers.run import chunk_all, needs_model
 from backend.errors import ChunkLabError, one_line
 from components.cached import chunk_document, specs, stats_rows
@@ -28,6 +29,10 @@ _WINDOW = COMPARE("window_chars")
 _WINDOW_START = COMPARE("window_start")
 _FOCUS = COMPARE("pending_focus")
 _STRIP = COMPARE("strip")
+RETRIEVER_CAPTION = (
+    "A retriever, not a chunker: the chunks shown are its finest units; "
+    "its levels and routing are on the Retrieval and Benchmark pages."
+)
 
 
 def _sel_key(uid: int) -> str:
@@ -168,6 +173,8 @@ for col, (e, ch, err) in grid(results, MAX_PER_ROW):
     with col:
         note, retry = waiting_note(doc, lm, e["config"], COMPARE) if e["uid"] in waiting else (None, None)
         config_card(e, ch, err, doc.source, _color(e["uid"]), note=note, on_retry=retry)
+        if is_retriever(e["config"].name):
+            st.caption(RETRIEVER_CAPTION)
 
 # --- match lengths: tune every configuration to one mean chunk length (components/match.py) --------
 with st.expander("Match lengths", icon=":material/straighten:"):

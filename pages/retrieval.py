@@ -2,7 +2,8 @@
 
 Indexing, embedding and querying run in a background job (the embedder is a model, and a
 Chroma server may be slow); CP runs the language model in another. Page runs only chunk
-(the cached chunkings of the Compare page), score spans and draw.
+(the cached chunkings of the Compare page), score spans and draw. A retriever configuration
+(mog, mogg, freechunker) is answered in the same job; its panel explains the answer.
 """
 
 import streamlit as st
@@ -17,6 +18,8 @@ from backend.retrieval.live import (
     live_scores,
     marked_ranges,
     questions_over,
+    retrieved_ranges,
+    retriever_scores,
     sentence_choices,
 )
 from backend.retrieval.metrics import union_ranges
@@ -27,6 +30,7 @@ from components.keys import COMPARE, EMB_CHOICE, QSET, RETRIEVAL
 from components.layout import ensure_routed
 from components.lm_runs import model_chunking, session_lm, start_model_job
 from components.models import job_outcome
+from components.multi import RETRIEVER_NOTE, picks_html, picks_layer, picks_texts, retriever_panel
 from components.render import STYLE, esc, tag_badge_html
 from components.retrieval import (
     RET_STYLE,
@@ -179,23 +183,39 @@ if search:
         st.session_state[_CP_JOB] = None
         st.session_state[_SEARCH_JOB] = start_job(
             "Searching",
-            search_job(doc, dict(chunkings), emb_spec, query.strip(), int(k)),
+            search_job(doc, dict(chunkings), emb_spec, query.strip(), int(k), marks=tuple(_marks(doc)),
+                       train_on=st.session_state.get(QSET)),
             doc_id=doc.id, query=query.strip(), k=int(k), tags=list(chunkings),
         )
 
 job = job_outcome(_SEARCH_JOB, RETRIEVAL("search_cancel"), "The search", lambda j: j.meta.get("doc_id") == doc.id)
-hits: dict = {t: h for t, h in job.result.items() if t in chunkings} if job is not None else {}
+result = job.result if job is not None else None
+hits: dict = {t: h for t, h in result.hits.items() if t in chunkings} if result is not None else {}
+multi: dict = {t: r for t, r in result.retrievals.items() if t in chunkings} if result is not None else {}
+shown = [t for t in result.tags if t in hits or t in multi] if result is not None else []
+uids = {e["tag"]: e["uid"] for e in chosen}
 
 # --- results side by side ----------------------------------------------------------------------
-if hits:
+if shown:
     st.subheader("Top chunks", anchor=False)
-    st.caption(f"Query: {md_text(job.meta['query'])} · top {job.meta['k']} · distance is cosine (0 = same direction).")
-    for col, tag in grid(list(hits), HITS_PER_ROW):
+    st.caption(f"Query: {md_text(job.meta['query'])} · top {job.meta['k']} · distance is cosine (0 = same direction)"
+               + (" · a retriever's score is its own (see its panel below)." if multi else "."))
+    for col, tag in grid(shown, HITS_PER_ROW):
         with col:
             st.html(f"{tag_badge_html(tag, colors[tag])}<b>{esc(labels[tag])}</b>")
-            st.html(hits_html(hits[tag], doc.text))  # RET_STYLE is on the page already
+            # RET_STYLE is on the page already
+            st.html(hits_html(hits[tag], doc.text) if tag in hits else picks_html(multi[tag], doc.text))
 elif job is None:
     st.caption("Type a query and press Search: every selected configuration returns its top chunks.")
+
+# --- each retriever's levels and routing -----------------------------------------------------------
+if multi:
+    st.subheader("Retrievers", anchor=False)
+    st.caption("How each multi-granularity retriever answered: the router's weights, every level's candidates "
+               "along the document, and what it returned. Open a retriever to see them.")
+    marked_now = _marks(doc)  # the panels' top-1 IoU bars follow the marks without a new search
+    for tag, live in multi.items():
+        retriever_panel(tag, labels[tag], colors[tag], live, marked_now, RETRIEVAL, uids[tag])
 
 # --- the true answer ---------------------------------------------------------------------------
 st.subheader("True answer", anchor=False)
@@ -214,6 +234,7 @@ with paste_col:
         st.error(error, icon=":material/error:")
 with pick_col:
     near = [(h.start, h.end) for rows in hits.values() for h in rows]
+    near += [r for live in multi.values() for r in retrieved_ranges(live)]
     options = sentence_choices(doc, near)
     st.session_state[_PICK] = [i for i in st.session_state.get(_PICK, []) if i in set(options)]
     sentences = doc.sentences
@@ -235,19 +256,20 @@ if marks:
 # --- scores and CP -----------------------------------------------------------------------------
 cp_values = None
 cp = st.session_state.get(_CP_JOB)
-if hits:
+if shown:
     answer = st.text_input(
         "Answer (optional, for CP)", key=_ANSWER,
         help="CP (information support): the language model's mean NLL of this answer given each "
         "configuration's retrieved chunks; lower means the chunks support the answer better.",
     )
     lm = session_lm()
-    cp_signature = (doc.id, job.meta["query"], job.meta["k"], tuple(hits), answer.strip(), lm.identity)
+    cp_signature = (doc.id, job.meta["query"], job.meta["k"], tuple(shown), answer.strip(), lm.identity)
     if st.button(f"Compute CP with {lm.name}", key=RETRIEVAL("cp"), icon=":material/play_arrow:", disabled=not answer.strip()):
         if lm.error:
             st.error(lm.error, icon=":material/error:")
         else:
             texts = {t: [doc.text[h.start : h.end] for h in rows] for t, rows in hits.items()}
+            texts.update({t: picks_texts(live, doc.text) for t, live in multi.items()})
             if cp is not None and cp.running:
                 cp.cancel()
             cp = st.session_state[_CP_JOB] = start_model_job(
@@ -257,9 +279,12 @@ if hits:
     if done is not None:
         cp_values = done.result
 
-if hits and marks:
+if shown and marks:
     st.subheader("Scores", anchor=False)
-    table = scores_frame(live_scores(hits, chunkings, marks), cp_values)
+    scores = {**live_scores(hits, chunkings, marks), **retriever_scores(multi, marks)}
+    table = scores_frame(
+        {t: scores[t] for t in shown}, cp_values, {t: "units" if t in multi else "chunks" for t in shown} if multi else None
+    )
     st.dataframe(
         table,
         key=RETRIEVAL("scores"),
@@ -271,16 +296,22 @@ if hits and marks:
             ),
             "iou": st.column_config.NumberColumn("IoU %", format="%.1f"),
             "cp": st.column_config.NumberColumn("CP (nats)", format="%.3f", help="Lower is better"),
+            "omega_on": st.column_config.TextColumn("Ω on", help="What precision-Ω was computed on"),
         },
     )
-    st.caption("The Chroma report's character-span metrics: overlapping retrieved chunks count twice in precision.")
-elif hits:
+    st.caption("The Chroma report's character-span metrics: overlapping retrieved chunks count twice in precision."
+               + (f" {RETRIEVER_NOTE}" if multi else ""))
+elif shown:
     st.caption("Mark the true answer to see recall, precision, precision-Ω and IoU per configuration.")
 
 # --- the document view -----------------------------------------------------------------------------
-if hits or marks:
+if shown or marks:
     st.subheader("In the document", anchor=False)
-    layers = [Layer(t, colors[t], tuple((h.start, h.end, h.rank) for h in rows)) for t, rows in hits.items()]
+    layers = [
+        Layer(t, colors[t], tuple((h.start, h.end, h.rank) for h in hits[t])) if t in hits else
+        picks_layer(t, colors[t], multi[t])
+        for t in shown
+    ]
     st.html(layers_legend_html(layers, labels))
     with st.container(height=600, border=True, key=RETRIEVAL("view")):
         st.html(highlight_html(doc.text, layers, marks))

@@ -22,43 +22,110 @@ from backend.text.document import Document
 if TYPE_CHECKING:
     from backend.models.types import Progress, Scorer
     from backend.retrieval.generation import GeneratedQuestions
+    from backend.retrieval.multi.retrievers import LiveRetrieval
     from backend.retrieval.store import Hit
 
-__all__ = ["search_job", "cp_job", "BenchmarkRun", "benchmark_job", "generation_job"]
+__all__ = ["SearchResult", "search_job", "cp_job", "BenchmarkRun", "benchmark_job", "generation_job"]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The live search's answer: chunkers' hits and retrievers' answers, per configuration tag.
+
+    Attributes:
+        tags: Every tag, in the order the search was given them.
+        hits: Per chunker tag, its top ``k`` chunks (rank 1 first).
+        retrievals: Per retriever tag (``mog``, ``mogg``, ``freechunker``), its
+            :class:`~backend.retrieval.multi.retrievers.LiveRetrieval`.
+    """
+
+    tags: tuple[str, ...]
+    hits: Mapping[str, list[Hit]]
+    retrievals: Mapping[str, LiveRetrieval]
+
+
+def _part(progress: Progress, i: int, n: int) -> Progress:
+    """Progress of part ``i`` of ``n`` equal parts, as one count to ``1000 * n``."""
+
+    def report(done: int, total: int) -> None:
+        progress(1000 * i + (1000 * done // total if total else 1000), 1000 * n)
+
+    return report
 
 
 def search_job(
-    doc: Document, chunkings: Mapping[str, Chunking], embedder_spec: str | None, query: str, k: int
-) -> Callable[[Progress], dict[str, list[Hit]]]:
-    """``fn(progress)``: index each chunking of ``doc``, then the top ``k`` chunks of each for ``query``.
+    doc: Document,
+    chunkings: Mapping[str, Chunking],
+    embedder_spec: str | None,
+    query: str,
+    k: int,
+    *,
+    marks: Sequence[tuple[int, int]] = (),
+    train_on: QuestionSet | None = None,
+) -> Callable[[Progress], SearchResult]:
+    """``fn(progress)``: the top ``k`` of each configuration of ``doc`` for ``query``.
 
-    The store opens in the job too (a Chroma server that is down costs its timeout there,
-    not in a page run). Configurations with equal chunker configs are indexed and searched once.
+    A chunker's chunking is indexed, then searched. A retriever (``mog``, ``mogg``,
+    ``freechunker``; its ``chunkings`` entry is its finest units) builds its levels and answers
+    through :func:`~backend.retrieval.multi.retrievers.live_retrieve`: ``router=cv`` trains on
+    ``train_on``, ``oracle`` uses ``marks``. The store opens in the job too (a Chroma server
+    that is down costs its timeout there, not in a page run). Configurations with equal
+    configs are answered once.
 
     Args:
         doc: The document.
         chunkings: Per configuration tag, its chunking of ``doc``.
         embedder_spec: The embedder (None: ``CHUNKLAB_EMBEDDER`` or the bundled one).
         query: The query text.
-        k: Chunks per configuration.
+        k: Chunks (entries, runs) per configuration.
+        marks: The marked answer's ranges at search time.
+        train_on: The session's question set (a ``cv`` router's training data).
 
     Returns:
-        The job body; its result is, per tag, the hits, rank 1 first.
+        The job body; its result is a :class:`SearchResult`. A retriever's bad input (a router
+        file that is missing or does not match) fails the job with one line naming its tag.
     """
 
-    def run(progress: Progress) -> dict[str, list[Hit]]:
+    def run(progress: Progress) -> SearchResult:
+        from backend.chunkers.multi import is_retriever
+        from backend.errors import Cancelled, ChunkLabError
         from backend.models.cache import default_cache
         from backend.models.embeddings import load_text_embedder
+        from backend.retrieval.multi.retrievers import live_retrieve
         from backend.retrieval.store import open_store
 
         check_cancel(progress)  # before anything loads; reports nothing (no count yet)
         store = open_store()
         emb = load_text_embedder(embedder_spec)
-        unique: dict[ChunkerConfig, Chunking] = {}
-        for ch in chunkings.values():
-            unique.setdefault(ch.config, ch)
-        found = store.search(doc, list(unique.values()), emb, query, k, cache=default_cache(), progress=progress)
-        return {tag: found[ch.config] for tag, ch in chunkings.items()}
+        cache = default_cache()
+        plain: dict[ChunkerConfig, Chunking] = {}
+        multi: dict[ChunkerConfig, str] = {}
+        for tag, ch in chunkings.items():
+            if is_retriever(ch.config.name):
+                multi.setdefault(ch.config, tag)
+            else:
+                plain.setdefault(ch.config, ch)
+        parts = (1 if plain else 0) + len(multi)
+        found = {}
+        if plain:
+            found = store.search(doc, list(plain.values()), emb, query, k, cache=cache, progress=_part(progress, 0, parts))
+        answered: dict[ChunkerConfig, LiveRetrieval] = {}
+        for i, (config, tag) in enumerate(multi.items(), 1 if plain else 0):
+            try:
+                answered[config] = live_retrieve(
+                    doc, config, store, emb, query, k, marks=marks, train_on=train_on, cache=cache,
+                    progress=_part(progress, i, parts),
+                )
+            except Cancelled:
+                raise
+            except ChunkLabError as e:
+                raise type(e)(f"{tag}: {e}") from e
+            progress(1000 * (i + 1), 1000 * parts)
+        return SearchResult(
+            tuple(chunkings),
+            {t: found[ch.config] for t, ch in chunkings.items() if ch.config in plain},
+            {t: answered[ch.config] for t, ch in chunkings.items() if ch.config in multi},
+        )
 
     return run
 

@@ -7,7 +7,10 @@ so the page only reads widgets and the same answers come out of a script:
   found exactly, else ignoring whitespace, by :class:`~backend.retrieval.metrics.ExcerptFinder`)
   or by picking sentences (:func:`sentence_choices` limits what a long document offers);
 - :func:`live_scores` is the Chroma report's four metrics of each configuration's hits
-  against the union of the marks;
+  against the union of the marks; :func:`retriever_scores` the same of a retriever's picks
+  (every range of every pick; precision-Ω on its finest units, as the benchmark computes it),
+  and :func:`level_top1` each level's top-1 IoU with the marks (what MoG's soft labels are
+  made of), so marking after a search needs no new search;
 - :func:`question_from_marks` and :func:`add_questions` turn a query and its marks into a
   :class:`~backend.retrieval.questions.Question` of a session's
   :class:`~backend.retrieval.questions.QuestionSet` (one corpus per document, see
@@ -25,6 +28,9 @@ from backend.retrieval.questions import Question, QuestionSet, Reference, corpus
 from backend.text.document import Document
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from backend.retrieval.multi.retrievers import LiveRetrieval
     from backend.retrieval.store import Hit
 
 __all__ = [
@@ -32,6 +38,9 @@ __all__ = [
     "split_excerpts",
     "find_excerpts",
     "live_scores",
+    "retriever_scores",
+    "level_top1",
+    "retrieved_ranges",
     "sentence_choices",
     "marked_ranges",
     "question_from_marks",
@@ -118,6 +127,55 @@ def live_scores(
         spans = [(c.start, c.end) for c in chunkings[tag].chunks]
         out[tag] = score_retrieval([(h.start, h.end) for h in rows], spans, excerpts)
     return out
+
+
+def retrieved_ranges(live: LiveRetrieval) -> list[tuple[int, int]]:
+    """Every character range a retriever returned: each pick's ranges, picks in rank order (overlaps kept)."""
+    return [r for p in live.selection.picks for r in p.ranges]
+
+
+def retriever_scores(
+    retrievals: Mapping[str, LiveRetrieval], marks: Sequence[tuple[int, int]]
+) -> dict[str, RetrievalScores]:
+    """The report's four metrics of each retriever's picks against the marked answer.
+
+    A pick may cover several stretches (MoGG's neighbourhoods): each counts, as in the
+    benchmark. Precision-Ω is computed on the retriever's finest units (its levels have no
+    single chunking), so it says how tightly its units fit the answer.
+
+    Args:
+        retrievals: Per configuration tag, a live retriever answer.
+        marks: The marked ranges; overlapping marks count once.
+
+    Returns:
+        Per tag, its :class:`~backend.retrieval.metrics.RetrievalScores`.
+
+    Raises:
+        ParameterError: no marks.
+    """
+    excerpts = union_ranges(marks)
+    return {
+        tag: score_retrieval(retrieved_ranges(live), live.index.unit_ranges(), excerpts)
+        for tag, live in retrievals.items()
+    }
+
+
+def level_top1(live: LiveRetrieval, marks: Sequence[tuple[int, int]]) -> np.ndarray | None:
+    """Each level's top-1 candidate's token IoU with the marked answer (None without marks).
+
+    Args:
+        live: A live retriever answer (its candidates per level).
+        marks: The marked ranges now (they may have changed since the search).
+
+    Returns:
+        One value per level, finest first.
+    """
+    from backend.retrieval.multi.select import level_similarities
+
+    excerpts = union_ranges(marks)
+    if not excerpts:
+        return None
+    return level_similarities([live.candidates], [live.index.doc.id], [excerpts], "iou")[0]
 
 
 def sentence_choices(doc: Document, near: Sequence[tuple[int, int]] = (), limit: int = 1000) -> list[int]:

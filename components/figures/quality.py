@@ -1,4 +1,4 @@
-"""The Quality page's Plotly figures: BC along the document, CS against K, the stickiness graphs.
+"""The Quality page's Plotly figures: BC along the document, CS against K, the stickiness graphs (arc diagrams).
 
 Pure builders (no Streamlit) of :class:`~backend.metrics.report.QualityData`: every number
 comes from :mod:`backend.metrics.quality`, so a figure draws exactly what the table and the
@@ -20,7 +20,7 @@ from backend.metrics.report import QualityData
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["bc_figure", "cs_k_figure", "stickiness_figure"]
+__all__ = ["bc_figure", "cs_k_figure", "arc_diagram", "stickiness_figure", "head_preview"]
 
 PREVIEW_CHARS = 70
 
@@ -30,7 +30,7 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _head(text: str, n: int = PREVIEW_CHARS) -> str:
+def head_preview(text: str, n: int = PREVIEW_CHARS) -> str:
     """The first ``n`` characters of a chunk on one line, escaped for a Plotly hover label."""
     flat = _flat(text[: n * 3])
     return html.escape(flat if len(flat) <= n else flat[: n - 1] + "…", quote=False)
@@ -57,7 +57,7 @@ def bc_figure(datas: Sequence[QualityData], colors: Sequence[str], *, bc_mode: s
         bc = boundary_clarity(d.table, bc_mode)
         chunks = d.chunking.chunks
         x = [chunks[i + 1].start for i in range(d.n - 1)]
-        custom = [[i, _tail(chunks[i].text), _head(chunks[i + 1].text)] for i in range(d.n - 1)]
+        custom = [[i, _tail(chunks[i].text), head_preview(chunks[i + 1].text)] for i in range(d.n - 1)]
         fig.add_trace(
             go.Scatter(
                 x=x,
@@ -123,18 +123,120 @@ def _arc(i: int, j: int, points: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+def arc_diagram(
+    n: int,
+    edges: Sequence[tuple[int, int]],
+    color: str,
+    *,
+    customdata: Sequence[Sequence[object]],
+    hovertemplate: str,
+    title: str,
+    meta: dict | None = None,
+    highlight: Sequence[int] = (),
+    highlight_color: str = "#dc2626",
+) -> go.Figure:
+    """Nodes ``0 … n-1`` on a line, sized by degree, and one half-ellipse arc per edge.
+
+    An edge ``(i, j)`` rises when ``i < j`` and falls otherwise (see :func:`_arc`). The first
+    trace is the arcs, the second the nodes (``customdata`` per node, for ``hovertemplate``).
+    With ``highlight`` nodes, two more traces follow: the arcs touching them and the
+    highlighted nodes, in ``highlight_color``. ``fig.layout.meta["edges"]`` is the number of
+    arcs drawn (``meta`` adds to it).
+
+    Args:
+        n: Number of nodes.
+        edges: ``(i, j)`` node pairs.
+        color: The nodes' and arcs' colour.
+        customdata: One row per node for the hover.
+        hovertemplate: The nodes' hover (``%{x}`` is the node index).
+        title: The figure's title.
+        meta: More entries of ``fig.layout.meta``.
+        highlight: Nodes drawn in ``highlight_color`` with the arcs that touch them.
+        highlight_color: Their colour.
+    """
+    import plotly.graph_objects as go
+
+    degree = np.zeros(n, dtype=np.int64)
+    for i, j in edges:
+        degree[i] += 1
+        degree[j] += 1
+    points = 16 if len(edges) <= 1500 else 6  # thousands of arcs stay one light trace
+    marked = set(int(v) for v in highlight)
+    plain = [(i, j) for i, j in edges if i not in marked and j not in marked] if marked else list(edges)
+    touched = [(i, j) for i, j in edges if i in marked or j in marked] if marked else []
+
+    def arcs(pairs: Sequence[tuple[int, int]]) -> tuple[list[float | None], list[float | None]]:
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for i, j in pairs:
+            x, y = _arc(i, j, points)
+            xs.extend(x.tolist() + [None])
+            ys.extend(y.tolist() + [None])
+        return xs, ys
+
+    fig = go.Figure()
+    xs, ys = arcs(plain)
+    fig.add_trace(
+        go.Scatter(
+            x=xs, y=ys, mode="lines", line={"color": color, "width": 0.8}, opacity=0.45, hoverinfo="skip",
+            showlegend=False, name="edges",
+        )
+    )
+    peak = max(int(degree.max()) if n else 0, 1)
+    sizes = (6 + 18 * np.sqrt(degree / peak)).tolist()
+    fig.add_trace(
+        go.Scatter(
+            x=list(range(n)),
+            y=[0.0] * n,
+            mode="markers",
+            marker={"size": sizes, "color": color, "line": {"color": "white", "width": 1}},
+            customdata=[list(row) for row in customdata],
+            hovertemplate=hovertemplate,
+            showlegend=False,
+            name="chunks",
+        )
+    )
+    if marked:
+        xs, ys = arcs(touched)
+        fig.add_trace(
+            go.Scatter(
+                x=xs, y=ys, mode="lines", line={"color": highlight_color, "width": 1.2}, opacity=0.8,
+                hoverinfo="skip", showlegend=False, name="highlighted edges",
+            )
+        )
+        nodes = sorted(v for v in marked if 0 <= v < n)
+        fig.add_trace(
+            go.Scatter(
+                x=nodes, y=[0.0] * len(nodes), mode="markers",
+                marker={"size": [sizes[v] for v in nodes], "color": highlight_color,
+                        "line": {"color": "white", "width": 1}},
+                customdata=[list(customdata[v]) for v in nodes], hovertemplate=hovertemplate,
+                showlegend=False, name="highlighted",
+            )
+        )
+    span = max(n - 1, 1) / 2
+    fig.update_layout(
+        height=300,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        title={"text": title, "font": {"size": 13}},
+        xaxis={"visible": False, "range": [-1, max(n, 1)]},
+        yaxis={"visible": False, "range": [-span - 0.5, span + 0.5]},
+        plot_bgcolor="#ffffff",
+        meta={"edges": len(edges), **(meta or {})},
+    )
+    return fig
+
+
 def stickiness_figure(
     data: QualityData, K: float, color: str, *, rule: str = "paper", graph: str = "complete", delta: int = 0
 ) -> go.Figure:
-    """A chunking's stickiness graph as an arc diagram.
+    """A chunking's stickiness graph as an arc diagram (:func:`arc_diagram`).
 
     Nodes are the chunks in document order on a line, sized by degree; each kept ordered
     edge (d = chunk i, q = chunk j) is an arc, above the line when d comes first and below
     when it comes after. The hover of a node shows its degree and the start of its text.
     ``fig.layout.meta["edges"]`` is the number of arcs drawn (= kept edges).
     """
-    import plotly.graph_objects as go
-
     if data.table is None:
         raise ValueError("the stickiness graph needs the configuration's pair table")
     n = data.n
@@ -143,50 +245,12 @@ def stickiness_figure(
     for i, j in edges:
         degree[i] += 1
         degree[j] += 1
-    points = 16 if len(edges) <= 1500 else 6  # thousands of arcs stay one light trace
-    xs: list[float | None] = []
-    ys: list[float | None] = []
-    for i, j in edges:
-        x, y = _arc(i, j, points)
-        xs.extend(x.tolist() + [None])
-        ys.extend(y.tolist() + [None])
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=xs, y=ys, mode="lines", line={"color": color, "width": 0.8}, opacity=0.45, hoverinfo="skip",
-            showlegend=False, name="edges",
-        )
-    )
     chunks = data.chunking.chunks
-    peak = max(int(degree.max()) if n else 0, 1)
-    fig.add_trace(
-        go.Scatter(
-            x=list(range(n)),
-            y=[0.0] * n,
-            mode="markers",
-            marker={
-                "size": (6 + 18 * np.sqrt(degree / peak)).tolist(),
-                "color": color,
-                "line": {"color": "white", "width": 1},
-            },
-            customdata=[[int(degree[k]), c.tokens, _head(c.text)] for k, c in enumerate(chunks)],
-            hovertemplate="chunk %{x} · degree %{customdata[0]} · %{customdata[1]} tokens<br>"
-            "<i>%{customdata[2]}</i><extra></extra>",
-            showlegend=False,
-            name="chunks",
-        )
+    return arc_diagram(
+        n, edges, color,
+        customdata=[[int(degree[k]), c.tokens, head_preview(c.text)] for k, c in enumerate(chunks)],
+        hovertemplate="chunk %{x} · degree %{customdata[0]} · %{customdata[1]} tokens<br>"
+        "<i>%{customdata[2]}</i><extra></extra>",
+        title=f"{data.tag} · {len(edges):,} edges · CS {structural_entropy(edges, n):.3f}",
+        meta={"graph": graph, "K": K, "rule": rule},
     )
-    span = max(n - 1, 1) / 2
-    fig.update_layout(
-        height=300,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        title={
-            "text": f"{data.tag} · {len(edges):,} edges · CS {structural_entropy(edges, n):.3f}",
-            "font": {"size": 13},
-        },
-        xaxis={"visible": False, "range": [-1, max(n, 1)]},
-        yaxis={"visible": False, "range": [-span - 0.5, span + 0.5]},
-        plot_bgcolor="#ffffff",
-        meta={"edges": len(edges), "graph": graph, "K": K, "rule": rule},
-    )
-    return fig

@@ -37,12 +37,12 @@ def test_search_job_answers_every_tag_like_the_store() -> None:
     doc = Document.from_text((DATA / "corpora" / "lighthouses.md").read_text(encoding="utf-8"), source="lights.md")
     a, b = (run_chunker(doc, c) for c in CONFIGS)
     calls: list[tuple[int, int]] = []
-    found = search_job(doc, {"A": a, "B": b, "C": a}, None, QUERY, 3)(lambda d, t: calls.append((d, t)))
+    result = search_job(doc, {"A": a, "B": b, "C": a}, None, QUERY, 3)(lambda d, t: calls.append((d, t)))
     assert calls and (0, 1) not in calls and calls[-1][0] == calls[-1][1]  # no placeholder 0/1; counted to the end
     want = open_store().search(doc, [a, b], load_text_embedder(None), QUERY, 3)
     expected = {"A": want[a.config], "B": want[b.config], "C": want[a.config]}  # C shares A's configuration
-    assert list(found) == ["A", "B", "C"]
-    for tag, hits in found.items():
+    assert result.tags == ("A", "B", "C") and list(result.hits) == ["A", "B", "C"] and not result.retrievals
+    for tag, hits in result.hits.items():
         assert [(h.rank, h.start, h.end, h.index) for h in hits] == [
             (h.rank, h.start, h.end, h.index) for h in expected[tag]
         ]
@@ -62,3 +62,31 @@ def test_benchmark_job_is_evaluate_plus_the_chunkings_it_scored() -> None:
         assert [[(c.start, c.end) for c in ch.chunks] for ch in chunkings] == [
             [(c.start, c.end) for c in run_chunker(qset.document(cid), config).chunks] for config in CONFIGS
         ]
+
+
+def test_search_job_answers_retrievers_through_live_retrieve() -> None:
+    """A retriever's tag gets its live answer (the same as live_retrieve's), a chunker's its hits, one job."""
+    from backend.models.embeddings import load_text_embedder
+    from backend.retrieval.multi.retrievers import live_retrieve
+
+    text = (DATA / "corpora" / "lighthouses.md").read_text(encoding="utf-8")[:2500]
+    doc = Document.from_text(text, source="lights-short.md")
+    mog = ChunkerConfig.make("mog", {"chunk_size": 40, "levels": 3, "router": "level:2"})
+    chunkings = {"A": run_chunker(doc, CONFIGS[0]), "M": run_chunker(doc, mog)}
+    calls: list[tuple[int, int]] = []
+    result = search_job(doc, chunkings, None, QUERY, 2)(lambda d, t: calls.append((d, t)))
+    assert result.tags == ("A", "M") and list(result.hits) == ["A"] and list(result.retrievals) == ["M"]
+    assert calls[-1][0] == calls[-1][1]
+    live = result.retrievals["M"]
+    want = live_retrieve(doc, mog, open_store(), load_text_embedder(None), QUERY, 2)
+    assert live.selection.level == want.selection.level == 2
+    assert [p.ranges for p in live.selection.picks] == [p.ranges for p in want.selection.picks]
+
+
+def test_a_missing_router_file_fails_the_search_with_one_line_naming_the_tag(tmp_path) -> None:
+    from backend.errors import InputError
+
+    doc = Document.from_text("One short line about granite. Another about the railway.", source="tiny.md")
+    mog = ChunkerConfig.make("mog", {"chunk_size": 8, "levels": 2, "router": str(tmp_path / "none.npz")})
+    with pytest.raises(InputError, match=r"^M: router file .*none\.npz does not exist$"):
+        search_job(doc, {"M": run_chunker(doc, mog)}, None, QUERY, 2)(lambda d, t: None)

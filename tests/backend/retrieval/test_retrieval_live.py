@@ -15,6 +15,7 @@ from backend.retrieval.live import (
     corpus_id_in,
     find_excerpts,
     live_scores,
+    retriever_scores,
     marked_ranges,
     question_from_marks,
     questions_over,
@@ -64,6 +65,24 @@ def test_live_scores_are_the_reports_metrics() -> None:
     assert (s.recall, s.precision, s.iou) == (0.5, 0.25, 5 / 25)
     with pytest.raises(ParameterError):
         live_scores(hits, chunkings, [])
+
+
+def test_retriever_scores_count_every_stretch_and_take_omega_on_the_units() -> None:
+    from types import SimpleNamespace
+
+    from backend.retrieval.multi.select import Pick, Selection
+
+    units = [(0, 10), (10, 20), (20, 30), (30, 40)]
+    # A MoGG-like pick of two stretches (0-10 and 20-30), then one of a single stretch.
+    picks = (Pick("d", 2, 0, ((0, 10), (20, 30)), 6, 0.9, (0, 2)), Pick("d", 2, 3, ((30, 40),), 3, 0.5, (3,)))
+    live = SimpleNamespace(selection=Selection(picks, 2, (0.0, 1.0), ()),
+                           index=SimpleNamespace(unit_ranges=lambda: units))
+    s = retriever_scores({"G": live}, [(25, 35)])["G"]
+    # 10 answer characters, all retrieved; 30 retrieved characters.
+    assert (s.recall, s.precision, s.iou) == (1.0, 10 / 30, 10 / 30)
+    assert s.precision_omega == 0.5  # units 20-30 and 30-40 meet the answer: 10 / 20
+    with pytest.raises(ParameterError):
+        retriever_scores({"G": live}, [])
 
 
 def test_sentence_choices_offer_all_or_those_near_the_hits() -> None:
