@@ -46,6 +46,7 @@ from backend.chunking import ChunkerConfig, Chunking
 from backend.config import chroma_host, chroma_port, chroma_timeout, data_dir
 from backend.errors import ParameterError, StoreError
 from backend.text.document import Document
+from backend.text.spans import MultiRange
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
@@ -130,7 +131,7 @@ class IndexInfo:
 
 
 @dataclass(frozen=True)
-class EntryHit:
+class EntryHit(MultiRange):
     """One retrieved entry of a multi-granularity index (it may cover several stretches of the text).
 
     Attributes:
@@ -146,16 +147,6 @@ class EntryHit:
     index: int
     ranges: tuple[tuple[int, int], ...]
     tokens: int
-
-    @property
-    def start(self) -> int:
-        """The first character of its first range."""
-        return self.ranges[0][0]
-
-    @property
-    def end(self) -> int:
-        """Just past its last range."""
-        return self.ranges[-1][1]
 
     @property
     def similarity(self) -> float:
@@ -477,24 +468,54 @@ class ChunkStore:
             col = self._create(name, doc, chunking, embedder)
         chunks = chunking.chunks
         vectors, hit = embed_texts(embedder, [c.text for c in chunks], cache=cache, progress=progress)
+        config = chunking.config
+        self._upsert(
+            name, col, [chunk_id(doc.id, config, c.start, c.end) for c in chunks], vectors,
+            [{"start": c.start, "end": c.end, "index": c.index, "tokens": c.tokens} for c in chunks],
+            [c.text for c in chunks],
+        )
+        count = int(self._call("counting", col.count))
+        return IndexInfo(name, count, False, hit, time.perf_counter() - t0)
+
+    def _upsert(
+        self, name: str, col: Any, ids: list[str], vectors: np.ndarray, metadatas: list[dict], documents: list[str]
+    ) -> None:
+        """Write rows in batches the client accepts."""
         batch = _MAX_UPSERT
         try:
             batch = max(1, min(batch, int(self._client.get_max_batch_size())))
         except Exception as e:  # an old server without the endpoint: keep our default
             log.debug("max batch size unknown (%s); using %d", e, batch)
-        config = chunking.config
-        for lo in range(0, len(chunks), batch):
-            part = chunks[lo : lo + batch]
+        for lo in range(0, len(ids), batch):
+            hi = min(lo + batch, len(ids))
             self._call(
-                f"writing to collection {name}",
-                col.upsert,
-                ids=[chunk_id(doc.id, config, c.start, c.end) for c in part],
-                embeddings=vectors[lo : lo + len(part)],
-                metadatas=[{"start": c.start, "end": c.end, "index": c.index, "tokens": c.tokens} for c in part],
-                documents=[c.text for c in part],
+                f"writing to collection {name}", col.upsert, ids=ids[lo:hi], embeddings=vectors[lo:hi],
+                metadatas=metadatas[lo:hi], documents=documents[lo:hi],
             )
-        count = int(self._call("counting", col.count))
-        return IndexInfo(name, count, False, hit, time.perf_counter() - t0)
+
+    def _nearest(self, name: str, missing: str, query_embeddings: np.ndarray, k: int) -> list[list[tuple[Any, float]]]:
+        """For each query vector, ``(metadata, distance)`` of the ``k`` nearest rows of collection ``name``.
+
+        Raises:
+            ParameterError: ``k`` below 1.
+            StoreError: ``missing`` when there is no such collection; the store fails.
+        """
+        if k < 1:
+            raise ParameterError(f"k ({k}) must be at least 1")
+        vectors = np.atleast_2d(np.asarray(query_embeddings, dtype=np.float32))
+        if vectors.shape[0] == 0:
+            return []
+        col = self._get(name)
+        if col is None:
+            raise StoreError(missing)
+        n = min(k, int(self._call("counting", col.count)))
+        if n == 0:
+            return [[] for _ in range(vectors.shape[0])]
+        result = self._call(
+            f"querying collection {name}", col.query, query_embeddings=vectors, n_results=n,
+            include=["metadatas", "distances"],
+        )
+        return [list(zip(metas, map(float, dists))) for metas, dists in zip(result["metadatas"], result["distances"])]
 
     # --- querying ---------------------------------------------------------------------------
 
@@ -517,39 +538,16 @@ class ChunkStore:
             ParameterError: ``k`` below 1.
             StoreError: not indexed, or the store fails.
         """
-        if k < 1:
-            raise ParameterError(f"k ({k}) must be at least 1")
-        vectors = np.atleast_2d(np.asarray(query_embeddings, dtype=np.float32))
-        if vectors.shape[0] == 0:
-            return []
         name = collection_name(doc.id, chunking, embedder_fingerprint)
-        col = self._get(name)
-        if col is None:
-            raise StoreError(f"{doc.source} is not indexed for {chunking.config.label} in the {self._where()}")
-        n = min(k, int(self._call("counting", col.count)))
-        if n == 0:
-            return [[] for _ in range(vectors.shape[0])]
-        result = self._call(
-            f"querying collection {name}",
-            col.query,
-            query_embeddings=vectors,
-            n_results=n,
-            include=["metadatas", "distances"],
-        )
-        out = []
-        for metas, dists in zip(result["metadatas"], result["distances"]):
-            out.append([
-                Hit(
-                    rank=r + 1,
-                    distance=float(d),
-                    start=int(m["start"]),
-                    end=int(m["end"]),
-                    index=int(m["index"]),
-                    tokens=int(m["tokens"]),
-                )
-                for r, (m, d) in enumerate(zip(metas, dists))
-            ])
-        return out
+        missing = f"{doc.source} is not indexed for {chunking.config.label} in the {self._where()}"
+        return [
+            [
+                Hit(rank=r + 1, distance=d, start=int(m["start"]), end=int(m["end"]), index=int(m["index"]),
+                    tokens=int(m["tokens"]))
+                for r, (m, d) in enumerate(rows)
+            ]
+            for rows in self._nearest(name, missing, query_embeddings, k)
+        ]
 
     # --- multi-granularity entries ---------------------------------------------------------
 
@@ -629,30 +627,14 @@ class ChunkStore:
             rows, hit = embed_texts(embedder, texts, cache=cache, progress=progress)
         if rows.shape[0] != len(ranges):
             raise ParameterError(f"{len(ranges)} entries but {rows.shape[0]} vectors")
-        batch = _MAX_UPSERT
-        try:
-            batch = max(1, min(batch, int(self._client.get_max_batch_size())))
-        except Exception as e:  # an old server without the endpoint: keep our default
-            log.debug("max batch size unknown (%s); using %d", e, batch)
-        for lo in range(0, len(ranges), batch):
-            hi = min(lo + batch, len(ranges))
-            self._call(
-                f"writing to collection {name}",
-                col.upsert,
-                ids=[f"{name}-{i}" for i in range(lo, hi)],
-                embeddings=rows[lo:hi],
-                metadatas=[
-                    {
-                        "start": ranges[i][0][0],
-                        "end": ranges[i][-1][1],
-                        "index": i,
-                        "tokens": int(tokens[i]),
-                        "ranges": json.dumps([list(r) for r in ranges[i]], separators=(",", ":")),
-                    }
-                    for i in range(lo, hi)
-                ],
-                documents=texts[lo:hi],
-            )
+        metadatas = [
+            {
+                "start": r[0][0], "end": r[-1][1], "index": i, "tokens": int(tokens[i]),
+                "ranges": json.dumps([list(x) for x in r], separators=(",", ":")),
+            }
+            for i, r in enumerate(ranges)
+        ]
+        self._upsert(name, col, [f"{name}-{i}" for i in range(len(ranges))], rows, metadatas, texts)
         count = int(self._call("counting", col.count))
         return IndexInfo(name, count, False, hit, time.perf_counter() - t0)
 
@@ -663,34 +645,15 @@ class ChunkStore:
             ParameterError: ``k`` below 1.
             StoreError: no such collection, or the store fails.
         """
-        if k < 1:
-            raise ParameterError(f"k ({k}) must be at least 1")
-        vectors = np.atleast_2d(np.asarray(query_embeddings, dtype=np.float32))
-        if vectors.shape[0] == 0:
-            return []
-        col = self._get(name)
-        if col is None:
-            raise StoreError(f"collection {name} is not in the {self._where()}: index it first")
-        n = min(k, int(self._call("counting", col.count)))
-        if n == 0:
-            return [[] for _ in range(vectors.shape[0])]
-        result = self._call(
-            f"querying collection {name}", col.query, query_embeddings=vectors, n_results=n,
-            include=["metadatas", "distances"],
-        )
-        out = []
-        for metas, dists in zip(result["metadatas"], result["distances"]):
-            out.append([
-                EntryHit(
-                    rank=r + 1,
-                    distance=float(d),
-                    index=int(m["index"]),
-                    ranges=tuple((int(a), int(b)) for a, b in json.loads(str(m["ranges"]))),
-                    tokens=int(m["tokens"]),
-                )
-                for r, (m, d) in enumerate(zip(metas, dists))
-            ])
-        return out
+        missing = f"collection {name} is not in the {self._where()}: index it first"
+        return [
+            [
+                EntryHit(rank=r + 1, distance=d, index=int(m["index"]),
+                         ranges=tuple((int(x), int(y)) for x, y in json.loads(str(m["ranges"]))), tokens=int(m["tokens"]))
+                for r, (m, d) in enumerate(rows)
+            ]
+            for rows in self._nearest(name, missing, query_embeddings, k)
+        ]
 
     def search(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Span"]
+__all__ = ["Span", "MultiRange"]
 
 
 @dataclass(frozen=True, order=True)
@@ -29,3 +29,22 @@ class Span:
     def slice(self, text: str) -> str:
         """The text this span covers."""
         return text[self.start : self.end]
+
+
+class MultiRange:
+    """Mixin for a retrieved or indexed piece of text that may cover several ranges.
+
+    The class sets ``ranges``: sorted, disjoint ``(start, end)`` pairs, at least one.
+    """
+
+    ranges: tuple[tuple[int, int], ...]
+
+    @property
+    def start(self) -> int:
+        """Its first character."""
+        return self.ranges[0][0]
+
+    @property
+    def end(self) -> int:
+        """Just past its last character."""
+        return self.ranges[-1][1]

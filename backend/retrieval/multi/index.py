@@ -27,6 +27,7 @@ import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
 from backend.text.document import Document
+from backend.text.spans import MultiRange
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
@@ -41,23 +42,13 @@ Range = tuple[int, int]
 
 
 @dataclass(frozen=True)
-class Entry:
+class Entry(MultiRange):
     """One indexed text of a level: the units it covers and its exact character ranges."""
 
     index: int
     units: tuple[int, ...]
     ranges: tuple[Range, ...]
     tokens: int
-
-    @property
-    def start(self) -> int:
-        """Its first character."""
-        return self.ranges[0][0]
-
-    @property
-    def end(self) -> int:
-        """Just past its last character."""
-        return self.ranges[-1][1]
 
 
 @dataclass(frozen=True)

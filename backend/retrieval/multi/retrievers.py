@@ -273,6 +273,25 @@ def _answers(questions: QuestionSet) -> list[str]:
     return ["\n".join(r.content for r in q.references) for q in questions.questions]
 
 
+def _soft_labelled(
+    chunker: Any,
+    candidates: Sequence[Candidates],
+    indexes: Mapping[str, MultiIndex],
+    questions: QuestionSet,
+    embedder: TextEmbedder,
+    cache: OutputCache | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's per-level top-1 similarity to its answer (``label=``) and the soft labels made of it."""
+    qs = questions.questions
+    label = chunker.values["label"]
+    extra: dict[str, Any] = {}
+    if label == "embedding":
+        vecs, answers = _embedding_inputs(candidates, indexes, _answers(questions), embedder, cache)
+        extra = {"entry_vectors": vecs, "answer_vectors": answers}
+    sims = level_similarities(candidates, [q.corpus_id for q in qs], [q.spans for q in qs], label, **extra)
+    return sims, _labels(chunker, sims)
+
+
 def _build_all(
     questions: QuestionSet,
     config: ChunkerConfig,
@@ -344,13 +363,7 @@ def run_retriever(
     candidates = gather_candidates(indexes, store, q_vectors, depth, corpus_of)
     routing = None
     if chunker.routed:
-        label = chunker.values["label"]
-        extra: dict[str, Any] = {}
-        if label == "embedding":
-            vecs, answers = _embedding_inputs(candidates, indexes, _answers(questions), embedder, cache)
-            extra = {"entry_vectors": vecs, "answer_vectors": answers}
-        sims = level_similarities(candidates, [q.corpus_id for q in qs], [q.spans for q in qs], label, **extra)
-        labels = _labels(chunker, sims)
+        sims, labels = _soft_labelled(chunker, candidates, indexes, questions, embedder, cache)
         t_route = time.perf_counter()
         weights, training = router_weights(
             chunker, q_vectors, labels, embedder_fingerprint=embedder.info.fingerprint, embedder_name=embedder.info.name
@@ -423,13 +436,7 @@ def training_data(
     indexes, _, _, _ = _build_all(questions, config, store, embedder, cache, progress)
     qs = questions.questions
     candidates = gather_candidates(indexes, store, q_vectors, chunker.values["k_r"])
-    label = chunker.values["label"]
-    extra: dict[str, Any] = {}
-    if label == "embedding":
-        vecs, answers = _embedding_inputs(candidates, indexes, _answers(questions), embedder, cache)
-        extra = {"entry_vectors": vecs, "answer_vectors": answers}
-    sims = level_similarities(candidates, [q.corpus_id for q in qs], [q.spans for q in qs], label, **extra)
-    labels = _labels(chunker, sims)
+    sims, labels = _soft_labelled(chunker, candidates, indexes, questions, embedder, cache)
     dropped = int((labels.max(axis=1) <= 0).sum()) if labels.size else len(qs)
     return TrainingData(q_vectors, labels, sims, len(qs), dropped, tuple(chunker.level_names()))
 

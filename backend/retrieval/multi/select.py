@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from backend.retrieval.metrics import span_scores
+from backend.text.spans import MultiRange
 
 if TYPE_CHECKING:
     from backend.retrieval.multi.index import MultiIndex
@@ -36,7 +37,7 @@ Candidates = Sequence[Sequence[tuple[str, "EntryHit"]]]  # per level: (corpus_id
 
 
 @dataclass(frozen=True)
-class Pick:
+class Pick(MultiRange):
     """One entry a retriever returns for a query.
 
     Attributes:
@@ -57,16 +58,6 @@ class Pick:
     tokens: int
     score: float
     units: tuple[int, ...]
-
-    @property
-    def start(self) -> int:
-        """Its first character."""
-        return self.ranges[0][0]
-
-    @property
-    def end(self) -> int:
-        """Just past its last character."""
-        return self.ranges[-1][1]
 
 
 @dataclass(frozen=True)
