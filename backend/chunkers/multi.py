@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from backend.chunkers.base import Chunker, Param, make_chunker, register
+from backend.chunkers.fixed_token import token_windows
 from backend.errors import ParameterError
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter, Tokenizer
@@ -134,50 +135,14 @@ def token_units(text: str, tokenizer: Tokenizer, unit_tokens: int) -> list[Range
     """
     if isinstance(unit_tokens, bool) or not isinstance(unit_tokens, (int, np.integer)) or unit_tokens < 1:
         raise ParameterError(f"unit_tokens ({unit_tokens!r}) must be a whole number of at least 1")
-    size = int(unit_tokens)
     begin = len(text) - len(text.lstrip())
     if begin == len(text):
         return []
     counter = SpanCounter(tokenizer, text)
-    starts = counter.starts
-    n = int(starts.size)
-    if n == 0:
+    if counter.starts.size == 0:
         return [(begin, len(text))]
-    bounds = np.append(starts, len(text)).astype(np.int64)
-    # The first unit starts at the first non-space character, inside its token when a
-    # tokenizer glues leading whitespace to the first word (cl100k's " Hello").
-    first_token = max(int(np.searchsorted(starts, begin, side="right")) - 1, 0)
-    bounds[first_token] = begin
-    # Optimistic pass: every unit at once, counted in one batch; the loop below takes over
-    # from the first unit that needs adjusting (rare).
-    firsts = np.arange(first_token, n, size, dtype=np.int64)
-    lo, hi = bounds[firsts], bounds[np.minimum(firsts + size, n)]
-    counts = counter.count_many(np.stack([lo, hi], axis=1))
-    spans: list[Range] = []
-    resume = None
-    for i, a, b, tokens in zip(firsts.tolist(), lo.tolist(), hi.tolist(), counts):
-        if b <= a or tokens > size:
-            resume = i
-            break
-        spans.append((a, b))
-    if resume is not None:
-        edges = bounds.tolist()
-        i = resume
-        while i < n:
-            j = min(i + size, n)
-            a, b = edges[i], edges[j]
-            while b <= a and j < n:  # several tokens inside one character
-                j += 1
-                b = edges[j]
-            tokens = counter.count(a, b)
-            while tokens > size and j - 1 > i and edges[j - 1] > a:
-                j -= 1
-                b = edges[j]
-                tokens = counter.count(a, b)
-            spans.append((a, b))
-            i = j
     out: list[Range] = []
-    for a, b in spans:
+    for a, b, _ in token_windows(text, counter, int(unit_tokens), begin=begin):
         if out and text[a:b].isspace():
             out[-1] = (out[-1][0], b)
         else:
