@@ -1,0 +1,79 @@
+"""The routing figures and captions on hand-built routings: exact counts, weights, matrix cells and curves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backend.errors import ParameterError
+from backend.retrieval.multi.retrievers import Routing
+from backend.retrieval.multi.router import TrainReport
+from components.figures.routing import level_choice_bars, oracle_confusion_heatmap, training_curve
+from components.routing import oracle_note, training_note
+
+NAMES = ("L1", "L2", "L3")
+
+
+def _routing(training: TrainReport | None = None) -> Routing:
+    weights = np.array([[0.9, 0.1, 0.0], [0.2, 0.7, 0.1], [0.1, 0.8, 0.3], [0.3, 0.3, 0.6], [0.5, 0.4, 0.1]])
+    return Routing(
+        level_names=NAMES,
+        router="cv",
+        weights=weights,
+        chosen=np.array([1, 2, 2, 3, 1]),
+        similarities=np.zeros((5, 3)),
+        labels=np.zeros((5, 3)),
+        oracle=np.array([1, 3, 2, 0, 2]),
+        training=training,
+    )
+
+
+def _report(val: tuple[float, ...] = (1.2, 1.1, 1.15)) -> TrainReport:
+    return TrainReport(questions=4, dropped=1, validation=1 if val else 0, train_loss=(1.0, 0.8, 0.6),
+                       val_loss=val, label_histogram=(2, 1, 1), seconds=0.4, epochs=3)
+
+
+def test_level_choice_bars_count_chosen_levels_and_average_weights_per_corpus() -> None:
+    fig = level_choice_bars(_routing(), ["a", "a", "b", "b", "a"])
+    counts = [t for t in fig.data if t.xaxis == "x"]
+    weights = [t for t in fig.data if t.xaxis == "x2"]
+    assert [t.name for t in counts] == ["a", "b"] and [t.name for t in weights] == ["a", "b"]
+    assert list(counts[0].x) == list(NAMES)
+    assert list(counts[0].y) == [2, 1, 0] and list(counts[1].y) == [0, 1, 1]
+    assert list(weights[0].y) == pytest.approx([(0.9 + 0.2 + 0.5) / 3, (0.1 + 0.7 + 0.4) / 3, (0.0 + 0.1 + 0.1) / 3])
+    assert list(weights[1].y) == pytest.approx([0.2, 0.55, 0.45])
+    assert counts[0].marker.color == weights[0].marker.color != counts[1].marker.color
+    with pytest.raises(ParameterError):
+        level_choice_bars(_routing(), ["a"])
+
+
+def test_corpus_names_are_escaped_in_the_legend() -> None:
+    fig = level_choice_bars(_routing(), ["<b>x</b>"] * 5)
+    assert fig.data[0].name == "&lt;b&gt;x&lt;/b&gt;"
+
+
+def test_confusion_heatmap_counts_oracle_rows_against_chosen_columns() -> None:
+    (trace,) = oracle_confusion_heatmap(_routing()).data
+    want = [[1, 0, 0], [1, 1, 0], [0, 1, 0]]  # question 4 (oracle 0) is not counted
+    assert np.asarray(trace.z).tolist() == want
+    assert [list(r) for r in trace.text] == [[str(v) for v in row] for row in want]
+    assert list(trace.x) == list(NAMES) and list(trace.y) == list(NAMES)
+    note = oracle_note(_routing())
+    assert "**2 of 4**" in note and "1 of 5 question(s) had no oracle level" in note
+
+
+def test_no_oracle_level_at_all_is_said_plainly() -> None:
+    r = _routing()
+    r = Routing(r.level_names, r.router, r.weights, r.chosen, r.similarities, r.labels, np.zeros(5, np.int64), None)
+    assert np.asarray(oracle_confusion_heatmap(r).data[0].z).sum() == 0
+    assert oracle_note(r).startswith("None of the 5 questions has an oracle level")
+
+
+def test_training_curve_draws_train_and_validation_loss_per_epoch() -> None:
+    fig = training_curve(_report())
+    assert [t.name for t in fig.data] == ["train", "validation"]
+    assert list(fig.data[0].x) == [1, 2, 3] and list(fig.data[0].y) == [1.0, 0.8, 0.6]
+    assert list(fig.data[1].y) == [1.2, 1.1, 1.15]
+    assert [t.name for t in training_curve(_report(val=())).data] == ["train"]  # no validation split
+    note = training_note(_report(), NAMES)
+    assert "**4** usable" in note and "**1** dropped" in note and "L1: 2 · L2: 1 · L3: 1" in note
