@@ -77,3 +77,39 @@ def test_training_curve_draws_train_and_validation_loss_per_epoch() -> None:
     assert [t.name for t in training_curve(_report(val=())).data] == ["train"]  # no validation split
     note = training_note(_report(), NAMES)
     assert "**4** usable" in note and "**1** dropped" in note and "L1: 2 · L2: 1 · L3: 1" in note
+
+
+# --- the panel, drawn by AppTest -------------------------------------------------------------------
+
+
+def _panel(routing) -> None:  # the source runs alone as the script: no annotations from this module
+    from backend.chunking import ChunkerConfig
+    from backend.retrieval.evaluate import ConfigResult, MetricSummary
+    from components.keys import BENCHMARK
+    from components.routing import routing_panel
+
+    result = ConfigResult(ChunkerConfig("mog"), MetricSummary.of([]), {}, (), 0, 0.0, 0.0, False, routing=routing)
+    routing_panel(BENCHMARK, "B", result, ["a", "a", "b", "b", "a"])
+
+
+def _drawn(routing: Routing):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_panel, args=(routing,), default_timeout=30)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_cv_routing_draws_its_three_figures() -> None:
+    at = _drawn(_routing(_report()))
+    for key in ("bm_routing_levels", "bm_routing_confusion", "bm_routing_training"):
+        at.get_by_key(key)
+    assert any("**1** dropped" in c.value for c in at.caption)
+
+
+def test_a_cv_router_with_too_few_usable_questions_says_so_instead_of_a_curve() -> None:
+    at = _drawn(_routing(None))
+    with pytest.raises(KeyError):
+        at.get_by_key("bm_routing_training")
+    assert any("fewer than 2 questions have a usable label" in c.value for c in at.caption)
