@@ -10,6 +10,7 @@ corpora in place of datasets, beside how often each level was actually chosen.
 from __future__ import annotations
 
 import html
+import math
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -52,10 +53,12 @@ def level_choice_bars(routing: Routing, corpus_of: Sequence[str]) -> go.Figure:
     )
     corpora = list(dict.fromkeys(corpus_of))
     where = np.asarray(corpus_of, dtype=object)
+    top = 1
     for i, cid in enumerate(corpora):
         mine = where == cid
         counts = np.bincount(chosen[mine] - 1, minlength=levels)[:levels] if mine.any() else np.zeros(levels, int)
         mean_w = weights[mine].mean(axis=0) if mine.any() and weights.size else np.zeros(levels)
+        top = max(top, int(counts.max(initial=0)))
         color = CONFIG_COLORS[i % len(CONFIG_COLORS)]
         name = _esc(cid)
         fig.add_trace(
@@ -75,8 +78,10 @@ def level_choice_bars(routing: Routing, corpus_of: Sequence[str]) -> go.Figure:
         legend={"orientation": "h", "yanchor": "bottom", "y": -0.3, "x": 0, "title": {"text": "corpus "}},
     )
     fig.update_annotations(font_size=13)
-    fig.update_yaxes(title_text="questions", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="weight", rangemode="tozero", row=1, col=2)
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(title_text="questions", rangemode="tozero", dtick=max(1, math.ceil(top / 6)),
+                     automargin=True, row=1, col=1)
+    fig.update_yaxes(title_text="weight", rangemode="tozero", automargin=True, row=1, col=2)
     return fig
 
 
@@ -106,8 +111,8 @@ def oracle_confusion_heatmap(routing: Routing) -> go.Figure:
         height=max(260, 48 * len(names) + 110),
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         title={"text": "oracle level × chosen level", "font": {"size": 13}},
-        xaxis={"title": {"text": "chosen level"}, "side": "bottom"},
-        yaxis={"title": {"text": "oracle level"}, "autorange": "reversed"},
+        xaxis={"title": {"text": "chosen level"}, "side": "bottom", "automargin": True},
+        yaxis={"title": {"text": "oracle level"}, "autorange": "reversed", "automargin": True},
     )
     return fig
 
@@ -115,21 +120,22 @@ def oracle_confusion_heatmap(routing: Routing) -> go.Figure:
 def training_curve(training: TrainReport) -> go.Figure:
     """The router's train and validation loss (eq. 3, summed over levels) per epoch; no validation line without a split."""
     fig = go.Figure()
-    for name, losses, dash in (("train", training.train_loss, "solid"), ("validation", training.val_loss, "dash")):
+    lines = (("train", training.train_loss, "solid", "#2563eb"), ("validation", training.val_loss, "dash", "#d97706"))
+    for name, losses, dash, color in lines:
         if not losses:
             continue
         fig.add_trace(
             go.Scatter(
                 x=list(range(1, len(losses) + 1)), y=list(losses), mode="lines", name=name,
-                line={"dash": dash}, hovertemplate=f"{name} · epoch %{{x}}: %{{y:.4f}}<extra></extra>",
+                line={"dash": dash, "color": color}, hovertemplate=f"{name} · epoch %{{x}}: %{{y:.4f}}<extra></extra>",
             )
         )
     fig.update_layout(
         height=300,
         margin={"l": 10, "r": 10, "t": 30, "b": 30},
         title={"text": "router training (all usable questions)", "font": {"size": 13}},
-        xaxis={"title": {"text": "epoch"}},
-        yaxis={"title": {"text": "BCE loss"}, "rangemode": "tozero"},
+        xaxis={"title": {"text": "epoch"}, "automargin": True},
+        yaxis={"title": {"text": "BCE loss"}, "rangemode": "tozero", "automargin": True},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0.6},
     )
     return fig
