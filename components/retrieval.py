@@ -407,7 +407,7 @@ def summary_column_config() -> dict[str, Any]:
         ),
         "seconds": st.column_config.NumberColumn(
             "Time (s)", format="%.2f", width=column_width("Time (s)"),
-            help="Wall time of the configuration: chunking, embedding, indexing, retrieval and scoring.",
+            help="Wall time of the configuration: chunking, embedding, indexing, retrieval, scoring (and training a cv router).",
         ),
         "retrieved tokens": st.column_config.NumberColumn(
             "Retrieved tokens", format="%.1f", width=column_width("Retrieved tokens"),

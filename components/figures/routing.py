@@ -73,9 +73,9 @@ def level_choice_bars(routing: Routing, corpus_of: Sequence[str]) -> go.Figure:
         )
     fig.update_layout(
         barmode="group",
-        height=330,
-        margin={"l": 10, "r": 10, "t": 40, "b": 30},
-        legend={"orientation": "h", "yanchor": "bottom", "y": -0.3, "x": 0, "title": {"text": "corpus "}},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 70, "b": 30},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.12, "x": 0, "title": {"text": "corpus "}},
     )
     fig.update_annotations(font_size=13)
     fig.update_xaxes(automargin=True)
