@@ -81,6 +81,10 @@ def routing_panel(keys: PageKeys, tag: str, result: ConfigResult, corpus_of: Seq
     if routing is None:
         return
     st.caption(f"{md_text(tag)} · router={md_text(routing.router)}: {md_text(_router_note(routing))}.")
+    st.caption(
+        "Left: how many questions chose each level, per corpus; right: the router's mean weight per level "
+        "(MoG's Figure 4, corpora for datasets). Below: the chosen level against the oracle level."
+    )
     levels = level_choice_bars(routing, corpus_of)
     st.plotly_chart(levels, key=keys("routing_levels"), config=_PLOT)
     c1, c2 = st.columns(2)

@@ -1,7 +1,9 @@
 """Benchmark page: a question set × configurations × an embedder → the Chroma report's table, charts and heat maps.
 
 The benchmark and question generation run in background jobs with progress and cancel;
-page runs only read their results, re-filter generated questions and draw.
+page runs only read their results, re-filter generated questions and draw. Query-time
+retrievers (MoG, MoGG, FreeChunker) are rows like any configuration; a routed one also gets
+a Routing section (chosen levels, oracle agreement, the router's training).
 """
 
 import json
@@ -31,7 +33,6 @@ from components.keys import BENCHMARK, EMB_CHOICE, QSET
 from components.layout import ensure_routed
 from components.lm_runs import session_lm, start_model_job
 from components.models import job_outcome
-from components.routing import routing_panel
 from components.retrieval import (
     COST_COLUMNS,
     OMEGA_MARK,
@@ -46,6 +47,7 @@ from components.retrieval import (
     summary_column_config,
     summary_frame,
 )
+from components.routing import routing_panel
 from components.state import configurations, current_document
 
 ensure_routed()
