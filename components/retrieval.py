@@ -407,7 +407,8 @@ def summary_column_config() -> dict[str, Any]:
         ),
         "seconds": st.column_config.NumberColumn(
             "Time (s)", format="%.2f", width=column_width("Time (s)"),
-            help="Wall time of the configuration: chunking, embedding, indexing, retrieval, scoring (and training a cv router).",
+            help="Wall time of the configuration: chunking, embedding, indexing, retrieval, scoring "
+                 "(and training a cv router).",
         ),
         "retrieved tokens": st.column_config.NumberColumn(
             "Retrieved tokens", format="%.1f", width=column_width("Retrieved tokens"),
@@ -461,7 +462,8 @@ def per_question_frame(bm: Benchmark, tags: Sequence[str]) -> pd.DataFrame:
         routing = r.routing
         retriever = r.omega_units != "chunks"
         for i, q in enumerate(r.questions):
-            row = {"config": tag, "chunker": r.config.label, **{k: v for k, v in q.to_json().items() if k != "retrieved"}}
+            scores = {k: v for k, v in q.to_json().items() if k != "retrieved"}
+            row = {"config": tag, "chunker": r.config.label, **scores}
             row["omega_units"] = r.omega_units
             row["retrieved_entries"] = len(q.retrieved)
             row["retrieved_tokens"] = _tokens(q)

@@ -118,7 +118,7 @@ def oracle_confusion_heatmap(routing: Routing) -> go.Figure:
 
 
 def training_curve(training: TrainReport) -> go.Figure:
-    """The router's train and validation loss (eq. 3, summed over levels) per epoch; no validation line without a split."""
+    """The router's train and validation loss (eq. 3, summed over levels) per epoch; validation only with a split."""
     fig = go.Figure()
     lines = (("train", training.train_loss, "solid", "#2563eb"), ("validation", training.val_loss, "dash", "#d97706"))
     for name, losses, dash, color in lines:

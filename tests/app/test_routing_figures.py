@@ -113,3 +113,36 @@ def test_a_cv_router_with_too_few_usable_questions_says_so_instead_of_a_curve() 
     with pytest.raises(KeyError):
         at.get_by_key("bm_routing_training")
     assert any("fewer than 2 questions have a usable label" in c.value for c in at.caption)
+
+
+# --- the tables' retriever columns ----------------------------------------------------------------
+
+
+def test_tables_mark_a_retrievers_precision_omega_and_export_its_levels() -> None:
+    from backend.chunking import ChunkerConfig
+    from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult, RetrievedChunk
+    from components.retrieval import OMEGA_MARK, per_corpus_frame, per_question_frame, summary_frame
+
+    corpus_of = ["a", "a", "b", "b", "a"]
+    questions = tuple(
+        QuestionResult(i, cid, f"q{i}", 1.0, 0.5, 0.25, 0.5,
+                       (RetrievedChunk(cid, 0, 10, 0, 0.0, tokens=7, level=2), RetrievedChunk(cid, 20, 30, 1, 0.0, 3, 2)))
+        for i, cid in enumerate(corpus_of)
+    )
+    per_corpus = {c: MetricSummary.of([q for q in questions if q.corpus_id == c]) for c in ("a", "b")}
+    result = ConfigResult(ChunkerConfig("mog"), MetricSummary.of(questions), per_corpus, questions, 40, 12.0, 1.5,
+                          False, retrieved_tokens_mean=10.0, index_seconds=1.2, texts_embedded=40,
+                          query_seconds=0.0025, omega_units="units", routing=_routing())
+    bm = Benchmark((result,), "minilm", "fp", 2, 5, ("a", "b"), 1.5)
+
+    row = summary_frame(bm, ["B"]).loc["B"]
+    assert row["Precision-Ω"] == f"25.0 ± 0.0 {OMEGA_MARK}" and row["IoU"] == "50.0 ± 0.0"
+    assert (row["retrieved tokens"], row["texts embedded"], row["index seconds"], row["query ms"]) == (10.0, 40, 1.2, 2.5)
+    corpus = per_corpus_frame(bm, ["B"])
+    assert corpus["Precision-Ω"].tolist() == [f"25.0 ± 0.0 {OMEGA_MARK}"] * 2
+    assert corpus["retrieved tokens"].tolist() == [10.0, 10.0]
+
+    frame = per_question_frame(bm, ["B"])
+    assert frame["retrieved_tokens"].tolist() == [10] * 5 and frame["retrieved_levels"].tolist() == ["2;2"] * 5
+    assert frame["chosen_level"].tolist() == [1, 2, 2, 3, 1] and frame["oracle_level"].tolist() == [1, 3, 2, 0, 2]
+    assert frame["weights"][0] == "0.9000;0.1000;0.0000" and set(frame["omega_units"]) == {"units"}
