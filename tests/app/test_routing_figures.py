@@ -124,10 +124,9 @@ def test_tables_mark_a_retrievers_precision_omega_and_export_its_levels() -> Non
     from components.retrieval import OMEGA_MARK, per_corpus_frame, per_question_frame, summary_frame
 
     corpus_of = ["a", "a", "b", "b", "a"]
+    picks = [(RetrievedChunk(c, 0, 10, 0, 0.0, 7, 2), RetrievedChunk(c, 20, 30, 1, 0.0, 3, 2)) for c in corpus_of]
     questions = tuple(
-        QuestionResult(i, cid, f"q{i}", 1.0, 0.5, 0.25, 0.5,
-                       (RetrievedChunk(cid, 0, 10, 0, 0.0, tokens=7, level=2), RetrievedChunk(cid, 20, 30, 1, 0.0, 3, 2)))
-        for i, cid in enumerate(corpus_of)
+        QuestionResult(i, cid, f"q{i}", 1.0, 0.5, 0.25, 0.5, picks[i]) for i, cid in enumerate(corpus_of)
     )
     per_corpus = {c: MetricSummary.of([q for q in questions if q.corpus_id == c]) for c in ("a", "b")}
     result = ConfigResult(ChunkerConfig("mog"), MetricSummary.of(questions), per_corpus, questions, 40, 12.0, 1.5,
@@ -137,7 +136,8 @@ def test_tables_mark_a_retrievers_precision_omega_and_export_its_levels() -> Non
 
     row = summary_frame(bm, ["B"]).loc["B"]
     assert row["Precision-Ω"] == f"25.0 ± 0.0 {OMEGA_MARK}" and row["IoU"] == "50.0 ± 0.0"
-    assert (row["retrieved tokens"], row["texts embedded"], row["index seconds"], row["query ms"]) == (10.0, 40, 1.2, 2.5)
+    costs = (row["retrieved tokens"], row["texts embedded"], row["index seconds"], row["query ms"])
+    assert costs == (10.0, 40, 1.2, 2.5)
     corpus = per_corpus_frame(bm, ["B"])
     assert corpus["Precision-Ω"].tolist() == [f"25.0 ± 0.0 {OMEGA_MARK}"] * 2
     assert corpus["retrieved tokens"].tolist() == [10.0, 10.0]
