@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
-from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark
+from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark, ConfigResult, MetricSummary, QuestionResult
 from backend.retrieval.metrics import RetrievalScores, union_ranges
 from backend.retrieval.questions import QuestionSet, question_set_from_files
 from components.figures.charts import CONFIG_COLORS
@@ -48,6 +48,9 @@ __all__ = [
     "scores_frame",
     "questions_frame",
     "question_set_upload",
+    "OMEGA_MARK",
+    "SCORE_COLUMNS",
+    "COST_COLUMNS",
     "summary_frame",
     "summary_column_config",
     "per_corpus_frame",
@@ -339,66 +342,152 @@ def _pm(mean: float, std: float) -> str:
     return f"{100 * mean:.1f} ± {100 * std:.1f}"
 
 
+OMEGA_MARK = "†"  # on a retriever's precision-Ω: computed on its finest units, not on what it returns
+# The summary's two views (one frame): the report's scores, then what each configuration retrieved and cost.
+SCORE_COLUMNS = ("chunker", *METRIC_LABELS.values(), "chunks", "mean tokens", "seconds")
+COST_COLUMNS = ("retrieved tokens", "texts embedded", "index seconds", "query ms")
+
+
+def _omega_cell(r: ConfigResult, s: MetricSummary) -> str:
+    """Precision-Ω's ``mean ± std``, marked :data:`OMEGA_MARK` when computed on a retriever's units."""
+    cell = _pm(s.precision_omega_mean, s.precision_omega_std)
+    return f"{cell} {OMEGA_MARK}" if r.omega_units != "chunks" and cell != "—" else cell
+
+
+def _metric_cells(r: ConfigResult, s: MetricSummary) -> dict[str, str]:
+    cells = {METRIC_LABELS[m]: _pm(getattr(s, f"{m}_mean"), getattr(s, f"{m}_std")) for m in METRICS}
+    cells[METRIC_LABELS["precision_omega"]] = _omega_cell(r, s)
+    return cells
+
+
 def summary_frame(bm: Benchmark, tags: Sequence[str]) -> pd.DataFrame:
-    """The report's results table: per configuration, mean ± std of each metric (in %), chunks, size, time."""
+    """The report's results table plus what each configuration retrieved and cost, one row per configuration.
+
+    Columns: the chunker label, mean ± std of each metric (in %; a retriever's precision-Ω
+    marked :data:`OMEGA_MARK`), chunks (a retriever: entries over all its levels), mean tokens
+    per chunk (a retriever: per finest unit), seconds, then mean tokens retrieved per question,
+    texts embedded, index seconds and mean query milliseconds. The page shows them in two
+    views, :data:`SCORE_COLUMNS` and :data:`COST_COLUMNS`.
+    """
     rows = []
     for tag, r in zip(tags, bm.results):
-        s = r.summary
         rows.append({
             "config": tag,
             "chunker": r.config.label,
-            **{METRIC_LABELS[m]: _pm(getattr(s, f"{m}_mean"), getattr(s, f"{m}_std")) for m in METRICS},
+            **_metric_cells(r, r.summary),
             "chunks": r.chunks,
             "mean tokens": round(r.chunk_tokens_mean, 1),
             "seconds": round(r.seconds, 2),
+            "retrieved tokens": round(r.retrieved_tokens_mean, 1),
+            "texts embedded": r.texts_embedded,
+            "index seconds": round(r.index_seconds, 2),
+            "query ms": round(1000 * r.query_seconds, 2),
         })
     return pd.DataFrame(rows).set_index("config")
 
 
 def summary_column_config() -> dict[str, Any]:
-    """``st.dataframe``'s column configuration of :func:`summary_frame`: fixed widths, short headers.
+    """``st.dataframe``'s column configuration of :func:`summary_frame`: fixed widths, short headers, help.
 
     As on the Quality page, the configuration label is the one long text: with it held to a
-    fixed width every column, the last included, fits the wide layout on a 1280-pixel screen.
+    fixed width, each view's columns (:data:`SCORE_COLUMNS`, :data:`COST_COLUMNS`), the last
+    included, fit the wide layout on a 1280-pixel screen.
     """
     metric = {label: max(_PM_WIDTH, column_width(label)) for label in METRIC_LABELS.values()}
+    omega = METRIC_LABELS["precision_omega"]
+    pm_help = "mean ± standard deviation over questions, in %"
     return {
         "_index": st.column_config.TextColumn("", width=40),
         "chunker": st.column_config.TextColumn(
             "Chunker", width=_SUMMARY_CHUNKER_WIDTH, help="The configuration (its full label is in the CSV)."
         ),
-        **{label: st.column_config.TextColumn(label, width=w, help="mean ± standard deviation over questions, in %")
-           for label, w in metric.items()},
-        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=column_width("Chunks")),
-        "mean tokens": st.column_config.NumberColumn(
-            "Tokens", format="%.1f", width=column_width("Tokens"), help="mean tokens per chunk"
+        **{label: st.column_config.TextColumn(label, width=w, help=pm_help) for label, w in metric.items()},
+        omega: st.column_config.TextColumn(
+            omega, width=metric[omega],
+            help=f"{pm_help}. {OMEGA_MARK}: a retriever's, computed on its finest units (MoG's level 1, MoGG's "
+                 "nodes, FreeChunker's units), not on the entries it returns.",
         ),
-        "seconds": st.column_config.NumberColumn("Time (s)", format="%.2f", width=column_width("Time (s)")),
+        "chunks": st.column_config.NumberColumn(
+            "Chunks", format="%d", width=column_width("Chunks"),
+            help="Chunks over all corpora; a retriever: its entries over all its levels.",
+        ),
+        "mean tokens": st.column_config.NumberColumn(
+            "Tokens", format="%.1f", width=column_width("Tokens"),
+            help="Mean tokens per chunk; a retriever: per finest unit.",
+        ),
+        "seconds": st.column_config.NumberColumn(
+            "Time (s)", format="%.2f", width=column_width("Time (s)"),
+            help="Wall time of the configuration: chunking, embedding, indexing, retrieval, scoring "
+                 "(and training a cv router).",
+        ),
+        "retrieved tokens": st.column_config.NumberColumn(
+            "Retrieved tokens", format="%.1f", width=column_width("Retrieved tokens"),
+            help="Mean tokens retrieved per question (a coarse level returns far more text for the same number).",
+        ),
+        "texts embedded": st.column_config.NumberColumn(
+            "Texts embedded", format="%d", width=column_width("Texts embedded"),
+            help="Texts the embedder embedded for this configuration in this run (0: all from the cache or the store).",
+        ),
+        "index seconds": st.column_config.NumberColumn(
+            "Index (s)", format="%.2f", width=column_width("Index (s)"),
+            help="Chunking (a retriever: building its levels), embedding and indexing every corpus.",
+        ),
+        "query ms": st.column_config.NumberColumn(
+            "Query (ms)", format="%.2f", width=column_width("Query (ms)"),
+            help="Mean milliseconds per question from its vector to the scored answer (training a cv router excluded).",
+        ),
     }
 
 
 def per_corpus_frame(bm: Benchmark, tags: Sequence[str]) -> pd.DataFrame:
-    """Per configuration and corpus: questions and mean ± std of each metric (in %)."""
+    """Per configuration and corpus: questions, mean ± std of each metric (in %) and mean tokens retrieved."""
     rows = []
     for tag, r in zip(tags, bm.results):
         for cid, s in r.per_corpus.items():
+            mine = [q for q in r.questions if q.corpus_id == cid]
             rows.append({
                 "config": tag,
                 "corpus": cid,
                 "questions": s.questions,
-                **{METRIC_LABELS[m]: _pm(getattr(s, f"{m}_mean"), getattr(s, f"{m}_std")) for m in METRICS},
+                **_metric_cells(r, s),
+                "retrieved tokens": round(float(np.mean([_tokens(q) for q in mine])), 1) if mine else float("nan"),
             })
     return pd.DataFrame(rows)
 
 
+def _tokens(q: QuestionResult) -> int:
+    return sum(c.tokens for c in q.retrieved)
+
+
 def per_question_frame(bm: Benchmark, tags: Sequence[str]) -> pd.DataFrame:
-    """Every question under every configuration, scores as fractions (the per-question CSV)."""
-    rows = [
-        {"config": tag, "chunker": r.config.label, **{k: v for k, v in q.to_json().items() if k != "retrieved"}}
-        for tag, r in zip(tags, bm.results)
-        for q in r.questions
-    ]
-    return pd.DataFrame(rows)
+    """Every question under every configuration (the per-question CSV and JSON).
+
+    Scores are fractions. Beside them: entries and tokens retrieved, the levels they came
+    from (a retriever's, ``;``-separated; empty for a chunker), what precision-Ω was computed
+    on, and for a routed retriever the chosen and oracle levels (1-based; oracle 0: none) and
+    the router's weight on each level.
+    """
+    rows = []
+    for tag, r in zip(tags, bm.results):
+        routing = r.routing
+        retriever = r.omega_units != "chunks"
+        for i, q in enumerate(r.questions):
+            scores = {k: v for k, v in q.to_json().items() if k != "retrieved"}
+            row = {"config": tag, "chunker": r.config.label, **scores}
+            row["omega_units"] = r.omega_units
+            row["retrieved_entries"] = len(q.retrieved)
+            row["retrieved_tokens"] = _tokens(q)
+            row["retrieved_levels"] = ";".join(str(c.level) for c in q.retrieved) if retriever else ""
+            if routing is not None:
+                row["chosen_level"] = int(routing.chosen[i])
+                row["oracle_level"] = int(routing.oracle[i])
+                row["weights"] = ";".join(f"{w:.4f}" for w in np.asarray(routing.weights[i]).tolist())
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    for column in ("chosen_level", "oracle_level"):
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")  # empty, not 2.0, where a configuration has no routing
+    return frame
 
 
 def candidates_frame(gen: GeneratedQuestions) -> pd.DataFrame:

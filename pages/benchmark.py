@@ -1,7 +1,9 @@
 """Benchmark page: a question set × configurations × an embedder → the Chroma report's table, charts and heat maps.
 
 The benchmark and question generation run in background jobs with progress and cancel;
-page runs only read their results, re-filter generated questions and draw.
+page runs only read their results, re-filter generated questions and draw. Query-time
+retrievers (MoG, MoGG, FreeChunker) are rows like any configuration; a routed one also gets
+a Routing section (chosen levels, oracle agreement, the router's training).
 """
 
 import json
@@ -32,6 +34,9 @@ from components.layout import ensure_routed
 from components.lm_runs import session_lm, start_model_job
 from components.models import job_outcome
 from components.retrieval import (
+    COST_COLUMNS,
+    OMEGA_MARK,
+    SCORE_COLUMNS,
     candidates_frame,
     config_color,
     md_text,
@@ -42,6 +47,7 @@ from components.retrieval import (
     summary_column_config,
     summary_frame,
 )
+from components.routing import routing_panel
 from components.state import configurations, current_document
 
 ensure_routed()
@@ -285,7 +291,18 @@ st.caption(
     f"{'as many chunks as hold excerpts' if bm.retrieve == -1 else f'{bm.retrieve} chunks'} per question · "
     f"{bm.seconds:.1f} s. Mean ± standard deviation over questions, in %."
 )
-st.dataframe(summary_frame(bm, tags), key=BENCHMARK("table"), column_config=summary_column_config())
+summary = summary_frame(bm, tags)
+columns = summary_column_config()
+st.dataframe(summary, key=BENCHMARK("table"), column_config=columns, column_order=SCORE_COLUMNS)
+retrievers = [tag for tag, r in zip(tags, bm.results) if r.omega_units != "chunks"]
+if retrievers:
+    st.caption(
+        f"{', '.join(retrievers)}: query-time retriever(s). {OMEGA_MARK} Their precision-Ω is computed on their "
+        "finest units (MoG's level 1, MoGG's nodes, FreeChunker's units), not on what they return; "
+        "their chunks count the entries of all their levels, their tokens the finest units'."
+    )
+st.markdown("**Retrieved text and cost**")
+st.dataframe(summary[list(COST_COLUMNS)], key=BENCHMARK("cost"), column_config=columns)
 st.plotly_chart(metric_bars(bm, tags, colors), key=BENCHMARK("bars"), config=_PLOT)
 if len(bm.corpora) > 1:
     st.markdown("**Per corpus**")
@@ -300,6 +317,20 @@ with st.container(horizontal=True, gap="small"):
     st.download_button("Per-question CSV", lambda: per_question_frame(bm, tags).to_csv(index=False),
                        file_name="benchmark_questions.csv", mime="text/csv", key=BENCHMARK("dl_questions_csv"),
                        icon=":material/download:", on_click="ignore")
+    st.download_button("Per-question JSON", lambda: per_question_frame(bm, tags).to_json(orient="records", indent=1),
+                       file_name="benchmark_questions.json", mime="application/json",
+                       key=BENCHMARK("dl_questions_json"), icon=":material/download:", on_click="ignore")
+
+# --- routing ------------------------------------------------------------------------------------------
+routed = {tag: r for tag, r in zip(tags, bm.results) if r.routing is not None}
+if routed:
+    st.subheader("Routing", anchor=False)
+    pick = (
+        st.selectbox("Routed configuration", list(routed), key=BENCHMARK("routing_config"),
+                     format_func=lambda t: f"{t} · {routed[t].config.label}")
+        if len(routed) > 1 else next(iter(routed))
+    )
+    routing_panel(BENCHMARK, pick, routed[pick], [q.corpus_id for q in routed[pick].questions])
 
 # --- heat maps ---------------------------------------------------------------------------------------
 st.subheader("Questions × configurations", anchor=False)
@@ -317,6 +348,8 @@ corpus_doc = run_qset.document(corpus)
 chunkings = run.chunkings[corpus]
 tolerance = st.slider("Boundary tolerance (characters)", 0, 200, 0, 5, key=BENCHMARK("tolerance"),
                       help="Two boundaries this close count as the same cut")
+if retrievers:
+    st.caption(f"{', '.join(retrievers)}: a retriever's spans here are its finest units (what it is built from).")
 if len(chunkings) >= 2:
     fig_b, fig_o, _, _ = agreement_heatmaps(chunkings, tags, tolerance)
     a1, a2 = st.columns(2)

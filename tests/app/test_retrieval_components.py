@@ -33,7 +33,9 @@ from components.figures.retrieval import (
     similarity_histogram,
 )
 from components.retrieval import (
+    COST_COLUMNS,
     HITS_TEXT_CHARS,
+    SCORE_COLUMNS,
     Layer,
     highlight_html,
     hits_html,
@@ -117,9 +119,11 @@ def test_hits_html_wraps_each_chunks_escaped_text_beside_its_numbers() -> None:
 def test_benchmark_summary_columns_have_fixed_widths_that_fit_a_1280_pixel_screen() -> None:
     config = summary_column_config()
     assert list(config) == ["_index", "chunker", "Recall", "Precision", "Precision-Ω", "IoU", "chunks", "mean tokens",
-                            "seconds"]
-    # The main column of the wide layout is about 820 pixels wide on a 1280-pixel screen.
-    assert sum(c["width"] for c in config.values()) <= 820
+                            "seconds", "retrieved tokens", "texts embedded", "index seconds", "query ms"]
+    assert set(SCORE_COLUMNS) | set(COST_COLUMNS) == set(config) - {"_index"}
+    # The main column of the wide layout is about 820 pixels wide on a 1280-pixel screen: each view fits.
+    for view in (SCORE_COLUMNS, COST_COLUMNS):
+        assert sum(config[c]["width"] for c in ("_index", *view)) <= 820
 
 
 # --- scores and question sets ----------------------------------------------------------------------
