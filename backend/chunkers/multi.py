@@ -171,6 +171,8 @@ def _routing_params(levels_default: int) -> tuple[Param, ...]:
         ),
         Param("soft", "str", "0.8/0.2", "Soft labels of the best and second-best level (the paper: 0.8/0.2 or 0.7/0.3).",
               choices=("0.8/0.2", "0.7/0.3")),
+        Param("label_k", "int", 0, "Entries per level the iou/recall label scores together: 0 (default) the retrieve "
+              "depth, so a level is labelled by what it returns at that depth; 1 is the paper's top-1.", min=0, max=50),
     )
 
 
@@ -197,7 +199,7 @@ class RetrieverChunker(Chunker):
 
     def shape(self) -> dict[str, Any]:
         """The parameters that shape the levels (not the routing): a router file records and checks them."""
-        routing = {"k_r", "router", "label", "soft"}
+        routing = {"k_r", "router", "label", "soft", "label_k"}
         return {"retriever": self.name, **{k: v for k, v in self.values.items() if k not in routing},
                 "tokenizer": self.tokenizer.name}
 

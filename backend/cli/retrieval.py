@@ -136,6 +136,8 @@ def add_commands(sub: Any) -> None:
     p_train.add_argument("--tokenizer", default="cl100k", choices=tokenizers_names)
     p_train.add_argument("--embedder", default="default", metavar="default|PATH", help="embedding model")
     p_train.add_argument("--epochs", type=positive_int, default=200, help="training epochs (default 200)")
+    p_train.add_argument("--retrieve", type=positive_int, default=5,
+                         help="the depth the router will be used at (default 5): label_k=0 labels each level's top N")
     p_train.add_argument("--seed", type=int, default=0)
     p_train.add_argument("--no-cache", action="store_true", help="neither read nor write cached embeddings")
     p_train.add_argument("--out", required=True, type=Path, metavar="FILE", help="the router file to write")
@@ -387,7 +389,7 @@ def _router_train(args: argparse.Namespace) -> None:
     with _progress("labelling") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
-        data = training_data(questions, config, store, embedder, cache=_cache(args),
+        data = training_data(questions, config, store, embedder, retrieve=args.retrieve, cache=_cache(args),
                              progress=ProgressTracker(report=line.report))
         line.status("training…")
         router, report = rt.train_router(

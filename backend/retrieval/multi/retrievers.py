@@ -273,6 +273,11 @@ def _answers(questions: QuestionSet) -> list[str]:
     return ["\n".join(r.content for r in q.references) for q in questions.questions]
 
 
+def label_depth(chunker: Any, retrieve: int) -> int:
+    """Entries per level a soft label scores: ``label_k``, or with ``label_k=0`` the retrieve depth (1 for -1)."""
+    return int(chunker.values["label_k"]) or (retrieve if retrieve > 0 else 1)
+
+
 def _soft_labelled(
     chunker: Any,
     candidates: Sequence[Candidates],
@@ -280,15 +285,16 @@ def _soft_labelled(
     questions: QuestionSet,
     embedder: TextEmbedder,
     cache: OutputCache | None,
+    top: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each question's per-level top-1 similarity to its answer (``label=``) and the soft labels made of it."""
+    """Each question's per-level similarity to its answer (``label=``, the ``top`` best entries) and its soft labels."""
     qs = questions.questions
     label = chunker.values["label"]
     extra: dict[str, Any] = {}
     if label == "embedding":
         vecs, answers = _embedding_inputs(candidates, indexes, _answers(questions), embedder, cache)
         extra = {"entry_vectors": vecs, "answer_vectors": answers}
-    sims = level_similarities(candidates, [q.corpus_id for q in qs], [q.spans for q in qs], label, **extra)
+    sims = level_similarities(candidates, [q.corpus_id for q in qs], [q.spans for q in qs], label, top=top, **extra)
     return sims, _labels(chunker, sims)
 
 
@@ -358,12 +364,14 @@ def run_retriever(
     indexes, index_seconds, texts, reused = _build_all(questions, config, store, embedder, cache, progress)
     qs = questions.questions
     t0 = time.perf_counter()
-    depth = max(chunker.values.get("k_r", 1), retrieve if retrieve > 0 else MAX_AUTO_RETRIEVE)
+    depth = max(chunker.values.get("k_r", 1), chunker.values.get("label_k", 1),
+                retrieve if retrieve > 0 else MAX_AUTO_RETRIEVE)  # label_k=0 follows retrieve
     corpus_of = None if cross_corpus else [q.corpus_id for q in qs]
     candidates = gather_candidates(indexes, store, q_vectors, depth, corpus_of)
     routing = None
     if chunker.routed:
-        sims, labels = _soft_labelled(chunker, candidates, indexes, questions, embedder, cache)
+        sims, labels = _soft_labelled(chunker, candidates, indexes, questions, embedder, cache,
+                                      label_depth(chunker, retrieve))
         t_route = time.perf_counter()
         weights, training = router_weights(
             chunker, q_vectors, labels, embedder_fingerprint=embedder.info.fingerprint, embedder_name=embedder.info.name
@@ -418,10 +426,14 @@ def training_data(
     store: ChunkStore,
     embedder: TextEmbedder,
     *,
+    retrieve: int = 5,
     cache: OutputCache | None = None,
     progress: Progress | None = None,
 ) -> TrainingData:
     """The soft-labelled questions of a set for the router of ``config`` (``mog`` or ``mogg``).
+
+    ``retrieve`` is the depth the router will be used at: with ``label_k=0`` the labels score
+    each level's top ``retrieve`` entries.
 
     Raises:
         ParameterError: a retriever without a router (FreeChunker).
@@ -435,8 +447,9 @@ def training_data(
     q_vectors, _ = embed_texts(embedder, [q.question for q in questions.questions], cache=cache)
     indexes, _, _, _ = _build_all(questions, config, store, embedder, cache, progress)
     qs = questions.questions
-    candidates = gather_candidates(indexes, store, q_vectors, chunker.values["k_r"])
-    sims, labels = _soft_labelled(chunker, candidates, indexes, questions, embedder, cache)
+    top = label_depth(chunker, retrieve)
+    candidates = gather_candidates(indexes, store, q_vectors, max(chunker.values["k_r"], top))
+    sims, labels = _soft_labelled(chunker, candidates, indexes, questions, embedder, cache, top)
     dropped = int((labels.max(axis=1) <= 0).sum()) if labels.size else len(qs)
     return TrainingData(q_vectors, labels, sims, len(qs), dropped, tuple(chunker.level_names()))
 
@@ -498,12 +511,13 @@ def live_retrieve(
     index = build_index(doc, config, store, embedder, cache=cache, progress=progress)
     q_vec, _ = embed_texts(embedder, [query], cache=cache)
     cid = doc.id
-    depth = max(chunker.values.get("k_r", 1), k)
+    depth = max(chunker.values.get("k_r", 1), chunker.values.get("label_k", 1), k)  # label_k=0 follows k
     cand = gather_candidates({cid: index}, store, q_vec, depth)[0]
     sims = None
     if marks:
-        sims = level_similarities([cand], [cid], [list(marks)], "iou" if not chunker.routed else
-                                  ("recall" if chunker.values["label"] == "recall" else "iou"))[0]
+        routed = chunker.routed
+        sims = level_similarities([cand], [cid], [list(marks)], "recall" if routed and chunker.values["label"] == "recall"
+                                  else "iou", top=label_depth(chunker, k) if routed else 1)[0]
     note = ""
     if not chunker.routed:
         selection = freechunker_select({cid: index}, [level[:k] for level in cand], k)
@@ -519,7 +533,7 @@ def live_retrieve(
             note = ("no level's top entry meets the marked answer: uniform weights" if sims is not None
                     else "oracle needs a marked answer: uniform weights")
     elif spec.kind == "cv":
-        weights, note = _live_cv(chunker, train_on, config, store, embedder, cache, q_vec, levels)
+        weights, note = _live_cv(chunker, train_on, config, store, embedder, cache, q_vec, levels, k)
     else:
         weights = router_weights(chunker, q_vec, np.zeros((1, levels)), embedder_fingerprint=fp,
                                  embedder_name=embedder.info.name)[0][0]
@@ -536,13 +550,14 @@ def _live_cv(
     cache: OutputCache | None,
     q_vec: np.ndarray,
     levels: int,
+    k: int,
 ) -> tuple[np.ndarray, str]:
     """``router=cv`` on a live query: a router trained on the session's question set, else uniform."""
     from backend.retrieval.multi import router as rt
 
     if train_on is None or len(train_on) == 0:
         return np.ones(levels), "no question set to train a router on: uniform weights"
-    data = training_data(train_on, config, store, embedder, cache=cache)
+    data = training_data(train_on, config, store, embedder, retrieve=k, cache=cache)
     if data.questions - data.dropped < 2:
         return np.ones(levels), "fewer than 2 usable questions to train a router on: uniform weights"
     router, _ = rt.train_router(data.vectors, data.labels, **_router_meta(chunker, embedder.info.name,

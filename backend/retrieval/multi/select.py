@@ -160,6 +160,7 @@ def level_similarities(
     *,
     entry_vectors: Sequence[Sequence[np.ndarray | None]] | None = None,
     answer_vectors: np.ndarray | None = None,
+    top: int = 1,
 ) -> np.ndarray:
     """How well each level's top-1 entry matches each question's answer: MoG's ``sim_best``.
 
@@ -172,6 +173,8 @@ def level_similarities(
             ``embedding`` (cosine of its vector with the answer's).
         entry_vectors: For ``embedding``: per question and level, the top-1 entry's vector.
         answer_vectors: For ``embedding``: per question, the answer's vector.
+        top: ``iou`` and ``recall`` score the union of the level's ``top`` best entries (1:
+            the paper's top-1); ``embedding`` always compares the top-1 entry.
 
     Returns:
         A ``(questions, levels)`` array; 0 where a level returned nothing.
@@ -186,14 +189,15 @@ def level_similarities(
         for g, hits in enumerate(per_level):
             if not hits:
                 continue
-            cid, top = hits[0]
             if label == "embedding":
                 vec = entry_vectors[i][g] if entry_vectors is not None else None
                 if vec is not None and answer_vectors is not None:
                     out[i, g] = max(0.0, float(np.dot(vec, answer_vectors[i])))
                 continue
-            if cid != corpus_ids[i]:
+            ranges = [r for c, h in hits[:top] if c == corpus_ids[i] for r in h.ranges]
+            other = sum(e - b for c, h in hits[:top] if c != corpus_ids[i] for b, e in h.ranges)
+            if not ranges:
                 continue
-            s = span_scores(list(top.ranges), list(excerpts[i]))
+            s = span_scores(ranges, list(excerpts[i]), other_chars=other)
             out[i, g] = s.iou if label == "iou" else s.recall
     return out
