@@ -5,7 +5,7 @@ A chunker with a curve (``Chunker.curve``) returns a :class:`Curve`: one point p
 threshold it compared with — a horizontal line (semantic), a per-point series (margin
 sampling's adaptive threshold) or a drop θ on local minima (perplexity chunking) — and the
 points where a chunk actually ends. The app draws every curve with one component
-(``components.figures.curves.curve_chart``); the CLI prints :meth:`Curve.to_json`.
+(``backend.figures.curves.curve_chart``); the CLI prints :meth:`Curve.to_json`.
 
 The boundaries are read off the chunker's own chunks (:func:`chunk_end_points`), so the
 curve shows exactly where the chunker cut, size caps and combination included.

@@ -2,7 +2,7 @@
 
 Any registered chunker that overrides ``Chunker.curve`` (spec ``"has_curve": true``) gets a
 curve on the Compare page with no page code: :func:`curves_section` finds them in the
-registry and :func:`components.figures.curves.curve_chart` draws any
+registry and :func:`backend.figures.curves.curve_chart` draws any
 :class:`~backend.curves.Curve`. A model-backed chunker's curve is read from the output cache
 only (the same cache-only context as its chunking): a miss says "waiting for the model run"
 and never calls a model.
@@ -21,7 +21,7 @@ from backend.curves import Curve
 from backend.errors import ChunkLabError, NotCached, one_line
 from backend.text.document import Document
 from components.cached import specs
-from components.figures.curves import curve_chart
+from backend.figures.curves import curve_chart
 from components.keys import PageKeys
 from components.lm_runs import SessionLM, cache_only_context
 from components.views import config_title, grid

@@ -34,7 +34,7 @@ import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
 from backend.models.types import ModelInfo, Scorer
-from components.figures.models import sentence_nll_chart
+from backend.figures.models import sentence_nll_chart
 from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, MODELS, REMOTE_SCORER
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@
   ``t_graph`` slider, FreeChunker's runs.
 
 The numbers come from the backend (:mod:`backend.retrieval.multi`, :func:`backend.retrieval.live.level_top1`);
-the figures from :mod:`components.figures.multi`. Document text is escaped
+the figures from :mod:`backend.figures.multi`. Document text is escaped
 (:func:`components.render.esc`) before it reaches markup.
 """
 
@@ -23,7 +23,7 @@ import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
 from backend.retrieval.live import level_top1
-from components.figures.multi import degree_histogram, graph_figure, ladder_figure, ladder_parts, weights_figure
+from backend.figures.multi import degree_histogram, graph_figure, ladder_figure, ladder_parts, weights_figure
 from components.keys import PageKeys
 from components.retrieval import Layer
 from components.render import esc, tag_badge_html

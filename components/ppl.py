@@ -4,7 +4,7 @@ Everything the page computes goes through the backend — the chunks through the
 chunkers' ``chunk_from_means`` / ``chunk_from_steps`` (the code path of ``python -m backend chunk``),
 the candidates, boundaries and θ curve through :mod:`backend.chunkers.meta.algorithms`, the
 per-sentence CSV through :mod:`backend.chunkers.meta.results` — and its figures are in
-:mod:`components.figures.ppl`. What is left here is Streamlit.
+:mod:`backend.figures.ppl`. What is left here is Streamlit.
 """
 
 from __future__ import annotations

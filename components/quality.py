@@ -3,7 +3,7 @@
 The numbers are :func:`backend.metrics.report.table_rows`, the computation behind the CLI's
 ``metrics`` too; this module only lays them out: one row per configuration, each metric
 column's best value highlighted (which way is best comes from
-:data:`~backend.metrics.report.METRIC_TABLE`). The figures are in :mod:`components.figures.quality`.
+:data:`~backend.metrics.report.METRIC_TABLE`). The figures are in :mod:`backend.figures.quality`.
 """
 
 from __future__ import annotations

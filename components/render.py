@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from backend.chunking import Chunk
+from backend.figures.charts import CHUNK_EDGES  # one pair of chunk colours: figures and HTML
 
 __all__ = [
     "CHUNK_COLORS",
@@ -30,7 +31,6 @@ __all__ = [
 
 # Two alternating fills tell neighbouring chunks apart; the overlap fill must differ from both.
 CHUNK_COLORS = ("#dbeafe", "#fde7c2")
-CHUNK_EDGES = ("#3b82f6", "#f59e0b")
 OVERLAP_COLOR = "#e9d5ff"
 OVERLAP_EDGE = "#9333ea"
 SELECTED_COLOR = "#fecdd3"  # the chunk open in the inspector (red family, like its badge and strip outline)

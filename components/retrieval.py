@@ -6,7 +6,7 @@ The HTML and table builders are pure functions of backend results (hits, scores,
 ``pandas.DataFrame``, so the Retrieval and Benchmark pages stay thin and the views are tested
 without a browser. The rules behind them live in the backend (marking and scoring the live
 query: :mod:`backend.retrieval.live`; question sets: :mod:`backend.retrieval.questions`; the
-job bodies: :mod:`backend.retrieval.jobs`); the figures in :mod:`components.figures.retrieval`.
+job bodies: :mod:`backend.retrieval.jobs`); the figures in :mod:`backend.figures.retrieval`.
 :func:`question_set_upload` is the one widget here: the Chroma-format upload both pages offer.
 
 Document text is untrusted: every piece of it goes through :func:`components.render.esc`
@@ -27,7 +27,7 @@ from backend.errors import ChunkLabError, one_line
 from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark, ConfigResult, MetricSummary, QuestionResult
 from backend.retrieval.metrics import RetrievalScores, union_ranges
 from backend.retrieval.questions import QuestionSet, question_set_from_files
-from components.figures.charts import CONFIG_COLORS
+from backend.figures.charts import CONFIG_COLORS
 from components.keys import PageKeys
 from components.quality import column_width
 from components.render import esc

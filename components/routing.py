@@ -1,7 +1,7 @@
 """The Benchmark page's routing section: how a routed retriever (MoG, MoGG) weighed its levels, question by question.
 
 :func:`routing_panel` draws one routed configuration's figures
-(:mod:`components.figures.routing`) with the captions that say what they count;
+(:mod:`backend.figures.routing`) with the captions that say what they count;
 :func:`oracle_note` and :func:`training_note` are those captions, pure functions so they are
 tested without a page run.
 """
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import streamlit as st
 
-from components.figures.export import figure_html
-from components.figures.routing import level_choice_bars, oracle_confusion_heatmap, training_curve
+from backend.figures.export import figure_html
+from backend.figures.routing import level_choice_bars, oracle_confusion_heatmap, training_curve
 from components.keys import PageKeys
 from components.retrieval import md_text
 

@@ -21,8 +21,8 @@ from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EX
 from backend.retrieval.jobs import benchmark_job, generation_job
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
 from components.cached import sample_question_sets, sample_questions, specs
-from components.figures.export import figure_html
-from components.figures.retrieval import (
+from backend.figures.export import figure_html
+from backend.figures.retrieval import (
     agreement_heatmaps,
     coverage_strip,
     metric_bars,

@@ -9,7 +9,7 @@ from backend.errors import ChunkLabError, one_line
 from components.cached import chunk_document, specs, stats_rows
 from components.config_form import add_config_form
 from components.curves import curves_section
-from components.figures.charts import CONFIG_COLORS, boundary_strip, size_histogram
+from backend.figures.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from components.keys import COMPARE
 from components.layout import ensure_routed
 from components.lm_runs import model_chunking, pending_runs_panel, session_lm, waiting_note

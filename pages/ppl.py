@@ -24,7 +24,7 @@ from backend.chunkers.meta.results import MarginResult, PPLScores, values_csv
 from backend.errors import ChunkLabError, NotCached, one_line
 from backend.tokenizers import TOKENIZER_NAMES, SpanCounter, get_tokenizer
 from components.config_form import TOKENIZER_HELP
-from components.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
+from backend.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
 from components.keys import PPL
 from components.layout import ensure_routed
 from components.lm_runs import (

@@ -27,9 +27,9 @@ from backend.metrics.report import QualityData, QualitySettings, model_needs, ta
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings, table_key, vectors_key
 from backend.models.cache import default_cache
 from components.cached import chunk_document
-from components.figures.charts import CONFIG_COLORS
-from components.figures.export import figure_html, png_export_available
-from components.figures.quality import bc_figure, cs_k_figure, stickiness_figure
+from backend.figures.charts import CONFIG_COLORS
+from backend.figures.export import figure_html, png_export_available
+from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from components.keys import EMB_INFO, QUALITY
 from components.layout import ensure_routed
 from components.lm_runs import (

@@ -28,6 +28,7 @@ BACKEND_LAYERS = (
     ("chunkers",),  # Document → Chunking (registry, model context, the one loop over configurations)
     ("metrics",),  # Chunking → statistics and quality metrics
     ("retrieval",),  # Chunking → Chroma store, questions, benchmark
+    ("figures",),  # Plotly figures of everything above (no Streamlit): pages and the one-file report draw them
     ("cli", "__main__"),  # python -m backend
 )
 

@@ -9,7 +9,7 @@ import pytest
 import components.keys as keys
 from backend.chunking import Chunk, ChunkerConfig, Chunking
 from components.config_form import default_chunker
-from components.figures.charts import boundary_strip, size_histogram, strip_lanes
+from backend.figures.charts import boundary_strip, size_histogram, strip_lanes
 from components.render import CHUNK_EDGES, ChunkIndex, chunk_detail_html, esc, legend_html, window_html
 from components.state import tag_for
 

@@ -112,7 +112,7 @@ def test_curve_chart_draws_every_kind_of_threshold_and_escapes() -> None:
     import numpy as np
 
     from backend.curves import Curve
-    from components.figures.curves import curve_chart
+    from backend.figures.curves import curve_chart
 
     text = "a <b>x</b>. b & c. d. e."
     units = ((0, 11), (12, 18), (19, 21), (22, 24))

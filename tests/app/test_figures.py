@@ -1,4 +1,4 @@
-"""components/figures: the shared trace helpers and the Meta-Chunking page's figures (data in, figure out, no Streamlit)."""
+"""backend/figures: the shared trace helpers and the Meta-Chunking page's figures (data in, figure out, no Streamlit)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 from backend.chunkers.meta.algorithms import MarginStep, boundaries_at, boundary_candidates, theta_curve
 from backend.chunkers.meta.results import PPLScores
 from backend.text.document import Document
-from components.figures.charts import PREVIEW_CHARS, preview
-from components.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
-from components.figures.traces import BOUNDARY_LINES_MAX, RUG_FRACTION, boundary_segments, finite, segments
+from backend.figures.charts import PREVIEW_CHARS, preview
+from backend.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
+from backend.figures.traces import BOUNDARY_LINES_MAX, RUG_FRACTION, boundary_segments, finite, segments
 from tests.support.fake_scores import fake_token_scores
 
 DOC = Document.from_text("A <b>cat</b> sat. It was warm. Dogs & cats bark. Rain fell. We left. Night came. All slept.")
@@ -87,7 +87,7 @@ def test_values_chart_draws_230_boundaries_as_ticks() -> None:
 
 def test_curve_chart_draws_230_boundaries_as_ticks_and_60_as_lines() -> None:
     from backend.curves import Curve
-    from components.figures.curves import curve_chart
+    from backend.figures.curves import curve_chart
 
     units = tuple((2 * i, 2 * i + 1) for i in range(461))
     values = np.array([3.0 if i % 2 == 0 else 1.0 for i in range(461)])

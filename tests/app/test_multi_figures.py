@@ -1,4 +1,4 @@
-"""The retriever figures (components/figures/multi.py) and views (components/multi.py) on hand-built inputs."""
+"""The retriever figures (backend/figures/multi.py) and views (components/multi.py) on hand-built inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from backend.retrieval.multi.graph import Graph
 from backend.retrieval.multi.select import Pick
-from components.figures.multi import (
+from backend.figures.multi import (
     PICK_COLOR,
     Outline,
     Rung,
@@ -17,7 +17,7 @@ from components.figures.multi import (
     ladder_figure,
     weights_figure,
 )
-from components.figures.quality import arc_diagram
+from backend.figures.quality import arc_diagram
 from components.multi import picks_html, runs_html
 
 

@@ -1,5 +1,5 @@
 """The Quality page's components: the table's layout (components/quality.py), the figures
-(components/figures/quality.py) and the match-lengths helpers (components/match.py).
+(backend/figures/quality.py) and the match-lengths helpers (components/match.py).
 
 The numbers come from the backend (tests/backend/metrics/); here the scores are seeded random
 tables or come from a small deterministic scorer (tests/support/quality.py) behind a call
@@ -20,8 +20,8 @@ from backend.metrics.report import QualityData, QualitySettings, table_rows
 from backend.metrics.scores import score_chunkings
 from backend.models.cache import OutputCache
 from backend.text.document import Document
-from components.figures.export import figure_html
-from components.figures.quality import bc_figure, cs_k_figure, stickiness_figure
+from backend.figures.export import figure_html
+from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from components.match import MatchOutcome, match_rows, run_matches
 from components.quality import best_cells, column_config, quality_frame, styled_table
 from tests.support.quality import TEXTS, Counting, LengthScorer, chunking_of, quality_data

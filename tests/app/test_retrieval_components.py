@@ -1,6 +1,6 @@
 """The retrieval lab's views and figures on hand-built inputs: the document view, tables, heat maps, strips.
 
-``components/retrieval.py`` (HTML and tables) and ``components/figures/retrieval.py`` (Plotly);
+``components/retrieval.py`` (HTML and tables) and ``backend/figures/retrieval.py`` (Plotly);
 the rules they draw (marking, scoring, question sets, coverage) are tested in
 ``tests/backend/retrieval``.
 """
@@ -25,7 +25,7 @@ from backend.retrieval.evaluate import (
 from backend.retrieval.live import live_scores
 from backend.retrieval.questions import Question, QuestionSet, Reference
 from backend.retrieval.store import Hit
-from components.figures.retrieval import (
+from backend.figures.retrieval import (
     agreement_heatmaps,
     coverage_strip,
     metric_bars,

@@ -8,7 +8,7 @@ import pytest
 from backend.errors import ParameterError
 from backend.retrieval.multi.retrievers import Routing
 from backend.retrieval.multi.router import TrainReport
-from components.figures.routing import level_choice_bars, oracle_confusion_heatmap, training_curve
+from backend.figures.routing import level_choice_bars, oracle_confusion_heatmap, training_curve
 from components.routing import oracle_note, training_note
 
 NAMES = ("L1", "L2", "L3")

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from backend.errors import ParameterError
-from components.figures.charts import CONFIG_COLORS
+from backend.figures.charts import CONFIG_COLORS
 
 if TYPE_CHECKING:
     from backend.retrieval.multi.retrievers import Routing

@@ -3,8 +3,8 @@
 Each takes what the backend computed (:mod:`backend.chunkers.meta.algorithms`'s candidates,
 :class:`~backend.chunkers.meta.algorithms.Boundaries` and
 :class:`~backend.chunkers.meta.algorithms.ThetaCurve`; margin sampling's steps) and draws it: no
-rule is decided here. Every series is one trace (see :mod:`components.figures.traces`).
-Sentence text reaches a hover label only through :func:`components.figures.charts.preview` (escaped, shortened).
+rule is decided here. Every series is one trace (see :mod:`backend.figures.traces`).
+Sentence text reaches a hover label only through :func:`backend.figures.charts.preview` (escaped, shortened).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import plotly.graph_objects as go
 from backend.chunkers.meta.algorithms import Boundaries, Candidate, MarginStep, ThetaCurve
 from backend.chunkers.meta.results import PPLScores
 from backend.text.document import Document
-from components.figures.charts import preview
-from components.figures.traces import BOUNDARY_LINES_MAX, boundary_segments, finite, segments
+from backend.figures.charts import preview
+from backend.figures.traces import BOUNDARY_LINES_MAX, boundary_segments, finite, segments
 
 __all__ = ["values_chart", "drops_histogram", "chunk_curve", "margin_chart"]
 
@@ -45,7 +45,7 @@ def values_chart(
       paper rule when *both* neighbours pass it;
     - minima that are boundaries: red triangles, with a dotted red line after them (the
       sentence at a minimum is the last of its chunk; beyond
-      :data:`~components.figures.traces.BOUNDARY_LINES_MAX` boundaries, a short tick at the
+      :data:`~backend.figures.traces.BOUNDARY_LINES_MAX` boundaries, a short tick at the
       foot of the axis instead); the others: hollow grey circles.
 
     Args:

@@ -14,9 +14,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from backend.chunking import Chunking
-from components.render import CHUNK_EDGES
 
 __all__ = [
+    "CHUNK_EDGES",
     "CONFIG_COLORS",
     "boundary_strip",
     "strip_lanes",
@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 # One colour per configuration (tag badges, histogram); chunks inside a row alternate CHUNK_EDGES.
+CHUNK_EDGES = ("#3b82f6", "#f59e0b")  # alternating chunk colours (the strip here, badges in components.render)
 CONFIG_COLORS = ("#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")
 PREVIEW_CHARS = 80
 CLIP_PERCENTILE = 99  # the size histogram's x axis ends at this percentile of the sizes…

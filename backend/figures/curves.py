@@ -3,7 +3,7 @@
 One builder for every kind of threshold a chunker compares with — a horizontal line
 (semantic), a per-point series (margin sampling) or θ bars on local minima (perplexity
 chunking) — so a new chunker with a curve needs no figure code. Unit text reaches a hover
-label only through :func:`components.figures.charts.preview` (escaped, shortened).
+label only through :func:`backend.figures.charts.preview` (escaped, shortened).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import math
 import plotly.graph_objects as go
 
 from backend.curves import Curve
-from components.figures.charts import preview
-from components.figures.traces import BOUNDARY_LINES_MAX, boundary_segments, finite, segments
+from backend.figures.charts import preview
+from backend.figures.traces import BOUNDARY_LINES_MAX, boundary_segments, finite, segments
 
 __all__ = ["curve_chart"]
 
@@ -34,7 +34,7 @@ def curve_chart(curve: Curve, doc_text: str, color: str, title: str, revision: s
     - ``drop_threshold`` θ: a bar from each candidate minimum up by θ, with a tick on top (a
       minimum ends a chunk when its neighbours rise past the tick, by the chunker's rule);
     - ``boundaries``: dotted vertical lines through the points that end a chunk (beyond
-      :data:`~components.figures.traces.BOUNDARY_LINES_MAX`, short ticks at the foot of the axis).
+      :data:`~backend.figures.traces.BOUNDARY_LINES_MAX`, short ticks at the foot of the axis).
 
     Args:
         curve: The chunker's curve.

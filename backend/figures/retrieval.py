@@ -2,7 +2,7 @@
 
 Each builder takes backend results (a :class:`~backend.retrieval.evaluate.Benchmark`, score
 matrices, chunkings) and returns a ``plotly.graph_objects.Figure``; pages hand them to
-``st.plotly_chart`` and offer :func:`components.figures.export.figure_html` as a download. Question text is untrusted:
+``st.plotly_chart`` and offer :func:`backend.figures.export.figure_html` as a download. Question text is untrusted:
 it reaches Plotly's HTML-like hover labels only through :func:`_hover`.
 """
 

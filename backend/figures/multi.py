@@ -3,8 +3,8 @@
 Pure builders (no Streamlit): data in, ``go.Figure`` out. :func:`ladder_parts` turns a
 :class:`~backend.retrieval.multi.retrievers.LiveRetrieval` into the ladder's rows and outlines,
 so :func:`ladder_figure` can be tested on hand-built inputs. MoGG's graph is drawn with the
-Quality page's arc diagram (:func:`components.figures.quality.arc_diagram`). Document text
-reaches hover labels only escaped (:func:`components.figures.quality.head_preview`).
+Quality page's arc diagram (:func:`backend.figures.quality.arc_diagram`). Document text
+reaches hover labels only escaped (:func:`backend.figures.quality.head_preview`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from components.figures.quality import arc_diagram, head_preview
+from backend.figures.quality import arc_diagram, head_preview
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
