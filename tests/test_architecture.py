@@ -29,6 +29,7 @@ BACKEND_LAYERS = (
     ("metrics",),  # Chunking → statistics and quality metrics
     ("retrieval",),  # Chunking → Chroma store, questions, benchmark
     ("figures",),  # Plotly figures of everything above (no Streamlit): pages and the one-file report draw them
+    ("report",),  # the Summary's rows and verdict, the one-file HTML report, saved sessions
     ("cli", "__main__"),  # python -m backend
 )
 
