@@ -8,6 +8,7 @@ import streamlit as st
 
 from components.keys import ROUTED
 from components.layout import page_config, page_list, shared_setup, sidebar_document
+from components.session import sync_query_params
 
 page_config()
 shared_setup()
@@ -19,3 +20,4 @@ try:
     page.run()
 finally:
     st.session_state[ROUTED] = False
+    sync_query_params()  # a configuration the page just added is in the link at once

@@ -19,6 +19,7 @@ __all__ = [
     "BENCHMARK",
     "MODELS",
     "DOCUMENT",
+    "SESSION",
     "DOC",
     "DOC_VERSION",
     "CONFIGS",
@@ -80,6 +81,7 @@ PPL = PageKeys("ppl")
 BENCHMARK = PageKeys("bm")
 MODELS = PageKeys("models")
 DOCUMENT = PageKeys("docpage")
+SESSION = PageKeys("ses")  # the sidebar's Save / Open session panel (components.session)
 
 # Shared by every page, without a prefix: the current document and the configurations
 # (components.state), the router's pass (app.py, components.layout).

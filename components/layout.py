@@ -17,6 +17,7 @@ import streamlit as st
 from components.documents import load_default_sample
 from components.keys import LEGACY_RERUN, ROUTED
 from components.models import sidebar_models
+from components.session import open_from_query, sidebar_session, sync_query_params
 from components.state import current_document, init_session_state
 
 __all__ = ["PURPOSE", "page_config", "shared_setup", "page_list", "landing_intro", "sidebar_document", "ensure_routed"]
@@ -40,6 +41,7 @@ def page_config() -> None:
 def shared_setup() -> None:
     """Session keys every page relies on, and the default sample on a session's first run."""
     init_session_state()
+    open_from_query()  # ?session=, ?sample=, ?configs= on a session's first run: before the default sample
     with st.spinner("Opening the sample document…"):
         load_default_sample()
 
@@ -79,6 +81,8 @@ def sidebar_document() -> None:
             st.text(doc.source)  # a file name is user input: plain text, never Markdown
             st.caption(f"{doc.kind.upper()} · {len(doc.text):,} characters · {len(doc.pages):,} page(s)")
         sidebar_models()
+        sidebar_session()
+    sync_query_params()
 
 
 def ensure_routed() -> None:

@@ -6,12 +6,13 @@ every key more than one module uses, in :mod:`components.keys`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import streamlit as st
 
 from backend.chunkers import make_chunker
 from backend.chunking import ChunkerConfig
+from backend.report.session import tag_for
 from backend.text.document import Document
 from components.keys import CONFIGS, DOC, DOC_VERSION, NEXT_UID
 
@@ -27,6 +28,7 @@ __all__ = [
     "last_removed",
     "undo_remove",
     "tag_for",
+    "replace_configurations",
 ]
 
 # Removed configurations, most recent last, as (position, entry): what Undo restores. Only this module
@@ -77,16 +79,6 @@ def configurations() -> list[dict[str, Any]]:
     return st.session_state.setdefault(CONFIGS, [])
 
 
-def tag_for(n: int) -> str:
-    """The ``n``-th configuration letter (from 0): A, B, …, Z, AA, AB, …"""
-    out = ""
-    while True:
-        out = chr(ord("A") + n % 26) + out
-        n = n // 26 - 1
-        if n < 0:
-            return out
-
-
 def _first_free_tag(entries: list[dict[str, Any]]) -> str:
     """The first letter no configuration holds (A, B, C… reused after removals)."""
     used = {e["tag"] for e in entries}
@@ -135,3 +127,13 @@ def undo_remove() -> None:
     entries = configurations()
     st.session_state[CONFIGS] = entries[:position] + [entry] + entries[position:]
 
+
+def replace_configurations(tagged: Sequence[tuple[str, ChunkerConfig]]) -> None:
+    """Make ``tagged`` (``(letter, config)`` in order) the configurations, each with a fresh uid; no undo past this."""
+    entries = []
+    for tag, config in tagged:
+        uid = st.session_state.get(NEXT_UID, 0)
+        st.session_state[NEXT_UID] = uid + 1
+        entries.append({"uid": uid, "tag": tag, "config": config})
+    st.session_state[CONFIGS] = entries
+    st.session_state.pop(_REMOVED, None)

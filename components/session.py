@@ -1,0 +1,401 @@
+"""Saved sessions in the app: the sidebar's Save / Open panel, ``?session=`` and the ``?configs=`` link.
+
+The file format, its validation and the URL form live in :mod:`backend.report.session`; this
+module only reads the session's state into a :class:`~backend.report.session.Session` and
+writes one back. Opening is all or nothing: the file, its configurations and its document are
+checked first, and a refused session (newer format, damaged file, hash mismatch) leaves the
+current one exactly as it was, with one line saying why.
+
+Settings are saved under plain names (``quality.K``, ``ppl.theta``…), each tied here to the
+widget key that holds it and checked on the way back in, so a hand-edited file can give a
+widget no value it would reject.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import streamlit as st
+
+from backend.chunkers.meta.algorithms import RULES, VALUES
+from backend.errors import ChunkLabError, one_line
+from backend.loaders import load_bytes
+from backend.metrics.quality import BC_MODES, CS_RULES
+from backend.report.session import (
+    DocRef,
+    Session,
+    configs_from_query,
+    configs_to_query,
+    load_session,
+    parse_session,
+    question_set_from_json,
+    question_set_to_json,
+    resolve_document,
+    save_session,
+    session_path,
+    session_to_json,
+)
+from backend.samples import list_question_sets
+from backend.text.document import Document
+from backend.tokenizers import TOKENIZER_NAMES
+from components.documents import current_sample, load_bundled_sample
+from components.keys import (
+    BENCHMARK,
+    CHAT_CHOICE,
+    COMPARE,
+    EMB_CHOICE,
+    EMB_INFO,
+    LM_CHOICE,
+    LM_INFO,
+    PPL,
+    QSET,
+    QUALITY,
+    RETRIEVAL,
+    SESSION,
+)
+from components.models import load_embedding_model, load_language_model
+from components.state import configurations, current_document, replace_configurations, set_document
+
+__all__ = ["capture_session", "open_session", "open_from_query", "sync_query_params", "sidebar_session"]
+
+_log = logging.getLogger(__name__)
+
+_MESSAGE = SESSION("message")  # ("error" | "info", one line) shown under the panel until the next open
+_PENDING = SESSION("pending")  # a parsed Session waiting for its document
+_GEN = SESSION("gen")  # bumped to empty the uploaders once a file is handled
+_URL_DONE = SESSION("url_done")  # ?session= / ?configs= are read on a session's first run only
+
+
+def _number(kind: type, low: float, high: float) -> Callable[[Any], bool]:
+    def ok(v: Any) -> bool:
+        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int):
+            return False
+        return low <= v <= high
+
+    return ok
+
+
+def _choice(options: Any) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, str) and v in tuple(options)
+
+
+def _bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _metrics(v: Any) -> bool:
+    return isinstance(v, list) and all(m in ("bc", "cs", "ds") for m in v) and len(set(v)) == len(v)
+
+
+# (section, name) → (widget key, check). Only what a page can be given back without a model run.
+_SETTINGS: dict[tuple[str, str], tuple[str, Callable[[Any], bool]]] = {
+    ("quality", "K"): ("qual_K", _number(float, 0.0, 1.5)),
+    ("quality", "cs_rule"): (QUALITY("cs_rule"), _choice(CS_RULES)),
+    ("quality", "bc_mode"): (QUALITY("bc_mode"), _choice(BC_MODES)),
+    ("quality", "delta"): (QUALITY("delta"), _number(int, 0, 1_000)),
+    ("quality", "window"): (QUALITY("window"), _number(int, 0, 10_000)),
+    ("quality", "metrics"): (QUALITY("metrics"), _metrics),
+    ("quality", "graph"): (QUALITY("graph"), _choice(("complete", "incomplete"))),
+    ("quality", "show_graphs"): (QUALITY("show_graphs"), _bool),
+    ("ppl", "theta"): (PPL("theta"), _number(float, -1e9, 1e9)),
+    ("ppl", "rule"): (PPL("rule"), _choice(RULES)),
+    ("ppl", "value"): (PPL("value"), _choice(VALUES)),
+    ("ppl", "tokenizer"): (PPL("tokenizer"), _choice(TOKENIZER_NAMES)),
+    ("ppl", "target_length"): (PPL("target"), _number(int, 0, 100_000)),
+    ("ppl", "overlap"): (PPL("overlap"), _bool),
+    ("ppl", "guide"): (PPL("guide"), _bool),
+    ("ppl", "margin_unit"): (PPL("margin_unit"), _choice(("chunk", "sentence"))),
+    ("compare", "show_strip"): (COMPARE("show_strip"), _bool),
+    ("compare", "show_curves"): (COMPARE("show_curves"), _bool),
+    ("compare", "hist_unit"): (COMPARE("hist_unit"), _choice(("tokens", "characters"))),
+    ("retrieval", "k"): (RETRIEVAL("k"), _number(int, 1, 50)),
+    # The question set's source (pages/benchmark.py's SOURCES) and, for a bundled one, its sample's name.
+    ("benchmark", "source"): (BENCHMARK("source"), _choice(("Session set", "Bundled sample set", "Import", "Generated"))),
+    ("benchmark", "sample"): (BENCHMARK("sample"), lambda v: v in {q.name for q in list_question_sets()}),
+    ("benchmark", "retrieve"): (BENCHMARK("retrieve"), _number(int, 1, 100)),
+    ("benchmark", "auto"): (BENCHMARK("auto"), _bool),
+    ("benchmark", "cross"): (BENCHMARK("cross"), _bool),
+}
+
+
+# --- state → Session ---------------------------------------------------------------------------------
+
+
+def _models() -> dict[str, Any]:
+    """The session's chosen models by spec or name (None: the default); never a key."""
+    models: dict[str, Any] = {}
+    lm = st.session_state.get(LM_CHOICE)
+    if lm is not None:
+        kind, spec = lm
+        info = st.session_state.get(LM_INFO)
+        models["lm"] = {"kind": kind, "spec": spec} if kind == "local" else {"kind": kind, "name": getattr(info, "name", None)}
+    else:
+        models["lm"] = None
+    models["embedder"] = {"spec": st.session_state.get(EMB_CHOICE)} if EMB_INFO in st.session_state else None
+    chat = st.session_state.get(CHAT_CHOICE)
+    if chat is None:
+        models["chat"] = None
+    elif chat[0] == "local":
+        models["chat"] = {"kind": "local"}
+    else:
+        base_url, model = chat[1]
+        models["chat"] = {"kind": "remote", "base_url": base_url, "model": model}
+    return models
+
+
+def _settings() -> dict[str, Any]:
+    """The thresholds, modes and view settings the session holds, and its question set."""
+    out: dict[str, Any] = {}
+    for (section, name), (key, ok) in _SETTINGS.items():
+        value = st.session_state.get(key)
+        if value is not None and ok(value):
+            out.setdefault(section, {})[name] = value
+    qset = st.session_state.get(QSET)
+    if qset is not None and len(qset):
+        out["questions"] = question_set_to_json(qset)
+    return out
+
+
+def capture_session() -> Session | None:
+    """The current session as a :class:`Session` (None without a document)."""
+    doc = current_document()
+    if doc is None:
+        return None
+    sample = current_sample()
+    tagged = [(e["tag"], e["config"]) for e in configurations()]
+    return Session.make(DocRef.of(doc, sample.name if sample else None), tagged, _models(), _settings())
+
+
+# --- Session → state -----------------------------------------------------------------------------------
+
+
+def _apply(session: Session, doc: Document) -> list[str]:
+    """Make ``session`` (already validated, with its document) the app's; returns notes on what was not restored."""
+    notes: list[str] = []
+    qset = None
+    questions = session.settings.get("questions")
+    if isinstance(questions, dict):
+        qset = question_set_from_json(questions)  # raises before anything changes
+        if qset is None:
+            notes.append(
+                f"the session's question set ({questions.get('count', '?')} questions, hash {questions.get('sha')}) "
+                "was too large to embed: import it on the Benchmark page"
+            )
+    current = current_document()
+    if current is None or current.id != doc.id or current.source != doc.source:
+        set_document(doc)
+    replace_configurations(session.configs)
+    for (section, name), (key, ok) in _SETTINGS.items():
+        group = session.settings.get(section)
+        if isinstance(group, dict) and name in group and ok(group[name]):
+            st.session_state[key] = group[name]
+    if qset is not None:
+        st.session_state[QSET] = qset
+    notes.extend(_apply_models(session.models))
+    return notes
+
+
+def _apply_models(models: Any) -> list[str]:
+    """Load the session's chosen models (the defaults need nothing); notes on those that could not be."""
+    notes: list[str] = []
+    lm, emb, chat = models.get("lm"), models.get("embedder"), models.get("chat")
+    if isinstance(lm, dict) and lm.get("kind") == "local":
+        spec = lm.get("spec") if isinstance(lm.get("spec"), str) else None
+        if st.session_state.get(LM_CHOICE) != ("local", spec):
+            error = load_language_model(spec)
+            if error:
+                notes.append(f"the session's language model was not loaded: {error}")
+    elif isinstance(lm, dict) and lm.get("kind") == "remote":
+        notes.append(f"the session used a remote language model ({lm.get('name')}): connect it on the Models page")
+    if isinstance(emb, dict):
+        spec = emb.get("spec") if isinstance(emb.get("spec"), str) else None
+        if EMB_INFO not in st.session_state or st.session_state.get(EMB_CHOICE) != spec:
+            error = load_embedding_model(spec)
+            if error:
+                notes.append(f"the session's embedder was not loaded: {error}")
+    if isinstance(chat, dict) and chat.get("kind") == "local":
+        st.session_state[CHAT_CHOICE] = ("local", None)
+    elif isinstance(chat, dict) and chat.get("kind") == "remote" and isinstance(chat.get("model"), str):
+        base_url = chat.get("base_url") if isinstance(chat.get("base_url"), str) else ""
+        st.session_state[CHAT_CHOICE] = ("remote", (base_url, chat["model"]))
+        notes.append("the session's chat model is an API: enter its key on the Models page if it needs one")
+    return notes
+
+
+def _finish(session: Session, doc: Document, source: str) -> None:
+    """Apply ``session`` and say so (or why not) in the panel's message."""
+    try:
+        notes = _apply(session, doc)
+    except ChunkLabError as e:
+        st.session_state[_MESSAGE] = ("error", one_line(str(e)))
+        return
+    st.session_state.pop(_PENDING, None)
+    text = f"Opened {source}: {len(session.configs)} configuration(s) on {doc.source}"
+    st.session_state[_MESSAGE] = ("info", one_line("; ".join([text, *notes])))
+
+
+def open_session(data: bytes | str, source: str, document: Document | None = None) -> bool:
+    """Open a session file's content; False (with the reason in the panel) when it is refused.
+
+    A session on a bundled sample opens at once; one on an uploaded file waits for that file
+    (:func:`sidebar_session` asks for it), unless ``document`` is given and matches.
+    """
+    try:
+        session = parse_session(data, source=source)
+    except ChunkLabError as e:
+        st.session_state[_MESSAGE] = ("error", one_line(str(e)))
+        return False
+    return _open(session, source, document)
+
+
+def _open(session: Session, source: str, document: Document | None) -> bool:
+    try:
+        if session.doc.sample is None and document is None:
+            st.session_state[_PENDING] = (session, source)
+            st.session_state[_MESSAGE] = (
+                "info", one_line(f"{source} needs its document: upload {session.doc.name} (hash {session.doc.sha})"),
+            )
+            return False
+        doc = resolve_document(session.doc, document)
+    except ChunkLabError as e:
+        st.session_state[_MESSAGE] = ("error", one_line(str(e)))
+        return False
+    _finish(session, doc, source)
+    return True
+
+
+def _on_open_upload(key: str) -> None:
+    upload = st.session_state.get(key)
+    st.session_state[_GEN] = st.session_state.get(_GEN, 0) + 1
+    if upload is not None:
+        st.session_state.pop(_PENDING, None)
+        open_session(upload.getvalue(), upload.name)
+
+
+def _on_document_upload(key: str) -> None:
+    upload = st.session_state.get(key)
+    st.session_state[_GEN] = st.session_state.get(_GEN, 0) + 1
+    pending = st.session_state.get(_PENDING)
+    if upload is None or pending is None:
+        return
+    session, source = pending
+    try:
+        doc = resolve_document(session.doc, load_bytes(upload.getvalue(), upload.name))
+    except ChunkLabError as e:
+        st.session_state[_MESSAGE] = ("error", one_line(str(e)))
+        return
+    except Exception as e:  # a loader bug must not take the page down
+        _log.exception("loading %r failed", upload.name)
+        st.session_state[_MESSAGE] = ("error", one_line(f"{upload.name}: could not be read ({type(e).__name__}: {e})"))
+        return
+    _finish(session, doc, source)
+
+
+def _on_cancel_pending() -> None:
+    st.session_state.pop(_PENDING, None)
+    st.session_state.pop(_MESSAGE, None)
+
+
+def _on_save_named() -> None:
+    session = capture_session()
+    name = (st.session_state.get(SESSION("name")) or "").strip()
+    if session is None:
+        return
+    try:
+        path = session_path(name)
+        save_session(session, path)
+    except ChunkLabError as e:
+        st.session_state[_MESSAGE] = ("error", one_line(str(e)))
+        return
+    except OSError as e:
+        st.session_state[_MESSAGE] = ("error", one_line(f"the session could not be saved: {e.strerror or e}"))
+        return
+    st.session_state[_MESSAGE] = ("info", f"Saved on the server: open it with ?session={path.stem}")
+
+
+# --- the URL ------------------------------------------------------------------------------------------------
+
+
+def open_from_query() -> None:
+    """On a session's first run: open ``?session=NAME``, then ``?sample=`` and ``?configs=`` (they win: a
+    link's configurations are the ones last shown). A bad value leaves the defaults, with one line."""
+    if st.session_state.get(_URL_DONE):
+        return
+    st.session_state[_URL_DONE] = True
+    params = st.query_params
+    name = params.get("session")
+    if name:
+        try:
+            session = load_session(session_path(name))
+        except ChunkLabError as e:
+            st.session_state[_MESSAGE] = ("error", one_line(str(e)))
+        else:
+            _open(session, f"session {name}", None)
+    sample = params.get("sample")
+    if sample:
+        error = load_bundled_sample(sample)
+        if error:
+            st.session_state[_MESSAGE] = ("error", error)
+    raw = params.get("configs")
+    if raw:
+        try:
+            replace_configurations(configs_from_query(raw))
+        except ChunkLabError as e:
+            st.session_state[_MESSAGE] = ("error", one_line(str(e)))
+
+
+def sync_query_params() -> None:
+    """Keep ``?configs=`` (and ``?sample=`` while the document is a bundled sample) equal to the session's."""
+    if not st.session_state.get(_URL_DONE):
+        return  # the link has not been read yet: do not overwrite it
+    value = configs_to_query([(e["tag"], e["config"]) for e in configurations()])
+    if value and st.query_params.get("configs") != value:
+        st.query_params["configs"] = value
+    elif not value and "configs" in st.query_params:
+        del st.query_params["configs"]
+    sample = current_sample() if current_document() is not None else None
+    if sample is not None and st.query_params.get("sample") != sample.name:
+        st.query_params["sample"] = sample.name
+    elif sample is None and "sample" in st.query_params:
+        del st.query_params["sample"]
+
+
+# --- the sidebar panel ------------------------------------------------------------------------------------------
+
+
+def sidebar_session() -> None:
+    """Save session (a download, or a file on the server for ``?session=``) and Open session (an upload)."""
+    gen = st.session_state.get(_GEN, 0)
+    with st.expander("Session", icon=":material/bookmark:"):
+        session = capture_session()
+        if session is not None:
+            stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in session.doc.name.rsplit(".", 1)[0])
+            st.download_button(
+                "Save session", session_to_json(session), file_name=f"{stem}.chunklab-session.json",
+                mime="application/json", key=SESSION("download"), icon=":material/download:", on_click="ignore",
+                help="A small JSON file: the document's name and hash, the configurations with their letters, "
+                "the models, thresholds and view settings. Never an API key.",
+            )
+            left, right = st.columns([3, 2], vertical_alignment="bottom")
+            left.text_input("Name on the server", key=SESSION("name"), placeholder="my-comparison")
+            right.button(
+                "Save", key=SESSION("save"), on_click=_on_save_named, disabled=not st.session_state.get(SESSION("name")),
+                help="Save under the data directory's sessions/ folder, to open with ?session=NAME",
+            )
+        key = SESSION(f"open_{gen}")
+        st.file_uploader(
+            "Open session", type=["json"], key=key, on_change=_on_open_upload, args=(key,),
+            help="A file saved by Save session. The current session is kept if it cannot be opened.",
+        )
+        pending = st.session_state.get(_PENDING)
+        if pending is not None:
+            doc_key = SESSION(f"doc_{gen}")
+            st.file_uploader(
+                f"The session's document: {pending[0].doc.name}", key=doc_key, on_change=_on_document_upload,
+                args=(doc_key,), help="Checked against the hash the session saved before anything changes.",
+            )
+            st.button("Cancel", key=SESSION("cancel"), on_click=_on_cancel_pending, type="tertiary")
+    message = st.session_state.get(_MESSAGE)
+    if message is not None:
+        (st.error if message[0] == "error" else st.caption)(message[1])
