@@ -51,6 +51,7 @@ from components.keys import (
     PPL,
     QSET,
     QUALITY,
+    REMOTE_SCORER,
     RETRIEVAL,
     SESSION,
 )
@@ -208,13 +209,21 @@ def _apply_models(models: Any) -> list[str]:
                 notes.append(f"the session's language model was not loaded: {error}")
     elif isinstance(lm, dict) and lm.get("kind") == "remote":
         notes.append(f"the session used a remote language model ({lm.get('name')}): connect it on the Models page")
-    if isinstance(emb, dict):
+    elif lm is None:  # the session ran the default model: so does this one from now on
+        for key in (LM_CHOICE, LM_INFO, REMOTE_SCORER):
+            st.session_state.pop(key, None)
+    if emb is None:
+        st.session_state.pop(EMB_CHOICE, None)
+        st.session_state.pop(EMB_INFO, None)
+    elif isinstance(emb, dict):
         spec = emb.get("spec") if isinstance(emb.get("spec"), str) else None
         if EMB_INFO not in st.session_state or st.session_state.get(EMB_CHOICE) != spec:
             error = load_embedding_model(spec)
             if error:
                 notes.append(f"the session's embedder was not loaded: {error}")
-    if isinstance(chat, dict) and chat.get("kind") == "local":
+    if chat is None:
+        st.session_state.pop(CHAT_CHOICE, None)
+    elif isinstance(chat, dict) and chat.get("kind") == "local":
         st.session_state[CHAT_CHOICE] = ("local", None)
     elif isinstance(chat, dict) and chat.get("kind") == "remote" and isinstance(chat.get("model"), str):
         base_url = chat.get("base_url") if isinstance(chat.get("base_url"), str) else ""
