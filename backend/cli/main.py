@@ -24,6 +24,9 @@ Subcommands:
     metrics FILE --chunker NAME
                 MoC's Boundary Clarity, Chunk Stickiness and dissimilarity as one JSON object:
                 see :mod:`backend.cli.quality`.
+    report [FILE] --config SPEC [--config SPEC …] [--session FILE] [--questions CSV|sample:NAME] --out FILE
+                The one-file HTML report (verdict, table, figures), computing what the cache
+                lacks first: see :mod:`backend.cli.report`.
 
 Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
 2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from backend.cli import quality as cli_quality
+from backend.cli import report as cli_report
 from backend.cli import retrieval as cli_retrieval
 from backend.cli.common import (
     Parser,
@@ -130,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_commands(sub)
     cli_retrieval.add_commands(sub)
     cli_quality.add_commands(sub)
+    cli_report.add_commands(sub)
     return parser
 
 
@@ -150,6 +155,8 @@ def _run(args: argparse.Namespace) -> int:
         return cli_retrieval.run(args)
     if args.command in cli_quality.COMMANDS:
         return cli_quality.run(args)
+    if args.command in cli_report.COMMANDS:
+        return cli_report.run(args)
     if args.command == "chunkers":
         from backend.chunkers import chunker_specs
 

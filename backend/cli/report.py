@@ -1,0 +1,285 @@
+"""The ``report`` subcommand of ``python -m backend`` (wired in by :mod:`backend.cli.main`).
+
+Subcommand:
+    report [FILE] --config SPEC [--config SPEC …] [--session FILE] [--questions CSV|sample:NAME
+           [--corpora DIR]] [--retrieve 5] [--K 0.8] [--delta 0] [--window W] [--bc-mode M] [--cs-rule R]
+           [--embedder default|PATH] [--no-quality] [--lm NAME|PATH] [--lm-window N] [--device D] [--no-cache]
+           --out FILE
+        Writes the one-file HTML report (:func:`backend.report.html.report_html`) of the
+        configurations on the document, computing what the output cache lacks first (the
+        Summary's :func:`~backend.report.summary.collect` with ``compute=True``: chunk
+        statistics, BC, CS and DS with the language model and the embedder, and, with a
+        question set, the benchmark), with progress on stderr. Prints the file's path and a
+        one-line summary on stdout. Scoring every pair of chunks for CS is the slow part on a
+        CPU: ``--window W`` scores only near pairs, ``--no-quality`` scores none (numbers
+        already cached still show).
+
+``--session FILE`` reads a saved session (:func:`backend.report.session.load_session`): its
+document (FILE may be left out when it is a bundled sample; a FILE whose hash differs is an
+error), its configurations (``--config`` replaces them), its models and settings (each flag
+given overrides the session's) and its question set when it names one. Errors are one line on
+stderr: exit 1 for unreadable input (a missing file, a damaged session, a hash mismatch, a
+model that cannot be loaded), 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Mapping
+
+from backend.cli.common import (
+    StderrProgress,
+    add_model_flags,
+    embedder_spec,
+    finite_float,
+    load_input,
+    non_negative_int,
+    parse_config,
+    positive_int,
+    value_type,
+    write,
+)
+from backend.config import quiet_hub_progress_bars
+from backend.errors import InputError, NotCached, ParameterError
+
+__all__ = ["COMMANDS", "add_commands", "run"]
+
+COMMANDS = ("report",)
+DEFAULT_RETRIEVE = 5
+
+_retrieve = value_type(int, lambda v: v == -1 or v > 0, "a positive integer or -1")
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``report`` on the ``python -m backend`` subparsers."""
+    from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
+
+    p = sub.add_parser("report", help="write the one-file HTML report of a comparison (verdict, table, figures)")
+    p.add_argument("file", nargs="?", help="document path, or sample:NAME (optional with a session on a bundled sample)")
+    p.add_argument("--config", action="append", default=[], metavar="SPEC",
+                   help="'NAME key=value … [tokenizer=T]', e.g. 'recursive chunk_size=200' (repeatable; "
+                   "replaces a session's configurations)")
+    p.add_argument("--session", type=Path, metavar="FILE", help="a saved session: document, configurations, models, settings")
+    p.add_argument("--questions", metavar="CSV|sample:NAME",
+                   help="question set for recall, precision, IoU and precision-Ω: a Chroma-format CSV or a bundled sample's")
+    p.add_argument("--corpora", type=Path, metavar="DIR", help="folder of <corpus_id>.md/.txt (default: corpora/ beside the CSV)")
+    p.add_argument("--retrieve", type=_retrieve, metavar="N",
+                   help=f"chunks per question (default {DEFAULT_RETRIEVE}); -1: as many as contain excerpts")
+    p.add_argument("--K", type=finite_float, help=f"Chunk Stickiness edge threshold (default {DEFAULT_K})")
+    p.add_argument("--delta", type=non_negative_int, help="δ of CS's incomplete graph (default 0)")
+    p.add_argument("--window", type=positive_int, metavar="W",
+                   help="score only chunk pairs with |i - j| <= W for CS (CPU approximation; default every pair)")
+    p.add_argument("--bc-mode", choices=BC_MODES, help="reference (default): ratio of mean NLLs; paper: of perplexities")
+    p.add_argument("--cs-rule", choices=CS_RULES, help="paper (default) or reference")
+    p.add_argument("--embedder", metavar="default|PATH",
+                   help="embedder of retrieval and DS: default (CHUNKLAB_EMBEDDER or the bundled all-MiniLM-L6-v2), "
+                   "a model folder or a hub id")
+    p.add_argument("--no-quality", action="store_true",
+                   help="compute no BC, CS or DS (no language-model run over chunk pairs); cached ones are still shown")
+    add_model_flags(p, window_flag="--lm-window")
+    p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the HTML file to write")
+
+
+def _tag(i: int) -> str:
+    """The ``i``-th configuration letter (from 0): A … Z, AA, AB …, as the Compare page gives them."""
+    out = ""
+    while True:
+        out = chr(ord("A") + i % 26) + out
+        i = i // 26 - 1
+        if i < 0:
+            return out
+
+
+def _setting(flag: Any, session: Any, key: str, default: Any) -> Any:
+    """A flag given on the command line, else the session's setting, else ``default``."""
+    if flag is not None:
+        return flag
+    if session is not None and session.settings.get(key) is not None:
+        return session.settings[key]
+    return default
+
+
+def _session_model(session: Any, role: str) -> str | None:
+    value = session.models.get(role) if session is not None else None
+    return value if isinstance(value, str) and value else None
+
+
+def _document(args: argparse.Namespace, session: Any) -> Any:
+    """FILE, or the session's document (its bundled sample, or FILE once its hash matches)."""
+    if session is None:
+        return load_input(args.file)
+    from backend.report.session import resolve_document
+
+    candidate = load_input(args.file) if args.file is not None and session.doc.sample is None else None
+    doc = resolve_document(session.doc, candidate)
+    if args.file is not None and session.doc.sample is not None:
+        given = load_input(args.file)
+        if given.id != doc.id:
+            raise InputError(f"{args.file} is not the session's document (hash {given.id}, expected {doc.id})")
+    return doc
+
+
+def _question_set(args: argparse.Namespace, session: Any) -> tuple[Any, str | None]:
+    """``--questions``/``--corpora``, else the session's question set; ``(set or None, its name)``."""
+    from backend.retrieval.questions import load_question_set, load_sample_question_set
+
+    if args.questions is not None:
+        if args.questions.startswith("sample:"):
+            if args.corpora is not None:
+                raise ParameterError("--corpora is not used with --questions sample:NAME (the sample is the corpus)")
+            return load_sample_question_set(args.questions.removeprefix("sample:")), args.questions
+        return load_question_set(Path(args.questions).expanduser(), args.corpora), Path(args.questions).name
+    if args.corpora is not None:
+        raise ParameterError("--corpora needs --questions")
+    ref = session.settings.get("question_set") if session is not None else None
+    if isinstance(ref, str) and ref.startswith("sample:"):
+        return load_sample_question_set(ref.removeprefix("sample:")), ref
+    if isinstance(ref, Mapping):
+        from backend.report.session import question_set_from_json
+
+        questions = question_set_from_json(ref, source=str(args.session.name))
+        return questions, (f"session set {ref.get('sha')}" if questions is not None else None)
+    return None, None
+
+
+def _models(context: Any, benchmark: Any) -> dict[str, str]:
+    """The models the report ran with, by role: name and fingerprint where known."""
+    out: dict[str, str] = {}
+    if context.scorer is not None:
+        info = context.scorer.info
+        out["lm"] = f"{info.name} ({info.fingerprint[:12]})"
+    else:
+        fp = context.fingerprint
+        out["lm"] = f"{context.lm or 'default (bundled SmolLM2)'}" + (f" ({fp[:12]})" if fp else "")
+    if context.embedder is not None:
+        info = context.embedder.info
+        out["embedder"] = f"{info.name} ({info.fingerprint[:12]})"
+    elif benchmark is not None:
+        out["embedder"] = f"{benchmark.embedder} ({benchmark.embedder_fingerprint[:12]})"
+    return out
+
+
+def _figure_data(doc: Any, tagged: list[tuple[str, Any]], context: Any, window: int | None) -> dict[str, Any]:
+    """Chunkings, pair tables, curves and document scores for the figures, from what is cached.
+
+    :func:`collect` has just computed (or found) the model outputs; they are read back here
+    through a cache-only context with the same model identity, so nothing is computed twice
+    and, with ``--no-quality``, nothing is computed at all. A pair table, a curve or the
+    document's per-sentence scores that no run produced are left out (the report says
+    "not computed yet").
+    """
+    from backend.chunkers import make_chunker
+    from backend.chunkers.context import ModelContext, unloaded_model_info
+    from backend.chunkers.meta.results import PPLScores
+    from backend.metrics.report import QualityData
+    from backend.metrics.scores import cached_pair_table
+
+    chunkers = {tag: make_chunker(c.name, c.params_dict, c.tokenizer) for tag, c in tagged}
+    chunkings = {tag: chunkers[tag].chunk(doc, context) for tag, _ in tagged}
+    curves = {tag: chunkers[tag].curve(doc, context) for tag, _ in tagged if chunkers[tag].has_curve()}
+    quality: dict[str, Any] = {}
+    ppl = None
+    fp = context.fingerprint
+    if fp is not None and context.cache is not None:
+        info = context.scorer.info if context.scorer is not None else unloaded_model_info(context.lm or "SmolLM2", fp)
+        lookup = ModelContext.cache_only(info)
+        lookup.window = context.window
+        for tag, config in tagged:
+            texts = [c.text for c in chunkings[tag].chunks]
+            if len(texts) < 2:
+                continue
+            for complete in (True, False):  # every pair (BC and CS), else the adjacent ones (BC)
+                try:
+                    table = cached_pair_table(texts, lookup.scorer, complete=complete, window=window, cache=context.cache)
+                except NotCached:
+                    continue
+                quality[tag] = QualityData(tag, config, chunkings[tag], table)
+                break
+        try:
+            ppl = PPLScores.build(doc, lookup.token_scores(doc.text), fp, info.name)
+        except NotCached:
+            ppl = None
+    return {"chunkings": chunkings, "quality": quality, "curves": {t: c for t, c in curves.items() if c}, "ppl": ppl}
+
+
+def _one_line_summary(summary: Any) -> str:
+    from backend.report.summary import METRIC_INFO, METRICS
+
+    known = sum(1 for r in summary.rows for m in METRICS if r.values.get(m) is not None)
+    total = len(summary.rows) * len(METRICS)
+    best = [f"{METRIC_INFO[m].label} {t}" for m in METRICS if (t := summary.best(m)) is not None]
+    return (
+        f"{summary.doc_name} ({summary.doc_id}): {len(summary.rows)} configurations, {known} of {total} numbers"
+        + (f"; best: {', '.join(best)}" if best else "")
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``report``; errors propagate as :class:`~backend.errors.ChunkLabError` for the CLI to print."""
+    from backend.chunkers.context import ModelContext
+    from backend.metrics.quality import DEFAULT_K
+    from backend.models.types import ProgressTracker
+    from backend.report.html import report_html
+    from backend.report.summary import collect
+
+    if not args.config and args.session is None:
+        raise ParameterError("report needs --config SPEC (repeatable) or --session FILE")
+    if args.file is None and args.session is None:
+        raise ParameterError("report needs a document: FILE (a path or sample:NAME), or --session FILE")
+    tagged = [(_tag(i), parse_config(spec).config) for i, spec in enumerate(args.config)]  # bad specs: exit 2 first
+    session = None
+    if args.session is not None:
+        from backend.report.session import load_session
+
+        session = load_session(args.session)
+        if not tagged:
+            tagged = list(session.configs)
+    if not tagged:
+        raise ParameterError("the session has no configuration; add --config SPEC")
+    doc = _document(args, session)
+    questions, questions_name = _question_set(args, session)
+    K = float(_setting(args.K, session, "K", DEFAULT_K))
+    delta = int(_setting(args.delta, session, "delta", 0))
+    window = _setting(args.window, session, "window", None)
+    bc_mode = str(_setting(args.bc_mode, session, "bc_mode", "reference"))
+    cs_rule = str(_setting(args.cs_rule, session, "cs_rule", "paper"))
+    retrieve = int(_setting(args.retrieve, session, "retrieve", DEFAULT_RETRIEVE))
+    embedder = embedder_spec(args.embedder if args.embedder is not None else _session_model(session, "embedder"))
+    lm = args.lm if args.lm is not None else _session_model(session, "lm")
+
+    quiet_hub_progress_bars()  # our progress lines replace transformers' bars
+    context = ModelContext(lm=lm, device=args.device, use_cache=not args.no_cache, window=args.lm_window,
+                           embedder_spec=embedder)
+    benchmark = None
+    if questions is not None:
+        from backend.retrieval.evaluate import evaluate
+
+        with StderrProgress("benchmark") as line:
+            line.status("benchmark: loading the embedder…")
+            benchmark = evaluate(
+                questions, list(dict.fromkeys(c for _, c in tagged)), embedder=context.get_embedder(),
+                retrieve=retrieve, cache=context.cache, use_cache=not args.no_cache, context=context,
+                progress=ProgressTracker(report=line.report),
+            )
+    with StderrProgress("scoring") as line:
+        context.on_load = lambda: line.status("loading model…")
+        context.progress = ProgressTracker(report=line.report)
+        summary = collect(
+            doc, tagged, context=context, question_set=questions, embedder_spec=embedder, K=K, delta=delta,
+            window=window, cs_rule=cs_rule, bc_mode=bc_mode, retrieve=retrieve, compute=not args.no_quality,
+            progress=context.progress, benchmark=benchmark, question_set_name=questions_name,
+        )
+        context.progress = None
+        line.status("drawing the figures…")
+        data = _figure_data(doc, tagged, context, window)
+    page = report_html(
+        summary, doc, data["chunkings"], benchmark=benchmark, quality=data["quality"], ppl=data["ppl"],
+        curves=data["curves"], questions=questions, models=_models(context, benchmark),
+    )
+    try:
+        args.out.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{args.out}: cannot be written ({e.strerror or e})") from e
+    write(f"{args.out}\n{_one_line_summary(summary)}\n")
+    return 0

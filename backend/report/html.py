@@ -1,0 +1,450 @@
+"""The one-file HTML report: the Summary's verdict and table with the evidence, for people who were not in the room.
+
+One self-contained file that opens offline: plotly.js is inlined once (the bundle the
+``plotly`` package ships, :func:`backend.figures.export.plotly_js`), every figure is a bare
+``<div>`` drawn by it (:func:`backend.figures.export.figure_div`), the styles are inline and
+use the system's fonts, and nothing names another host in a ``src`` or ``href``. The figures
+are the app's own builders from :mod:`backend.figures`, so the report shows what the pages
+show. Document text is untrusted: every piece of it (names, labels, chunk previews, question
+texts, settings) is HTML-escaped here, and the figures escape their hover text themselves.
+Apart from the time it was made, the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from backend import __version__
+from backend.figures.charts import CONFIG_COLORS, PREVIEW_CHARS, boundary_strip, size_histogram
+from backend.figures.export import figure_div, plotly_js
+from backend.report.summary import METRIC_INFO, METRICS, Summary, format_value, verdict
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from backend.chunking import Chunking, ChunkerConfig
+    from backend.chunkers.meta.results import PPLScores
+    from backend.curves import Curve
+    from backend.metrics.report import QualityData
+    from backend.retrieval.evaluate import Benchmark
+    from backend.retrieval.questions import QuestionSet
+    from backend.text.document import Document
+
+__all__ = ["SECTIONS", "NOT_COMPUTED", "report_html"]
+
+# The report's sections, in order: (element id, heading). Every one is always present; one
+# whose data is missing says so in a line, so a reader sees what was not computed.
+SECTIONS = (
+    ("verdict", "Verdict"),
+    ("table", "The numbers"),
+    ("configurations", "Configurations and models"),
+    ("boundaries", "Where each configuration cuts"),
+    ("sizes", "Chunk sizes"),
+    ("ppl", "Perplexity curves"),
+    ("quality", "Boundary clarity and chunk stickiness"),
+    ("retrieval", "Retrieval"),
+)
+NOT_COMPUTED = "not computed yet"
+PREVIEW_CHUNKS = 3  # chunk previews per configuration
+K_GRID = [round(0.05 * i, 2) for i in range(31)]  # CS against K: the Quality page's K range, 0 … 1.5
+COVERAGE_BINS = 200
+_MODEL_ROLES = (
+    ("lm", "Language model (BC, CS, perplexity)"),
+    ("embedder", "Embedder (retrieval, DS)"),
+    ("chat", "Chat model (LLM chunkers)"),
+)
+_NEED_ROLES = {"lm": "lm", "embedder": "embedder", "chat": "chat"}  # a chunker's ``needs`` → the models' role
+_NEED_LABELS = {"lm": "language model", "embedder": "embedder", "chat": "chat model"}
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #111827; margin: 0;
+       background: #f8fafc; line-height: 1.45; }
+main { max-width: 1180px; margin: 0 auto; padding: 24px 28px 48px; background: #ffffff; }
+h1 { font-size: 1.6rem; margin: 0 0 4px; } h2 { font-size: 1.2rem; margin: 32px 0 8px;
+border-bottom: 1px solid #e5e7eb; padding-bottom: 4px; } h3 { font-size: 1rem; margin: 16px 0 6px; }
+.meta { color: #4b5563; font-size: 0.9rem; } .meta code { font-size: 0.85rem; }
+table { border-collapse: collapse; font-size: 0.9rem; margin: 6px 0 12px; }
+th, td { border: 1px solid #e5e7eb; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f1f5f9; } th[title] { cursor: help; text-decoration: underline dotted; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.best { background: #dcfce7; font-weight: 600; } td.missing { color: #9ca3af; font-style: italic; }
+.tag { display: inline-block; min-width: 1.4em; text-align: center; color: #fff; border-radius: 4px;
+       padding: 0 4px; font-weight: 600; }
+.note { color: #6b7280; font-size: 0.9rem; } .grid { display: grid; grid-template-columns: repeat(auto-fill,
+minmax(360px, 1fr)); gap: 8px 16px; } .card { border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; }
+.preview { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.8rem; white-space: pre-wrap;
+           color: #374151; background: #f9fafb; border-left: 3px solid #cbd5e1; padding: 2px 6px; margin: 4px 0; }
+ul.verdict li { margin: 4px 0; }
+"""
+
+
+def _e(value: Any) -> str:
+    """Any value as escaped HTML text (quotes too: it may stand in an attribute)."""
+    return html.escape(str(value), quote=True)
+
+
+@dataclass
+class _Figures:
+    """Numbers the figures' ``<div>`` ids in the order they are drawn, so the output is deterministic."""
+
+    count: int = 0
+
+    def div(self, fig: go.Figure) -> str:
+        self.count += 1
+        return f'<div class="figure">{figure_div(fig, f"figure-{self.count}")}</div>'
+
+
+def _preview(text: str, n: int = PREVIEW_CHARS * 2) -> str:
+    """The start of a chunk on one line, escaped once for HTML (Plotly's ``preview`` escapes for hover labels)."""
+    flat = " ".join(text[: n * 2].split())
+    return _e(flat if len(flat) <= n else flat[: n - 1] + "…")
+
+
+def _tag_badge(tag: str, index: int) -> str:
+    color = CONFIG_COLORS[index % len(CONFIG_COLORS)]
+    return f'<span class="tag" style="background:{color}">{_e(tag)}</span>'
+
+
+def _header(summary: Summary, doc: Document, created: datetime) -> str:
+    when = created.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    name = doc.source or summary.doc_name
+    return (
+        f'<header id="document"><h1>Chunk Lab report: {_e(name)}</h1>'
+        f'<p class="meta">Document <b>{_e(name)}</b> · hash <code>{_e(doc.id)}</code> · '
+        f"{len(doc.text):,} characters · {len(doc.sentences):,} sentences · {_e(doc.kind)} · language "
+        f"{_e(doc.language)}<br>Made <time datetime=\"{_e(created.astimezone(timezone.utc).isoformat())}\">"
+        f'{_e(when)}</time> by Chunk Lab <span id="version">{_e(__version__)}</span> · '
+        f"{len(summary.rows)} configuration{'s' if len(summary.rows) != 1 else ''}</p></header>"
+    )
+
+
+def _verdict(summary: Summary) -> str:
+    lines = verdict(summary)
+    if not lines:
+        return '<p class="note">The numbers computed so far single out no configuration.</p>'
+    return '<ul class="verdict">' + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>"
+
+
+def _table(summary: Summary) -> str:
+    head = "".join(f'<th title="{_e(METRIC_INFO[m].help)}">{_e(METRIC_INFO[m].label)}</th>' for m in METRICS)
+    best = {m: summary.best(m) for m in METRICS}
+    body = []
+    for i, row in enumerate(summary.rows):
+        cells = []
+        for m in METRICS:
+            value = row.values.get(m)
+            note = row.notes.get(m)
+            title = f' title="{_e(note)}"' if note else ""
+            shown = _e(format_value(m, value)) + (f" <small>({_e(note)})</small>" if note else "")
+            if value is None:
+                cells.append(f'<td class="missing"{title}>{NOT_COMPUTED}</td>')
+            elif best[m] == row.tag:
+                cells.append(f'<td class="num best"{title}>★ {shown}</td>')
+            else:
+                cells.append(f'<td class="num"{title}>{shown}</td>')
+        body.append(f"<tr><th>{_tag_badge(row.tag, i)}</th><td>{_e(row.config.label)}</td>{''.join(cells)}</tr>")
+    missing = sum(1 for r in summary.rows for m in METRICS if r.values.get(m) is None)
+    foot = (
+        f'<p class="note">★ marks the best value of a column; hover a column\'s name for what it means. '
+        f"{missing} number{'s are' if missing != 1 else ' is'} {NOT_COMPUTED}.</p>"
+    )
+    return f'<table id="summary-table"><thead><tr><th></th><th>Configuration</th>{head}</tr></thead>' \
+        f"<tbody>{''.join(body)}</tbody></table>{foot}"
+
+
+def _models_of(summary: Summary, models: Mapping[str, str] | None, benchmark: Benchmark | None,
+               ppl: PPLScores | None) -> dict[str, str]:
+    """Role (``lm``, ``embedder``, ``chat``) → a description, from ``models``, else the settings and the data."""
+    out: dict[str, str] = {}
+    for role, _ in _MODEL_ROLES:
+        value = summary.settings.get(role)
+        if isinstance(value, str) and value:
+            out[role] = value
+    if ppl is not None:
+        out.setdefault("lm", ppl.model_name)
+    if benchmark is not None:
+        out.setdefault("embedder", f"{benchmark.embedder} ({benchmark.embedder_fingerprint[:12]})")
+    out.update({k: v for k, v in (models or {}).items() if v})
+    return out
+
+
+def _needs(config: ChunkerConfig) -> tuple[str, ...]:
+    from backend.chunkers import REGISTRY
+
+    cls = REGISTRY.get(config.name)
+    return tuple(cls.needs) if cls is not None else ()
+
+
+def _configurations(summary: Summary, chunkings: Mapping[str, Chunking], roles: Mapping[str, str]) -> str:
+    model_rows = "".join(
+        f"<tr><th>{label}</th><td>{_e(roles[role]) if role in roles else '<i>not used</i>'}</td></tr>"
+        for role, label in _MODEL_ROLES
+    )
+    settings = "".join(
+        f"<tr><th>{_e(k)}</th><td>{_e(json.dumps(v, ensure_ascii=False, default=str))}</td></tr>"
+        for k, v in summary.settings.items()
+    )
+    cards = []
+    for i, row in enumerate(summary.rows):
+        config = row.config
+        params = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in config.params)
+        params += f"<tr><th>tokenizer</th><td>{_e(config.tokenizer)}</td></tr>"
+        needs = _needs(config)
+        runs = ", ".join(f"{_NEED_LABELS.get(n, n)}: {roles.get(_NEED_ROLES.get(n, n), 'default')}" for n in needs)
+        previews = ""
+        ch = chunkings.get(row.tag)
+        if ch is not None:
+            previews = "".join(
+                f'<div class="preview">#{c.index} · {c.tokens} tokens · {_preview(c.text)}</div>'
+                for c in ch.chunks[:PREVIEW_CHUNKS]
+            )
+            previews = f"<p class=\"note\">{len(ch.chunks):,} chunks; the first ones:</p>{previews}"
+        cards.append(
+            f'<div class="card config" id="config-{_e(row.tag)}"><h3>{_tag_badge(row.tag, i)} {_e(config.label)}</h3>'
+            f"<table><tr><th>chunker</th><td>{_e(config.name)}</td></tr>{params}</table>"
+            f"<p class=\"note\">Models it runs: {_e(runs) if runs else 'none'}</p>{previews}</div>"
+        )
+    return (
+        f'<table id="models">{model_rows}</table>'
+        f'<div class="grid">{"".join(cards)}</div>'
+        + (f'<h3>Settings</h3><table id="settings">{settings}</table>' if settings else "")
+    )
+
+
+def _missing(what: str) -> str:
+    return f'<p class="note missing-data">{_e(what)}</p>'
+
+
+def _tags_colors(summary: Summary) -> tuple[list[str], list[str]]:
+    tags = [row.tag for row in summary.rows]
+    return tags, [CONFIG_COLORS[i % len(CONFIG_COLORS)] for i in range(len(tags))]
+
+
+def _boundaries(summary: Summary, doc: Document, chunkings: Mapping[str, Chunking], figs: _Figures,
+                tolerance: int) -> str:
+    from backend.figures.retrieval import agreement_heatmaps
+
+    tags = [t for t, _ in zip(*_tags_colors(summary)) if t in chunkings]
+    if not tags:
+        return _missing(f"No chunking: {NOT_COMPUTED}.")
+    ordered = [chunkings[t] for t in tags]
+    out = [
+        '<p class="note">Every chunk as a bar over the document\'s characters, one row per configuration '
+        "(hover a bar for its chunk).</p>",
+        figs.div(boundary_strip(ordered, tags, len(doc.text), revision=doc.id)),
+    ]
+    if len(ordered) > 1:
+        bounds, overlap, _, _ = agreement_heatmaps(ordered, tags, tolerance)
+        out += [
+            f"<h3>Agreement between configurations (boundaries within {tolerance} characters)</h3>",
+            f'<div class="grid">{figs.div(bounds)}{figs.div(overlap)}</div>',
+        ]
+    return "".join(out)
+
+
+def _sizes(summary: Summary, chunkings: Mapping[str, Chunking], figs: _Figures) -> str:
+    tags, colors = _tags_colors(summary)
+    cells = []
+    for tag, color in zip(tags, colors):
+        if tag in chunkings:
+            fig = size_histogram([chunkings[tag]], [tag], [color], "tokens")
+            fig.update_layout(height=260)
+            cells.append(figs.div(fig))
+    if not cells:
+        return _missing(f"No chunking: {NOT_COMPUTED}.")
+    return f'<div class="grid">{"".join(cells)}</div>'
+
+
+def _ppl_setting(summary: Summary) -> tuple[float, str, str, str | None]:
+    """θ, rule and value of the first perplexity configuration (the ``ppl`` chunker's defaults otherwise), and its tag."""
+    for row in summary.rows:
+        params = row.config.params_dict
+        if row.config.name.startswith("ppl") and "threshold" in params:
+            return float(params["threshold"]), str(params.get("rule", "reference")), str(params.get("value", "nll")), row.tag
+    return 0.5, "reference", "nll", None
+
+
+def _ppl(summary: Summary, doc: Document, ppl: PPLScores | None, curves: Mapping[str, Curve] | None,
+         figs: _Figures) -> str:
+    from backend.chunkers.meta.algorithms import boundaries_at, boundary_candidates, sentence_values
+    from backend.figures.curves import curve_chart
+    from backend.figures.ppl import values_chart
+
+    out = []
+    if ppl is not None:
+        theta, rule, value, tag = _ppl_setting(summary)
+        values = sentence_values(ppl.nll, value)
+        cuts = boundaries_at(boundary_candidates(values, rule), theta, rule)
+        source = f"configuration {tag}'s" if tag is not None else "the ppl chunker's default"
+        out += [
+            f"<h3>Per-sentence {'mean NLL' if value == 'nll' else 'perplexity'} under {_e(ppl.model_name)}</h3>",
+            f'<p class="note">θ = {theta:g} ({_e(rule)} rule, {source}): {len(cuts.kept):,} of '
+            f"{cuts.minima:,} minima end a chunk.</p>",
+            figs.div(values_chart(ppl, values, cuts, "mean NLL" if value == "nll" else "perplexity", revision=doc.id)),
+        ]
+    tags, colors = _tags_colors(summary)
+    labels = {row.tag: row.config.label for row in summary.rows}
+    for tag, color in zip(tags, colors):
+        if curves and tag in curves:
+            out.append(figs.div(curve_chart(curves[tag], doc.text, color, f"{tag} · {labels[tag]}", revision=doc.id)))
+    if not out:
+        return _missing(
+            f"Perplexity scores: {NOT_COMPUTED} (no configuration cuts on a curve, and the document has not been "
+            "scored by a language model)."
+        )
+    return "".join(out)
+
+
+def _quality(summary: Summary, quality: Mapping[str, QualityData] | None, figs: _Figures) -> str:
+    from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
+    from backend.metrics.quality import DEFAULT_K
+
+    tags, colors = _tags_colors(summary)
+    pairs = [(quality[t], c) for t, c in zip(tags, colors) if quality and t in quality and quality[t].table is not None]
+    if not pairs:
+        return _missing(f"Boundary clarity and chunk stickiness: {NOT_COMPUTED}.")
+    s = summary.settings
+    K = float(s.get("K", DEFAULT_K))
+    bc_mode, cs_rule, delta = str(s.get("bc_mode", "reference")), str(s.get("cs_rule", "paper")), int(s.get("delta", 0) or 0)
+    datas, dcolors = [d for d, _ in pairs], [c for _, c in pairs]
+    out = [
+        f"<h3>BC at every boundary ({_e(bc_mode)} mode; higher is clearer)</h3>",
+        figs.div(bc_figure(datas, dcolors, bc_mode=bc_mode)),
+    ]
+    complete = [(d, c) for d, c in pairs if d.table.complete]
+    if complete:
+        out += [
+            f"<h3>CS against K ({_e(cs_rule)} rule, δ = {delta}; lower is better), K = {K:g} marked</h3>",
+            figs.div(cs_k_figure([d for d, _ in complete], [c for _, c in complete], K_GRID, K, rule=cs_rule,
+                                 delta=delta)),
+            f"<h3>Stickiness graphs at K = {K:g}</h3>",
+            '<div class="grid">'
+            + "".join(figs.div(stickiness_figure(d, K, c, rule=cs_rule, delta=delta)) for d, c in complete)
+            + "</div>",
+        ]
+    else:
+        out.append(_missing(f"Chunk stickiness (every pair of chunks scored): {NOT_COMPUTED}."))
+    return "".join(out)
+
+
+def _retrieval(summary: Summary, doc: Document, benchmark: Benchmark | None, questions: QuestionSet | None,
+               figs: _Figures) -> str:
+    from backend.figures.retrieval import coverage_strip, metric_bars, question_heatmap
+    from backend.retrieval.evaluate import coverage_rows
+
+    if benchmark is None or not benchmark.results:
+        return _missing(f"Retrieval on a question set: {NOT_COMPUTED}.")
+    by_config = {row.config: (row.tag, i) for i, row in enumerate(summary.rows)}
+    tags, colors = [], []
+    for j, r in enumerate(benchmark.results):
+        tag, i = by_config.get(r.config, (f"#{j + 1}", j))
+        tags.append(tag)
+        colors.append(CONFIG_COLORS[i % len(CONFIG_COLORS)])
+    texts = [q.question for q in benchmark.results[0].questions]
+    retrieve = "as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"top {benchmark.retrieve}"
+    out = [
+        f'<p class="note">{benchmark.questions} questions over {len(benchmark.corpora)} '
+        f"corpus{'es' if len(benchmark.corpora) != 1 else ''}, {retrieve}, embedder {_e(benchmark.embedder)}.</p>",
+        figs.div(metric_bars(benchmark, tags, colors)),
+        "<h3>IoU per question</h3>",
+        figs.div(question_heatmap(benchmark.matrix("iou"), texts, tags, "iou")),
+        "<h3>Recall per question</h3>",
+        figs.div(question_heatmap(benchmark.matrix("recall"), texts, tags, "recall")),
+        '<details><summary>The questions</summary><ol class="questions">'
+        + "".join(f"<li>{_e(t)}</li>" for t in texts)
+        + "</ol></details>",
+    ]
+    if questions is not None and questions.corpus_ids:
+        corpus = next((cid for cid in questions.corpus_ids if questions.corpora[cid] == doc.text), questions.corpus_ids[0])
+        rows, excerpts = coverage_rows(benchmark, questions, corpus, COVERAGE_BINS)
+        out += [
+            f"<h3>What was retrieved along {_e(corpus)}, above where the answers are</h3>",
+            figs.div(coverage_strip(rows, excerpts, tags, len(questions.corpora[corpus]))),
+        ]
+    return "".join(out)
+
+
+def _json_script(element_id: str, data: Any) -> str:
+    """``data`` as an inert JSON ``<script>`` a reader's tools can parse (``<`` escaped, so no text ends it)."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, default=str).replace("<", "\\u003c")
+    return f'<script type="application/json" id="{element_id}">{text}</script>'
+
+
+def report_html(
+    summary: Summary,
+    doc: Document,
+    chunkings: Mapping[str, Chunking],
+    *,
+    benchmark: Benchmark | None = None,
+    quality: Mapping[str, QualityData] | None = None,
+    ppl: PPLScores | None = None,
+    curves: Mapping[str, Curve] | None = None,
+    questions: QuestionSet | None = None,
+    models: Mapping[str, str] | None = None,
+    created: datetime | None = None,
+) -> str:
+    """The one-file HTML report of a comparison: verdict, table, configurations and every figure that exists.
+
+    Sections (:data:`SECTIONS`, each a ``<section>`` with that id): the verdict
+    (:func:`~backend.report.summary.verdict`), the table (every configuration × :data:`METRICS`,
+    the best of each column marked, each column's help sentence as its ``title``, None as
+    "not computed yet"), each configuration's parameters, models and first chunks, the boundary
+    strip (and the boundary agreement between configurations), a size histogram per
+    configuration, the perplexity curves, BC along the document, CS against K and the
+    stickiness graphs, and the benchmark's bars and heat maps. A section without its data
+    says "not computed yet".
+
+    Args:
+        summary: The Summary's rows, settings and verdict.
+        doc: The document (its name, hash and text).
+        chunkings: Each configuration's chunking, by tag.
+        benchmark: A benchmark of the same configurations on a question set.
+        quality: Each configuration's :class:`~backend.metrics.report.QualityData`, by tag
+            (its pair table drawn as BC; a complete table also as CS and a stickiness graph);
+            K, the CS rule, the BC mode and δ come from ``summary.settings``.
+        ppl: The document's per-sentence scores under a language model, drawn with the θ of
+            the first perplexity configuration (else the ``ppl`` chunker's default).
+        curves: What each configuration cut on (:class:`~backend.curves.Curve`), by tag.
+        questions: The benchmark's question set (for the strip of what was retrieved where).
+        models: The models by role (``lm``, ``embedder``, ``chat``) → name and fingerprint;
+            missing roles are read from ``summary.settings`` and the data.
+        created: When the report was made (default: now, UTC); the only varying part.
+
+    Returns:
+        The HTML document as one string.
+    """
+    created = created if created is not None else datetime.now(timezone.utc)
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=timezone.utc)
+    figs = _Figures()
+    roles = _models_of(summary, models, benchmark, ppl)
+    tolerance = int(summary.settings.get("tolerance", 0) or 0)
+    bodies = {
+        "verdict": _verdict(summary),
+        "table": _table(summary),
+        "configurations": _configurations(summary, chunkings, roles),
+        "boundaries": _boundaries(summary, doc, chunkings, figs, tolerance),
+        "sizes": _sizes(summary, chunkings, figs),
+        "ppl": _ppl(summary, doc, ppl, curves, figs),
+        "quality": _quality(summary, quality, figs),
+        "retrieval": _retrieval(summary, doc, benchmark, questions, figs),
+    }
+    sections = "".join(f'<section id="{sid}"><h2>{title}</h2>{bodies[sid]}</section>' for sid, title in SECTIONS)
+    name = doc.source or summary.doc_name
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="generator" content="Chunk Lab {_e(__version__)}">'
+        f"<title>Chunk Lab report: {_e(name)}</title><style>{_STYLE}</style>"
+        f'<script type="text/javascript" id="plotly-js">{plotly_js()}</script></head>'
+        f"<body><main>{_header(summary, doc, created)}{sections}"
+        f'<footer class="note"><p>Made by Chunk Lab {_e(__version__)} from the document with hash '
+        f"<code>{_e(doc.id)}</code>. Plotly's JavaScript is inside this file: it opens with no network.</p>"
+        f"</footer>{_json_script('summary-data', summary.to_json())}</main></body></html>\n"
+    )
