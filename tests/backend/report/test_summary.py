@@ -207,3 +207,29 @@ def test_collect_names_a_bad_setting(bad):
     kwargs = dict(K=0.8, delta=0, window=None, cs_rule="paper", bc_mode="reference") | bad
     with pytest.raises(ParameterError):
         collect(DOC, [("A", A)], context=None, question_set=None, embedder_spec=None, retrieve=5, compute=False, **kwargs)
+
+
+def test_collect_computes_then_reads_the_same_numbers_from_the_cache(tmp_path, monkeypatch):
+    """``compute=True`` scores through the output cache; a cache-only context then reads the very same numbers."""
+    from backend.chunkers.context import ModelContext, unloaded_model_info
+    from backend.models.identity import fingerprint_without_loading
+
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CHUNKLAB_LM", raising=False)
+    monkeypatch.delenv("CHUNKLAB_EMBEDDER", raising=False)
+    doc = Document.from_text(
+        "The cat sat on the mat. It slept by the fire all day long. Stock prices fell on Monday. Investors worried.",
+        source="tiny.txt",
+    )
+    configs = [("A", ChunkerConfig.make("recursive", {"chunk_size": 10})),
+               ("B", ChunkerConfig.make("fixed_token", {"chunk_size": 14}))]
+    kwargs = dict(question_set=None, embedder_spec=None, K=0.8, delta=0, window=3, cs_rule="paper",
+                  bc_mode="reference", retrieve=5)
+    computed = collect(doc, configs, context=ModelContext(), compute=True, **kwargs)
+    lookup = ModelContext.cache_only(unloaded_model_info("lm", fingerprint_without_loading(None)))
+    cached = collect(doc, configs, context=lookup, compute=False, **kwargs)
+    for a, b in zip(computed.rows, cached.rows):
+        assert all(a.values[m] is not None for m in ("bc", "cs", "ds"))
+        assert {**a.values, "seconds": 0} == {**b.values, "seconds": 0}
+    assert computed.missing() == cached.missing() == {"retrieval": ["A", "B"]}
+    assert computed.settings["lm"] and computed.settings["window"] == 3
