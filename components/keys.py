@@ -20,6 +20,11 @@ __all__ = [
     "MODELS",
     "DOCUMENT",
     "SESSION",
+    "SUMMARY",
+    "QUALITY_STORE",
+    "QUALITY_THROUGHPUT",
+    "BENCHMARK_JOB",
+    "SUMMARY_SHOWN",
     "DOC",
     "DOC_VERSION",
     "CONFIGS",
@@ -82,6 +87,13 @@ BENCHMARK = PageKeys("bm")
 MODELS = PageKeys("models")
 DOCUMENT = PageKeys("docpage")
 SESSION = PageKeys("ses")  # the sidebar's Save / Open session panel (components.session)
+SUMMARY = PageKeys("sum")
+
+# Results the Summary page reads from the pages that compute them (and adds to, so those pages show them too).
+QUALITY_STORE = QUALITY("store")  # {"doc": doc id, table_key or vectors_key: PairTable or vectors} (pages/quality.py)
+QUALITY_THROUGHPUT = QUALITY("throughput")  # the Throughput measured on this session's last scoring job
+BENCHMARK_JOB = BENCHMARK("job")  # the last benchmark Job; result: BenchmarkRun, meta: tags, colors, qset, qset_name
+SUMMARY_SHOWN = SUMMARY("shown")  # the backend.report.summary.Summary the Summary page last drew
 
 # Shared by every page, without a prefix: the current document and the configurations
 # (components.state), the router's pass (app.py, components.layout).

@@ -47,8 +47,10 @@ def shared_setup() -> None:
 
 
 def page_list() -> list:
-    """The app's pages, in navigation order (Document is the default)."""
+    """The app's pages, in navigation order: Summary first once a document is loaded; Document is the default."""
+    summary = [st.Page("pages/summary.py", title="Summary", icon=":material/summarize:")]
     return [
+        *(summary if current_document() is not None else []),
         st.Page("pages/document.py", title="Document", icon=":material/description:", default=True),
         st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
         st.Page("pages/ppl.py", title="Meta-Chunking", icon=":material/show_chart:"),
@@ -56,6 +58,7 @@ def page_list() -> list:
         st.Page("pages/retrieval.py", title="Retrieval", icon=":material/search:"),
         st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:"),
         st.Page("pages/models.py", title="Models", icon=":material/memory:"),
+        *(summary if current_document() is None else []),
     ]
 
 

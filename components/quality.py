@@ -9,19 +9,34 @@ column's best value highlighted (which way is best comes from
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import streamlit as st
 
+from backend.metrics.cost import DEFAULT_PAIR_WINDOW
+from backend.metrics.quality import DEFAULT_K
 from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE, QualitySettings
+from components.keys import EMB_INFO, QUALITY
 from components.views import export_name
 
 if TYPE_CHECKING:
     import pandas as pd
     from pandas.io.formats.style import Styler
 
-__all__ = ["CHUNKER_WIDTH", "best_cells", "column_config", "column_width", "csv_file_name", "quality_frame", "styled_table"]
+__all__ = [
+    "CHUNKER_WIDTH",
+    "best_cells",
+    "column_config",
+    "column_width",
+    "csv_file_name",
+    "embedder_identity",
+    "embedder_loader",
+    "page_settings",
+    "quality_frame",
+    "styled_table",
+]
 
 CHUNKER_WIDTH = 190  # pixels of the configuration label column (the table's only long text)
 HIGHLIGHT = "background-color: #dcfce7; font-weight: 600"
@@ -79,8 +94,6 @@ def column_config() -> dict[str, Any]:
     DS included, fits the wide layout's main column on a 1280-pixel screen instead of a long
     label pushing the last metrics out of sight.
     """
-    import streamlit as st
-
     config: dict[str, Any] = {
         "_index": st.column_config.TextColumn("", width=40),
         "chunker": st.column_config.TextColumn(
@@ -106,3 +119,52 @@ def csv_file_name(doc_source: str, settings: QualitySettings) -> str:
     if settings.window:
         view += f"-w{settings.window}"
     return f"{export_name(doc_source, view)}.csv"
+
+
+def page_settings() -> QualitySettings:
+    """The Quality page's K, CS rule, BC mode, δ and pair window as this session last set them (else its defaults).
+
+    The Summary computes its BC, CS and DS under these, so its numbers are the Quality page's.
+    """
+    state = st.session_state
+    return QualitySettings(
+        K=float(state.get("qual_K", DEFAULT_K)),
+        bc_mode=state.get(QUALITY("bc_mode")) or "reference",
+        cs_rule=state.get(QUALITY("cs_rule")) or "paper",
+        delta=int(state.get(QUALITY("delta"), 0)),
+        window=int(state.get(QUALITY("window"), DEFAULT_PAIR_WINDOW)) or None,
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _default_embedder_fingerprint(env_spec: str) -> str | None:
+    """The default embedder's (``CHUNKLAB_EMBEDDER`` = ``env_spec``) weight fingerprint, without loading it."""
+    from backend.errors import ModelError
+    from backend.models.identity import embedder_fingerprint_without_loading
+
+    try:
+        return embedder_fingerprint_without_loading(None)
+    except (ModelError, OSError):  # no way to know it without loading: the job will load it
+        return None
+
+
+def embedder_identity() -> tuple[str | None, str]:
+    """``(fingerprint or None, name)`` of the embedder DS uses: the session's, else the default."""
+    from backend.config import default_embedder_spec
+
+    info = st.session_state.get(EMB_INFO)
+    if info is not None:
+        return info.fingerprint, info.name
+    return _default_embedder_fingerprint(default_embedder_spec()), "default embedder"
+
+
+def embedder_loader() -> Callable[[], Any]:
+    """A function a job calls to get the embedder DS uses: the session's (loaded already), else the default."""
+    if st.session_state.get(EMB_INFO) is not None:
+        from components.models import current_embedder
+
+        emb = current_embedder()
+        return lambda: emb
+    from backend.models.embedder import load_embedder
+
+    return lambda: load_embedder(None)

@@ -28,7 +28,7 @@ from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark, Config
 from backend.retrieval.metrics import RetrievalScores, union_ranges
 from backend.retrieval.questions import QuestionSet, question_set_from_files
 from backend.figures.charts import CONFIG_COLORS
-from components.keys import PageKeys
+from components.keys import BENCHMARK_JOB, PageKeys
 from components.quality import column_width
 from components.render import esc
 
@@ -56,6 +56,7 @@ __all__ = [
     "per_corpus_frame",
     "per_question_frame",
     "candidates_frame",
+    "start_benchmark",
 ]
 
 _PREVIEW_CHARS = 120
@@ -503,3 +504,53 @@ def candidates_frame(gen: GeneratedQuestions) -> pd.DataFrame:
         for c, kept, why in zip(gen.candidates, gen.kept, gen.drop_reasons)
     ]
     return pd.DataFrame(rows, columns=["question", "excerpts", "excerpt_similarity", "kept", "dropped_because"])
+
+
+def start_benchmark(
+    qset: QuestionSet,
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    embedder: str | None,
+    retrieve: int,
+    cross_corpus: bool,
+    qset_name: str,
+) -> str | None:
+    """Start the benchmark of ``entries`` (Compare's configurations) on ``qset`` in the background.
+
+    The one way the Benchmark and Summary pages run it: the job goes to
+    ``st.session_state[BENCHMARK_JOB]`` (a running one is cancelled first), with the
+    configurations' ``tags``, ``colors``, the ``qset`` and its ``qset_name`` in its meta, so both
+    pages show its result. A configuration whose chunker needs the language model makes it a model job.
+
+    Returns:
+        None, or the one-line reason it could not start (the session's language model is unusable).
+    """
+    from functools import partial
+
+    from backend.chunkers import REGISTRY
+    from backend.jobs import start_job
+    from backend.retrieval.jobs import benchmark_job
+    from components.lm_runs import session_lm, start_model_job
+
+    previous = st.session_state.get(BENCHMARK_JOB)
+    if previous is not None and previous.running:
+        previous.cancel()
+    configs = [e["config"] for e in entries]
+    meta = {
+        "tags": [e["tag"] for e in entries],
+        "colors": [config_color(e["uid"]) for e in entries],
+        "qset": qset,
+        "qset_name": qset_name,
+    }
+    body = benchmark_job(qset, configs, embedder, retrieve, cross_corpus)
+    title = f"Benchmarking {len(configs)} configuration(s)"
+    if any("lm" in REGISTRY[c.name].needs for c in configs if c.name in REGISTRY):
+        lm = session_lm()
+        if lm.error:
+            return lm.error
+        job = start_model_job(title, lm, body, None)
+        job.meta.update(meta)
+    else:
+        job = start_job(title, partial(body, None), **meta)
+    st.session_state[BENCHMARK_JOB] = job
+    return None

@@ -7,7 +7,6 @@ a Routing section (chosen levels, oracle agreement, the router's training).
 """
 
 import json
-from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -18,9 +17,9 @@ from backend.jobs import start_job
 from backend.models.chat import remote_llm_configured
 from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
-from backend.retrieval.jobs import benchmark_job, generation_job
+from backend.retrieval.jobs import generation_job
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
-from components.cached import sample_question_sets, sample_questions, specs
+from components.cached import sample_question_sets, sample_questions
 from backend.figures.export import figure_html
 from backend.figures.retrieval import (
     agreement_heatmaps,
@@ -29,21 +28,20 @@ from backend.figures.retrieval import (
     question_heatmap,
     similarity_histogram,
 )
-from components.keys import BENCHMARK, EMB_CHOICE, QSET
+from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET
 from components.layout import ensure_routed
-from components.lm_runs import session_lm, start_model_job
 from components.models import job_outcome
 from components.retrieval import (
     COST_COLUMNS,
     OMEGA_MARK,
     SCORE_COLUMNS,
     candidates_frame,
-    config_color,
     md_text,
     per_corpus_frame,
     per_question_frame,
     question_set_upload,
     questions_frame,
+    start_benchmark,
     summary_column_config,
     summary_frame,
 )
@@ -52,7 +50,7 @@ from components.state import configurations, current_document
 
 ensure_routed()
 
-_JOB = BENCHMARK("job")
+_JOB = BENCHMARK_JOB
 _GEN_JOB = BENCHMARK("gen_job")
 _IMPORTED = BENCHMARK("imported")
 _DUP, _EXC = BENCHMARK("dup"), BENCHMARK("exc")
@@ -253,27 +251,12 @@ cross = r4.toggle("Across corpora", value=True, key=BENCHMARK("cross"),
 run_clicked = st.button("Run benchmark", key=BENCHMARK("run"), type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
 if run_clicked:
-    previous = st.session_state.get(_JOB)
-    if previous is not None and previous.running:
-        previous.cancel()
-    lm_names = {s["name"] for s in specs() if "lm" in s.get("needs", ())}
-    configs = [e["config"] for e in chosen]
-    meta = {
-        "tags": [e["tag"] for e in chosen],
-        "colors": [config_color(e["uid"]) for e in chosen],
-        "qset": qset,
-    }
-    body = benchmark_job(qset, configs, embedder.strip() or None, -1 if auto else int(retrieve), cross)
-    if any(c.name in lm_names for c in configs):
-        lm = session_lm()
-        if lm.error:
-            st.error(lm.error, icon=":material/error:")
-        else:
-            job = start_model_job(f"Benchmarking {len(configs)} configuration(s)", lm, body, None)
-            job.meta.update(meta)
-            st.session_state[_JOB] = job
-    else:
-        st.session_state[_JOB] = start_job(f"Benchmarking {len(configs)} configuration(s)", partial(body, None), **meta)
+    problem = start_benchmark(
+        qset, chosen, embedder=embedder.strip() or None, retrieve=-1 if auto else int(retrieve), cross_corpus=cross,
+        qset_name=source if source != "Bundled sample set" else f"sample:{st.session_state.get(BENCHMARK('sample'))}",
+    )
+    if problem is not None:
+        st.error(problem, icon=":material/error:")
 
 job = job_outcome(_JOB, BENCHMARK("cancel"), "The benchmark")
 run = job.result if job is not None else None

@@ -9,7 +9,6 @@ model call.
 import streamlit as st
 
 from backend.chunkers.run import chunk_all, needs_model
-from backend.config import default_embedder_spec
 from backend.errors import NotCached
 from backend.jobs import start_job
 from backend.metrics.cost import (
@@ -30,7 +29,7 @@ from components.cached import chunk_document
 from backend.figures.charts import CONFIG_COLORS
 from backend.figures.export import figure_html, png_export_available
 from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
-from components.keys import EMB_INFO, QUALITY
+from components.keys import QUALITY, QUALITY_STORE, QUALITY_THROUGHPUT
 from components.layout import ensure_routed
 from components.lm_runs import (
     cache_only_context,
@@ -41,49 +40,25 @@ from components.lm_runs import (
     start_model_job,
 )
 from components.match import match_lengths_panel
-from components.models import current_embedder
-from components.quality import column_config, csv_file_name, quality_frame, styled_table
+from components.quality import (
+    column_config,
+    csv_file_name,
+    embedder_identity,
+    embedder_loader,
+    quality_frame,
+    styled_table,
+)
 from components.state import configurations, current_document
 from components.views import grid
 
 ensure_routed()
 
-_STORE = QUALITY("store")  # {table_key or vectors_key: PairTable or vectors} of the current document
-_TPS = QUALITY("throughput")  # the Throughput measured on this session's last scoring job
+_STORE = QUALITY_STORE  # {table_key or vectors_key: PairTable or vectors} of the current document
+_TPS = QUALITY_THROUGHPUT  # the Throughput measured on this session's last scoring job
 _JOB = QUALITY("job")
 METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness", "ds": "DS — dissimilarity"}
 K_GRID = [round(0.05 * i, 2) for i in range(31)]  # 0 … 1.5, the K slider's range
 GRAPHS_PER_ROW = 3
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _default_embedder_fingerprint(env_spec: str) -> str | None:
-    """The default embedder's (``CHUNKLAB_EMBEDDER`` = ``env_spec``) weight fingerprint, without loading it."""
-    from backend.errors import ModelError
-    from backend.models.identity import embedder_fingerprint_without_loading
-
-    try:
-        return embedder_fingerprint_without_loading(None)
-    except (ModelError, OSError):  # no way to know it without loading: the job will load it
-        return None
-
-
-def _embedder_identity() -> tuple[str | None, str]:
-    """``(fingerprint or None, name)`` of the embedder DS uses: the session's, else the default."""
-    info = st.session_state.get(EMB_INFO)
-    if info is not None:
-        return info.fingerprint, info.name
-    return _default_embedder_fingerprint(default_embedder_spec()), "default embedder"
-
-
-def _embedder_loader():
-    """A function the job calls to get the embedder: the session's (loaded already), else the default."""
-    if st.session_state.get(EMB_INFO) is not None:
-        emb = current_embedder()
-        return lambda: emb
-    from backend.models.embedder import load_embedder
-
-    return lambda: load_embedder(None)
 
 
 def _color(uid: int) -> str:
@@ -176,7 +151,7 @@ store = st.session_state.get(_STORE)
 if store is None or store.get("doc") != doc.id:
     store = st.session_state[_STORE] = {"doc": doc.id}
 cache = default_cache()
-emb_fp, emb_name = _embedder_identity() if needs_embedder else (None, "")
+emb_fp, emb_name = embedder_identity() if needs_embedder else (None, "")
 _lookup = cache_only_context(lm) if needs_scorer else None
 refusing = _lookup.scorer if _lookup is not None else None  # a stand-in that raises NotCached on any model call
 
@@ -234,7 +209,7 @@ if missing:
         "quality", doc.id, lm.identity if lm else None, emb_fp, tuple(e["config"] for e, _ in ok), complete, window,
         tuple(sorted(metrics)),
     )
-    load_embedder = _embedder_loader() if needs_embedder else None
+    load_embedder = embedder_loader() if needs_embedder else None
     chunkings = [ch for _, ch in ok]
     n_tok = cost["tokens"]
 

@@ -41,9 +41,10 @@ CHROMIUM_ARGS = [
 MARKER = "Zanzibar lighthouse keepers"
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
-# Every page, in navigation order: the sidebar link and the page's title.
+# Every page: the sidebar link and the page's title (the landing page first; Summary leads the navigation).
 PAGES = [
     ("Document", "Document"),
+    ("Summary", "Summary"),
     ("Compare", "Compare chunkers"),
     ("Meta-Chunking", "Meta-Chunking"),
     ("Quality", "Quality"),

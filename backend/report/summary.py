@@ -1,0 +1,540 @@
+"""The Summary: one row of numbers per configuration, each column's best, and a verdict in words.
+
+Nothing here computes a metric its own way. The chunk statistics are
+:func:`~backend.metrics.stats.chunking_stats` (the Compare page's table), BC, CS and DS are
+:func:`~backend.metrics.report.quality_row` of the pair tables and vectors the Quality page
+scores (:mod:`backend.metrics.scores`), and recall, precision, IoU and precision-Ω are the
+means of a :class:`~backend.retrieval.evaluate.Benchmark` (the Benchmark page's table). So
+the Summary page, the one-file report and ``python -m backend report`` show the numbers those
+pages show.
+
+:func:`summarize` lays given results out (pure, no model); :func:`collect` gathers them: from
+the output cache alone (``compute=False``: a metric whose model outputs are not cached is
+None), or computing what is missing (``compute=True``: the CLI's report, the page's job).
+:func:`verdict` says in at most five sentences what the numbers show, and nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Union
+
+from backend.chunkers.multi import is_retriever
+from backend.chunking import ChunkerConfig, Chunking
+from backend.errors import NotCached
+from backend.metrics.report import BEST, QualityReport, QualitySettings, quality_row
+from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings
+from backend.metrics.stats import chunking_stats
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from backend.chunkers.context import ModelContext
+    from backend.metrics.quality import PairTable
+    from backend.models.types import Progress
+    from backend.retrieval.evaluate import Benchmark
+    from backend.retrieval.questions import QuestionSet
+    from backend.text.document import Document
+
+__all__ = [
+    "METRICS",
+    "GROUPS",
+    "METRIC_INFO",
+    "MetricInfo",
+    "ConfigSummary",
+    "Summary",
+    "QualityRowLike",
+    "format_value",
+    "summarize",
+    "verdict",
+    "cached_scores",
+    "collect",
+]
+
+METRICS = (
+    "chunks", "tokens_mean", "tokens_std", "seconds", "bc", "cs", "ds", "recall", "precision", "iou", "precision_omega",
+)
+# Which metrics each kind of missing work computes (the page's "compute the missing" buttons).
+GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"quality": ("bc", "cs", "ds"), "retrieval": ("recall", "precision", "iou", "precision_omega")}
+)
+# A Summary column → the Quality table's column it shows (CS: the complete graph, MoC's headline figure).
+_QUALITY_COLUMN = {"bc": "bc", "cs": "cs_complete", "ds": "ds"}
+_RETRIEVAL_FIELD = {m: f"{m}_mean" for m in GROUPS["retrieval"]}
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """How one Summary column reads.
+
+    Attributes:
+        label: Column header.
+        help: What the number means, in one plain sentence (the column's hover text).
+        higher_is_better: Which way is better; None when neither is (a count, a length).
+        fmt: A ``str.format`` template for one value, e.g. ``{:.1%}``.
+    """
+
+    label: str
+    help: str
+    higher_is_better: bool | None
+    fmt: str
+
+
+def _direction(metric: str) -> bool:
+    """The Quality table's direction of a quality column (:data:`backend.metrics.report.BEST`)."""
+    return BEST[_QUALITY_COLUMN[metric]] == "max"
+
+
+METRIC_INFO: Mapping[str, MetricInfo] = MappingProxyType({
+    "chunks": MetricInfo("Chunks", "How many pieces the document is cut into.", None, "{:,d}"),
+    "tokens_mean": MetricInfo(
+        "Mean tokens", "How long a chunk is on average, in tokens of the configuration's tokenizer.", None, "{:.1f}"
+    ),
+    "tokens_std": MetricInfo(
+        "Std tokens", "How much chunk lengths vary around that average (0: all chunks the same length).", None, "{:.1f}"
+    ),
+    "seconds": MetricInfo("Time (s)", "How long cutting the document took.", False, "{:.3f}"),
+    "bc": MetricInfo(
+        "BC", "Boundary clarity: how little a chunk helps a language model predict the next one; higher means "
+        "cleaner cuts.", _direction("bc"), "{:.3f}",
+    ),
+    "cs": MetricInfo(
+        "CS", "Chunk stickiness: how much chunks lean on one another to be understood; lower means each chunk "
+        "stands more on its own.", _direction("cs"), "{:.3f}",
+    ),
+    "ds": MetricInfo(
+        "DS", "Dissimilarity: how different neighbouring chunks are in meaning (1 − cosine of their embeddings).",
+        _direction("ds"), "{:.3f}",
+    ),
+    "recall": MetricInfo(
+        "Recall", "How much of each question's answer text the retrieved chunks contain.", True, "{:.1%}"
+    ),
+    "precision": MetricInfo(
+        "Precision", "How much of the retrieved text is answer text rather than noise.", True, "{:.1%}"
+    ),
+    "iou": MetricInfo(
+        "IoU", "How closely the retrieved text matches the answer: missed answer text and extra text both lower it.",
+        True, "{:.1%}",
+    ),
+    "precision_omega": MetricInfo(
+        "Precision-Ω", "The best precision possible if retrieval picked exactly the chunks holding the answer.",
+        True, "{:.1%}",
+    ),
+})
+
+# One quality row: a QualityReport, or a row of backend.metrics.report.table_rows (a mapping by column).
+QualityRowLike = Union[QualityReport, Mapping[str, Any]]
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float, None when absent or not finite."""
+    if value is None:
+        return None
+    x = float(value)
+    return x if math.isfinite(x) else None
+
+
+def format_value(metric: str, value: float | None) -> str:
+    """``value`` in ``metric``'s format (:data:`METRIC_INFO`); ``—`` for None.
+
+    >>> format_value("iou", 0.0678)
+    '6.8%'
+    """
+    if value is None:
+        return "—"
+    fmt = METRIC_INFO[metric].fmt
+    return fmt.format(int(value)) if fmt.endswith("d}") else fmt.format(value)
+
+
+@dataclass(frozen=True)
+class ConfigSummary:
+    """One configuration's row.
+
+    Attributes:
+        tag: Its letter (A, B…).
+        config: The configuration.
+        values: Per name of :data:`METRICS`, its number (None: not computed yet).
+        notes: Per metric, a short qualifier shown beside the number (``"precision_omega": "on units"``).
+    """
+
+    tag: str
+    config: ChunkerConfig
+    values: Mapping[str, float | None]
+    notes: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"tag", "config", "values", "notes"}``."""
+        return {"tag": self.tag, "config": self.config.to_json(), "values": dict(self.values), "notes": dict(self.notes)}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The Summary of one document: a row per configuration and the settings the numbers were computed under.
+
+    Attributes:
+        doc_name: The document's name.
+        doc_id: Its id (the hash of its text).
+        rows: One :class:`ConfigSummary` per configuration, in the session's order.
+        settings: K, delta, window, cs_rule, bc_mode, retrieve, embedder, lm, question_set,
+            question_set_size (None where unknown).
+    """
+
+    doc_name: str
+    doc_id: str
+    rows: tuple[ConfigSummary, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def computed(self, metric: str) -> list[tuple[str, float]]:
+        """``(tag, value)`` of the rows that have ``metric``, in row order."""
+        return [(r.tag, v) for r in self.rows if (v := _finite(r.values.get(metric))) is not None]
+
+    def leaders(self, metric: str) -> list[str]:
+        """The tags sharing the best ``metric`` value as shown (its format); [] without a direction or two values."""
+        higher = METRIC_INFO[metric].higher_is_better
+        values = self.computed(metric)
+        if higher is None or len(values) < 2:
+            return []
+        top = (max if higher else min)(v for _, v in values)
+        shown = format_value(metric, top)
+        return [t for t, v in values if format_value(metric, v) == shown]
+
+    def best(self, metric: str) -> str | None:
+        """The tag of the single best row on ``metric``; None with fewer than two values, no direction, or a tie."""
+        leaders = self.leaders(metric)
+        return leaders[0] if len(leaders) == 1 and len(self.computed(metric)) > 1 else None
+
+    def missing(self) -> dict[str, list[str]]:
+        """Per group of :data:`GROUPS` (``quality``, ``retrieval``), the tags lacking any of its metrics (only groups with some).
+
+        A chunking of fewer than two chunks has no boundary, so no quality metric to compute: it is not listed.
+        """
+        out: dict[str, list[str]] = {}
+        for group, metrics in GROUPS.items():
+            tags = [
+                r.tag for r in self.rows
+                if any(_finite(r.values.get(m)) is None for m in metrics)
+                and not (group == "quality" and r.values.get("chunks") is not None and r.values["chunks"] < 2)
+            ]
+            if tags:
+                out[group] = tags
+        return out
+
+    def row(self, tag: str) -> ConfigSummary:
+        """The row of ``tag``.
+
+        Raises:
+            KeyError: no row has that tag.
+        """
+        for r in self.rows:
+            if r.tag == tag:
+                return r
+        raise KeyError(tag)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"doc_name", "doc_id", "settings", "rows", "best", "missing", "verdict"}``."""
+        return {
+            "doc_name": self.doc_name,
+            "doc_id": self.doc_id,
+            "settings": dict(self.settings),
+            "rows": [r.to_json() for r in self.rows],
+            "best": {m: self.best(m) for m in METRICS},
+            "missing": self.missing(),
+            "verdict": verdict(self),
+        }
+
+
+def _quality_values(row: QualityRowLike | None) -> dict[str, float | None]:
+    """BC, CS and DS of one quality row (a :class:`QualityReport` or a ``table_rows`` row)."""
+    if row is None:
+        return {m: None for m in _QUALITY_COLUMN}
+    values = row.values if isinstance(row, QualityReport) else row
+    return {m: _finite(values.get(col)) for m, col in _QUALITY_COLUMN.items()}
+
+
+def summarize(
+    doc: Document,
+    tagged: Sequence[tuple[str, Chunking | ChunkerConfig]],
+    *,
+    quality: Mapping[str, QualityRowLike] | None = None,
+    benchmark: Benchmark | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> Summary:
+    """The Summary of given results (no model, no cache).
+
+    Args:
+        doc: The document.
+        tagged: ``(tag, chunking)`` per configuration, in order; a bare :class:`ChunkerConfig`
+            in place of the chunking is a configuration not chunked yet (every value None).
+        quality: Per tag, its quality row (from :func:`~backend.metrics.report.quality_row`
+            or :func:`~backend.metrics.report.table_rows`); a tag absent: not computed.
+        benchmark: A benchmark; a configuration's retrieval numbers are those of the first
+            result with an equal configuration (none: not computed).
+        settings: What the numbers were computed under (kept as given).
+    """
+    quality = quality or {}
+    results = {}
+    for result in benchmark.results if benchmark is not None else ():
+        results.setdefault(result.config, result)
+    rows = []
+    for tag, item in tagged:
+        config = item.config if isinstance(item, Chunking) else item
+        values: dict[str, float | None] = dict.fromkeys(METRICS)
+        notes: dict[str, str] = {}
+        if isinstance(item, Chunking):
+            stats = chunking_stats([item])[0]
+            values.update(chunks=float(stats["chunks"]), tokens_mean=stats["mean_tokens"],
+                          tokens_std=stats["std_tokens"], seconds=stats["time_ms"] / 1000.0)
+            values.update(_quality_values(quality.get(tag)))
+        result = results.get(config)
+        if result is not None:
+            values.update({m: _finite(getattr(result.summary, f)) for m, f in _RETRIEVAL_FIELD.items()})
+            if result.omega_units != "chunks":
+                notes["precision_omega"] = f"on {result.omega_units}"
+        if is_retriever(config.name):
+            notes["chunks"] = "finest units"
+        rows.append(ConfigSummary(tag, config, values, notes))
+    return Summary(doc.source, doc.id, tuple(rows), dict(settings or {}))
+
+
+# --- the verdict ----------------------------------------------------------------------------------
+
+
+def _names(tags: Sequence[str]) -> str:
+    """``A``, ``A and B``, ``A, B and C``."""
+    return tags[0] if len(tags) == 1 else f"{', '.join(tags[:-1])} and {tags[-1]}"
+
+
+def _word(metric: str) -> str:
+    """``metric``'s label inside a sentence: ``IoU``, ``BC``, but ``recall``."""
+    label = METRIC_INFO[metric].label
+    return label if any(c.isupper() for c in label[1:]) else label.lower()
+
+
+def _ratio(a: float, b: float) -> str:
+    """``a / b`` as ``1.3×`` (two decimals where one would read 1.0 for unequal numbers)."""
+    r = a / b
+    text = f"{r:.1f}"
+    return f"{r:.2f}×" if text == "1.0" else f"{text}×"
+
+
+def _comparison(summary: Summary, metric: str) -> tuple[str, float, str, float] | None:
+    """``(best tag, its value, runner-up tag, its value)``; None without a single best."""
+    best = summary.best(metric)
+    if best is None:
+        return None
+    higher = METRIC_INFO[metric].higher_is_better
+    others = sorted(((v, t) for t, v in summary.computed(metric) if t != best), key=lambda p: -p[0] if higher else p[0])
+    value = dict(summary.computed(metric))[best]
+    return best, value, others[0][1], others[0][0]
+
+
+def _vs(summary: Summary, metric: str, best: float, runner: str, value: float) -> str:
+    """``6.8% vs 6.1% for A`` (``…, the next best`` among more than two)."""
+    next_best = ", the next best" if len(summary.computed(metric)) > 2 else ""
+    return f"{format_value(metric, best)} vs {format_value(metric, value)} for {runner}{next_best}"
+
+
+def _tie(summary: Summary, metric: str) -> str | None:
+    """``A and B tie on IoU (6.8%).`` when the best value is shared, else None."""
+    leaders = summary.leaders(metric)
+    if len(leaders) < 2:
+        return None
+    value = dict(summary.computed(metric))[leaders[0]]
+    return f"{_names(leaders)} tie on {_word(metric)} ({format_value(metric, value)})."
+
+
+def _retrieval_sentence(summary: Summary, metric: str) -> str | None:
+    """The best ``metric`` (IoU, recall) and, for IoU, its chunk count against the runner-up's."""
+    tie = _tie(summary, metric)
+    if tie is not None:
+        return tie
+    found = _comparison(summary, metric)
+    if found is None:
+        return None
+    best, value, runner, other = found
+    sentence = f"{best} has the highest {_word(metric)} ({_vs(summary, metric, value, runner, other)})"
+    if metric == "iou":
+        mine, theirs = summary.row(best).values.get("chunks"), summary.row(runner).values.get("chunks")
+        if mine is not None and theirs:
+            sentence += (
+                f" with as many chunks as {runner}" if mine == theirs else f" at {_ratio(mine, theirs)} the chunks of {runner}"
+            )
+    return sentence + "."
+
+
+def _quality_sentence(summary: Summary, metric: str) -> str | None:
+    """The best BC (clearer boundaries) or CS (chunks that stand alone), with which way is better."""
+    tie = _tie(summary, metric)
+    if tie is not None:
+        return tie
+    found = _comparison(summary, metric)
+    if found is None:
+        return None
+    best, value, runner, other = found
+    most = len(summary.computed(metric)) > 2
+    if metric == "bc":
+        what = f"{best}'s boundaries are {'the clearest' if most else 'clearer'}"
+        way = "higher is clearer"
+    else:
+        what = f"{best}'s chunks lean on each other {'the least' if most else 'less'}"
+        way = "lower is better"
+    label = METRIC_INFO[metric].label
+    return f"{what} ({label} {_vs(summary, metric, value, runner, other)}; {way})."
+
+
+def _missing_sentence(summary: Summary) -> str | None:
+    """``Not computed yet: quality metrics (BC, CS, DS) for A; retrieval metrics for A and B.``"""
+    missing = summary.missing()
+    parts = []
+    if "quality" in missing:
+        parts.append(f"quality metrics (BC, CS, DS) for {_names(missing['quality'])}")
+    if "retrieval" in missing:
+        parts.append(f"retrieval metrics for {_names(missing['retrieval'])}")
+    return f"Not computed yet: {'; '.join(parts)}." if parts else None
+
+
+def verdict(summary: Summary) -> list[str]:
+    """What the numbers show, in at most five sentences, deterministic; never more than the table holds.
+
+    In order: the best IoU (with its chunk count against the runner-up's), the best recall,
+    the clearest boundaries (BC, higher is clearer in both BC modes), the least sticky chunks
+    (CS, lower is better), then what is not computed yet. A metric with fewer than two
+    values says nothing; a best value shared as shown is a tie.
+    """
+    if len(summary.rows) < 2:
+        only = f" ({summary.rows[0].tag})" if summary.rows else ""
+        out = [f"Only one configuration{only}: nothing to compare yet." if summary.rows else "No configuration yet."]
+    else:
+        out = [
+            s for s in (
+                _retrieval_sentence(summary, "iou"),
+                _retrieval_sentence(summary, "recall"),
+                _quality_sentence(summary, "bc"),
+                _quality_sentence(summary, "cs"),
+            ) if s is not None
+        ]
+    last = _missing_sentence(summary)
+    return out + ([last] if last is not None else [])
+
+
+# --- gathering the numbers -------------------------------------------------------------------------
+
+
+def cached_scores(
+    chunking: Chunking, *, scorer: Any, embedder_fingerprint: str | None, window: int | None, cache: Any
+) -> tuple[PairTable | None, np.ndarray | None]:
+    """A chunking's pair table and vectors from the output cache alone (each None when not there).
+
+    The table holds every pair within ``window`` when those are cached (BC, CS), else the
+    adjacent pairs only (BC). ``scorer`` is a cache-only context's refusing scorer (None: no table).
+    """
+    texts = [c.text for c in chunking.chunks]
+    table = None
+    if scorer is not None and cache is not None:
+        for complete in (True, False):
+            try:
+                table = cached_pair_table(texts, scorer, complete=complete, window=window, cache=cache)
+                break
+            except NotCached:
+                continue
+    vectors = cached_vectors(cache, embedder_fingerprint, texts) if embedder_fingerprint and cache is not None else None
+    return table, vectors
+
+
+def collect(
+    doc: Document,
+    tagged_configs: Sequence[tuple[str, ChunkerConfig]],
+    *,
+    context: ModelContext | None,
+    question_set: QuestionSet | None,
+    embedder_spec: str | None,
+    K: float,
+    delta: int,
+    window: int | None,
+    cs_rule: str,
+    bc_mode: str,
+    retrieve: int,
+    compute: bool,
+    progress: Progress | None = None,
+    benchmark: Benchmark | None = None,
+    cross_corpus: bool = True,
+    question_set_name: str | None = None,
+) -> Summary:
+    """Chunk, look up (or compute) and summarize: the Summary of ``doc`` under these settings.
+
+    Args:
+        doc: The document.
+        tagged_configs: ``(tag, configuration)`` in order.
+        context: The models: a cache-only context (``ModelContext.cache_only``) with
+            ``compute=False``, a loading one with ``compute=True``; None: no model at all
+            (model-backed configurations stay unchunked, no quality metric).
+        question_set: The questions for recall, precision, IoU and precision-Ω (None: none).
+        embedder_spec: The benchmark's embedder (None: the default).
+        K, delta, window, cs_rule, bc_mode: The quality settings (``window``: CS's pair window).
+        retrieve: Chunks retrieved per question (-1: as many as hold excerpts).
+        compute: Compute what the cache lacks (pair scores, embeddings, the benchmark).
+        progress: ``progress(done, total)`` of the model work; may raise ``Cancelled``.
+        benchmark: A benchmark already run (used as is; with ``compute`` none is run then).
+        cross_corpus: Retrieve across the set's corpora (the reference).
+        question_set_name: How to name the question set in the settings.
+
+    Raises:
+        ChunkLabError: a model or the store fails (with ``compute``); bad settings.
+    """
+    from backend.chunkers.run import chunk_all, needs_model
+
+    settings = QualitySettings(K=K, bc_mode=bc_mode, cs_rule=cs_rule, delta=delta, window=window)
+
+    def chunk(d: Document, config: ChunkerConfig) -> Chunking:
+        from backend.chunkers.base import run_chunker
+
+        if context is None and needs_model(config):
+            raise NotCached(f"{config.label} needs a model")
+        return run_chunker(d, config, context)
+
+    outcomes = chunk_all(doc, [c for _, c in tagged_configs], chunk)
+    tagged: list[tuple[str, Chunking | ChunkerConfig]] = [
+        (tag, o.chunking if o.chunking is not None else config) for (tag, config), o in zip(tagged_configs, outcomes)
+    ]
+    chunked = [(tag, ch) for tag, ch in tagged if isinstance(ch, Chunking)]
+    cache = context.cache if context is not None else None
+    quality: dict[str, QualityReport] = {}
+    if context is not None and chunked:
+        if compute:
+            from backend.metrics.quality import LazyScorer
+
+            run = score_chunkings(
+                [ch for _, ch in chunked], scorer=LazyScorer(context), embedder=context.get_embedder,
+                complete=True, window=window, cache=cache, progress=progress,
+            )
+            scores = run.results
+        else:
+            fp = context.embedder_fingerprint
+            scores = tuple(
+                cached_scores(ch, scorer=context.scorer, embedder_fingerprint=fp, window=window, cache=cache)
+                for _, ch in chunked
+            )
+        for (tag, ch), (table, vectors) in zip(chunked, scores):
+            quality[tag] = quality_row(ch.token_counts, table=table, vectors=vectors, settings=settings)
+    if compute and benchmark is None and question_set is not None:
+        from backend.retrieval.evaluate import evaluate
+
+        benchmark = evaluate(
+            question_set, list(dict.fromkeys(c for _, c in tagged_configs)), embedder=embedder_spec,
+            retrieve=retrieve, context=context, cross_corpus=cross_corpus, progress=progress,
+        )
+    lm = context.scorer.info.name if context is not None and context.scorer is not None else None
+    return summarize(
+        doc, tagged, quality=quality, benchmark=benchmark,
+        settings={
+            **settings.to_json(),
+            "retrieve": retrieve if benchmark is None else benchmark.retrieve,
+            "embedder": benchmark.embedder if benchmark is not None else embedder_spec,
+            "lm": lm or (context.lm if context is not None else None),
+            "question_set": question_set_name,
+            "question_set_size": len(question_set) if question_set is not None else None,
+        },
+    )

@@ -1,0 +1,184 @@
+"""The Summary page with ``AppTest``: its numbers are the Compare, Quality and Benchmark pages' for the same session.
+
+Two configurations on the bundled narrative sample. The quality metrics are scored by the
+Summary's own button (the Quality page's job, with the bundled SmolLM2 and MiniLM) on the
+sample's opening paragraph, so the language model reads about a thousand tokens; the
+benchmark runs the bundled ``sample:narrative`` question set over the whole sample. Each
+page then shows the numbers the Summary shows, read back from what it computed: the very
+same floats. The output cache and Chroma live in this module's data folder.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from backend.report.summary import METRICS, Summary
+from backend.samples import load_sample
+from backend.text.document import Document
+from components.state import normalized_config
+from tests.support.apptest import open_page, wait_job
+from tests.support.apptest import run as _run
+
+CONFIGS = (
+    ("recursive", {"chunk_size": 100, "chunk_overlap": 0}),
+    ("fixed_token", {"chunk_size": 60, "chunk_overlap": 0}),
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary_env(tmp_path_factory):
+    """A data folder (Chroma) and an output cache of this module; the default models."""
+    mp = pytest.MonkeyPatch()
+    shared = Path(os.environ["CHUNKLAB_DATA_DIR"])
+    data = tmp_path_factory.mktemp("summary-data")
+    for sub in ("models", "tokenizers"):
+        (shared / sub).mkdir(parents=True, exist_ok=True)
+        (data / sub).symlink_to(shared / sub, target_is_directory=True)
+    mp.setenv("CHUNKLAB_DATA_DIR", str(data))
+    mp.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path_factory.mktemp("summary-cache")))
+    for name in ("CHROMA_HOST", "CHROMA_PORT", "CHUNKLAB_LM", "CHUNKLAB_EMBEDDER", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        mp.delenv(name, raising=False)
+    yield data
+    mp.undo()
+
+
+def _entries() -> list[dict]:
+    return [{"uid": i, "tag": "AB"[i], "config": normalized_config(n, p)} for i, (n, p) in enumerate(CONFIGS)]
+
+
+def _opening() -> Document:
+    """The narrative sample's title and first paragraph (about 110 tokens): three chunks and two."""
+    text = load_sample("narrative").text
+    return Document.from_text(text[: text.index("\n\n", 400)], source="narrative-opening.txt")
+
+
+def _shown(at: AppTest) -> Summary:
+    return at.session_state["sum_shown"]
+
+
+def _frame(at: AppTest, column: str):
+    (frame,) = [d.value for d in at.dataframe if column in d.value.columns]
+    return frame
+
+
+def _wait(at: AppTest, key: str, timeout: float = 240):
+    job = at.session_state[key]
+    assert job.thread is not None  # a background job, not a page run
+    return wait_job(at, key, timeout)
+
+
+def _assert_compare_numbers(at: AppTest, summary: Summary) -> None:
+    """The Compare page's statistics table holds the Summary's chunks, tokens and time."""
+    at.switch_page("pages/compare.py")
+    _run(at)
+    stats = _frame(at, "std_tokens")
+    for row in summary.rows:
+        v = row.values
+        assert (v["chunks"], v["tokens_mean"], v["tokens_std"]) == (
+            stats.loc[row.tag, "chunks"], stats.loc[row.tag, "mean_tokens"], stats.loc[row.tag, "std_tokens"]
+        )
+        assert math.isclose(v["seconds"] * 1000, stats.loc[row.tag, "time_ms"], rel_tol=1e-12)
+
+
+def test_summary_before_anything_is_computed_and_navigation():
+    at = open_page("pages/summary.py", load_sample("narrative"), _entries())
+    summary = _shown(at)
+    assert [r.tag for r in summary.rows] == ["A", "B"]
+    assert summary.missing() == {"quality": ["A", "B"], "retrieval": ["A", "B"]}
+    table = _frame(at, "precision_omega")
+    assert list(table.columns) == ["configuration", *METRICS]
+    assert (table[["bc", "cs", "ds", "recall", "iou"]] == "not computed yet").all().all()
+    assert table.loc["A", "chunks"] == f"{summary.row('A').values['chunks']:.0f}"
+    assert any("Not computed yet" in m.value for m in at.markdown)
+    labels = [b.label for b in at.button]
+    assert any(label.startswith("Compute BC, CS and DS for A, B with ") for label in labels)
+    assert "Run the benchmark" in labels
+    assert at.selectbox(key="sum_qset").value == "sample:narrative"  # the sample's own set
+    assert at.get_by_key("sum_strip") is not None and at.get_by_key("sum_hist_A") is not None
+    _assert_compare_numbers(at, summary)
+
+
+def test_summary_quality_equals_the_quality_and_compare_pages():
+    at = open_page("pages/summary.py", _opening(), _entries())
+    assert "sum_quality_job" not in at.session_state
+    at.button(key="sum_quality_run").click()
+    _run(at)
+    job = _wait(at, "sum_quality_job")
+    assert job.state == "done", job.error
+    _run(at)
+    summary = _shown(at)
+    assert "quality" not in summary.missing()
+    assert all(summary.row(t).values[m] is not None for t in "AB" for m in ("bc", "cs", "ds"))
+
+    at.switch_page("pages/quality.py")
+    _run(at)
+    at.multiselect(key="qual_metrics").set_value(["bc", "cs", "ds"])  # CS too, on the same pair window (3)
+    _run(at)
+    assert "qual_job" not in at.session_state  # read from what the Summary's job scored: no job
+    quality = _frame(at, "cs_complete")
+    for t in "AB":
+        v = summary.row(t).values
+        assert (v["bc"], v["cs"], v["ds"]) == (
+            quality.loc[t, "bc"], quality.loc[t, "cs_complete"], quality.loc[t, "ds"]
+        )
+    _assert_compare_numbers(at, summary)
+
+    # The Quality page's K is the Summary's: moving it changes CS on both alike.
+    at.switch_page("pages/quality.py")
+    _run(at)
+    at.slider(key="qual_K").set_value(0.3)
+    _run(at)
+    quality = _frame(at, "cs_complete")
+    at.switch_page("pages/summary.py")
+    _run(at)
+    moved = _shown(at)
+    assert moved.settings["K"] == 0.3
+    assert [moved.row(t).values["cs"] for t in "AB"] == [quality.loc[t, "cs_complete"] for t in "AB"]
+
+
+def test_summary_retrieval_equals_the_benchmark_page():
+    at = open_page("pages/summary.py", load_sample("narrative"), _entries())
+    at.button(key="sum_bm_run").click()
+    _run(at)
+    job = _wait(at, "bm_job")
+    assert job.state == "done", job.error
+    assert job.meta["qset_name"] == "sample:narrative" and job.meta["tags"] == ["A", "B"]
+    _run(at)
+    summary = _shown(at)
+    assert "retrieval" not in summary.missing()
+    bm = job.result.benchmark
+    for t, r in zip("AB", bm.results):
+        v = summary.row(t).values
+        assert (v["recall"], v["precision"], v["iou"], v["precision_omega"]) == (
+            r.summary.recall_mean, r.summary.precision_mean, r.summary.iou_mean, r.summary.precision_omega_mean
+        )
+    assert summary.settings["question_set"] == "sample:narrative" and summary.settings["question_set_size"] == 12
+    verdict = [m.value for m in at.markdown if "highest IoU" in m.value]
+    assert len(verdict) == 1
+
+    at.switch_page("pages/benchmark.py")  # the Benchmark page shows the same run
+    _run(at)
+    table = _frame(at, "chunker")
+    for t in "AB":
+        v = summary.row(t).values
+        assert table.loc[t, "IoU"].startswith(f"{100 * v['iou']:.1f} ± ")
+        assert table.loc[t, "Recall"].startswith(f"{100 * v['recall']:.1f} ± ")
+    _assert_compare_numbers(at, summary)
+
+
+def test_summary_report_button_builds_the_report():
+    pytest.importorskip("backend.report.html", reason="the one-file report lands with its own branch")
+    from backend.chunkers import run_chunker
+    from backend.report.html import report_html
+
+    doc = load_sample("narrative")
+    at = open_page("pages/summary.py", doc, _entries())
+    assert at.get_by_key("sum_report") is not None
+    summary = _shown(at)
+    page = report_html(summary, doc, {e["tag"]: run_chunker(doc, e["config"]) for e in _entries()})
+    assert doc.source in page

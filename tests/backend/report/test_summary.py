@@ -1,0 +1,235 @@
+"""The Summary's rows, bests, gaps and verdict on hand-built chunkings, quality rows and a benchmark."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from backend.chunking import Chunk, ChunkerConfig, Chunking
+from backend.metrics.report import BEST, QualitySettings, quality_row
+from backend.metrics.stats import chunking_stats
+from backend.report.summary import (
+    GROUPS,
+    METRIC_INFO,
+    METRICS,
+    ConfigSummary,
+    Summary,
+    collect,
+    format_value,
+    summarize,
+    verdict,
+)
+from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary
+from backend.text.document import Document
+
+TEXT = "".join(f"Sentence number {i:02d} is here. " for i in range(40))  # 40 × 28 characters
+DOC = Document.from_text(TEXT, source="summary.txt")
+A = ChunkerConfig.make("recursive", {"chunk_size": 40, "chunk_overlap": 0})
+B = ChunkerConfig.make("fixed_token", {"chunk_size": 30, "chunk_overlap": 0})
+C = ChunkerConfig.make("sentence", {"chunk_size": 50, "chunk_overlap": 0})
+
+
+def _chunking(config: ChunkerConfig, n: int, tokens: list[int] | None = None, seconds: float = 0.5) -> Chunking:
+    """``n`` equal chunks of TEXT with the given token counts (default 10 each)."""
+    size = len(TEXT) // n
+    bounds = [(i * size, len(TEXT) if i == n - 1 else (i + 1) * size) for i in range(n)]
+    tokens = tokens or [10] * n
+    chunks = tuple(Chunk(i, s, e, TEXT[s:e], tokens[i]) for i, (s, e) in enumerate(bounds))
+    return Chunking(config, chunks, seconds, DOC.id, len(TEXT))
+
+
+def _summary_stats(**per_metric) -> MetricSummary:
+    values = {f"{m}_{s}": 0.0 for m in ("recall", "precision", "precision_omega", "iou") for s in ("mean", "std")}
+    values.update({f"{m}_mean": v for m, v in per_metric.items()})
+    return MetricSummary(**values, questions=12)
+
+
+def _benchmark(*rows: tuple[ChunkerConfig, dict], omega_units: str = "chunks") -> Benchmark:
+    results = tuple(
+        ConfigResult(config=c, summary=_summary_stats(**v), per_corpus={}, questions=(), chunks=0,
+                     chunk_tokens_mean=0.0, seconds=0.0, reused=True, omega_units=omega_units)
+        for c, v in rows
+    )
+    return Benchmark(results, "all-MiniLM-L6-v2", "fp", 5, 12, ("narrative",), 1.0)
+
+
+def _row(tag: str, **values) -> ConfigSummary:
+    return ConfigSummary(tag, A, {m: values.get(m) for m in METRICS}, {})
+
+
+def test_metric_table_is_complete_and_quality_directions_follow_the_quality_table():
+    assert METRICS == ("chunks", "tokens_mean", "tokens_std", "seconds", "bc", "cs", "ds", "recall", "precision",
+                       "iou", "precision_omega")
+    assert set(METRIC_INFO) == set(METRICS)
+    assert [m for m in METRICS if METRIC_INFO[m].higher_is_better is None] == ["chunks", "tokens_mean", "tokens_std"]
+    assert METRIC_INFO["bc"].higher_is_better is (BEST["bc"] == "max") is True  # README: BC higher = clearer
+    assert METRIC_INFO["cs"].higher_is_better is (BEST["cs_complete"] == "max") is False
+    assert METRIC_INFO["seconds"].higher_is_better is False
+    for m in METRICS:  # one plain sentence each
+        assert METRIC_INFO[m].help.endswith(".") and METRIC_INFO[m].help.count(". ") == 0, m
+    assert GROUPS["retrieval"] == ("recall", "precision", "iou", "precision_omega")
+
+
+def test_format_value():
+    assert format_value("iou", 0.0678) == "6.8%"
+    assert format_value("chunks", 12.0) == "12"
+    assert format_value("bc", 0.93) == "0.930"
+    assert format_value("seconds", 0.0123) == "0.012"
+    assert format_value("bc", None) == "—"
+
+
+def test_summarize_reads_the_stats_quality_rows_and_benchmark_the_pages_show():
+    a, b = _chunking(A, 4, [10, 12, 14, 16], seconds=0.25), _chunking(B, 5)
+    qa = {"bc": 0.91, "cs_complete": 1.5, "cs_incomplete": 1.2, "ds": 0.3}  # a table_rows row
+    bm = _benchmark((B, {"recall": 0.8, "precision": 0.1, "iou": 0.068, "precision_omega": 0.2}),
+                    (A, {"recall": 0.7, "precision": 0.09, "iou": 0.061, "precision_omega": 0.18}))
+    s = summarize(DOC, [("A", a), ("B", b)], quality={"A": qa}, benchmark=bm, settings={"K": 0.8})
+    stats = chunking_stats([a])[0]
+    assert s.doc_name == "summary.txt" and s.doc_id == DOC.id and s.settings == {"K": 0.8}
+    assert dict(s.row("A").values) == {
+        "chunks": 4.0, "tokens_mean": stats["mean_tokens"], "tokens_std": stats["std_tokens"], "seconds": 0.25,
+        "bc": 0.91, "cs": 1.5, "ds": 0.3, "recall": 0.7, "precision": 0.09, "iou": 0.061, "precision_omega": 0.18,
+    }
+    assert s.row("A").values["tokens_mean"] == 13.0 and math.isclose(s.row("A").values["tokens_std"], math.sqrt(5))
+    assert (s.row("B").values["bc"], s.row("B").values["iou"]) == (None, 0.068)
+    assert s.missing() == {"quality": ["B"]}
+
+
+def test_summarize_takes_a_quality_report_and_leaves_unchunked_configurations_empty():
+    a = _chunking(A, 3)
+    report = quality_row(a.token_counts, settings=QualitySettings())  # nothing scored: every metric None
+    s = summarize(DOC, [("A", a), ("B", B)], quality={"A": report}, benchmark=None)
+    assert [s.row("A").values[m] for m in ("chunks", "bc", "cs", "ds")] == [3.0, None, None, None]
+    assert all(v is None for v in s.row("B").values.values())
+    assert s.missing() == {"quality": ["A", "B"], "retrieval": ["A", "B"]}
+
+
+def test_a_retriever_row_notes_its_units():
+    mog = ChunkerConfig.make("mog", {})
+    units = _chunking(mog, 6)
+    bm = _benchmark((mog, {"recall": 0.5, "precision": 0.2, "iou": 0.1, "precision_omega": 0.3}), omega_units="units")
+    s = summarize(DOC, [("A", units)], quality=None, benchmark=bm)
+    assert dict(s.row("A").notes) == {"precision_omega": "on units", "chunks": "finest units"}
+    assert s.row("A").values["precision_omega"] == 0.3
+
+
+def test_best_follows_each_direction_and_needs_two_values():
+    s = Summary("d", "id", (_row("A", bc=0.93, cs=1.2, seconds=0.2, chunks=10), _row("B", bc=0.97, cs=1.5, seconds=0.1,
+                                                                                chunks=12)))
+    assert (s.best("bc"), s.best("cs"), s.best("seconds"), s.best("chunks")) == ("B", "A", "B", None)
+    assert s.best("iou") is None  # not computed
+    one = Summary("d", "id", (_row("A", iou=0.1), _row("B")))
+    assert one.best("iou") is None and one.leaders("iou") == []
+
+
+def test_a_tie_as_shown_has_no_single_best():
+    s = Summary("d", "id", (_row("A", bc=0.9701), _row("B", bc=0.9699), _row("C", bc=0.5)))
+    assert s.leaders("bc") == ["A", "B"]  # both show 0.970
+    assert s.best("bc") is None
+
+
+def test_missing_skips_a_single_chunk_for_quality():
+    s = Summary("d", "id", (_row("A", chunks=1), _row("B", chunks=3, bc=0.9, cs=1.0, ds=0.2)))
+    assert s.missing() == {"retrieval": ["A", "B"]}
+
+
+def test_verdict_two_configurations():
+    s = Summary("d", "id", (
+        _row("A", chunks=10, iou=0.061, recall=0.80, precision=0.1, precision_omega=0.2, bc=0.93, cs=1.20, ds=0.3),
+        _row("B", chunks=13, iou=0.068, recall=0.75, precision=0.1, precision_omega=0.2, bc=0.97, cs=1.45, ds=0.2),
+    ))
+    assert verdict(s) == [
+        "B has the highest IoU (6.8% vs 6.1% for A) at 1.3× the chunks of A.",
+        "A has the highest recall (80.0% vs 75.0% for B).",
+        "B's boundaries are clearer (BC 0.970 vs 0.930 for A; higher is clearer).",
+        "A's chunks lean on each other less (CS 1.200 vs 1.450 for B; lower is better).",
+    ]
+
+
+def test_verdict_three_configurations_ties_and_gaps():
+    s = Summary("d", "id", (
+        _row("A", chunks=10, iou=0.05, recall=0.5, bc=0.95),
+        _row("B", chunks=10, iou=0.07, recall=0.5, bc=0.95),
+        _row("C", chunks=20, iou=0.06, recall=0.4),
+    ))
+    assert verdict(s) == [
+        "B has the highest IoU (7.0% vs 6.0% for C, the next best) at 0.5× the chunks of C.",
+        "A and B tie on recall (50.0%).",
+        "A and B tie on BC (0.950).",
+        "Not computed yet: quality metrics (BC, CS, DS) for A, B and C; retrieval metrics for A, B and C.",
+    ]
+
+
+def test_verdict_equal_chunk_counts_and_ratio_near_one():
+    same = Summary("d", "id", (_row("A", chunks=10, iou=0.1), _row("B", chunks=10, iou=0.2)))
+    assert verdict(same)[0] == "B has the highest IoU (20.0% vs 10.0% for A) with as many chunks as A."
+    near = Summary("d", "id", (_row("A", chunks=100, iou=0.1), _row("B", chunks=101, iou=0.2)))
+    assert verdict(near)[0] == "B has the highest IoU (20.0% vs 10.0% for A) at 1.01× the chunks of A."
+
+
+def test_verdict_with_nothing_computed_and_one_configuration():
+    empty = Summary("d", "id", (_row("A", chunks=3), _row("B", chunks=4)))
+    assert verdict(empty) == [
+        "Not computed yet: quality metrics (BC, CS, DS) for A and B; retrieval metrics for A and B."
+    ]
+    alone = Summary("d", "id", (_row("A", chunks=3, bc=0.9, cs=1.0, ds=0.1),))
+    assert verdict(alone) == ["Only one configuration (A): nothing to compare yet.", "Not computed yet: retrieval metrics for A."]
+    assert verdict(Summary("d", "id", ())) == ["No configuration yet."]
+
+
+def test_verdict_is_at_most_five_sentences_and_deterministic():
+    rows = tuple(_row(t, chunks=10 + i, iou=0.01 * i, recall=0.1 * i, bc=0.9 + 0.01 * i, cs=2 - 0.1 * i)
+                 for i, t in enumerate("ABCD"))
+    s = Summary("d", "id", rows)
+    assert len(verdict(s)) <= 5 and verdict(s) == verdict(s)
+    assert s.to_json()["verdict"] == verdict(s)
+    assert s.to_json()["best"]["cs"] == "D"
+
+
+def test_collect_without_models_chunks_and_leaves_model_work_empty():
+    s = collect(
+        DOC, [("A", A), ("B", ChunkerConfig.make("ppl", {}))], context=None, question_set=None, embedder_spec=None,
+        K=0.8, delta=0, window=3, cs_rule="paper", bc_mode="reference", retrieve=5, compute=False,
+    )
+    from backend.chunkers import run_chunker
+
+    assert s.row("A").values["chunks"] == float(len(run_chunker(DOC, A).chunks))
+    assert s.row("B").values["chunks"] is None  # a model-backed configuration without a model: not chunked
+    assert s.settings["K"] == 0.8 and s.settings["window"] == 3 and s.settings["question_set"] is None
+    assert s.missing() == {"quality": ["A", "B"], "retrieval": ["A", "B"]}
+
+
+@pytest.mark.parametrize("bad", [{"cs_rule": "nope"}, {"delta": -1}])
+def test_collect_names_a_bad_setting(bad):
+    from backend.errors import ParameterError
+
+    kwargs = dict(K=0.8, delta=0, window=None, cs_rule="paper", bc_mode="reference") | bad
+    with pytest.raises(ParameterError):
+        collect(DOC, [("A", A)], context=None, question_set=None, embedder_spec=None, retrieve=5, compute=False, **kwargs)
+
+
+def test_collect_computes_then_reads_the_same_numbers_from_the_cache(tmp_path, monkeypatch):
+    """``compute=True`` scores through the output cache; a cache-only context then reads the very same numbers."""
+    from backend.chunkers.context import ModelContext, unloaded_model_info
+    from backend.models.identity import fingerprint_without_loading
+
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CHUNKLAB_LM", raising=False)
+    monkeypatch.delenv("CHUNKLAB_EMBEDDER", raising=False)
+    doc = Document.from_text(
+        "The cat sat on the mat. It slept by the fire all day long. Stock prices fell on Monday. Investors worried.",
+        source="tiny.txt",
+    )
+    configs = [("A", ChunkerConfig.make("recursive", {"chunk_size": 10})),
+               ("B", ChunkerConfig.make("fixed_token", {"chunk_size": 14}))]
+    kwargs = dict(question_set=None, embedder_spec=None, K=0.8, delta=0, window=3, cs_rule="paper",
+                  bc_mode="reference", retrieve=5)
+    computed = collect(doc, configs, context=ModelContext(), compute=True, **kwargs)
+    lookup = ModelContext.cache_only(unloaded_model_info("lm", fingerprint_without_loading(None)))
+    cached = collect(doc, configs, context=lookup, compute=False, **kwargs)
+    for a, b in zip(computed.rows, cached.rows):
+        assert all(a.values[m] is not None for m in ("bc", "cs", "ds"))
+        assert {**a.values, "seconds": 0} == {**b.values, "seconds": 0}
+    assert computed.missing() == cached.missing() == {"retrieval": ["A", "B"]}
+    assert computed.settings["lm"] and computed.settings["window"] == 3
