@@ -21,7 +21,7 @@ import streamlit as st
 from backend.chunking import Chunking
 from backend.figures.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from backend.metrics.cost import CONFIRM_SECONDS, Throughput, cost_estimate, cost_label, format_seconds, needs_confirmation
-from backend.metrics.report import QualityReport, QualitySettings, quality_row
+from backend.metrics.report import QualityData, QualityReport, QualitySettings, quality_row
 from backend.metrics.scores import score_chunkings, table_key, vectors_key
 from backend.models.cache import default_cache
 from backend.report.summary import METRIC_INFO, METRICS, Summary, cached_scores, format_value
@@ -76,8 +76,11 @@ def _store(doc: Document) -> dict:
 
 def session_quality(
     doc: Document, tagged: Sequence[tuple[str, Chunking]], lm: SessionLM, settings: QualitySettings
-) -> dict[str, QualityReport]:
+) -> tuple[dict[str, QualityReport], dict[str, QualityData]]:
     """Per tag, its quality row from what the Quality page scored or the output cache holds (no model call).
+
+    Returns ``(rows, data)``: the rows the table shows, and per tag the pair table and vectors
+    they came from (what the report's BC and CS figures draw).
 
     A pair table of every pair within the window (BC and CS) is preferred to one of the
     adjacent pairs (BC); tables and vectors read from the cache join the Quality page's store.
@@ -87,7 +90,7 @@ def session_quality(
     emb_fp, _name = embedder_identity()
     context = cache_only_context(lm) if lm.error is None else None
     refusing = context.scorer if context is not None else None
-    out = {}
+    out, data = {}, {}
     for tag, ch in tagged:
         keys = [table_key(ch, lm.identity, complete=c, window=settings.window) for c in (True, False)]
         table = next((store[k] for k in keys if k in store), None)
@@ -103,7 +106,8 @@ def session_quality(
             if vecs is not None:
                 vectors = store[vkey] = vecs
         out[tag] = quality_row(ch.token_counts, table=table, vectors=vectors, settings=settings)
-    return out
+        data[tag] = QualityData(tag, ch.config, ch, table, vectors)
+    return out, data
 
 
 def session_benchmark() -> tuple[Benchmark | None, Mapping[str, Any]]:
@@ -295,7 +299,7 @@ def report_button(
     chunkings: Mapping[str, Chunking],
     *,
     benchmark: Benchmark | None,
-    quality: Mapping[str, Any] | None,
+    quality: Mapping[str, QualityData] | None,
 ) -> None:
     """"Download report": the one-file HTML report of this Summary, built only when clicked."""
 

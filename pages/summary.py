@@ -61,7 +61,7 @@ if pending and not lm.error:
 # --- the numbers: read where the Compare, Quality and Benchmark pages keep them ----------------------------
 settings = page_settings()
 tagged = [(e["tag"], ch) for e, ch in ok]
-quality = session_quality(doc, tagged, lm, settings)
+quality, quality_data = session_quality(doc, tagged, lm, settings)
 benchmark, bm_meta = session_benchmark()
 by_tag = dict(tagged)
 summary = summarize(
@@ -83,7 +83,7 @@ with head:
     st.caption(f"{len(doc.text):,} characters · {len(entries)} configuration(s) · language model {lm.label}")
 with download:
     # The one-file report of exactly what this page shows (backend/report/html.py).
-    report_button(summary, doc, by_tag, benchmark=benchmark, quality=quality)
+    report_button(summary, doc, by_tag, benchmark=benchmark, quality=quality_data)
 
 st.subheader("Verdict", anchor=False)
 st.markdown(verdict_markdown(verdict(summary)))

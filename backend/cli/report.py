@@ -42,6 +42,7 @@ from backend.cli.common import (
 )
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, NotCached, ParameterError
+from backend.report.session import tag_for
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -79,16 +80,6 @@ def add_commands(sub: Any) -> None:
                    help="compute no BC, CS or DS (no language-model run over chunk pairs); cached ones are still shown")
     add_model_flags(p, window_flag="--lm-window")
     p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the HTML file to write")
-
-
-def _tag(i: int) -> str:
-    """The ``i``-th configuration letter (from 0): A … Z, AA, AB …, as the Compare page gives them."""
-    out = ""
-    while True:
-        out = chr(ord("A") + i % 26) + out
-        i = i // 26 - 1
-        if i < 0:
-            return out
 
 
 def _setting(flag: Any, session: Any, key: str, default: Any) -> Any:
@@ -227,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("report needs --config SPEC (repeatable) or --session FILE")
     if args.file is None and args.session is None:
         raise ParameterError("report needs a document: FILE (a path or sample:NAME), or --session FILE")
-    tagged = [(_tag(i), parse_config(spec).config) for i, spec in enumerate(args.config)]  # bad specs: exit 2 first
+    tagged = [(tag_for(i), parse_config(spec).config) for i, spec in enumerate(args.config)]  # bad specs: exit 2 first
     session = None
     if args.session is not None:
         from backend.report.session import load_session

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import summary_double
 
-summary_double.install()  # the real backend.report.summary once it is merged; the contract's double until then
 
 from backend.cli.main import main  # noqa: E402
 from backend.report.html import SECTIONS  # noqa: E402
