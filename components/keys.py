@@ -19,6 +19,8 @@ __all__ = [
     "BENCHMARK",
     "MODELS",
     "DOCUMENT",
+    "DEMO_MODE",
+    "DEMO_ON",
     "DOC",
     "DOC_VERSION",
     "CONFIGS",
@@ -80,6 +82,7 @@ PPL = PageKeys("ppl")
 BENCHMARK = PageKeys("bm")
 MODELS = PageKeys("models")
 DOCUMENT = PageKeys("docpage")
+DEMO_MODE = PageKeys("demo")  # demo mode's switch, tour and one-time runs (components.demo)
 
 # Shared by every page, without a prefix: the current document and the configurations
 # (components.state), the router's pass (app.py, components.layout).
@@ -103,3 +106,6 @@ REMOTE_SCORER = MODELS("remote_scorer")  # this session's RemoteScorer (it holds
 
 # The session's question set (a QuestionSet or None): the Retrieval page saves into it, the Benchmark page runs it.
 QSET = RETRIEVAL("qset")
+
+# Whether this session is in demo mode: set by components.demo, read by the pages that start its runs.
+DEMO_ON = DEMO_MODE("on")

@@ -20,6 +20,7 @@ from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.jobs import benchmark_job, generation_job
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
+from backend.samples import DEMO
 from components.cached import sample_question_sets, sample_questions, specs
 from backend.figures.export import figure_html
 from backend.figures.retrieval import (
@@ -30,6 +31,7 @@ from backend.figures.retrieval import (
     similarity_histogram,
 )
 from components.keys import BENCHMARK, EMB_CHOICE, QSET
+from components.demo import take_demo_start
 from components.layout import ensure_routed
 from components.lm_runs import session_lm, start_model_job
 from components.models import job_outcome
@@ -195,6 +197,11 @@ def _generation_panel(doc):
 
 st.title("Benchmark")
 doc = current_document()
+demo_run = take_demo_start(BENCHMARK)  # demo mode's first visit: the bundled set, every configuration, run
+if demo_run:
+    st.session_state[BENCHMARK("source")] = SOURCES[1]
+    st.session_state[BENCHMARK("sample")] = DEMO.sample
+    st.session_state.pop(BENCHMARK("configs"), None)
 
 # --- the question set ---------------------------------------------------------------------------
 st.subheader("Question set", anchor=False)
@@ -252,6 +259,7 @@ cross = r4.toggle("Across corpora", value=True, key=BENCHMARK("cross"),
                   help="Retrieve from every corpus of the set, as the reference does (off: the question's own corpus)")
 run_clicked = st.button("Run benchmark", key=BENCHMARK("run"), type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
+run_clicked = run_clicked or (demo_run and qset is not None and bool(chosen))
 if run_clicked:
     previous = st.session_state.get(_JOB)
     if previous is not None and previous.running:
@@ -268,6 +276,10 @@ if run_clicked:
         lm = session_lm()
         if lm.error:
             st.error(lm.error, icon=":material/error:")
+        elif lm.scorer is None:  # the default model: the chunkers load it only for outputs not in the cache
+            st.session_state[_JOB] = start_job(
+                f"Benchmarking {len(configs)} configuration(s)", partial(body, None), model=lm.label, **meta
+            )
         else:
             job = start_model_job(f"Benchmarking {len(configs)} configuration(s)", lm, body, None)
             job.meta.update(meta)
