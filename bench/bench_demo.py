@@ -35,12 +35,12 @@ CHROMIUM = Path("/usr/bin/chromium")
 # Page (its sidebar link) → the elements that make it "fully drawn" in demo mode.
 PAGES: list[tuple[str, list[str]]] = [
     ("Document", ["[data-testid=stMetric]"]),
-    ("Compare", [".st-key-cmp_stats", ".st-key-cmp_strip .main-svg", ".st-key-cmp_hist .main-svg",
-                 ".st-key-cmp_view_3 .cl-badge"]),
+    ("Compare", ["[data-testid=stDataFrame]", ".st-key-cmp_strip .main-svg", ".st-key-cmp_hist .main-svg",
+                 "[class*='st-key-cmp_view_'] .cl-badge"]),
     ("Meta-Chunking", [".st-key-ppl_chart .main-svg", ".st-key-ppl_drops .main-svg"]),
-    ("Quality", [".st-key-qual_table", ".st-key-qual_bc_chart .main-svg"]),
-    ("Retrieval", [".st-key-ret_scores", ".st-key-ret_view"]),
-    ("Benchmark", [".st-key-bm_table", ".st-key-bm_heat_q .main-svg", ".st-key-bm_coverage .main-svg"]),
+    ("Quality", ["[data-testid=stDataFrame]", ".st-key-qual_bc_chart .main-svg"]),
+    ("Retrieval", ["[data-testid=stDataFrame]:has(th:has-text('IoU'))", ".st-key-ret_view"]),
+    ("Benchmark", [".st-key-bm_bars .main-svg", ".st-key-bm_heat_q .main-svg", ".st-key-bm_coverage .main-svg"]),
     ("Models", ["h1"]),
 ]
 BUSY = "[data-testid=stStatusWidget], [data-testid=stSpinner], [data-testid=stProgress]"
