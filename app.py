@@ -7,13 +7,14 @@ line, then the selected page. Run with ``streamlit run app.py``.
 import streamlit as st
 
 from components.keys import ROUTED
-from components.layout import page_config, page_list, shared_setup, sidebar_document
+from components.layout import demo_chrome, page_config, page_list, shared_setup, sidebar_document
 from components.session import sync_query_params
 
 page_config()
 shared_setup()
 page = st.navigation(page_list())
 sidebar_document()
+demo_chrome(page)
 
 st.session_state[ROUTED] = True
 try:

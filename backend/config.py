@@ -42,6 +42,8 @@ __all__ = [
     "chroma_timeout",
     # the CLI
     "debug",
+    # demo mode
+    "demo",
     # OpenAI-compatible APIs: the chat model and the remote scorer
     "llm_base_url",
     "llm_api_key",
@@ -221,6 +223,18 @@ def chroma_timeout() -> float:
 def debug() -> bool:
     """Whether the CLI lets an internal error's traceback through (``CHUNKLAB_DEBUG`` set to anything)."""
     return bool(os.environ.get("CHUNKLAB_DEBUG"))
+
+
+# --- demo mode ------------------------------------------------------------------------------
+
+
+def demo() -> bool:
+    """Whether the app opens in demo mode (``CHUNKLAB_DEMO`` set to ``1``, ``true``, ``yes`` or ``on``, any case).
+
+    Demo mode opens the bundled narrative sample with the demo configurations and serves the
+    model outputs they need from the read-only cache shipped in ``assets/demo/cache``.
+    """
+    return _get("CHUNKLAB_DEMO").lower() in _TRUE
 
 
 # --- OpenAI-compatible APIs: the chat model and the remote scorer ------------------------------

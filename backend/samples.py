@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from backend.errors import ParameterError
 from backend.text.document import Document
@@ -34,6 +35,8 @@ __all__ = [
     "SampleQuestions",
     "list_question_sets",
     "get_question_set",
+    "DemoSetup",
+    "DEMO",
 ]
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "assets" / "samples"
@@ -185,3 +188,37 @@ def get_question_set(name: str) -> SampleQuestions:
         if entry.name == name:
             return entry
     raise ParameterError(f"no bundled question set '{name}'; available: {', '.join(e.name for e in sets)}")
+
+
+@dataclass(frozen=True)
+class DemoSetup:
+    """What demo mode opens (``CHUNKLAB_DEMO=1``, or the app's "Demo mode" switch).
+
+    ``scripts/make_demo_cache.py`` runs the bundled models on exactly this and ships the
+    output-cache entries it writes in ``assets/demo/cache``; the app opens this and reads
+    them back through its usual code paths, so every page draws at once with no model run.
+
+    Attributes:
+        sample: The sample document (the smallest English one that ships a question set).
+        configs: ``(chunker, parameters)`` of the Compare page's configurations, in order.
+        question: Which of the sample's bundled questions the Retrieval page asks (and marks).
+        k: The Retrieval page's top k; the Benchmark retrieves as many per question.
+    """
+
+    sample: str
+    configs: tuple[tuple[str, dict[str, Any]], ...]
+    question: int
+    k: int
+
+
+DEMO = DemoSetup(
+    sample="narrative",
+    configs=(
+        ("recursive", {"chunk_size": 200, "chunk_overlap": 0}),
+        ("fixed_token", {"chunk_size": 250, "chunk_overlap": 125}),
+        ("ppl", {}),
+        ("semantic", {}),
+    ),
+    question=0,
+    k=5,
+)

@@ -25,6 +25,8 @@ __all__ = [
     "QUALITY_THROUGHPUT",
     "BENCHMARK_JOB",
     "SUMMARY_SHOWN",
+    "DEMO_MODE",
+    "DEMO_ON",
     "DOC",
     "DOC_VERSION",
     "CONFIGS",
@@ -94,6 +96,7 @@ QUALITY_STORE = QUALITY("store")  # {"doc": doc id, table_key or vectors_key: Pa
 QUALITY_THROUGHPUT = QUALITY("throughput")  # the Throughput measured on this session's last scoring job
 BENCHMARK_JOB = BENCHMARK("job")  # the last benchmark Job; result: BenchmarkRun, meta: tags, colors, qset, qset_name
 SUMMARY_SHOWN = SUMMARY("shown")  # the backend.report.summary.Summary the Summary page last drew
+DEMO_MODE = PageKeys("demo")  # demo mode's switch, tour and one-time runs (components.demo)
 
 # Shared by every page, without a prefix: the current document and the configurations
 # (components.state), the router's pass (app.py, components.layout).
@@ -117,3 +120,6 @@ REMOTE_SCORER = MODELS("remote_scorer")  # this session's RemoteScorer (it holds
 
 # The session's question set (a QuestionSet or None): the Retrieval page saves into it, the Benchmark page runs it.
 QSET = RETRIEVAL("qset")
+
+# Whether this session is in demo mode: set by components.demo, read by the pages that start its runs.
+DEMO_ON = DEMO_MODE("on")

@@ -11,16 +11,27 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
+from components.demo import demo_sidebar, init_demo, tour_caption
 from components.documents import load_default_sample
 from components.keys import LEGACY_RERUN, ROUTED
 from components.models import sidebar_models
 from components.session import open_from_query, sidebar_session, sync_query_params
 from components.state import current_document, init_session_state
 
-__all__ = ["PURPOSE", "page_config", "shared_setup", "page_list", "landing_intro", "sidebar_document", "ensure_routed"]
+__all__ = [
+    "PURPOSE",
+    "page_config",
+    "shared_setup",
+    "page_list",
+    "landing_intro",
+    "sidebar_document",
+    "demo_chrome",
+    "ensure_routed",
+]
 
 PURPOSE = (
     "Compare how document chunkers split the same text — side by side, with quality and retrieval "
@@ -39,11 +50,12 @@ def page_config() -> None:
 
 
 def shared_setup() -> None:
-    """Session keys every page relies on, and the default sample on a session's first run."""
+    """Session keys every page relies on, and the default sample (or the demo) on a session's first run."""
     init_session_state()
     open_from_query()  # ?session=, ?sample=, ?configs= on a session's first run: before the default sample
     with st.spinner("Opening the sample document…"):
         load_default_sample()
+        init_demo()
 
 
 def page_list() -> list:
@@ -88,6 +100,12 @@ def sidebar_document() -> None:
     sync_query_params()
 
 
+def demo_chrome(page: Any) -> None:
+    """The sidebar's "Demo mode" switch and, in demo mode, the tour's caption for ``page`` (from ``st.navigation``)."""
+    demo_sidebar()
+    tour_caption(page.title)
+
+
 def ensure_routed() -> None:
     """Do the router's work when this page runs without ``app.py`` (see the module docstring).
 
@@ -101,10 +119,11 @@ def ensure_routed() -> None:
         return
     page_config()
     shared_setup()
-    st.navigation(page_list())
+    page = st.navigation(page_list())
     # Not under AppTest: it starts every run after the first in legacy mode by design, and a
     # rerun requested there goes through app.py, which would flip the ids the other way.
     if not st.session_state.get(LEGACY_RERUN) and "streamlit.testing.v1.app_test" not in sys.modules:
         st.session_state[LEGACY_RERUN] = True
         st.rerun()
     sidebar_document()
+    demo_chrome(page)

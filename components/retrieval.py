@@ -548,8 +548,11 @@ def start_benchmark(
         lm = session_lm()
         if lm.error:
             return lm.error
-        job = start_model_job(title, lm, body, None)
-        job.meta.update(meta)
+        if lm.scorer is None:  # the default model: the chunkers load it only for outputs not in the cache
+            job = start_job(title, partial(body, None), model=lm.label, **meta)
+        else:
+            job = start_model_job(title, lm, body, None)
+            job.meta.update(meta)
     else:
         job = start_job(title, partial(body, None), **meta)
     st.session_state[BENCHMARK_JOB] = job

@@ -19,6 +19,7 @@ from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.jobs import generation_job
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
+from backend.samples import DEMO
 from components.cached import sample_question_sets, sample_questions
 from backend.figures.export import figure_html
 from backend.figures.retrieval import (
@@ -28,6 +29,7 @@ from backend.figures.retrieval import (
     question_heatmap,
     similarity_histogram,
 )
+from components.demo import take_demo_start
 from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET
 from components.layout import ensure_routed
 from components.models import job_outcome
@@ -193,6 +195,11 @@ def _generation_panel(doc):
 
 st.title("Benchmark")
 doc = current_document()
+demo_run = take_demo_start(BENCHMARK)  # demo mode's first visit: the bundled set, every configuration, run
+if demo_run:
+    st.session_state[BENCHMARK("source")] = SOURCES[1]
+    st.session_state[BENCHMARK("sample")] = DEMO.sample
+    st.session_state.pop(BENCHMARK("configs"), None)
 
 # --- the question set ---------------------------------------------------------------------------
 st.subheader("Question set", anchor=False)
@@ -250,6 +257,7 @@ cross = r4.toggle("Across corpora", value=True, key=BENCHMARK("cross"),
                   help="Retrieve from every corpus of the set, as the reference does (off: the question's own corpus)")
 run_clicked = st.button("Run benchmark", key=BENCHMARK("run"), type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
+run_clicked = run_clicked or (demo_run and qset is not None and bool(chosen))
 if run_clicked:
     problem = start_benchmark(
         qset, chosen, embedder=embedder.strip() or None, retrieve=-1 if auto else int(retrieve), cross_corpus=cross,

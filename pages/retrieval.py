@@ -26,6 +26,7 @@ from backend.retrieval.metrics import union_ranges
 from backend.retrieval.questions import merge_question_sets, question_set_zip, questions_to_csv
 from backend.retrieval.store import store_location
 from components.cached import chunk_document
+from components.demo import demo_question, take_demo_start
 from components.keys import COMPARE, EMB_CHOICE, QSET, RETRIEVAL
 from components.layout import ensure_routed
 from components.lm_runs import model_chunking, session_lm, start_model_job
@@ -125,6 +126,13 @@ if doc is None:
     st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
     st.stop()
 _reset_for(doc.id)
+demo_search = take_demo_start(RETRIEVAL)  # demo mode's first visit: the demo question, its answer marked, searched
+if demo_search:
+    question = demo_question()
+    st.session_state[_QUERY] = question.question
+    st.session_state[_MARKS] = list(question.spans)
+    st.session_state[_PICK] = []
+    st.session_state.pop(_CONFIGS, None)
 
 try:
     kind, where = store_location()
@@ -171,7 +179,7 @@ with st.form(RETRIEVAL("query_form"), border=True):
     search = st.form_submit_button("Search", type="primary", icon=":material/search:", key=RETRIEVAL("search"))
 
 emb_spec = st.session_state.get(EMB_CHOICE)
-if search:
+if search or demo_search:
     if not query.strip():
         st.error("Type a query first.", icon=":material/error:")
     elif not chunkings:

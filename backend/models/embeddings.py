@@ -9,6 +9,7 @@ loading the model. One entry per list, not per text, keeps a 2,000-chunk chunkin
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
@@ -20,7 +21,15 @@ if TYPE_CHECKING:
     from backend.models.cache import OutputCache
     from backend.models.types import ModelInfo, Progress
 
-__all__ = ["TextEmbedder", "texts_digest", "embed_texts", "embeddings_key", "load_text_embedder"]
+__all__ = [
+    "TextEmbedder",
+    "LazyEmbedder",
+    "texts_digest",
+    "embed_texts",
+    "embeddings_key",
+    "load_text_embedder",
+    "lazy_text_embedder",
+]
 
 _VERSION = 1
 
@@ -48,6 +57,67 @@ def load_text_embedder(spec: str | TextEmbedder | None = None) -> TextEmbedder:
     from backend.models.embedder import load_embedder
 
     return load_embedder(None if spec is None or spec.strip().lower() == "default" else spec)
+
+
+class LazyEmbedder:
+    """An embedder known by name and weight fingerprint whose model loads on its first ``embed``.
+
+    For jobs whose vectors may all be in the output cache (a store filled from cached
+    embeddings, a benchmark run before): :func:`embed_texts` keys the cache by ``info`` alone,
+    so a fully cached run never loads the model. Build one with :func:`lazy_text_embedder`.
+    """
+
+    def __init__(self, spec: str | None, info: ModelInfo) -> None:
+        self.info = info
+        self._spec = spec
+        self._model: TextEmbedder | None = None
+        self._lock = threading.Lock()
+
+    def model(self) -> TextEmbedder:
+        """The loaded embedder (loaded now on first use).
+
+        Raises:
+            ModelError: it cannot be loaded, or its weights are not the ones ``info`` names.
+        """
+        with self._lock:
+            if self._model is None:
+                from backend.errors import ModelError
+                from backend.models.embedder import load_embedder
+
+                model = load_embedder(self._spec)
+                if model.info.fingerprint != self.info.fingerprint:
+                    raise ModelError(f"{self.info.name}: its weights changed since they were fingerprinted")
+                self._model = model
+            return self._model
+
+    @property
+    def dimension(self) -> int:
+        """The vectors' length (loads the model)."""
+        return int(getattr(self.model(), "dimension", 0))
+
+    def embed(self, texts: Sequence[str], *, progress: Progress | None = None) -> np.ndarray:
+        """L2-normalized float32 vectors, one row per text (loads the model on first use)."""
+        return self.model().embed(texts, progress=progress)
+
+
+def lazy_text_embedder(spec: str | None = None) -> TextEmbedder:
+    """:func:`load_text_embedder` of ``spec``, deferred to its first ``embed`` when its identity is known without loading.
+
+    A bundled or local embedder folder is fingerprinted from its files (a :class:`LazyEmbedder`);
+    a hub id is loaded now, as its fingerprint needs the model.
+
+    Raises:
+        ModelError: ``spec`` names no model (or a hub id cannot be loaded).
+    """
+    from backend.models.embedder import embedder_name
+    from backend.models.identity import embedder_fingerprint_without_loading
+    from backend.models.types import ModelInfo
+
+    resolved = None if spec is None or spec.strip().lower() == "default" else spec
+    fingerprint = embedder_fingerprint_without_loading(resolved)
+    if fingerprint is None:
+        return load_text_embedder(resolved)
+    return LazyEmbedder(resolved, ModelInfo(embedder_name(resolved), resolved or "", "embedder", 0, "", "", fingerprint))
 
 
 def texts_digest(texts: Sequence[str]) -> str:

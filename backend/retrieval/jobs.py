@@ -90,13 +90,13 @@ def search_job(
         from backend.chunkers.multi import is_retriever
         from backend.errors import Cancelled, ChunkLabError
         from backend.models.cache import default_cache
-        from backend.models.embeddings import load_text_embedder
+        from backend.models.embeddings import lazy_text_embedder
         from backend.retrieval.multi.retrievers import live_retrieve
         from backend.retrieval.store import open_store
 
         check_cancel(progress)  # before anything loads; reports nothing (no count yet)
         store = open_store()
-        emb = load_text_embedder(embedder_spec)
+        emb = lazy_text_embedder(embedder_spec)  # loaded only if a text is not in the output cache
         cache = default_cache()
         plain: dict[ChunkerConfig, Chunking] = {}
         multi: dict[ChunkerConfig, str] = {}
@@ -183,20 +183,22 @@ def benchmark_job(
         cross_corpus: Retrieve from every corpus of the set (False: the question's own).
 
     Returns:
-        The job body. Its ``scorer`` is the language model of model-backed configurations,
-        or None when no configuration needs one.
+        The job body. Its ``scorer`` is the language model of model-backed configurations;
+        None: the default one, loaded by the chunkers only for outputs the cache does not hold.
     """
 
     def run(scorer: Scorer | None, progress: Progress) -> BenchmarkRun:
         from backend.chunkers import run_chunker
         from backend.chunkers.context import ModelContext
+        from backend.models.embeddings import lazy_text_embedder
         from backend.retrieval.evaluate import evaluate
         from backend.retrieval.store import open_store
 
         check_cancel(progress)  # before anything loads; reports nothing (no count yet)
         context = ModelContext(scorer=scorer) if scorer is not None else None
+        embedder = lazy_text_embedder(embedder_spec)  # loaded only if a text is not in the output cache
         bm = evaluate(
-            questions, list(configs), embedder=embedder_spec, retrieve=retrieve, store=open_store(),
+            questions, list(configs), embedder=embedder, retrieve=retrieve, store=open_store(),
             context=context, cross_corpus=cross_corpus, progress=progress,
         )
         # The same chunkings evaluate indexed (chunkers are deterministic; model outputs come from the cache).

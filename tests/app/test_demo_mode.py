@@ -1,0 +1,94 @@
+"""Demo mode with ``AppTest``: every page draws its model-backed content from the shipped cache, no model loads.
+
+``CHUNKLAB_DEMO=1`` with an empty main cache and an empty Chroma folder: the model outputs
+can only come from ``assets/demo/cache``. The loaders of the language model and the embedder
+raise, so a page (or a job) that tried to load one fails the test.
+"""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from backend.models.cache import DEMO_CACHE_DIR
+from backend.samples import DEMO
+from components.keys import BENCHMARK, COMPARE, CONFIGS, DEMO_MODE, PPL, QUALITY, RETRIEVAL
+from tests.conftest import ROOT
+from tests.support.apptest import TIMEOUT, run, wait_job
+
+pytestmark = pytest.mark.skipif(not any(DEMO_CACHE_DIR.glob("*.entry")), reason="no shipped demo cache")
+
+
+def _no_model(*args, **kwargs):
+    raise AssertionError("demo mode loaded a model")
+
+
+@pytest.fixture()
+def demo_app(tmp_path, monkeypatch) -> AppTest:
+    """The app in demo mode, on its first page, with every model loader refusing."""
+    monkeypatch.setenv("CHUNKLAB_DEMO", "1")
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path / "data"))
+    for name in ("CHUNKLAB_LM", "CHUNKLAB_EMBEDDER", "CHROMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for target in ("backend.models.scorer.load_scorer", "backend.models.lm.load_lm", "backend.models.scorer.load_lm",
+                   "backend.models.embedder.load_embedder"):
+        monkeypatch.setattr(target, _no_model)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    run(at)
+    return run(at)
+
+
+def _visit(at: AppTest, page: str) -> AppTest:
+    at.switch_page(page)
+    return run(at)
+
+
+def _frame(at: AppTest, column: str):
+    """The one data frame with ``column`` (data frames are not found by key)."""
+    (frame,) = [d.value for d in at.dataframe if column in d.value.columns]
+    return frame
+
+
+def _tour(at: AppTest) -> list[str]:
+    return [c.value for c in at.caption if "**Tour**" in c.value]
+
+
+def test_every_page_draws_from_the_shipped_cache_without_a_model(demo_app: AppTest):
+    at = demo_app
+    assert [e["config"].name for e in at.session_state[CONFIGS]] == [name for name, _ in DEMO.configs]
+    assert at.session_state["doc"].source == "narrative_clockmaker.txt" and _tour(at)
+
+    _visit(at, "pages/compare.py")
+    assert len(_frame(at, "mean_tokens")) == len(DEMO.configs)  # the model-backed ones too
+    assert COMPARE.lm_job not in at.session_state  # no model run started
+
+    _visit(at, "pages/ppl.py")
+    assert at.session_state[PPL("scores")] is not None and PPL("score_job") not in at.session_state
+
+    _visit(at, "pages/quality.py")
+    quality = _frame(at, "bc")
+    assert len(quality) == len(DEMO.configs) and quality[["bc", "ds"]].notna().all().all()  # the default metrics
+    assert QUALITY("job") not in at.session_state
+
+    _visit(at, "pages/retrieval.py")
+    search = wait_job(at, RETRIEVAL("search_job"), timeout=120)
+    assert search.state == "done", search.error
+    assert len(_frame(at, "iou")) == len(DEMO.configs)  # the demo answer is marked
+
+    _visit(at, "pages/benchmark.py")
+    bench = wait_job(at, BENCHMARK("job"), timeout=120)
+    assert bench.state == "done", bench.error
+    summary = _frame(at, "chunker")
+    assert len(summary) == len(DEMO.configs) and (summary["texts embedded"] == 0).all()  # Chroma filled from the cache
+
+    _visit(at, "pages/models.py")
+    assert _tour(at)
+
+
+def test_the_tour_hides_for_the_session(demo_app: AppTest):
+    at = demo_app
+    at.button(key=DEMO_MODE("tour_hide")).click()
+    run(at)
+    assert not _tour(at)
+    assert not _tour(_visit(at, "pages/compare.py"))
