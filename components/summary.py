@@ -300,13 +300,18 @@ def report_button(
     *,
     benchmark: Benchmark | None,
     quality: Mapping[str, QualityData] | None,
+    questions: QuestionSet | None = None,
 ) -> None:
     """"Download report": the one-file HTML report of this Summary, built only when clicked."""
 
     def build() -> str:
-        from backend.report.html import report_html
+        from backend.report.html import cached_curves, report_html
+        from components.lm_runs import session_lm
 
-        return report_html(summary, doc, chunkings, benchmark=benchmark, quality=quality)
+        lm = session_lm()
+        curves, ppl = cached_curves(doc, chunkings, cache_only_context(lm) if lm.error is None else None)
+        return report_html(summary, doc, chunkings, benchmark=benchmark, quality=quality, curves=curves, ppl=ppl,
+                           questions=questions, models={"language model": lm.label})
 
     st.download_button(
         "Download report", build, file_name=f"{export_name(doc.source, 'summary')}.html", mime="text/html",

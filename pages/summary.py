@@ -83,7 +83,7 @@ with head:
     st.caption(f"{len(doc.text):,} characters · {len(entries)} configuration(s) · language model {lm.label}")
 with download:
     # The one-file report of exactly what this page shows (backend/report/html.py).
-    report_button(summary, doc, by_tag, benchmark=benchmark, quality=quality_data)
+    report_button(summary, doc, by_tag, benchmark=benchmark, quality=quality_data, questions=bm_meta.get("qset"))
 
 st.subheader("Verdict", anchor=False)
 st.markdown(verdict_markdown(verdict(summary)))

@@ -162,14 +162,14 @@ def _figure_data(doc: Any, tagged: list[tuple[str, Any]], context: Any, window: 
     """
     from backend.chunkers import make_chunker
     from backend.chunkers.context import ModelContext, unloaded_model_info
-    from backend.chunkers.meta.results import PPLScores
     from backend.metrics.report import QualityData
     from backend.metrics.scores import cached_pair_table
+    from backend.report.html import cached_curves
 
     chunkers = {tag: make_chunker(c.name, c.params_dict, c.tokenizer) for tag, c in tagged}
     chunkings = {tag: chunkers[tag].chunk(doc, context) for tag, _ in tagged}
-    curves = {tag: chunkers[tag].curve(doc, context) for tag, _ in tagged if chunkers[tag].has_curve()}
     quality: dict[str, Any] = {}
+    curves: dict[str, Any] = {}
     ppl = None
     fp = context.fingerprint
     if fp is not None and context.cache is not None:
@@ -187,11 +187,8 @@ def _figure_data(doc: Any, tagged: list[tuple[str, Any]], context: Any, window: 
                     continue
                 quality[tag] = QualityData(tag, config, chunkings[tag], table)
                 break
-        try:
-            ppl = PPLScores.build(doc, lookup.token_scores(doc.text), fp, info.name)
-        except NotCached:
-            ppl = None
-    return {"chunkings": chunkings, "quality": quality, "curves": {t: c for t, c in curves.items() if c}, "ppl": ppl}
+        curves, ppl = cached_curves(doc, chunkings, lookup)
+    return {"chunkings": chunkings, "quality": quality, "curves": curves, "ppl": ppl}
 
 
 def _one_line_summary(summary: Any) -> str:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from backend.retrieval.questions import QuestionSet
     from backend.text.document import Document
 
-__all__ = ["SECTIONS", "NOT_COMPUTED", "report_html"]
+__all__ = ["SECTIONS", "NOT_COMPUTED", "report_html", "cached_curves"]
 
 # The report's sections, in order: (element id, heading). Every one is always present; one
 # whose data is missing says so in a line, so a reader sees what was not computed.
@@ -448,3 +448,44 @@ def report_html(
         f"<code>{_e(doc.id)}</code>. Plotly's JavaScript is inside this file: it opens with no network.</p>"
         f"</footer>{_json_script('summary-data', summary.to_json())}</main></body></html>\n"
     )
+
+
+def cached_curves(
+    doc: Document, chunkings: Mapping[str, Chunking], lookup: Any
+) -> tuple[dict[str, Any], PPLScores | None]:
+    """The curves and the document's per-sentence scores the report draws, read from the cache only.
+
+    The one way the CLI's ``report`` and the Summary page's "Download report" find them, so
+    both files hold the same figures. ``lookup`` is a cache-only
+    :class:`~backend.chunkers.context.ModelContext` (``ModelContext.cache_only``) of the
+    session's models, or None; a curve or the scores that no run produced are left out (the
+    report says "not computed yet").
+
+    Returns:
+        ``(curves by tag, ppl)``.
+    """
+    from backend.chunkers import make_chunker
+    from backend.chunkers.meta.results import PPLScores
+    from backend.errors import ModelError, NotCached
+
+    curves: dict[str, Any] = {}
+    ppl = None
+    if lookup is None:
+        return curves, ppl
+    for tag, ch in chunkings.items():
+        chunker = make_chunker(ch.config.name, ch.config.params_dict, ch.config.tokenizer)
+        if not chunker.has_curve():
+            continue
+        try:
+            curve = chunker.curve(doc, lookup)
+        except (NotCached, ModelError):
+            continue
+        if curve:
+            curves[tag] = curve
+    info = lookup.scorer.info if lookup.scorer is not None else None
+    if info is not None:
+        try:
+            ppl = PPLScores.build(doc, lookup.token_scores(doc.text), info.fingerprint, info.name)
+        except NotCached:
+            ppl = None
+    return curves, ppl
