@@ -20,6 +20,8 @@ __all__ = [
     "DEFAULT_CONFIGS",
     "init_session_state",
     "current_document",
+    "require_document",
+    "require_configurations",
     "set_document",
     "configurations",
     "normalized_config",
@@ -66,6 +68,26 @@ def init_session_state() -> None:
 def current_document() -> Document | None:
     """The document every page works on (``None`` until one is loaded)."""
     return st.session_state.get(DOC)
+
+
+def require_document() -> Document:
+    """The current document; without one, a line and a link to the Document page, and the page stops here."""
+    doc = current_document()
+    if doc is None:
+        st.info("Load a document first.", icon=":material/info:")
+        st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
+        st.stop()
+    return doc
+
+
+def require_configurations() -> list[dict[str, Any]]:
+    """The configurations; without any, a line and a link to the Compare page, and the page stops here."""
+    entries = configurations()
+    if not entries:
+        st.info("No configurations yet: add some on the Compare page.", icon=":material/info:")
+        st.page_link("pages/compare.py", label="Go to the Compare page", icon=":material/compare:")
+        st.stop()
+    return entries
 
 
 def set_document(doc: Document) -> None:

@@ -15,7 +15,7 @@ from components.layout import ensure_routed
 from components.lm_runs import model_chunking, pending_runs_panel, session_lm, waiting_note
 from components.match import match_lengths_panel
 from components.render import STYLE, ChunkIndex, legend_html, window_html
-from components.state import add_configuration, configurations, current_document, normalized_config
+from components.state import add_configuration, configurations, normalized_config, require_document
 from components.views import chunk_inspector, config_card, config_title, grid, undo_remove_bar
 
 ensure_routed()
@@ -107,14 +107,10 @@ def _sidebar() -> None:
 
 st.html(STYLE)
 _sidebar()
-doc = current_document()
 entries = configurations()
 
 st.title("Compare chunkers")
-if doc is None:
-    st.info("Load a document first.", icon=":material/info:")
-    st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
-    st.stop()
+doc = require_document()
 
 st.caption(
     f"{len(doc.text):,} characters · {len(entries)} configuration(s). "

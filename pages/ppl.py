@@ -45,7 +45,7 @@ from components.ppl import (
     theta_controls,
 )
 from components.render import STYLE
-from components.state import add_configuration, current_document
+from components.state import add_configuration, require_document
 from components.views import export_stem
 
 ensure_routed()
@@ -110,11 +110,7 @@ st.caption(
 if st.session_state.get(_NOTE):
     st.toast(st.session_state.pop(_NOTE), icon=":material/check:")
 
-doc = current_document()
-if doc is None:
-    st.info("Load a document first.", icon=":material/info:")
-    st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
-    st.stop()
+doc = require_document()
 if not doc.sentences:
     st.info("This document has no sentences to score.", icon=":material/info:")
     st.stop()

@@ -48,7 +48,7 @@ from components.quality import (
     quality_frame,
     styled_table,
 )
-from components.state import configurations, current_document
+from components.state import require_configurations, require_document
 from components.views import grid
 
 ensure_routed()
@@ -73,16 +73,8 @@ st.caption(
     "each other, on the complete graph and on the sequence-aware incomplete one. **DS** (dissimilarity): "
     "1 − cosine of adjacent chunks' embeddings. Compare configurations at equal mean chunk length (below)."
 )
-doc = current_document()
-if doc is None:
-    st.info("Load a document first.", icon=":material/info:")
-    st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
-    st.stop()
-entries = configurations()
-if not entries:
-    st.info("No configurations yet: add some on the Compare page.", icon=":material/info:")
-    st.page_link("pages/compare.py", label="Go to the Compare page", icon=":material/compare:")
-    st.stop()
+doc = require_document()
+entries = require_configurations()
 
 with st.expander("Match lengths", icon=":material/straighten:"):
     st.caption(

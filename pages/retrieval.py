@@ -45,7 +45,7 @@ from components.retrieval import (
     questions_frame,
     scores_frame,
 )
-from components.state import configurations, current_document
+from components.state import configurations, require_configurations, require_document
 from components.views import grid
 
 ensure_routed()
@@ -120,11 +120,7 @@ def _load_question(saved: list) -> None:
 
 st.html(STYLE + RET_STYLE)
 st.title("Retrieval")
-doc = current_document()
-if doc is None:
-    st.info("Load a document first.", icon=":material/info:")
-    st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
-    st.stop()
+doc = require_document()
 _reset_for(doc.id)
 demo_search = take_demo_start(RETRIEVAL)  # demo mode's first visit: the demo question, its answer marked, searched
 if demo_search:
@@ -146,10 +142,7 @@ except ChunkLabError as e:
 # --- configurations and the query -----------------------------------------------------------
 entries = configurations()
 by_uid = {e["uid"]: e for e in entries}
-if not entries:
-    st.info("No configurations yet: add some on the Compare page.", icon=":material/info:")
-    st.page_link("pages/compare.py", label="Go to the Compare page", icon=":material/compare:")
-    st.stop()
+require_configurations()
 held = st.session_state.get(_CONFIGS)
 if held is not None:
     st.session_state[_CONFIGS] = [u for u in held if u in by_uid]

@@ -16,7 +16,7 @@ from components.layout import ensure_routed
 from components.lm_runs import model_chunking, pending_runs_panel, session_lm
 from components.quality import page_settings
 from components.retrieval import md_text
-from components.state import configurations, current_document
+from components.state import require_configurations, require_document
 from components.summary import (
     config_color,
     quality_job_panel,
@@ -33,16 +33,8 @@ from components.summary import (
 ensure_routed()
 
 st.title("Summary")
-doc = current_document()
-if doc is None:
-    st.info("Load a document first.", icon=":material/info:")
-    st.page_link("pages/document.py", label="Go to the Document page", icon=":material/description:")
-    st.stop()
-entries = configurations()
-if not entries:
-    st.info("No configurations yet: add some on the Compare page.", icon=":material/info:")
-    st.page_link("pages/compare.py", label="Go to the Compare page", icon=":material/compare:")
-    st.stop()
+doc = require_document()
+entries = require_configurations()
 
 # --- the chunkings: as on Compare (model-backed ones from the cache, else a background job) --------------
 lm = session_lm()
