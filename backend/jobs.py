@@ -42,6 +42,9 @@ class Job:
         result: The computation's return value once ``done``.
         error: The one-line message once ``failed``.
         seconds: Wall time once ended.
+        partial: The latest partial result the computation published while running
+            (:func:`~backend.models.types.publish_partial`; e.g. the token scores of the
+            windows scored so far), or None. A view for the caller: :attr:`result` is the answer.
     """
 
     title: str
@@ -52,6 +55,7 @@ class Job:
     result: Any = None
     error: str | None = None
     seconds: float = 0.0
+    partial: Any = None
     cancel_token: CancelToken = field(default_factory=CancelToken, repr=False)
     started: float = field(default_factory=time.perf_counter, repr=False)
     thread: threading.Thread | None = field(default=None, repr=False)
@@ -75,10 +79,14 @@ class Job:
         """The ``ProgressTracker`` callback: remember where the computation is."""
         self.fraction, self.label = fraction, label
 
+    def _publish(self, value: Any) -> None:
+        """The ``ProgressTracker`` partial callback: keep the latest partial result (one reference swap)."""
+        self.partial = value
+
     def _run(self, fn: Callable[[Progress], Any]) -> None:
         """The thread's body: run ``fn`` and record how it ended."""
         try:
-            result = fn(ProgressTracker(self._report, self.cancel_token))
+            result = fn(ProgressTracker(self._report, self.cancel_token, partial=self._publish))
         except Cancelled:
             state, result, error = "cancelled", None, None
         except ChunkLabError as e:

@@ -67,7 +67,7 @@ import numpy as np
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import run_batched, suggest_batch_size
 from backend.models.lm import LanguageModel, load_lm
-from backend.models.types import ModelInfo, Progress, TokenScores, acquired
+from backend.models.types import ModelInfo, PartialTokenScores, Progress, TokenScores, acquired, publish_partial
 
 __all__ = ["LocalScorer", "load_scorer", "sliding_windows"]
 
@@ -262,7 +262,9 @@ class LocalScorer:
             text: The text, tokenized once without special tokens.
             window: Most tokens in one forward pass (default and maximum: the context length).
             block: Tokens scored per window after the first (default ``window // 2``).
-            progress: ``progress(tokens scored, tokens to score)``; may raise ``Cancelled``.
+            progress: ``progress(tokens scored, tokens to score)``; may raise ``Cancelled``. A
+                progress with ``publish`` (a job's tracker) is handed a
+                :class:`~backend.models.types.PartialTokenScores` after each batch of windows.
 
         Returns:
             Scores aligned with the tokens' character offsets; the first token's is ``nan``.
@@ -281,12 +283,18 @@ class LocalScorer:
         if not wins:
             return TokenScores(starts, ends, nll, w)
         ticker = _Ticker(progress, n - 1)
+        publish = getattr(progress, "publish", None) is not None
 
         def run(batch: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
             ticker.start_batch()
             rows = [ids[lo:hi] for lo, _, hi in batch]
             first = [s - lo for lo, s, _ in batch]
             out = self._score_rows(rows, first, tick=ticker.add, within=ticker.within)
+            if publish:  # the windows come in order: tokens 0 … hi-1 are final now
+                for (_, s, hi), row in zip(batch, out):
+                    nll[s:hi] = row
+                upto = batch[-1][2]
+                publish_partial(progress, PartialTokenScores(TokenScores(starts, ends, nll.copy(), w), upto))
             ticker.finish_batch(sum(hi - s for _, s, hi in batch))
             return out
 

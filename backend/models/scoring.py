@@ -17,7 +17,16 @@ from typing import Any
 import numpy as np
 
 from backend.models.cache import OutputCache, text_digest
-from backend.models.types import ModelInfo, Progress, Scorer, Share, TokenScores, check_cancel, set_unit
+from backend.models.types import (
+    ModelInfo,
+    PartialTokenScores,
+    Progress,
+    Scorer,
+    Share,
+    TokenScores,
+    check_cancel,
+    set_unit,
+)
 from backend.text.document import Document
 
 __all__ = [
@@ -26,6 +35,7 @@ __all__ = [
     "cached_token_scores",
     "conditional_scores",
     "document_token_scores",
+    "partial_sentence_scores",
     "score_sentences",
     "sentence_scores",
     "scored_tokens",
@@ -164,12 +174,35 @@ def scored_tokens(scores: TokenScores) -> int:
 
 def score_sentences(doc: Document, scores: TokenScores) -> list[SentenceScore]:
     """Each sentence's mean NLL and perplexity over the scored tokens whose first character it holds."""
-    spans = [(s.start, s.end) for s in doc.sentences]
+    return _sentence_list(doc, [(s.start, s.end) for s in doc.sentences], scores)
+
+
+def _sentence_list(doc: Document, spans: list[tuple[int, int]], scores: TokenScores) -> list[SentenceScore]:
+    """One :class:`SentenceScore` per span (the document's leading sentences), numbered from 0."""
     out = []
     for i, ((start, end), (nll_mean, n)) in enumerate(zip(spans, scores.span_stats(spans), strict=True)):
         ppl = math.exp(nll_mean) if n and nll_mean < 700 else (math.inf if n else math.nan)
         out.append(SentenceScore(i, start, end, doc.text[start:end], n, nll_mean, ppl))
     return out
+
+
+def partial_sentence_scores(doc: Document, partial: PartialTokenScores) -> list[SentenceScore]:
+    """The leading sentences of ``doc`` whose every token is scored in ``partial``: never one half-scored.
+
+    A sentence counts once every token starting inside it is among the ``partial.scored``
+    leading tokens, i.e. it ends at or before the first unscored token's start. Their values
+    equal those :func:`score_sentences` gives once the pass ends (the tokens' NLLs are final),
+    so the list is a prefix of the final one.
+    """
+    ts, k = partial.scores, partial.scored
+    if k <= 0:
+        return []
+    limit = int(ts.starts[k]) if k < len(ts) else len(doc.text)
+    spans = [(s.start, s.end) for s in doc.sentences]
+    done = 0
+    while done < len(spans) and spans[done][1] <= limit:
+        done += 1
+    return _sentence_list(doc, spans[:done], ts)
 
 
 def sentence_scores(

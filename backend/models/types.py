@@ -19,11 +19,13 @@ __all__ = [
     "Scorer",
     "Progress",
     "CancelToken",
+    "PartialTokenScores",
     "ProgressTracker",
     "QUEUED",
     "Share",
     "acquired",
     "check_cancel",
+    "publish_partial",
     "set_queued",
     "set_unit",
 ]
@@ -151,6 +153,31 @@ def set_unit(progress: Progress | None, unit: str) -> None:
         setter(unit)
 
 
+@dataclass(frozen=True)
+class PartialTokenScores:
+    """The scores of a scoring pass still running: tokens ``0 … scored-1`` hold their final NLL.
+
+    Attributes:
+        scores: Every token's offsets; ``nll`` is final below ``scored`` and ``nan`` from it on.
+        scored: How many leading tokens are scored (the windows done so far, in order).
+    """
+
+    scores: TokenScores
+    scored: int
+
+    @property
+    def complete(self) -> bool:
+        """Whether every token is scored."""
+        return self.scored >= len(self.scores)
+
+
+def publish_partial(progress: Progress | None, value: Any) -> None:
+    """Hand ``progress`` a partial result of the running computation (a view; a plain callable ignores it)."""
+    publish = getattr(progress, "publish", None)
+    if publish is not None:
+        publish(value)
+
+
 def check_cancel(progress: Progress | None) -> None:
     """Raise :class:`~backend.errors.Cancelled` if ``progress`` is a cancelled tracker; report nothing."""
     check = getattr(progress, "check", None)
@@ -183,6 +210,9 @@ class Share:
 
     def set_queued(self, queued: bool) -> None:
         set_queued(self.progress, queued)
+
+    def publish(self, value: Any) -> None:
+        publish_partial(self.progress, value)
 
     def check(self) -> None:
         check_cancel(self.progress)
@@ -224,6 +254,8 @@ class ProgressTracker:
         report: ``report(fraction, eta seconds or None, label)``.
         cancel: Checked on every call; raises :class:`~backend.errors.Cancelled` once cancelled.
         clock: Seconds, monotonic (injected by tests).
+        partial: ``partial(value)``, given what the computation publishes as it goes
+            (:func:`publish_partial`, e.g. a :class:`PartialTokenScores`).
     """
 
     def __init__(
@@ -232,8 +264,10 @@ class ProgressTracker:
         cancel: CancelToken | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        partial: Callable[[Any], None] | None = None,
     ) -> None:
         self._report = report
+        self._partial = partial
         self._cancel = cancel
         self._clock = clock
         self._unit = ""
@@ -247,6 +281,11 @@ class ProgressTracker:
     def set_unit(self, unit: str) -> None:
         """What the following counts count (``tokens``, ``pairs``…)."""
         self._unit = unit
+
+    def publish(self, value: Any) -> None:
+        """Pass a partial result to the ``partial`` callback (none: ignored)."""
+        if self._partial is not None:
+            self._partial(value)
 
     def check(self) -> None:
         """Raise :class:`~backend.errors.Cancelled` once cancelled."""
@@ -283,6 +322,9 @@ class ProgressTracker:
 
             def set_queued(self, queued: bool) -> None:
                 tracker.set_queued(queued)
+
+            def publish(self, value: Any) -> None:
+                tracker.publish(value)
 
             def check(self) -> None:
                 tracker.check()
