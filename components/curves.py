@@ -24,9 +24,10 @@ from components.cached import specs
 from backend.figures.curves import curve_chart
 from components.keys import PageKeys
 from components.lm_runs import SessionLM, cache_only_context
+from components.ppl import partial_curve
 from components.views import config_title, grid
 
-__all__ = ["cached_curve", "curves_section"]
+__all__ = ["cached_curve", "curves_section", "partial_curve_preview"]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -53,6 +54,21 @@ def _curve(doc: Document, config: ChunkerConfig, spec: dict[str, Any], lm: Sessi
     if context is None:
         raise NotCached(f"{lm.name} has not run on this document yet")
     return cached_curve(doc, doc.id, config, lm.models_key, context)
+
+
+def partial_curve_preview(
+    doc: Document, lm: SessionLM, configs: Sequence[ChunkerConfig], keys: PageKeys
+) -> Callable[[Any], None] | None:
+    """The preview for :func:`~components.lm_runs.pending_runs_panel` while a first scoring pass runs, or None.
+
+    When a pending configuration has a curve and needs the language model, the panel draws
+    the per-sentence curve of the part of the document already scored
+    (:func:`components.ppl.partial_curve`) under its bar, growing as the job goes on.
+    """
+    by_name = {s["name"]: s for s in specs()}
+    if not any(by_name.get(c.name, {}).get("has_curve") and "lm" in by_name[c.name].get("needs", ()) for c in configs):
+        return None
+    return lambda job: partial_curve(doc, job, lm.identity, lm.name, key=keys("partial_curve"))
 
 
 def curves_section(

@@ -199,6 +199,7 @@ def model_job_panel(
     what: str = "The run",
     confirm: str | None = None,
     confirm_key: str | None = None,
+    preview: Callable[[Job], None] | None = None,
 ) -> Job | None:
     """The finished job for ``signature``, or its progress / messages / start button (then None).
 
@@ -222,6 +223,7 @@ def model_job_panel(
         what: The job's name in messages (``Scoring``, ``Margin sampling``…).
         confirm: The confirmation checkbox's label (what the run costs), or None: no confirmation.
         confirm_key: The checkbox's widget key (required with ``confirm``).
+        preview: Draws the running job's partial result under its bar (see :func:`job_progress`).
     """
     job: Job | None = st.session_state.get(job_key)
     mine = job is not None and job.meta.get("signature") == signature
@@ -230,7 +232,7 @@ def model_job_panel(
         job = None
         mine = False
     if mine and job.running:
-        job_progress(job_key, cancel_key)
+        job_progress(job_key, cancel_key, preview)
         return None
     if mine and job.state == "done":
         return job
@@ -240,7 +242,7 @@ def model_job_panel(
         st.error(job.error or f"{what} failed.", icon=":material/error:")
     elif auto and confirm is None:
         st.session_state[job_key] = start()
-        job_progress(job_key, cancel_key)
+        job_progress(job_key, cancel_key, preview)
         return None
     confirmed = True
     if confirm is not None:
@@ -253,7 +255,7 @@ def model_job_panel(
         confirmed = st.checkbox(confirm, key=confirm_key)
     if st.button(run_label, key=run_key, icon=":material/play_arrow:", type="primary", disabled=not confirmed):
         st.session_state[job_key] = start()
-        job_progress(job_key, cancel_key)
+        job_progress(job_key, cancel_key, preview)
     return None
 
 
@@ -354,14 +356,21 @@ def waiting_note(
     return f"Waiting for {models}…", None
 
 
-def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerConfig], keys: PageKeys) -> None:
+def pending_runs_panel(
+    doc: Document,
+    lm: SessionLM,
+    configs: Sequence[ChunkerConfig],
+    keys: PageKeys,
+    preview: Callable[[Job], None] | None = None,
+) -> None:
     """Run the model-backed configurations that are not cached, in a background job, with progress and cancel.
 
     Starts on its own (once per document, model and set of configurations); after a cancel
     or a failure a "Run with <model>" button starts it again. The finished job's outcomes
     (:func:`backend.chunkers.run.run_configs`: a chunking or a one-line error each) go to
     ``st.session_state[keys.lm_results]`` (this document's only), read by
-    :func:`model_chunking`, and the page reruns to show them.
+    :func:`model_chunking`, and the page reruns to show them. ``preview(job)`` draws what
+    the running job has published so far under its bar (see :func:`model_job_panel`).
     """
     configs = tuple(configs)
     signature = _run_signature(doc, lm, configs)
@@ -388,7 +397,7 @@ def pending_runs_panel(doc: Document, lm: SessionLM, configs: Sequence[ChunkerCo
 
     job = model_job_panel(
         keys.lm_job, signature, start, run_label=f"Run with {models}", run_key=keys.lm_run,
-        cancel_key=keys.lm_cancel, what="The model run",
+        cancel_key=keys.lm_cancel, what="The model run", preview=preview,
     )
     if job is None:
         return

@@ -236,10 +236,12 @@ def scorer_in_use() -> Scorer | None:
 
 
 @st.fragment(run_every=1.0)
-def job_progress(job_key: str, cancel_key: str) -> None:
+def job_progress(job_key: str, cancel_key: str, preview: Callable[[Job], None] | None = None) -> None:
     """Progress bar, ETA and Cancel button of the job at ``st.session_state[job_key]``.
 
     Reruns itself every second while the job runs, and the whole page once it ends.
+    ``preview(job)`` draws, under the bar and at each rerun, what the running job has
+    published so far (:attr:`~backend.jobs.Job.partial`): the part of a curve already scored.
     """
     job: Job | None = st.session_state.get(job_key)
     if job is None:
@@ -252,6 +254,8 @@ def job_progress(job_key: str, cancel_key: str) -> None:
     with st.container(horizontal=True, vertical_alignment="center"):
         st.progress(job.fraction, text=text)
         st.button("Cancel", key=cancel_key, icon=":material/stop_circle:", disabled=cancelling, on_click=job.cancel)
+    if preview is not None and job.partial is not None:
+        preview(job)
 
 
 def job_outcome(job_key: str, cancel_key: str, what: str, matches: Callable[[Job], bool] | None = None) -> Job | None:

@@ -15,7 +15,13 @@ from typing import Any
 
 import streamlit as st
 
+from backend.chunkers.meta.algorithms import boundaries_at, boundary_candidates, sentence_values
+from backend.chunkers.meta.results import PPLScores
 from backend.chunking import Chunking
+from backend.figures.ppl import values_chart
+from backend.jobs import Job
+from backend.models.scoring import partial_sentence_scores
+from backend.models.types import PartialTokenScores
 from backend.text.document import Document
 from components.render import ChunkIndex, legend_html, window_html
 
@@ -26,6 +32,7 @@ __all__ = [
     "theta_label",
     "theta_options",
     "theta_controls",
+    "partial_curve",
     "document_view",
     "chunk_stats",
     "export_buttons",
@@ -169,3 +176,34 @@ def export_buttons(stem: str, values_data: Any, chunking: Chunking, prefix: str)
             key=f"{prefix}_dl_chunks", icon=":material/download:", on_click="ignore",
             help="One JSON object per chunk: index, start, end, text, tokens (as `python -m backend chunk` prints)",
         )
+
+
+def partial_curve(
+    doc: Document, job: Job, model: str, model_name: str, *, key: str, value: str = "nll", rule: str = "reference",
+    theta: float = 0.5, value_name: str = "NLL",
+) -> int | None:
+    """The per-sentence curve of the sentences a running scoring job has fully scored, and a caption.
+
+    The same figure as the finished page (:func:`~backend.figures.ppl.values_chart`) with
+    fewer points: the scores arrive in order (:class:`~backend.models.types.PartialTokenScores`),
+    and a sentence is drawn only once every one of its tokens is scored, so each point is final.
+
+    Returns:
+        How many sentences it drew (None: nothing published yet).
+    """
+    partial = job.partial
+    if not isinstance(partial, PartialTokenScores) or (partial.text and partial.text != doc.text):
+        return None  # nothing yet, or the scores of another text (a chunk, a query) the job scores
+    sentences = partial_sentence_scores(doc, partial)
+    total = len(doc.sentences)
+    if sentences:
+        scores = PPLScores(doc.id, model, model_name, tuple(sentences))
+        values = sentence_values(scores.nll, value)
+        cuts = boundaries_at(boundary_candidates(values, rule), theta, rule)
+        st.plotly_chart(values_chart(scores, values, cuts, value_name, revision=f"{doc.id}:partial"), key=key)
+    st.caption(
+        f"Scored {len(sentences):,} of {total:,} sentences ({partial.scored:,} of {len(partial.scores):,} tokens) "
+        "so far: the curve grows as the model reads on. Every point drawn is final; the chunks come once "
+        "the pass ends."
+    )
+    return len(sentences)

@@ -8,7 +8,7 @@ from backend.chunkers.run import chunk_all, needs_model
 from backend.errors import ChunkLabError, one_line
 from components.cached import chunk_document, specs, stats_rows
 from components.config_form import add_config_form
-from components.curves import curves_section
+from components.curves import curves_section, partial_curve_preview
 from backend.figures.charts import CONFIG_COLORS, boundary_strip, size_histogram
 from components.keys import COMPARE
 from components.layout import ensure_routed
@@ -163,7 +163,8 @@ for e, ch in ok:
 
 # --- configuration cards: what each column is, with downloads and remove ----------------------
 if pending:
-    pending_runs_panel(doc, lm, [e["config"] for e in pending], COMPARE)
+    pending_configs = [e["config"] for e in pending]
+    pending_runs_panel(doc, lm, pending_configs, COMPARE, partial_curve_preview(doc, lm, pending_configs, COMPARE))
 waiting = {e["uid"] for e in pending}
 for col, (e, ch, err) in grid(results, MAX_PER_ROW):
     with col:

@@ -42,6 +42,7 @@ from components.ppl import (
     chunk_stats,
     document_view,
     export_buttons,
+    partial_curve,
     theta_controls,
 )
 from components.render import STYLE
@@ -124,6 +125,20 @@ if lm.error:
     st.error(lm.error, icon=":material/error:")
     st.stop()
 
+def _partial_curve(doc, job, model: str, model_name: str) -> None:
+    """While the first scoring pass runs: the curve of the sentences scored so far, with the page's value and rule."""
+    value = st.session_state.get(PPL("value"))
+    value = value if value in VALUES else "nll"
+    rule = st.session_state.get(PPL("rule"))
+    rule = rule if rule in RULES else "reference"
+    theta = st.session_state.get(_THETA)
+    theta = float(theta) if isinstance(theta, (int, float)) else DEFAULT_THETA
+    partial_curve(
+        doc, job, model, model_name, key=PPL("partial_chart"), value=value, rule=rule, theta=theta,
+        value_name=VALUE_LABELS[value],
+    )
+
+
 # --- the per-sentence scores: session state, else the output cache, else a background job ---------
 scores: PPLScores | None = st.session_state.get(_SCORES)
 if scores is None or scores.doc_id != doc.id or scores.model != lm.identity:
@@ -146,6 +161,7 @@ if scores is None or scores.doc_id != doc.id or scores.model != lm.identity:
             run_key=PPL("score"),
             cancel_key=PPL("score_cancel"),
             what="Scoring",
+            preview=lambda job, d=doc, m=lm.identity, name=lm.name: _partial_curve(d, job, m, name),
         )
         if job is None:
             st.stop()

@@ -294,7 +294,7 @@ class LocalScorer:
                 for (_, s, hi), row in zip(batch, out):
                     nll[s:hi] = row
                 upto = batch[-1][2]
-                publish_partial(progress, PartialTokenScores(TokenScores(starts, ends, nll.copy(), w), upto))
+                publish_partial(progress, PartialTokenScores(TokenScores(starts, ends, nll.copy(), w), upto, text))
             ticker.finish_batch(sum(hi - s for _, s, hi in batch))
             return out
 

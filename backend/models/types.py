@@ -160,10 +160,12 @@ class PartialTokenScores:
     Attributes:
         scores: Every token's offsets; ``nll`` is final below ``scored`` and ``nan`` from it on.
         scored: How many leading tokens are scored (the windows done so far, in order).
+        text: The text being scored ("" when not said), so a viewer draws it on its own document only.
     """
 
     scores: TokenScores
     scored: int
+    text: str = ""
 
     @property
     def complete(self) -> bool:

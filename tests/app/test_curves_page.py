@@ -142,3 +142,50 @@ def test_curve_chart_draws_every_kind_of_threshold_and_escapes() -> None:
     )
     hline = next(t for t in flat.data if t.name == "threshold: 95th percentile")
     assert list(hline.y) == [0.3, 0.3]
+
+
+def test_while_the_first_pass_runs_compare_draws_the_part_already_scored(monkeypatch) -> None:
+    """A slow (fake) model run for a ppl configuration publishes half its token scores: a partial curve and caption."""
+    import threading
+    import time
+
+    import numpy as np
+
+    import components.lm_runs as lm_runs
+    from backend.jobs import start_job
+    from backend.models.scoring import partial_sentence_scores
+    from backend.models.types import PartialTokenScores, publish_partial
+    from tests.support.fake_scores import fake_token_scores
+
+    doc = Document.from_text(f"Partial {uuid.uuid4().hex[:8]}. " + TEXT, source="partial.txt")
+    ts = fake_token_scores(doc.text)
+    half = len(ts) // 2
+    release = threading.Event()
+
+    def slow_start(title, lm, fn, signature):
+        def run(progress):
+            nll = ts.nll.copy()
+            nll[half:] = np.nan
+            publish_partial(progress, PartialTokenScores(type(ts)(ts.starts, ts.ends, nll, ts.window), half, doc.text))
+            while not release.wait(0.05):
+                progress(half, len(ts))  # honours a cancel
+            return []
+
+        return start_job(title, run, signature=signature, model=lm.label)
+
+    monkeypatch.setattr(lm_runs, "start_model_job", slow_start)
+    try:
+        at = _open(doc, [("ppl", {"threshold": 0.5})])
+        job = at.session_state["cmp_lm_job"]
+        t0 = time.perf_counter()
+        while job.partial is None and time.perf_counter() - t0 < 30:
+            time.sleep(0.05)
+        _run(at)
+        assert job.running
+        n = len(partial_sentence_scores(doc, job.partial))
+        assert 0 < n < len(doc.sentences)
+        assert any("cmp_partial_curve" in c.proto.id for c in at.get("plotly_chart"))
+        assert f"Scored {n:,} of {len(doc.sentences):,} sentences" in _texts(at)
+    finally:
+        release.set()
+        job.cancel()

@@ -8,6 +8,7 @@ backend), so the tests that only move controls start from a cache hit.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 
 import pytest
@@ -406,3 +407,60 @@ def test_compare_runs_an_embedder_chunker_in_a_job_then_from_the_cache() -> None
     assert "cmp_lm_job" not in again.session_state
     card = " ".join(c.value for c in again.get_by_key(f"cmp_card_{uid}").caption)
     assert f"**{len(want)}** chunks" in card
+
+
+def test_while_the_first_pass_runs_the_page_draws_the_part_already_scored(monkeypatch) -> None:
+    """A slow (fake) scoring job publishes the first half of its token scores: the page draws those sentences."""
+    import threading
+
+    import numpy as np
+
+    import components.lm_runs as lm_runs
+    from backend.chunkers.meta.results import PPLScores
+    from backend.jobs import start_job
+    from backend.models.scoring import partial_sentence_scores
+    from backend.models.types import PartialTokenScores, publish_partial
+    from tests.support.fake_scores import fake_token_scores
+
+    doc = Document.from_text(f"Partial {uuid.uuid4().hex[:8]} starts here. " + TEXT, source="partial.txt")
+    ts = fake_token_scores(doc.text)
+    half = len(ts) // 2
+    release = threading.Event()
+
+    def slow_start(title, lm, fn, signature):
+        def run(progress):
+            nll = ts.nll.copy()
+            nll[half:] = np.nan
+            publish_partial(progress, PartialTokenScores(type(ts)(ts.starts, ts.ends, nll, ts.window), half))
+            progress(half, len(ts))
+            while not release.wait(0.05):
+                progress(half, len(ts))  # honours a cancel
+            publish_partial(progress, PartialTokenScores(ts, len(ts)))
+            return PPLScores.build(doc, ts, signature[1], "fake")
+
+        return start_job(title, run, signature=signature, model=lm.label)
+
+    monkeypatch.setattr(lm_runs, "start_model_job", slow_start)
+    try:
+        at = _open(doc)
+        job = at.session_state["ppl_score_job"]
+        t0 = time.perf_counter()
+        while job.partial is None and time.perf_counter() - t0 < 30:
+            time.sleep(0.05)
+        _run(at)
+        assert job.running
+        n = len(partial_sentence_scores(doc, job.partial))
+        assert 0 < n < len(doc.sentences)
+        assert at.button(key="ppl_score_cancel")  # the bar is still there
+        charts = at.get("plotly_chart")
+        assert len(charts) == 1 and _has(at, "ppl_partial_chart")  # only the growing curve
+        captions = " ".join(c.value for c in at.caption)
+        assert f"Scored {n:,} of {len(doc.sentences):,} sentences" in captions
+        assert not _has(at, "ppl_view")  # the chunks come once the pass ends
+    finally:
+        release.set()
+    job = _wait(at, "ppl_score_job")
+    assert job.state == "done", job.error
+    assert not _has(at, "ppl_partial_chart")
+    assert len(at.get("plotly_chart")) == 3  # the full page
+    assert len(at.session_state["ppl_scores"].sentences) == len(doc.sentences)
