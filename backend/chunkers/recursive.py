@@ -97,21 +97,63 @@ def recursive_spans(
     return out
 
 
-def _recurse(text, lo, hi, separators, counter, size, overlap, out) -> None:
-    sep = separators[-1]
-    rest: tuple[str, ...] = ()
+def _pick(text: str, lo: int, hi: int, separators: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """The first separator present in ``text[lo:hi]`` and the separators left for its pieces."""
     for i, s in enumerate(separators):
         if s == "":
-            sep = s
-            break
+            return s, ()
         if text.find(s, lo, hi) != -1:
-            sep = s
-            rest = separators[i + 1 :]
-            break
-    splits = _cut(text, lo, hi, sep)
-    lens = counter.count_many(splits)
+            return s, separators[i + 1 :]
+    return separators[-1], ()
+
+
+class _Node:
+    """One span to split: its pieces, their counts, and the pieces split again (by index)."""
+
+    __slots__ = ("lo", "hi", "separators", "splits", "lens", "rest", "children")
+
+    def __init__(self, lo: int, hi: int, separators: tuple[str, ...]) -> None:
+        self.lo, self.hi, self.separators = lo, hi, separators
+        self.splits: list[tuple[int, int]] = []
+        self.lens: list[int] = []
+        self.rest: tuple[str, ...] = ()
+        self.children: dict[int, _Node] = {}
+
+
+def _recurse(text, lo, hi, separators, counter, size, overlap, out) -> None:
+    # The same recursion as LangChain's, planned one depth at a time: every piece of every span
+    # at one depth is counted in a single count_many call (a call per span paid numpy's fixed
+    # cost hundreds of times per document), then the tree is walked in order to merge.
+    root = _Node(lo, hi, separators)
+    level = [root]
+    while level:
+        batch: list[tuple[int, int]] = []
+        for node in level:
+            sep, node.rest = _pick(text, node.lo, node.hi, node.separators)
+            node.splits = _cut(text, node.lo, node.hi, sep)
+            batch.extend(node.splits)
+        lens = counter.count_many(batch)
+        deeper: list[_Node] = []
+        pos = 0
+        for node in level:
+            k = len(node.splits)
+            node.lens = lens[pos : pos + k]
+            pos += k
+            if node.rest:
+                for j, n in enumerate(node.lens):
+                    if n >= size:
+                        a, b = node.splits[j]
+                        child = node.children[j] = _Node(a, b, node.rest)
+                        deeper.append(child)
+        level = deeper
+    _emit(text, root, size, overlap, out)
+
+
+def _emit(text, node, size, overlap, out) -> None:
+    """Merge runs of small pieces and emit (or descend into) the large ones, in text order."""
+    splits, lens = node.splits, node.lens
     good_from = -1
-    for k, ((a, b), n) in enumerate(zip(splits, lens)):
+    for k, n in enumerate(lens):
         if n < size:
             if good_from < 0:
                 good_from = k
@@ -119,12 +161,12 @@ def _recurse(text, lo, hi, separators, counter, size, overlap, out) -> None:
         if good_from >= 0:
             _merge(text, splits[good_from:k], lens[good_from:k], size, overlap, out)
             good_from = -1
-        if not rest:
-            s, e = strip_span(text, a, b)
+        if not node.rest:
+            s, e = strip_span(text, *splits[k])
             if e > s:
                 out.append((s, e))
         else:
-            _recurse(text, a, b, rest, counter, size, overlap, out)
+            _emit(text, node.children[k], size, overlap, out)
     if good_from >= 0:
         _merge(text, splits[good_from:], lens[good_from:], size, overlap, out)
 
