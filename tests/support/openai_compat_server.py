@@ -16,7 +16,11 @@ numbers that the local scorer can be checked against:
   ``max_chat_tokens`` (default 16; raise it for longer answers, e.g. question generation);
 - ``Authorization: Bearer <key>`` is checked when the server has a key: a wrong or missing key
   gets HTTP 401 with OpenAI's "Incorrect API key provided: <key>" message, which echoes the
-  key on purpose (the client must not repeat it).
+  key on purpose (the client must not repeat it);
+- ``delay``: seconds each POST waits before it is answered, outside the model's lock, as the
+  network and a busy GPU server would; requests are served on one thread each, so
+  concurrent clients overlap their waits (``bench/bench_remote.py`` measures that). The
+  server counts the POSTs in flight and the most there ever were at once (``peak_in_flight``).
 
 Log-probs come from one float32 forward pass of the whole prompt through the model that
 :func:`backend.models.lm.load_lm` loads (the same weights and tokenizer as the local
@@ -170,6 +174,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(e)
 
     def do_POST(self) -> None:  # noqa: N802
+        server = self.server
+        with server.counter_lock:
+            server.in_flight += 1
+            server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+            server.posts += 1
+        try:
+            if server.delay > 0:
+                time.sleep(server.delay)
+            self._post()
+        finally:
+            with server.counter_lock:
+                server.in_flight -= 1
+
+    def _post(self) -> None:
         try:
             self._authorize()
             body = self._json()
@@ -191,9 +209,14 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(
         self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, prompt_logprobs: bool,
-        max_chat_tokens: int = MAX_GENERATED,
+        max_chat_tokens: int = MAX_GENERATED, delay: float = 0.0,
     ) -> None:
         super().__init__(address, _Handler)
+        self.delay = delay
+        self.counter_lock = threading.Lock()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.posts = 0
         self.engine = engine
         self.api_key = api_key
         self.chat = chat
@@ -353,6 +376,22 @@ class RunningServer:
     _server: _Server = field(repr=False)
     _thread: threading.Thread = field(repr=False)
 
+    @property
+    def posts(self) -> int:
+        """POST requests received so far."""
+        return self._server.posts
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most POST requests that were being answered at once."""
+        return self._server.peak_in_flight
+
+    def reset_counts(self) -> None:
+        """Start counting POSTs and their peak again from zero."""
+        with self._server.counter_lock:
+            self._server.posts = 0
+            self._server.peak_in_flight = self._server.in_flight
+
     def close(self) -> None:
         """Stop serving and free the port."""
         self._server.shutdown()
@@ -375,6 +414,7 @@ def start_server(
     chat: bool = True,
     prompt_logprobs: bool = True,
     max_chat_tokens: int = MAX_GENERATED,
+    delay: float = 0.0,
 ) -> RunningServer:
     """Serve ``engine`` (default: the bundled SmolLM2) on ``host:port`` (0: a free port) in a thread.
 
@@ -385,9 +425,12 @@ def start_server(
         prompt_logprobs: False answers completions without any ``logprobs`` (like servers
             that ignore ``echo``/``logprobs``), to test the client's error.
         max_chat_tokens: The longest chat answer without log-probs (greedy generation).
+        delay: Seconds each POST waits before it is answered (0: none).
     """
+    if not delay >= 0:
+        raise ValueError(f"delay ({delay!r}) must be 0 or more seconds")
     engine = (engine or Engine()).load()
-    server = _Server((host, port), engine, api_key, chat, prompt_logprobs, max_chat_tokens)
+    server = _Server((host, port), engine, api_key, chat, prompt_logprobs, max_chat_tokens, delay)
     thread = threading.Thread(target=server.serve_forever, name="openai-compat-server", daemon=True)
     thread.start()
     bound_host, bound_port = server.server_address[:2]
@@ -402,9 +445,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--api-key", default=None, help="require this bearer token")
     parser.add_argument("--model", default=None, help="model spec for load_lm (default: bundled SmolLM2)")
     parser.add_argument("--max-model-len", type=int, default=None)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds each POST waits before its answer")
     args = parser.parse_args(argv)
     server = start_server(Engine(args.model, max_model_len=args.max_model_len), api_key=args.api_key,
-                          host=args.host, port=args.port)
+                          host=args.host, port=args.port, delay=args.delay)
     print(f"serving {server.engine.name} at {server.url}", flush=True)
     try:
         server._thread.join()
