@@ -20,7 +20,9 @@ numbers that the local scorer can be checked against:
 - ``delay``: seconds each POST waits before it is answered, outside the model's lock, as the
   network and a busy GPU server would; requests are served on one thread each, so
   concurrent clients overlap their waits (``bench/bench_remote.py`` measures that). The
-  server counts the POSTs in flight and the most there ever were at once (``peak_in_flight``).
+  server counts the POSTs in flight and the most there ever were at once (``peak_in_flight``);
+- ``memo``: a completions request seen before gets its first answer again without the model,
+  so a benchmark's timed runs measure the client and the delay, not this machine's CPU.
 
 Log-probs come from one float32 forward pass of the whole prompt through the model that
 :func:`backend.models.lm.load_lm` loads (the same weights and tokenizer as the local
@@ -193,7 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._json()
             path = self.path.rstrip("/")
             if path == "/v1/completions":
-                self._send(200, _completions(self.server.engine, body, self.server.prompt_logprobs))
+                self._send(200, self._completions(body))
             elif path == "/v1/chat/completions":
                 if not self.server.chat:
                     raise _ApiError(404, f"no route {self.path}", "not_found_error")
@@ -204,15 +206,31 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(e)
 
 
+    def _completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        server = self.server
+        if not server.memo:
+            return _completions(server.engine, body, server.prompt_logprobs)
+        key = json.dumps(body, sort_keys=True)
+        with server.counter_lock:
+            answer = server.answers.get(key)
+        if answer is None:
+            answer = _completions(server.engine, body, server.prompt_logprobs)
+            with server.counter_lock:
+                server.answers.setdefault(key, answer)
+        return answer
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
         self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, prompt_logprobs: bool,
-        max_chat_tokens: int = MAX_GENERATED, delay: float = 0.0,
+        max_chat_tokens: int = MAX_GENERATED, delay: float = 0.0, memo: bool = False,
     ) -> None:
         super().__init__(address, _Handler)
         self.delay = delay
+        self.memo = memo
+        self.answers: dict[str, dict[str, Any]] = {}
         self.counter_lock = threading.Lock()
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -415,6 +433,7 @@ def start_server(
     prompt_logprobs: bool = True,
     max_chat_tokens: int = MAX_GENERATED,
     delay: float = 0.0,
+    memo: bool = False,
 ) -> RunningServer:
     """Serve ``engine`` (default: the bundled SmolLM2) on ``host:port`` (0: a free port) in a thread.
 
@@ -426,11 +445,12 @@ def start_server(
             that ignore ``echo``/``logprobs``), to test the client's error.
         max_chat_tokens: The longest chat answer without log-probs (greedy generation).
         delay: Seconds each POST waits before it is answered (0: none).
+        memo: Answer a completions request seen before with its first answer, without the model.
     """
     if not delay >= 0:
         raise ValueError(f"delay ({delay!r}) must be 0 or more seconds")
     engine = (engine or Engine()).load()
-    server = _Server((host, port), engine, api_key, chat, prompt_logprobs, max_chat_tokens, delay)
+    server = _Server((host, port), engine, api_key, chat, prompt_logprobs, max_chat_tokens, delay, memo)
     thread = threading.Thread(target=server.serve_forever, name="openai-compat-server", daemon=True)
     thread.start()
     bound_host, bound_port = server.server_address[:2]

@@ -1,7 +1,8 @@
 """RemoteScorer's concurrent requests, against the local test server delaying each answer.
 
 The server (tests/support/openai_compat_server.py) counts the POSTs it answers and the most
-it answered at once, so these tests see how many requests really were in flight.
+it answered at once, so these tests see how many requests really were in flight. It runs with
+``memo``: a request sent again is answered without the model, so the tests stay quick.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from backend.models.types import CancelToken, ProgressTracker
 from tests.support.openai_compat_server import start_server
 
 DELAY = 0.15  # seconds per answer: long enough for requests to overlap, short enough for CI
-PAIRS = [(f"Passage {i} is about chunking.", f" Question {i} asks about passages.") for i in range(4 * PAIRS_PER_REQUEST)]
+PAIRS = [(f"Passage {i} is about chunking.", f" Question {i} asks about passages.") for i in range(3 * PAIRS_PER_REQUEST)]
 REQUESTS = math.ceil(len(PAIRS) / PAIRS_PER_REQUEST)
+WAIT = 600.0  # seconds per answer: a loaded CI machine must not time out and retry (retries add POSTs)
 
 
 @pytest.fixture(scope="module")
 def server():
-    with start_server(delay=DELAY) as running:
+    with start_server(delay=DELAY, memo=True) as running:
         yield running
 
 
@@ -37,10 +39,10 @@ def _same(a: list[float], b: list[float]) -> bool:
 
 def test_concurrent_requests_give_the_same_values_in_order(server):
     server.reset_counts()
-    one = RemoteScorer(server.url, concurrency=1).conditional_nll(PAIRS)
+    one = RemoteScorer(server.url, concurrency=1, timeout=WAIT).conditional_nll(PAIRS)
     assert server.peak_in_flight == 1 and server.posts == REQUESTS
     server.reset_counts()
-    four = RemoteScorer(server.url, concurrency=4).conditional_nll(PAIRS)
+    four = RemoteScorer(server.url, concurrency=4, timeout=WAIT).conditional_nll(PAIRS)
     assert _same(one, four)
     assert all(math.isfinite(v) for v in four)
     assert 2 <= server.peak_in_flight <= 4
@@ -51,14 +53,14 @@ def test_concurrent_requests_give_the_same_values_in_order(server):
 def test_concurrency_is_bounded(server):
     server.reset_counts()
     pairs = PAIRS * 3  # 12 requests, 2 at a time
-    RemoteScorer(server.url, concurrency=2).conditional_nll(pairs)
+    RemoteScorer(server.url, concurrency=2, timeout=WAIT).conditional_nll(pairs)
     assert server.peak_in_flight == 2
     assert server.posts == 3 * REQUESTS
 
 
 def test_progress_arrives_in_order(server):
     seen: list[tuple[int, int]] = []
-    RemoteScorer(server.url, concurrency=4).conditional_nll(PAIRS, progress=lambda done, total: seen.append((done, total)))
+    RemoteScorer(server.url, concurrency=4, timeout=WAIT).conditional_nll(PAIRS, progress=lambda done, total: seen.append((done, total)))
     assert seen == [(0, len(PAIRS))] + [
         (min((k + 1) * PAIRS_PER_REQUEST, len(PAIRS)), len(PAIRS)) for k in range(REQUESTS)
     ]
@@ -73,7 +75,7 @@ def test_cancel_stops_submitting_and_leaves_no_thread(server):
         if frac > 0:
             token.cancel()  # after the first answer
 
-    scorer = RemoteScorer(server.url, concurrency=2)
+    scorer = RemoteScorer(server.url, concurrency=2, timeout=WAIT)
     server.reset_counts()
     with pytest.raises(Cancelled):
         scorer.conditional_nll(PAIRS * 4, progress=ProgressTracker(report, token))
@@ -84,7 +86,7 @@ def test_cancel_stops_submitting_and_leaves_no_thread(server):
 
 def test_first_error_in_order_is_raised_and_no_thread_is_left():
     with start_server(prompt_logprobs=False, delay=0.05) as bare:
-        scorer = RemoteScorer(bare.url, concurrency=4)
+        scorer = RemoteScorer(bare.url, concurrency=4, timeout=WAIT)
         with pytest.raises(ModelError, match="no prompt log-probs"):
             scorer.conditional_nll(PAIRS)
     assert _pool_threads() == []
@@ -95,7 +97,7 @@ def test_concurrency_from_the_environment(server, monkeypatch):
     assert RemoteScorer(server.url).concurrency == 3
     monkeypatch.delenv("CHUNKLAB_REMOTE_CONCURRENCY")
     assert RemoteScorer(server.url).concurrency == 8
-    assert RemoteScorer(server.url, concurrency=5).concurrency == 5  # the argument wins
+    assert RemoteScorer(server.url, concurrency=5, timeout=WAIT).concurrency == 5  # the argument wins
 
 
 @pytest.mark.parametrize("bad", [0, -1, 65, 2.5, True, "4"])
