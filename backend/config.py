@@ -56,10 +56,13 @@ __all__ = [
     "remote_model",
     "remote_timeout",
     "remote_retries",
+    "remote_concurrency",
     "DEFAULT_LLM_TIMEOUT_S",
     "DEFAULT_LLM_RETRIES",
     "DEFAULT_REMOTE_TIMEOUT_S",
     "DEFAULT_REMOTE_RETRIES",
+    "DEFAULT_REMOTE_CONCURRENCY",
+    "MAX_REMOTE_CONCURRENCY",
     "CHAT_BACKENDS",
 ]
 
@@ -246,6 +249,8 @@ DEFAULT_LLM_TIMEOUT_S = 120.0
 DEFAULT_LLM_RETRIES = 2
 DEFAULT_REMOTE_TIMEOUT_S = 60.0
 DEFAULT_REMOTE_RETRIES = 1
+DEFAULT_REMOTE_CONCURRENCY = 8
+MAX_REMOTE_CONCURRENCY = 64  # requests in flight at once; more only queues on the server
 CHAT_BACKENDS = ("", "local", "remote")
 
 
@@ -341,3 +346,13 @@ def remote_timeout() -> float:
 def remote_retries() -> int:
     """Retries of a failed remote scorer request (``CHUNKLAB_REMOTE_RETRIES``, default 1; 0 turns them off)."""
     return _env_count("CHUNKLAB_REMOTE_RETRIES", DEFAULT_REMOTE_RETRIES)
+
+
+def remote_concurrency() -> int:
+    """Remote scorer requests in flight at once (``CHUNKLAB_REMOTE_CONCURRENCY``, default 8; 1 to 64).
+
+    1 sends one request at a time. A fraction is cut to its whole part; a value below 1,
+    above 64 or unreadable means the default.
+    """
+    value = _env_count("CHUNKLAB_REMOTE_CONCURRENCY", DEFAULT_REMOTE_CONCURRENCY)
+    return value if 1 <= value <= MAX_REMOTE_CONCURRENCY else DEFAULT_REMOTE_CONCURRENCY

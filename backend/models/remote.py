@@ -16,6 +16,19 @@ Configuration (arguments win over the environment, read by :mod:`backend.config`
   messages (any text that comes back from the server is scrubbed of it too).
 - ``CHUNKLAB_REMOTE_TIMEOUT``: seconds to wait for an answer (default 60; connecting gives
   up after 5 s), ``CHUNKLAB_REMOTE_RETRIES``: retries of failed requests (default 1).
+- ``CHUNKLAB_REMOTE_CONCURRENCY``: requests in flight at once (default 8, 1 to 64).
+
+Concurrency. Independent requests (the groups of :meth:`RemoteScorer.conditional_nll`) go out
+through a thread pool of at most ``concurrency`` threads, no more than that many submitted
+ahead of the answer being read, and are read back in the order they were sent: values,
+progress reports and the first error are the same as one at a time. A ``progress`` callback
+that raises (:class:`~backend.errors.Cancelled`) stops the submitting, cancels the requests
+not yet sent and waits for those in flight, so no thread outlives the call. Each request
+keeps the client's retry and back-off on 429 and 5xx. One ``openai`` client is shared by the
+threads (its ``httpx`` client is thread-safe and pools connections). Pointed at several
+servers behind one load balancer, ``concurrency`` is what keeps them all busy.
+:meth:`RemoteScorer.token_nll` stays sequential within one text: each request's cut depends
+on the previous answer (step 3 below); score several texts at once for more.
 
 The client, its retry policy, model discovery and error messages are the ones chat uses
 (:mod:`backend.models.openai_compat`).
@@ -55,7 +68,8 @@ import hashlib
 import logging
 import math
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -65,7 +79,11 @@ from backend.models.openai_compat import Endpoint, Service
 from backend.models.types import ModelInfo, Progress, TokenScores
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from openai import OpenAI
+
+_Answer = list[tuple[list[int], list["float | None"]]]
 
 __all__ = ["RemoteScorer", "SCORER_SERVICE", "DEFAULT_WINDOW", "PAIRS_PER_REQUEST"]
 
@@ -117,6 +135,7 @@ class RemoteScorer:
         *,
         timeout: float | None = None,
         retries: int | None = None,
+        concurrency: int | None = None,
     ) -> None:
         """Connect to the server at ``base_url``.
 
@@ -127,10 +146,22 @@ class RemoteScorer:
             timeout: Seconds to wait per request (default ``CHUNKLAB_REMOTE_TIMEOUT`` or 60).
             retries: Retries on connection errors, timeouts, 429 and 5xx (default
                 ``CHUNKLAB_REMOTE_RETRIES`` or 1).
+            concurrency: Requests in flight at once, 1 to 64 (default
+                ``CHUNKLAB_REMOTE_CONCURRENCY`` or 8).
 
         Raises:
             ModelError: unreachable server, rejected key, unknown model, or no base URL.
+            ParameterError: ``concurrency`` outside 1 to 64.
         """
+        if concurrency is None:
+            concurrency = config.remote_concurrency()
+        elif isinstance(concurrency, bool) or not isinstance(concurrency, int) or not (
+            1 <= concurrency <= config.MAX_REMOTE_CONCURRENCY
+        ):
+            raise ParameterError(
+                f"concurrency ({concurrency!r}) must be a whole number from 1 to {config.MAX_REMOTE_CONCURRENCY}"
+            )
+        self.concurrency: int = concurrency
         endpoint = Endpoint.resolve(SCORER_SERVICE, base_url, model, api_key, timeout=timeout, retries=retries)
         self._endpoint = endpoint
         self.base_url: str = endpoint.base_url or ""  # needs_url: resolve() gave one
@@ -154,7 +185,7 @@ class RemoteScorer:
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _echo(self, prompts: list[str]) -> list[tuple[list[int], list[float | None]]]:
+    def _echo(self, prompts: list[str]) -> _Answer:
         """For each prompt: the start offset and log-prob of each of its tokens, in prompt order."""
         response = self._endpoint.call(
             "a completions request",
@@ -185,6 +216,31 @@ class RemoteScorer:
             text = c.text if isinstance(c.text, str) and c.text.startswith(prompt) else prompt
             out.append(_prompt_tokens(prompt, text, lp, n_prompt))
         return out
+
+    def _echo_in_order(self, requests: list[list[str]], each: Callable[[int, _Answer], None]) -> None:
+        """:meth:`_echo` of each request, up to ``concurrency`` at once; ``each(k, answer)`` here, in order."""
+        workers = min(self.concurrency, len(requests))
+        if workers <= 1:
+            for k, prompts in enumerate(requests):
+                each(k, self._echo(prompts))
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chunklab-remote")
+        pending: deque[Future[_Answer]] = deque()
+        sent = 0
+        try:
+            for k in range(len(requests)):
+                # At most ``workers`` requests ahead of the one read: memory and the server's
+                # queue stay bounded, and a cancel leaves little in flight.
+                while sent < len(requests) and len(pending) < workers:
+                    pending.append(pool.submit(self._echo, requests[sent]))
+                    sent += 1
+                each(k, pending.popleft().result())
+        finally:
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
 
     # --- the Scorer protocol -----------------------------------------------------------------
 
@@ -282,16 +338,19 @@ class RemoteScorer:
         todo = [i for i, (_, q) in enumerate(pairs) if q]
         if progress is not None:
             progress(len(pairs) - len(todo), len(pairs))
-        for b in range(0, len(todo), PAIRS_PER_REQUEST):
-            batch = todo[b : b + PAIRS_PER_REQUEST]
-            prompts = [contexts[i] + pairs[i][1] for i in batch]
-            for i, prompt, (starts, values) in zip(batch, prompts, self._echo(prompts)):
+        batches = [todo[b : b + PAIRS_PER_REQUEST] for b in range(0, len(todo), PAIRS_PER_REQUEST)]
+        requests = [[contexts[i] + pairs[i][1] for i in batch] for batch in batches]
+
+        def take(k: int, answer: _Answer) -> None:
+            for i, prompt, (starts, values) in zip(batches[k], requests[k], answer):
                 cut = len(contexts[i])
                 ends = [*starts[1:], len(prompt)]
                 kept = [-float(v) for e, v in zip(ends, values) if e > cut and v is not None]
                 out[i] = float(np.mean(kept)) if kept else math.nan
             if progress is not None:
-                progress(len(pairs) - len(todo) + min(b + PAIRS_PER_REQUEST, len(todo)), len(pairs))
+                progress(len(pairs) - len(todo) + min((k + 1) * PAIRS_PER_REQUEST, len(todo)), len(pairs))
+
+        self._echo_in_order(requests, take)
         return out
 
     def next_token_probs(self, prompt: str | list[dict[str, str]], candidates: Sequence[str]) -> dict[str, float]:

@@ -16,7 +16,13 @@ numbers that the local scorer can be checked against:
   ``max_chat_tokens`` (default 16; raise it for longer answers, e.g. question generation);
 - ``Authorization: Bearer <key>`` is checked when the server has a key: a wrong or missing key
   gets HTTP 401 with OpenAI's "Incorrect API key provided: <key>" message, which echoes the
-  key on purpose (the client must not repeat it).
+  key on purpose (the client must not repeat it);
+- ``delay``: seconds each POST waits before it is answered, outside the model's lock, as the
+  network and a busy GPU server would; requests are served on one thread each, so
+  concurrent clients overlap their waits (``bench/bench_remote.py`` measures that). The
+  server counts the POSTs in flight and the most there ever were at once (``peak_in_flight``);
+- ``memo``: a completions request seen before gets its first answer again without the model,
+  so a benchmark's timed runs measure the client and the delay, not this machine's CPU.
 
 Log-probs come from one float32 forward pass of the whole prompt through the model that
 :func:`backend.models.lm.load_lm` loads (the same weights and tokenizer as the local
@@ -170,12 +176,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(e)
 
     def do_POST(self) -> None:  # noqa: N802
+        server = self.server
+        with server.counter_lock:
+            server.in_flight += 1
+            server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+            server.posts += 1
+        try:
+            if server.delay > 0:
+                time.sleep(server.delay)
+            self._post()
+        finally:
+            with server.counter_lock:
+                server.in_flight -= 1
+
+    def _post(self) -> None:
         try:
             self._authorize()
             body = self._json()
             path = self.path.rstrip("/")
             if path == "/v1/completions":
-                self._send(200, _completions(self.server.engine, body, self.server.prompt_logprobs))
+                self._send(200, self._completions(body))
             elif path == "/v1/chat/completions":
                 if not self.server.chat:
                     raise _ApiError(404, f"no route {self.path}", "not_found_error")
@@ -186,14 +206,35 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(e)
 
 
+    def _completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        server = self.server
+        if not server.memo:
+            return _completions(server.engine, body, server.prompt_logprobs)
+        key = json.dumps(body, sort_keys=True)
+        with server.counter_lock:
+            answer = server.answers.get(key)
+        if answer is None:
+            answer = _completions(server.engine, body, server.prompt_logprobs)
+            with server.counter_lock:
+                server.answers.setdefault(key, answer)
+        return answer
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
         self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, prompt_logprobs: bool,
-        max_chat_tokens: int = MAX_GENERATED,
+        max_chat_tokens: int = MAX_GENERATED, delay: float = 0.0, memo: bool = False,
     ) -> None:
         super().__init__(address, _Handler)
+        self.delay = delay
+        self.memo = memo
+        self.answers: dict[str, dict[str, Any]] = {}
+        self.counter_lock = threading.Lock()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.posts = 0
         self.engine = engine
         self.api_key = api_key
         self.chat = chat
@@ -353,6 +394,22 @@ class RunningServer:
     _server: _Server = field(repr=False)
     _thread: threading.Thread = field(repr=False)
 
+    @property
+    def posts(self) -> int:
+        """POST requests received so far."""
+        return self._server.posts
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most POST requests that were being answered at once."""
+        return self._server.peak_in_flight
+
+    def reset_counts(self) -> None:
+        """Start counting POSTs and their peak again from zero."""
+        with self._server.counter_lock:
+            self._server.posts = 0
+            self._server.peak_in_flight = self._server.in_flight
+
     def close(self) -> None:
         """Stop serving and free the port."""
         self._server.shutdown()
@@ -375,6 +432,8 @@ def start_server(
     chat: bool = True,
     prompt_logprobs: bool = True,
     max_chat_tokens: int = MAX_GENERATED,
+    delay: float = 0.0,
+    memo: bool = False,
 ) -> RunningServer:
     """Serve ``engine`` (default: the bundled SmolLM2) on ``host:port`` (0: a free port) in a thread.
 
@@ -385,9 +444,13 @@ def start_server(
         prompt_logprobs: False answers completions without any ``logprobs`` (like servers
             that ignore ``echo``/``logprobs``), to test the client's error.
         max_chat_tokens: The longest chat answer without log-probs (greedy generation).
+        delay: Seconds each POST waits before it is answered (0: none).
+        memo: Answer a completions request seen before with its first answer, without the model.
     """
+    if not delay >= 0:
+        raise ValueError(f"delay ({delay!r}) must be 0 or more seconds")
     engine = (engine or Engine()).load()
-    server = _Server((host, port), engine, api_key, chat, prompt_logprobs, max_chat_tokens)
+    server = _Server((host, port), engine, api_key, chat, prompt_logprobs, max_chat_tokens, delay, memo)
     thread = threading.Thread(target=server.serve_forever, name="openai-compat-server", daemon=True)
     thread.start()
     bound_host, bound_port = server.server_address[:2]
@@ -402,9 +465,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--api-key", default=None, help="require this bearer token")
     parser.add_argument("--model", default=None, help="model spec for load_lm (default: bundled SmolLM2)")
     parser.add_argument("--max-model-len", type=int, default=None)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds each POST waits before its answer")
     args = parser.parse_args(argv)
     server = start_server(Engine(args.model, max_model_len=args.max_model_len), api_key=args.api_key,
-                          host=args.host, port=args.port)
+                          host=args.host, port=args.port, delay=args.delay)
     print(f"serving {server.engine.name} at {server.url}", flush=True)
     try:
         server._thread.join()

@@ -22,6 +22,7 @@ VARIABLES = (
     "CHUNKLAB_REMOTE_API_KEY",
     "CHUNKLAB_REMOTE_TIMEOUT",
     "CHUNKLAB_REMOTE_RETRIES",
+    "CHUNKLAB_REMOTE_CONCURRENCY",
 )
 
 
@@ -35,7 +36,7 @@ def test_unset_variables_give_the_defaults():
     assert (config.llm_base_url(), config.llm_api_key(), config.llm_model()) == (None, None, None)
     assert (config.llm_timeout(), config.llm_retries(), config.chat_backend()) == (120.0, 2, "")
     assert (config.remote_base_url(), config.remote_api_key(), config.remote_model()) == (None, None, None)
-    assert (config.remote_timeout(), config.remote_retries()) == (60.0, 1)
+    assert (config.remote_timeout(), config.remote_retries(), config.remote_concurrency()) == (60.0, 1, 8)
 
 
 @pytest.mark.parametrize(
@@ -164,3 +165,12 @@ def test_a_base_url_must_be_http(service, label):
     with pytest.raises(ModelError) as info:
         Endpoint.resolve(service, "localhost:8000/v1")
     assert str(info.value) == f"{label} URL 'localhost:8000/v1' must start with http:// or https:// and name a host"
+
+
+@pytest.mark.parametrize(
+    "raw, want",
+    [("1", 1), ("16", 16), ("64", 64), ("4.9", 4), ("", 8), ("0", 8), ("65", 8), ("-2", 8), ("many", 8), ("inf", 8)],
+)
+def test_remote_concurrency(monkeypatch, raw, want):
+    monkeypatch.setenv("CHUNKLAB_REMOTE_CONCURRENCY", raw)
+    assert config.remote_concurrency() == want
