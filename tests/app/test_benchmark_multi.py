@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.state import normalized_config
-from tests.support.apptest import open_page, wait_job
+from tests.support.apptest import isolated_lab, open_page, wait_job
 from tests.support.apptest import run as _run
 
 MOG = {"chunk_size": 200, "levels": 3}
@@ -35,20 +33,8 @@ CONFIGS = (
 
 @pytest.fixture(scope="module", autouse=True)
 def lab_env(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    shared = Path(os.environ["CHUNKLAB_DATA_DIR"])
-    data = tmp_path_factory.mktemp("benchmark-multi-data")
-    for sub in ("models", "tokenizers"):
-        (shared / sub).mkdir(parents=True, exist_ok=True)
-        (data / sub).symlink_to(shared / sub, target_is_directory=True)
-    mp.setenv("CHUNKLAB_DATA_DIR", str(data))
-    for name in (
-        "CHUNKLAB_CACHE_DIR", "CHROMA_HOST", "CHROMA_PORT", "CHROMA_TIMEOUT", "CHUNKLAB_LM", "CHUNKLAB_EMBEDDER",
-        "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL",
-    ):
-        mp.delenv(name, raising=False)
-    yield data
-    mp.undo()
+    with isolated_lab(tmp_path_factory.mktemp("benchmark-multi-data")) as data:
+        yield data
 
 
 def _run_benchmark(configs) -> tuple[AppTest, object]:

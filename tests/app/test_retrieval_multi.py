@@ -7,9 +7,7 @@ and the output cache live in this module's data folder, as in test_retrieval_pag
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -17,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from backend.text.document import Document
 from components.state import normalized_config
 from tests.conftest import ROOT
-from tests.support.apptest import open_page, wait_job
+from tests.support.apptest import isolated_lab, open_page, wait_job
 from tests.support.apptest import run as _run
 
 DATA = ROOT / "tests" / "data" / "retrieval"
@@ -34,20 +32,8 @@ CONFIGS = (
 
 @pytest.fixture(scope="module", autouse=True)
 def lab_env(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    shared = Path(os.environ["CHUNKLAB_DATA_DIR"])
-    data = tmp_path_factory.mktemp("retrieval-multi-data")
-    for sub in ("models", "tokenizers"):
-        (shared / sub).mkdir(parents=True, exist_ok=True)
-        (data / sub).symlink_to(shared / sub, target_is_directory=True)
-    mp.setenv("CHUNKLAB_DATA_DIR", str(data))
-    for name in (
-        "CHUNKLAB_CACHE_DIR", "CHROMA_HOST", "CHROMA_PORT", "CHROMA_TIMEOUT", "CHUNKLAB_LM", "CHUNKLAB_EMBEDDER",
-        "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL",
-    ):
-        mp.delenv(name, raising=False)
-    yield data
-    mp.undo()
+    with isolated_lab(tmp_path_factory.mktemp("retrieval-multi-data")) as data:
+        yield data
 
 
 def _open(configs) -> AppTest:

@@ -11,10 +11,8 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
 import re
 import socket
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +23,7 @@ from backend.retrieval.metrics import agreement_matrices, find_excerpt, score_re
 from backend.text.document import Document
 from components.state import normalized_config
 from tests.conftest import ROOT
-from tests.support.apptest import open_page, wait_job
+from tests.support.apptest import isolated_lab, open_page, wait_job
 from tests.support.apptest import run as _run
 
 DATA = ROOT / "tests" / "data" / "retrieval"
@@ -38,20 +36,8 @@ CONFIGS = (("recursive", {"chunk_size": 40}), ("fixed_token", {"chunk_size": 60,
 COLORS = ("#2563eb", "#d97706")  # CONFIG_COLORS of uids 0 and 1
 @pytest.fixture(scope="module", autouse=True)
 def lab_env(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    shared = Path(os.environ["CHUNKLAB_DATA_DIR"])
-    data = tmp_path_factory.mktemp("retrieval-data")
-    for sub in ("models", "tokenizers"):
-        (shared / sub).mkdir(parents=True, exist_ok=True)
-        (data / sub).symlink_to(shared / sub, target_is_directory=True)
-    mp.setenv("CHUNKLAB_DATA_DIR", str(data))
-    for name in (
-        "CHUNKLAB_CACHE_DIR", "CHROMA_HOST", "CHROMA_PORT", "CHROMA_TIMEOUT", "CHUNKLAB_LM", "CHUNKLAB_EMBEDDER",
-        "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL",
-    ):
-        mp.delenv(name, raising=False)
-    yield data
-    mp.undo()
+    with isolated_lab(tmp_path_factory.mktemp("retrieval-data")) as data:
+        yield data
 
 
 def _configs():

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
@@ -50,3 +54,27 @@ def wait_job(at: AppTest, key: str, timeout: float = 240) -> Any:
     assert not job.running, f"{key} still running after {timeout}s"
     run(at)
     return job
+
+
+@contextlib.contextmanager
+def isolated_lab(folder: Path) -> Iterator[Path]:
+    """A fresh data directory (Chroma store, output cache) at ``folder`` sharing the converted models.
+
+    The retrieval pages' tests run against their own store and cache, with no Chroma server,
+    remote model or API configured, and without converting the bundled models again.
+    """
+    mp = pytest.MonkeyPatch()
+    shared = Path(os.environ["CHUNKLAB_DATA_DIR"])
+    for sub in ("models", "tokenizers"):
+        (shared / sub).mkdir(parents=True, exist_ok=True)
+        (folder / sub).symlink_to(shared / sub, target_is_directory=True)
+    mp.setenv("CHUNKLAB_DATA_DIR", str(folder))
+    for name in (
+        "CHUNKLAB_CACHE_DIR", "CHROMA_HOST", "CHROMA_PORT", "CHROMA_TIMEOUT", "CHUNKLAB_LM", "CHUNKLAB_EMBEDDER",
+        "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL",
+    ):
+        mp.delenv(name, raising=False)
+    try:
+        yield folder
+    finally:
+        mp.undo()
