@@ -71,11 +71,11 @@ _log = logging.getLogger(__name__)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def local_scorer(spec: str | None) -> Scorer:
-    """The local language model ``spec`` as a scorer (None: bundled SmolLM2 or ``CHUNKLAB_LM``)."""
+def local_scorer(spec: str | None, precision: str | None = None) -> Scorer:
+    """The local language model ``spec`` as a scorer (None: bundled SmolLM2 or ``CHUNKLAB_LM``) at ``precision`` (CPU)."""
     from backend.models.scorer import load_scorer
 
-    return load_scorer(spec)
+    return load_scorer(spec, precision=precision)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -113,10 +113,21 @@ def _attempt(what: str, load: Callable[[], Any]) -> tuple[Any, str | None]:
     return model, None
 
 
-def load_language_model(spec: str | None) -> str | None:
-    """Load the local language model ``spec`` and make it the session's; the error message on failure."""
+def load_language_model(spec: str | None, precision: str | None = None) -> str | None:
+    """Load the local language model ``spec`` and make it the session's; the error message on failure.
+
+    ``precision`` (float32, bfloat16, int8, auto; None: as it is) becomes the server's CPU
+    precision, for the jobs that load the model too (outputs are cached per precision).
+    """
     spec = (spec or "").strip() or None
-    scorer, error = _attempt(spec or "the bundled language model", lambda: local_scorer(spec))
+    if precision is not None:
+        from backend.models.devices import set_precision
+
+        try:
+            set_precision(precision)
+        except ChunkLabError as e:
+            return one_line(str(e))
+    scorer, error = _attempt(spec or "the bundled language model", lambda: local_scorer(spec, precision))
     if error is None:
         st.session_state[LM_CHOICE] = ("local", spec)
         st.session_state[LM_INFO] = scorer.info

@@ -88,7 +88,26 @@ def add_model_flags(parser: argparse.ArgumentParser, window_flag: str = "--windo
         choices=("auto", "cpu", "cuda", "mps"),
         help="where the model runs (default: CHUNKLAB_DEVICE, else auto)",
     )
+    parser.add_argument(
+        "--precision",
+        choices=("float32", "bfloat16", "int8", "auto"),
+        action=_PrecisionAction,
+        help="the language model's precision on the CPU (default: CHUNKLAB_PRECISION, else float32): "
+        "bfloat16 (autocast) is ~3x faster on CPUs with native bfloat16, mean NLL per sentence within ~0.02 nats; "
+        "int8 quantizes the linear layers; auto keeps float32 (nothing faster is within tolerance yet). "
+        "Outputs are cached per precision",
+    )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache of model outputs")
+
+
+class _PrecisionAction(argparse.Action):
+    """``--precision``: stored, and made the process's CPU precision (every model this command loads)."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
+        from backend.models.devices import set_precision
+
+        setattr(namespace, self.dest, values)
+        set_precision(values)
 
 
 def add_embedder_flag(parser: argparse.ArgumentParser) -> None:
