@@ -113,9 +113,10 @@ def default_dtype(device: str) -> "torch.dtype":
 
 # The CPU precisions of a language model. float32 is the reference. bfloat16 runs the matmuls
 # under CPU autocast (weights, norms, softmax and the residual stream stay float32): measured on
-# a 2-core AVX512-BF16 CPU, about 3x float32's tokens/s, max |ΔNLL| of a sentence's mean NLL
-# 0.022 nats on release-notes (a whole bfloat16 model: 0.07-0.13 and different PPL boundaries
-# on narrative). int8 quantizes the linear layers but the output head (torch.ao quantize_dynamic).
+# a shared 2-core AVX512-BF16 CPU, 1.0x-3.6x float32's tokens/s (the machine was loaded: noisy),
+# max |ΔNLL| of a sentence's mean NLL 0.022 nats on release-notes, same PPL boundaries there (a
+# whole bfloat16 model: 0.07-0.13 and different PPL boundaries on narrative). int8 quantizes the
+# linear layers but the output head (torch.ao quantize_dynamic): ~2x, but 2.5 nats off per sentence.
 # Neither is within 0.02 nats per sentence everywhere, so ``auto`` stays float32 (see select_precision).
 PRECISIONS = ("float32", "bfloat16", "int8", "auto")
 _precision_override: str | None = None
