@@ -35,7 +35,7 @@ import streamlit as st
 from backend.errors import ChunkLabError, one_line
 from backend.models.types import ModelInfo, Scorer
 from backend.figures.models import sentence_nll_chart
-from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, MODELS, REMOTE_SCORER
+from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, LM_PRECISION, MODELS, REMOTE_SCORER
 
 if TYPE_CHECKING:
 
@@ -116,20 +116,21 @@ def _attempt(what: str, load: Callable[[], Any]) -> tuple[Any, str | None]:
 def load_language_model(spec: str | None, precision: str | None = None) -> str | None:
     """Load the local language model ``spec`` and make it the session's; the error message on failure.
 
-    ``precision`` (float32, bfloat16, int8, auto; None: as it is) becomes the server's CPU
-    precision, for the jobs that load the model too (outputs are cached per precision).
+    ``precision`` (float32, bfloat16, auto on the CPU; None: ``CHUNKLAB_PRECISION``) is this
+    session's only: other sessions keep theirs (models are held, and outputs cached, per precision).
     """
     spec = (spec or "").strip() or None
     if precision is not None:
-        from backend.models.devices import set_precision
+        from backend.models.devices import select_precision
 
         try:
-            set_precision(precision)
+            select_precision("cpu", precision)  # a bad name fails here, in one line
         except ChunkLabError as e:
             return one_line(str(e))
     scorer, error = _attempt(spec or "the bundled language model", lambda: local_scorer(spec, precision))
     if error is None:
         st.session_state[LM_CHOICE] = ("local", spec)
+        st.session_state[LM_PRECISION] = precision
         st.session_state[LM_INFO] = scorer.info
         st.session_state.pop(REMOTE_SCORER, None)
     return error
@@ -202,7 +203,7 @@ def current_scorer() -> Scorer | None:
     kind, spec = choice
     if kind == "remote":
         return st.session_state.get(REMOTE_SCORER)
-    return local_scorer(spec)  # loaded before: a cache hit (reloaded if the cache was cleared)
+    return local_scorer(spec, st.session_state.get(LM_PRECISION))  # loaded before: a cache hit
 
 
 def current_embedder() -> Embedder | None:
