@@ -27,6 +27,7 @@ __all__ = [
     "cache_max_bytes",
     # models
     "default_device_spec",
+    "default_precision_spec",
     "default_lm_spec",
     "default_embedder_spec",
     # the Hugging Face hub
@@ -134,6 +135,14 @@ def default_device_spec() -> str:
     that names no device, naming the variable.
     """
     return _get("CHUNKLAB_DEVICE")
+
+
+def default_precision_spec() -> str:
+    """The CPU precision named by ``CHUNKLAB_PRECISION`` (stripped, lower-case); '' when unset (float32).
+
+    :func:`backend.models.devices.select_precision` rejects a value that names no precision.
+    """
+    return _get("CHUNKLAB_PRECISION").lower()
 
 
 def default_lm_spec() -> str:

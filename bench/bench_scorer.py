@@ -14,6 +14,12 @@ samples (concatenated, then cut to length):
 4. peak memory: the process's maximum resident set (``ru_maxrss``) and, on CUDA,
    ``torch.cuda.max_memory_allocated``.
 
+5. with ``--precisions bfloat16`` (CPU): each precision's ``token_nll`` tokens/s on the
+   same document against float32's in the same run (target 2x), the max |ΔNLL| of a
+   sentence's mean NLL over the bundled samples (``--precision-samples``) against the
+   documented tolerance, and whether the PPL chunker's boundaries at the default threshold
+   are the same as float32's; also each sample's PPL chunking time in both precisions.
+
 Model load times are measured in fresh processes: warm (the converted GGUF is cached) and,
 with ``--cold``, cold (the cached conversion is deleted first, so the GGUF is dequantized).
 Each timing is the best of ``--repeat`` runs, interleaved. Nothing is asserted.
@@ -136,10 +142,20 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="best of this many runs (default 1)")
     ap.add_argument("--device", default=None, help="cpu, cuda, mps or auto (default CHUNKLAB_DEVICE)")
     ap.add_argument("--cold", action="store_true", help="also time a cold load (deletes the converted GGUF first)")
+    ap.add_argument("--precisions", default="", help="CPU precisions to compare with float32, e.g. bfloat16")
+    ap.add_argument("--precision-tokens", type=int, default=2000, help="document tokens for the precision timings")
+    ap.add_argument(
+        "--precision-samples",
+        default="narrative,technical,technical-pdf,chinese,release-notes",
+        help="samples for the precision's NLL and boundary check (empty: none)",
+    )
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads before anything runs")
     args = ap.parse_args()
 
     import torch
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
     if args.cold:
         folder = converted_dir(smollm2_gguf())
@@ -220,6 +236,75 @@ def main() -> None:
     if on_cuda:
         print(f"; CUDA max allocated {torch.cuda.max_memory_allocated() / 2**20:,.0f} MB", end="")
     print()
+    if args.precisions:
+        compare_precisions(args)
+
+
+def compare_precisions(args: argparse.Namespace) -> None:
+    """Each CPU precision against float32 in this run: tokens/s, max |ΔNLL| per sentence, PPL boundaries."""
+    import tempfile
+
+    import numpy as np
+
+    import backend.chunkers  # noqa: F401  (registers the chunkers)
+    from backend.chunkers import ModelContext, make_chunker
+    from backend.models.cache import OutputCache
+    from backend.models.devices import SENTENCE_NLL_TOLERANCE
+    from backend.models.scoring import cached_token_scores, score_sentences
+    from backend.samples import load_sample
+
+    precisions = ["float32"] + [p.strip() for p in args.precisions.split(",") if p.strip() and p.strip() != "float32"]
+    scorers = {p: load_scorer(None, "cpu", precision=p) for p in precisions}
+    text = document(scorers["float32"], args.precision_tokens)
+    for s in scorers.values():
+        s.token_nll(text[:2000])  # warm-up
+    tps: dict[str, float] = {p: 0.0 for p in precisions}
+    for _ in range(max(1, args.repeat)):
+        for p, s in scorers.items():  # interleaved: a busy machine slows every precision alike
+            t0 = time.perf_counter()
+            n = len(s.token_nll(text).nll)
+            tps[p] = max(tps[p], (n - 1) / (time.perf_counter() - t0))
+    names = [n for n in args.precision_samples.split(",") if n.strip()]
+    cache = OutputCache(Path(tempfile.mkdtemp(prefix="bench-precision-")))
+    per: dict[str, dict[str, tuple[np.ndarray, list]]] = {p: {} for p in precisions}
+    seconds: dict[str, float] = {p: 0.0 for p in precisions}
+    for name in names:
+        doc = load_sample(name)
+        for p, s in scorers.items():  # interleaved, sample by sample
+            t0 = time.perf_counter()
+            cuts = make_chunker("ppl").chunk(doc, ModelContext(scorer=s, _cache=cache)).chunks
+            seconds[p] += time.perf_counter() - t0
+            scores = cached_token_scores(cache, s.info.fingerprint, doc.text, None)
+            means = np.array([x.nll_mean for x in score_sentences(doc, scores)], dtype=float)
+            per[p][name] = (means, [(c.start, c.end) for c in cuts])
+    print(
+        f"precision (CPU, {args.precision_tokens} tokens, {torch_threads()} threads, best of {max(1, args.repeat)}): "
+        f"float32 {tps['float32']:,.0f} tokens/s; PPL chunking of {len(names)} samples {seconds['float32']:.1f} s"
+    )
+    for p in precisions[1:]:
+        worst, same = 0.0, True
+        for name in names:
+            a, b = per["float32"][name][0], per[p][name][0]
+            ok = np.isfinite(a) & np.isfinite(b)
+            d = float(np.abs(a - b)[ok].max()) if ok.any() else 0.0
+            worst = max(worst, d)
+            same_here = per["float32"][name][1] == per[p][name][1]
+            same = same and same_here
+            print(f"    {name}: max |ΔNLL| per sentence {d:.4f}, boundaries {'identical' if same_here else 'DIFFERENT'}")
+        within = worst <= SENTENCE_NLL_TOLERANCE and same
+        print(
+            f"  {p}: {tps[p]:,.0f} tokens/s = {tps[p] / tps['float32']:.2f}x float32 (target 2x); "
+            f"PPL chunking of the samples {seconds[p]:.1f} s = {seconds['float32'] / max(seconds[p], 1e-9):.2f}x; "
+            f"max |ΔNLL| per sentence {worst:.4f} nats on {len(names)} samples "
+            f"(tolerance {SENTENCE_NLL_TOLERANCE}); PPL boundaries {'identical' if same else 'DIFFERENT'} -> "
+            f"{'within tolerance' if within else 'OUTSIDE tolerance'}"
+        )
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 if __name__ == "__main__":

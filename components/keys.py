@@ -35,6 +35,7 @@ __all__ = [
     "LEGACY_RERUN",
     "LM_CHOICE",
     "LM_INFO",
+    "LM_PRECISION",
     "EMB_CHOICE",
     "EMB_INFO",
     "CHAT_CHOICE",
@@ -110,6 +111,7 @@ LEGACY_RERUN = "router_legacy_rerun"  # this session has rerun once through the 
 # The session's models: written by components.models, read by the pages and components.lm_runs.
 LM_CHOICE = MODELS("lm_choice")  # ("local", spec or None) or ("remote", None), set once loaded
 LM_INFO = MODELS("lm_info")  # the loaded language model's ModelInfo
+LM_PRECISION = MODELS("lm_precision_loaded")  # the CPU precision the session's local LM was loaded at (None: default)
 EMB_CHOICE = MODELS("emb_choice")  # the loaded embedder's spec (None: the default)
 EMB_INFO = MODELS("emb_info")
 # The chat model of LLM chunkers: None = the default (an API when OPENAI_* is set, else the bundled

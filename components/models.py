@@ -35,7 +35,7 @@ import streamlit as st
 from backend.errors import ChunkLabError, one_line
 from backend.models.types import ModelInfo, Scorer
 from backend.figures.models import sentence_nll_chart
-from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, MODELS, REMOTE_SCORER
+from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, LM_PRECISION, MODELS, REMOTE_SCORER
 
 if TYPE_CHECKING:
 
@@ -71,11 +71,11 @@ _log = logging.getLogger(__name__)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def local_scorer(spec: str | None) -> Scorer:
-    """The local language model ``spec`` as a scorer (None: bundled SmolLM2 or ``CHUNKLAB_LM``)."""
+def local_scorer(spec: str | None, precision: str | None = None) -> Scorer:
+    """The local language model ``spec`` as a scorer (None: bundled SmolLM2 or ``CHUNKLAB_LM``) at ``precision`` (CPU)."""
     from backend.models.scorer import load_scorer
 
-    return load_scorer(spec)
+    return load_scorer(spec, precision=precision)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -113,12 +113,24 @@ def _attempt(what: str, load: Callable[[], Any]) -> tuple[Any, str | None]:
     return model, None
 
 
-def load_language_model(spec: str | None) -> str | None:
-    """Load the local language model ``spec`` and make it the session's; the error message on failure."""
+def load_language_model(spec: str | None, precision: str | None = None) -> str | None:
+    """Load the local language model ``spec`` and make it the session's; the error message on failure.
+
+    ``precision`` (float32, bfloat16, auto on the CPU; None: ``CHUNKLAB_PRECISION``) is this
+    session's only: other sessions keep theirs (models are held, and outputs cached, per precision).
+    """
     spec = (spec or "").strip() or None
-    scorer, error = _attempt(spec or "the bundled language model", lambda: local_scorer(spec))
+    if precision is not None:
+        from backend.models.devices import select_precision
+
+        try:
+            select_precision("cpu", precision)  # a bad name fails here, in one line
+        except ChunkLabError as e:
+            return one_line(str(e))
+    scorer, error = _attempt(spec or "the bundled language model", lambda: local_scorer(spec, precision))
     if error is None:
         st.session_state[LM_CHOICE] = ("local", spec)
+        st.session_state[LM_PRECISION] = precision
         st.session_state[LM_INFO] = scorer.info
         st.session_state.pop(REMOTE_SCORER, None)
     return error
@@ -191,7 +203,7 @@ def current_scorer() -> Scorer | None:
     kind, spec = choice
     if kind == "remote":
         return st.session_state.get(REMOTE_SCORER)
-    return local_scorer(spec)  # loaded before: a cache hit (reloaded if the cache was cleared)
+    return local_scorer(spec, st.session_state.get(LM_PRECISION))  # loaded before: a cache hit
 
 
 def current_embedder() -> Embedder | None:

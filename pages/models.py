@@ -4,6 +4,7 @@ import streamlit as st
 
 from backend.jobs import start_job
 from backend.models.cache import default_cache
+from backend.models.devices import PRECISIONS, default_precision
 from backend.models.scoring import sentence_scores
 from components.keys import CHAT_CHOICE, CHAT_KEY, MODELS
 from components.layout import ensure_routed
@@ -85,6 +86,15 @@ with col_lm:
                 help="Sent as a bearer token. Kept only in this browser session; never saved, logged or cached. "
                 "Empty: CHUNKLAB_REMOTE_API_KEY.",
             )
+        if source != "remote":
+            st.selectbox(
+                "Precision (CPU)", PRECISIONS, key=MODELS("lm_precision"), persist_state="session",
+                index=PRECISIONS.index(default_precision()),
+                help="float32: the reference. bfloat16: the matmuls in bfloat16 (head in float32), 1.2-1.6x faster "
+                "on CPUs with native bfloat16 (AVX512-BF16/AMX); a sentence's mean NLL within 0.1 nats of float32, "
+                "same PPL boundaries on the samples. auto: bfloat16 where the CPU has it natively, else float32. "
+                "This session only; outputs are cached per precision; GPUs keep their own dtype.",
+            )
         load_lm = st.form_submit_button(
             "Connect" if source == "remote" else "Load", key=MODELS("lm_load"), icon=":material/download:"
         )
@@ -101,7 +111,9 @@ with col_lm:
                 if source == "local" and not (spec or "").strip():
                     st.session_state[_LM_ERROR] = "enter a model folder, a .gguf file or a hub id"
                 else:
-                    st.session_state[_LM_ERROR] = load_language_model(spec)
+                    st.session_state[_LM_ERROR] = load_language_model(
+                        spec, st.session_state.get(MODELS("lm_precision")) or default_precision()
+                    )
         if st.session_state[_LM_ERROR] is None:
             st.rerun()  # the router drew the sidebar before this model was loaded
     if st.session_state.get(_LM_ERROR):

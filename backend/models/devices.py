@@ -11,6 +11,7 @@ torch is imported inside the functions: importing this module stays light.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
 from backend.config import default_device_spec
@@ -22,6 +23,14 @@ if TYPE_CHECKING:
 __all__ = [
     "select_device",
     "default_dtype",
+    "PRECISIONS",
+    "SENTENCE_NLL_TOLERANCE",
+    "cpu_has_bfloat16",
+    "default_precision",
+    "set_precision",
+    "requested_precision",
+    "select_precision",
+    "precision_suffix",
     "dtype_name",
     "free_memory_bytes",
     "suggest_batch_size",
@@ -104,6 +113,99 @@ def default_dtype(device: str) -> "torch.dtype":
     if device == "mps":
         return torch.float16
     return torch.float32
+
+
+# The CPU precisions of a language model. float32 is the reference. bfloat16 runs the decoder's
+# matmuls under CPU autocast (weights, norms, softmax and the residual stream stay float32) and the
+# output head in float32 (bfloat16 logits of magnitude ~20 are rounded by up to 0.06 nats, straight
+# into every token's NLL). Measured on the bundled SmolLM2 and samples (bench/bench_scorer.py
+# --precisions bfloat16, see the README): 1.2-1.6x float32's tokens/s on a 2-core AVX512-BF16 CPU,
+# max |ΔNLL| of a sentence's mean NLL 0.03-0.08 nats, PPL boundaries at the default threshold
+# identical on all five samples. That is the documented tolerance: SENTENCE_NLL_TOLERANCE nats per
+# sentence and the same boundaries. (A whole-bfloat16 model drifted 0.07-0.13 nats and moved
+# boundaries; torch.ao's dynamic int8 was ~2x but 2.5 nats off: activation outliers defeat its
+# per-tensor activation scale. Neither is offered.)
+PRECISIONS = ("float32", "bfloat16", "auto")
+SENTENCE_NLL_TOLERANCE = 0.1  # nats: max |ΔNLL| of a sentence's mean NLL against float32
+_precision_override: str | None = None
+
+
+def set_precision(precision: str | None) -> None:
+    """Make ``precision`` this process's CPU precision (None: back to ``CHUNKLAB_PRECISION``).
+
+    The CLI's ``--precision`` sets it (every model the command loads); the Models page passes
+    its choice per session instead. Models already loaded at another precision stay loaded
+    (they are held per precision, and their outputs are cached apart).
+
+    Raises:
+        ParameterError: ``precision`` is none of :data:`PRECISIONS`.
+    """
+    global _precision_override
+    if precision is not None and precision.strip().lower() not in PRECISIONS:
+        raise ParameterError(f"precision {precision!r} is none of {', '.join(PRECISIONS)}")
+    _precision_override = precision.strip().lower() if precision is not None else None
+
+
+def requested_precision() -> str:
+    """The precision asked for (``set_precision``, else ``CHUNKLAB_PRECISION``, else float32), unresolved."""
+    from backend.config import default_precision_spec
+
+    if _precision_override is not None:
+        return _precision_override
+    spec = default_precision_spec()
+    if spec and spec not in PRECISIONS:
+        raise ParameterError(f"CHUNKLAB_PRECISION={spec!r} is none of {', '.join(PRECISIONS)}")
+    return spec or "float32"
+
+
+def default_precision() -> str:
+    """The precision asked for by ``CHUNKLAB_PRECISION`` (float32 when unset or naming none), unresolved."""
+    try:
+        return requested_precision()
+    except ParameterError:
+        return "float32"  # the bad value fails in one line where a model is loaded
+
+
+def cpu_has_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX; Apple's arm64 BF16 too).
+
+    Without it bfloat16 matmuls are emulated and slower than float32, so ``auto`` keeps float32.
+    """
+    import platform
+
+    if platform.system() == "Darwin":
+        return platform.machine() == "arm64"
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return False
+    return bool(re.search(r"\b(avx512_bf16|amx_bf16)\b", flags))
+
+
+def select_precision(device: str, precision: str | None = None) -> str:
+    """The precision a language model runs at on ``device``: float32 or bfloat16.
+
+    Only the CPU has a choice: other devices run at their :func:`default_dtype` and answer
+    float32 here (their key stays as it was). ``auto`` is bfloat16 where the CPU computes it
+    natively (:func:`cpu_has_bfloat16`: there it is faster and within the tolerance above),
+    else float32.
+
+    Raises:
+        ParameterError: ``precision`` is none of :data:`PRECISIONS`.
+    """
+    p = (precision or requested_precision()).strip().lower()
+    if p not in PRECISIONS:
+        raise ParameterError(f"precision {p!r} is none of {', '.join(PRECISIONS)}")
+    if device != "cpu":
+        return "float32"
+    if p == "auto":
+        return "bfloat16" if cpu_has_bfloat16() else "float32"
+    return p
+
+
+def precision_suffix(precision: str) -> str:
+    """What a model's fingerprint gains at ``precision``: '' for float32 (keys as before), else ``+bfloat16``."""
+    return "" if precision == "float32" else f"+{precision}"
 
 
 def dtype_name(dtype: "torch.dtype") -> str:

@@ -22,9 +22,12 @@ def fingerprint_without_loading(spec: str | None) -> str | None:
     Raises:
         ModelError: ``spec`` names no model.
     """
+    from backend.models.devices import requested_precision
     from backend.models.lm import file_sha256, resolve_spec
 
     kind, location = resolve_spec(spec)  # a spec naming no model fails here, before any loading
+    if requested_precision() != "float32":
+        return None  # its key depends on the device it lands on (the CPU only has precisions): load to know
     return file_sha256(Path(location)) if kind == "gguf" else None
 
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from backend.config import data_dir, default_lm_spec, hub_offline
 from backend.errors import ModelError, ParameterError
-from backend.models.devices import default_dtype, dtype_name, select_device
+from backend.models.devices import default_dtype, dtype_name, precision_suffix, select_device, select_precision
 from backend.models.hub import hub_reachable
 from backend.models.types import ModelInfo, Progress, acquired
 
@@ -128,7 +128,12 @@ def _resolve(spec: str | None) -> _Source:
     return _Source("hub", raw, raw)
 
 
-def load_lm(spec: str | None = None, device: str | None = None, progress: Progress | None = None) -> LanguageModel:
+def load_lm(
+    spec: str | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    precision: str | None = None,
+) -> LanguageModel:
     """The causal LM named by ``spec`` on ``device``, loaded once per process (thread-safe).
 
     Args:
@@ -137,19 +142,23 @@ def load_lm(spec: str | None = None, device: str | None = None, progress: Progre
         device: As for :func:`~backend.models.devices.select_device` (default ``CHUNKLAB_DEVICE``).
         progress: Says ``queued behind another run`` while another thread loads a model (a
             :class:`~backend.models.types.ProgressTracker`'s cancel ends the wait).
+        precision: On the CPU: float32, bfloat16 or auto (default: the process's, see
+            :func:`~backend.models.devices.select_precision`). Anything but float32 adds
+            ``+precision`` to the fingerprint, so its cached outputs never mix with float32's.
 
     Raises:
         ModelError: when the model cannot be found or read (one line, no traceback needed).
-        ParameterError: for a bad device.
+        ParameterError: for a bad device or precision.
     """
     src = _resolve(spec)
     dev = select_device(device)
-    dtype = default_dtype(dev)
-    key = (f"{src.kind}:{src.location}", dev, dtype_name(dtype))
+    prec = select_precision(dev, precision)
+    dtype = default_dtype(dev)  # bfloat16 on the CPU: float32 weights, matmuls under autocast
+    key = (f"{src.kind}:{src.location}", dev, dtype_name(dtype), prec)
     with acquired(_load_lock, progress):
         hit = _models.get(key)
         if hit is None:
-            hit = _models[key] = _load(src, dev, dtype)
+            hit = _models[key] = _load(src, dev, dtype, prec)
         return hit
 
 
@@ -178,7 +187,30 @@ def loaded_lm(spec: str | None = None) -> ModelInfo | None:
     return next((lm.info for key, lm in loaded if key[0] == name), None)
 
 
-def _load(src: _Source, device: str, dtype: Any) -> LanguageModel:
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def _float32_head(model: Any) -> None:
+    """Run ``model``'s output head in float32 inside the bfloat16 autocast of its forward.
+
+    bfloat16 logits of magnitude ~20 are rounded by up to 0.06, which would go straight into
+    every token's NLL; the head is a fifth of SmolLM2-135M's matmuls.
+    """
+    torch = _torch()
+    head = model.get_output_embeddings()
+    forward = head.forward
+
+    def head_forward(hidden: Any) -> Any:
+        with torch.autocast("cpu", enabled=False):
+            return forward(hidden.float())
+
+    head.forward = head_forward
+
+
+def _load(src: _Source, device: str, dtype: Any, precision: str = "float32") -> LanguageModel:
     t0 = time.perf_counter()
     if src.kind == "gguf":
         model, tokenizer, folder, fingerprint, loaded_from = _load_gguf(Path(src.location), dtype)
@@ -200,6 +232,12 @@ def _load(src: _Source, device: str, dtype: Any) -> LanguageModel:
         raise ModelError(f"cannot move model {src.spec!r} to {device}: {str(e).splitlines()[0]}") from e
     model.eval()
     model.requires_grad_(False)
+    parameters = int(sum(p.numel() for p in model.parameters()))
+    if precision == "bfloat16":
+        # Autocast, not model.to(bfloat16): the decoder's matmuls run in bfloat16 while norms, softmax
+        # and the residual stream stay float32, and the head in float32 (see backend.models.devices).
+        model.forward = _torch().autocast("cpu", dtype=_torch().bfloat16)(model.forward)
+        _float32_head(model)
     if not getattr(tokenizer, "is_fast", False):
         raise ModelError(f"cannot load model {src.spec!r}: its tokenizer is not a fast tokenizer (no offsets)")
     text_config = model.config.get_text_config()
@@ -208,10 +246,10 @@ def _load(src: _Source, device: str, dtype: Any) -> LanguageModel:
         name=name,
         source=source,
         kind="lm",
-        parameters=int(sum(p.numel() for p in model.parameters())),
+        parameters=parameters,
         device=device,
-        dtype=dtype_name(dtype),
-        fingerprint=fingerprint,
+        dtype=precision if precision != "float32" else dtype_name(dtype),
+        fingerprint=fingerprint + precision_suffix(precision),
         context_length=int(context) if context else None,
     )
     return LanguageModel(model, tokenizer, info, load_seconds=time.perf_counter() - t0, loaded_from=loaded_from)

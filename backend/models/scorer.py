@@ -623,7 +623,12 @@ _scorers: dict[tuple[str, str, str], LocalScorer] = {}
 _scorers_lock = threading.Lock()
 
 
-def load_scorer(spec: str | None = None, device: str | None = None, progress: Progress | None = None) -> LocalScorer:
+def load_scorer(
+    spec: str | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    precision: str | None = None,
+) -> LocalScorer:
     """A :class:`LocalScorer` over :func:`~backend.models.lm.load_lm`, one per model and process.
 
     Args:
@@ -635,7 +640,7 @@ def load_scorer(spec: str | None = None, device: str | None = None, progress: Pr
         ModelError: when the model cannot be found or read.
         ParameterError: for a bad device.
     """
-    lm = load_lm(spec, device, progress)
+    lm = load_lm(spec, device, progress, precision)
     key = (lm.info.source, lm.info.device, lm.info.dtype)
     with _scorers_lock:
         hit = _scorers.get(key)

@@ -1,0 +1,144 @@
+"""The CPU precisions of the language model: bfloat16 within a tolerance of float32, keyed apart.
+
+Tolerance (measured on the bundled samples, documented in ``backend.models.devices``):
+bfloat16's mean NLL per sentence is within ``SENTENCE_NLL_TOLERANCE`` nats of float32's, and
+the PPL chunker's boundaries at the default threshold are the same on every bundled sample.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import backend.chunkers  # noqa: F401  (registers the chunkers)
+from backend.chunkers import ModelContext, make_chunker
+from backend.errors import ParameterError
+from backend.models import devices
+from backend.models.cache import OutputCache
+from backend.models.devices import SENTENCE_NLL_TOLERANCE, precision_suffix, select_precision, set_precision
+from backend.models.identity import fingerprint_without_loading
+from backend.models.lm import load_lm
+from backend.models.scorer import LocalScorer
+from backend.models.scoring import cached_token_scores, document_token_scores, score_sentences
+from backend.samples import list_samples, load_sample
+from backend.text.segment import sentence_spans
+
+SENTENCE_TOL = SENTENCE_NLL_TOLERANCE
+
+
+@pytest.fixture(autouse=True)
+def _no_override(monkeypatch):
+    monkeypatch.delenv("CHUNKLAB_PRECISION", raising=False)
+    set_precision(None)
+    yield
+    set_precision(None)
+
+
+def test_select_precision(monkeypatch) -> None:
+    assert select_precision("cpu") == "float32"  # the default: today's numbers and keys
+    assert select_precision("cpu", "BFloat16") == "bfloat16"
+    assert select_precision("cuda:0", "bfloat16") == "float32"  # only the CPU has a choice
+    monkeypatch.setattr(devices, "cpu_has_bfloat16", lambda: True)
+    assert select_precision("cpu", "auto") == "bfloat16"
+    monkeypatch.setattr(devices, "cpu_has_bfloat16", lambda: False)
+    assert select_precision("cpu", "auto") == "float32"  # emulated bfloat16 is slower than float32
+    monkeypatch.setenv("CHUNKLAB_PRECISION", "bfloat16")
+    assert select_precision("cpu") == "bfloat16"
+    set_precision("float32")  # --precision beats the variable
+    assert select_precision("cpu") == "float32"
+    with pytest.raises(ParameterError):
+        select_precision("cpu", "int8")
+    with pytest.raises(ParameterError):
+        set_precision("half")
+    set_precision(None)
+    monkeypatch.setenv("CHUNKLAB_PRECISION", "half")
+    with pytest.raises(ParameterError, match="CHUNKLAB_PRECISION"):
+        select_precision("cpu")
+
+
+def test_suffix_keeps_float32_keys() -> None:
+    assert precision_suffix("float32") == ""
+    assert precision_suffix("bfloat16") == "+bfloat16"
+
+
+def test_fingerprint_without_loading_defers_to_a_load_off_float32(monkeypatch) -> None:
+    assert fingerprint_without_loading(None) is not None
+    monkeypatch.setenv("CHUNKLAB_PRECISION", "bfloat16")
+    assert fingerprint_without_loading(None) is None  # a cache hit must not cross precisions
+
+
+def test_cli_flag_sets_the_precision() -> None:
+    from backend.cli.common import Parser, add_model_flags
+
+    parser = Parser(prog="x")
+    add_model_flags(parser)
+    args = parser.parse_args(["--precision", "bfloat16"])
+    assert args.precision == "bfloat16"
+    assert devices.requested_precision() == "bfloat16"
+
+
+@pytest.fixture(scope="module")
+def scorers() -> dict[str, LocalScorer]:
+    return {p: LocalScorer(load_lm(None, "cpu", precision=p)) for p in ("float32", "bfloat16")}
+
+
+@pytest.fixture(scope="module")
+def chunked(scorers, tmp_path_factory) -> dict[str, dict[str, tuple[np.ndarray, list[tuple[int, int]]]]]:
+    """Per sample and precision: the sentences' mean NLLs and the PPL chunks at the default threshold."""
+    cache = OutputCache(tmp_path_factory.mktemp("precision-cache"))
+    out: dict[str, dict[str, tuple[np.ndarray, list[tuple[int, int]]]]] = {}
+    for sample in SAMPLES:
+        doc = load_sample(sample)
+        out[sample] = {}
+        for p, s in scorers.items():
+            chunks = make_chunker("ppl").chunk(doc, ModelContext(scorer=s, _cache=cache)).chunks
+            scores = cached_token_scores(cache, s.lm.info.fingerprint, doc.text, None)
+            means = np.array([x.nll_mean for x in score_sentences(doc, scores)], dtype=float)
+            out[sample][p] = (means, [(c.start, c.end) for c in chunks])
+    return out
+
+
+SAMPLES = tuple(s.name for s in list_samples())  # every bundled sample (~2 CPU-minutes for both precisions)
+
+
+def _fixed_text() -> str:
+    full = load_sample("narrative").text
+    end = max(s.end for s in sentence_spans(full[:1900]) if s.end < 1800)
+    return full[:end]
+
+
+def test_bfloat16_nll_within_tolerance_on_a_fixed_text(scorers) -> None:
+    f32, bf16 = scorers["float32"], scorers["bfloat16"]
+    assert bf16.lm.info.dtype == "bfloat16"
+    assert bf16.lm.info.fingerprint == f32.lm.info.fingerprint + "+bfloat16"
+    text = _fixed_text()
+    a, b = f32.token_nll(text), bf16.token_nll(text)
+    assert np.array_equal(a.starts, b.starts)
+    ok = np.isfinite(a.nll)
+    assert np.isfinite(b.nll[ok]).all()
+    assert abs(float(np.mean(a.nll[ok]) - np.mean(b.nll[ok]))) < SENTENCE_TOL
+
+
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_bfloat16_sentence_nll_within_tolerance(chunked, sample) -> None:
+    a, b = chunked[sample]["float32"][0], chunked[sample]["bfloat16"][0]
+    print(f"{sample}: max |ΔNLL| per sentence {np.nanmax(np.abs(a - b)):.4f}")
+    assert np.nanmax(np.abs(a - b)) <= SENTENCE_TOL
+
+
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_ppl_boundaries_unchanged(chunked, sample) -> None:
+    assert chunked[sample]["float32"][1] == chunked[sample]["bfloat16"][1]
+
+
+def test_cache_entries_never_cross_precisions(scorers, tmp_path) -> None:
+    cache = OutputCache(tmp_path)
+    text = _fixed_text()
+    f32, bf16 = scorers["float32"], scorers["bfloat16"]
+    document_token_scores(text, f32, cache=cache)
+    assert cached_token_scores(cache, f32.lm.info.fingerprint, text, None) is not None
+    assert cached_token_scores(cache, bf16.lm.info.fingerprint, text, None) is None
+    document_token_scores(text, bf16, cache=cache)
+    a = cached_token_scores(cache, f32.lm.info.fingerprint, text, None)
+    b = cached_token_scores(cache, bf16.lm.info.fingerprint, text, None)
+    assert a is not None and b is not None and not np.array_equal(a.nll, b.nll, equal_nan=True)
