@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "select_device",
+    "apply_thread_setting",
     "default_dtype",
     "PRECISIONS",
     "SENTENCE_NLL_TOLERANCE",
@@ -50,6 +51,18 @@ _CPU_BATCH_CAP = 8
 # allocator's fragmentation and other processes need the rest.
 _GPU_MEMORY_SHARE = 0.5
 _CPU_MEMORY_SHARE = 0.25
+
+
+def apply_thread_setting() -> int:
+    """Give torch ``CHUNKLAB_TORCH_THREADS`` CPU threads when set (models call this as they load); the count in use."""
+    import torch
+
+    from backend.config import torch_threads
+
+    wanted = torch_threads()
+    if wanted is not None and torch.get_num_threads() != wanted:
+        torch.set_num_threads(wanted)
+    return torch.get_num_threads()
 
 
 def select_device(preferred: str | None = None) -> str:

@@ -197,10 +197,11 @@ def load_embedder(spec: str | None = None, device: str | None = None) -> Embedde
     Raises:
         ModelError: missing or unreadable model, hub id unavailable offline, bad device.
     """
-    from backend.models.devices import select_device
+    from backend.models.devices import apply_thread_setting, select_device
 
     resolved = resolve_embedder_spec(spec)
     dev = select_device(device)
+    apply_thread_setting()
     key = (resolved, dev)
     with _lock:
         hit = _loaded.get(key)

@@ -47,7 +47,14 @@ from typing import Any
 
 from backend.config import data_dir, default_lm_spec, hub_offline
 from backend.errors import ModelError, ParameterError
-from backend.models.devices import default_dtype, dtype_name, precision_suffix, select_device, select_precision
+from backend.models.devices import (
+    apply_thread_setting,
+    default_dtype,
+    dtype_name,
+    precision_suffix,
+    select_device,
+    select_precision,
+)
 from backend.models.hub import hub_reachable
 from backend.models.types import ModelInfo, Progress, acquired
 
@@ -153,6 +160,7 @@ def load_lm(
     src = _resolve(spec)
     dev = select_device(device)
     prec = select_precision(dev, precision)
+    apply_thread_setting()
     dtype = default_dtype(dev)  # bfloat16 on the CPU: float32 weights, matmuls under autocast
     key = (f"{src.kind}:{src.location}", dev, dtype_name(dtype), prec)
     with acquired(_load_lock, progress):

@@ -150,3 +150,26 @@ def test_other_errors_and_cancellation_propagate():
         run_batched(lambda b: b[:1], [1, 2], 2)
     with pytest.raises(ParameterError, match=r"batch_size \(0\)"):
         run_batched(lambda b: b, [1], 0)
+
+
+@pytest.mark.parametrize(("value", "expected"), [("", None), ("1", 1), (" 3 ", 3), ("0", None), ("-2", None), ("two", None)])
+def test_torch_threads_variable(monkeypatch, value, expected) -> None:
+    from backend.config import torch_threads
+
+    monkeypatch.setenv("CHUNKLAB_TORCH_THREADS", value)
+    assert torch_threads() == expected
+
+
+def test_apply_thread_setting_sets_and_keeps_torch_threads(monkeypatch) -> None:
+    import torch
+
+    from backend.models.devices import apply_thread_setting
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("CHUNKLAB_TORCH_THREADS", "1")
+        assert apply_thread_setting() == 1 and torch.get_num_threads() == 1
+        monkeypatch.delenv("CHUNKLAB_TORCH_THREADS")
+        assert apply_thread_setting() == 1  # unset: whatever torch has is left alone
+    finally:
+        torch.set_num_threads(before)
