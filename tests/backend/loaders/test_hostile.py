@@ -320,3 +320,51 @@ def test_an_embedded_question_set_cannot_write_outside_its_folder(tmp_path: Path
     with pytest.raises(Exception, match="is not a file name"):  # ParameterError
         save_question_set(qset, tmp_path / "out" / "questions.csv")
     assert not (tmp_path / "escape.md").exists() and isinstance(qset, QuestionSet)
+
+
+# --- the same through the CLI ------------------------------------------------------------------------------
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "backend", *args], cwd=ROOT, capture_output=True, timeout=300, env={**os.environ, **(env or {})}
+    )
+
+
+def test_cli_refuses_a_session_naming_a_model_outside_the_data_dir(tmp_path: Path) -> None:
+    session = tmp_path / "evil.json"
+    session.write_text(_session({"lm": {"kind": "local", "spec": str(tmp_path / "elsewhere")}}), encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    doc = tmp_path / "doc.txt"
+    doc.write_text("Some text to chunk. " * 20, encoding="utf-8")
+    proc = _cli("report", str(doc), "--session", str(session), "--no-quality", "--out", str(tmp_path / "r.html"),
+                env={"CHUNKLAB_DATA_DIR": str(tmp_path / "data")})
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 1 and len(err.splitlines()) == 1, err
+    assert "evil.json: the lm model" in err and "outside the data directory" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_cli_question_set_never_reads_a_corpus_outside_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "secret.md").write_text("Alpha secret.", encoding="utf-8")  # beside, not inside, corpora/
+    (tmp_path / "set" / "corpora").mkdir(parents=True)
+    csv_path = tmp_path / "set" / "questions.csv"
+    csv_path.write_text(CSV.replace("{cid}", "../../secret"), encoding="utf-8")
+    proc = _cli("questions", "check", "--questions", str(csv_path))
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 1 and len(err.splitlines()) == 1, err
+    assert "no corpus file for corpus_id '../../secret'" in err
+
+
+def test_cli_report_on_a_file_named_with_html_escapes_it(tmp_path: Path) -> None:
+    doc = tmp_path / "<img src=x onerror=alert(1)>.txt"
+    doc.write_text("مرحبا بالعالم. Some <b>text</b> to chunk here. " * 10, encoding="utf-8")
+    out = tmp_path / "report.html"
+    proc = _cli("report", str(doc), "--config", "recursive chunk_size=40", "--no-quality", "--out", str(out),
+                env={"CHUNKLAB_DATA_DIR": str(tmp_path / "data")})
+    assert proc.returncode == 0, proc.stderr.decode()
+    html = out.read_text(encoding="utf-8")
+    assert "<img src=x" not in html and "<b>text</b>" not in html
+    assert "<title>Chunk Lab report: &lt;img src=x onerror=alert(1)&gt;.txt</title>" in html
