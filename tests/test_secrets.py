@@ -55,7 +55,8 @@ def test_an_api_key_is_never_written_or_logged(tmp_path: Path) -> None:
         }
         runs = [
             _cli(env, "chunk", str(doc), "--chunker", "moc", "--param", "router=0-120"),
-            _cli(env, "compare", str(doc), *MOC, "--config", "recursive chunk_size=60", "--out", str(out / "cmp.jsonl"), "--no-cache"),
+            _cli(env, "compare", str(doc), *MOC, "--config", "recursive chunk_size=60", "--no-cache",
+                 "--out", str(out / "cmp.jsonl")),
             _cli(env, "report", str(doc), *MOC, "--no-quality", "--out", str(out / "report.html")),
         ]
         for proc in runs:

@@ -6,10 +6,10 @@ spec or name and the pages' thresholds and view settings. It never holds documen
 never an API key: :func:`session_to_json` drops every entry whose name looks like a secret,
 whatever the caller put there. A session file is untrusted: a model it names by path must lie
 inside the data directory (or be the one ``CHUNKLAB_LM``/``CHUNKLAB_EMBEDDER`` names), so
-opening a file never makes the app read a folder elsewhere on the server. Reading one (:func:`parse_session`) validates everything — a
-file from a newer Chunk Lab, damaged JSON, an unknown chunker or a bad parameter is an
-:class:`~backend.errors.InputError` in one line — so the app can refuse it and keep the
-session it has.
+opening a file never makes the app read a folder elsewhere on the server. Reading one
+(:func:`parse_session`) validates everything — a file from a newer Chunk Lab, damaged JSON,
+an unknown chunker or a bad parameter is an :class:`~backend.errors.InputError` in one line —
+so the app can refuse it and keep the session it has.
 
 Configurations also travel in a URL's query string (:func:`configs_to_query`), e.g.
 ``recursive:chunk_size=300;fixed_token:chunk_size=250,chunk_overlap=125``: only the

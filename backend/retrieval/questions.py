@@ -106,7 +106,8 @@ class QuestionSet:
         for cid, suffix in self.suffixes.items():
             # A suffix comes from an uploaded session too: it becomes part of a written file name.
             if suffix not in CORPUS_SUFFIXES:
-                raise InputError(f"corpus {cid[:60]!r}: file suffix {suffix[:20]!r} is not one of {', '.join(CORPUS_SUFFIXES)}")
+                allowed = ", ".join(CORPUS_SUFFIXES)
+                raise InputError(f"corpus {cid[:60]!r}: file suffix {suffix[:20]!r} is not one of {allowed}")
         for i, q in enumerate(self.questions, 1):
             if q.corpus_id not in self.corpora:
                 raise InputError(f"question {i}: corpus {q.corpus_id!r} is missing")

@@ -74,7 +74,8 @@ def _doctype(entities: str, reference: str):
     def edit(xml: bytes) -> bytes:
         text = xml.decode()
         end = text.index("?>") + 2
-        return (text[:end] + f"<!DOCTYPE w:document [{entities}]>" + text[end:]).replace("PLACEHOLDER", reference).encode()
+        text = text[:end] + f"<!DOCTYPE w:document [{entities}]>" + text[end:]
+        return text.replace("PLACEHOLDER", reference).encode()
 
     return edit
 
@@ -87,7 +88,9 @@ LAUGHS = '<!ENTITY a "AAAAAAAAAA">' + "".join(
 def test_docx_entity_bomb_is_one_line() -> None:
     with pytest.raises(CorruptFileError) as error:
         load_bytes(_with_document_xml(_doctype(LAUGHS, "&h;")), "laughs.docx")
-    assert one_line(error) == "'laughs.docx' cannot be read: its XML defines entities that expand too much (an XML bomb)"
+    assert one_line(error) == (
+        "'laughs.docx' cannot be read: its XML defines entities that expand too much (an XML bomb)"
+    )
 
 
 def test_docx_external_entity_is_never_read(tmp_path: Path) -> None:
@@ -103,7 +106,8 @@ def test_docx_xml_past_the_limit_is_refused_before_parsing() -> None:
     assert len(data) < 100_000
     with pytest.raises(FileTooLargeError) as error:
         load_bytes(data, "wordy.docx", max_bytes=200_000)  # XML may be 5 x 200 kB
-    assert one_line(error).startswith("'wordy.docx' holds 2.") and "of XML when unpacked; the limit is 1.0 MB" in str(error.value)
+    assert one_line(error).startswith("'wordy.docx' holds 2.")
+    assert str(error.value).endswith("MB of XML when unpacked; the limit is 1.0 MB")
 
 
 def test_docx_text_run_over_10_mb_and_deep_nesting_are_one_line() -> None:
@@ -179,7 +183,7 @@ def test_html_100k_nested_divs_keep_all_their_text() -> None:
 def test_cli_on_deep_html_prints_the_text(tmp_path: Path) -> None:
     path = tmp_path / "deep.html"
     path.write_text("<div>" * 100_000 + "Deep text." + "</div>" * 100_000, encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "backend", "text", str(path)], cwd=ROOT, capture_output=True, timeout=120)
+    proc = _cli("text", str(path))
     assert proc.returncode == 0 and proc.stdout.decode().strip() == "Deep text.", proc.stderr.decode()
 
 
@@ -264,7 +268,7 @@ def test_a_name_never_carries_a_folder(name: str, source: str) -> None:
 def test_cli_error_names_are_one_line(tmp_path: Path) -> None:
     path = tmp_path / "<img src=x onerror=alert(1)>.txt"
     path.write_bytes(b"\x00\x01\x02\x03" * 100)
-    proc = subprocess.run([sys.executable, "-m", "backend", "text", str(path)], cwd=ROOT, capture_output=True, timeout=120)
+    proc = _cli("text", str(path))
     err = proc.stderr.decode().strip()
     assert proc.returncode == 1 and len(err.splitlines()) == 1 and "looks like binary data" in err
 
@@ -329,7 +333,8 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     import os
 
     return subprocess.run(
-        [sys.executable, "-m", "backend", *args], cwd=ROOT, capture_output=True, timeout=300, env={**os.environ, **(env or {})}
+        [sys.executable, "-m", "backend", *args],
+        cwd=ROOT, capture_output=True, timeout=300, env={**os.environ, **(env or {})},
     )
 
 
