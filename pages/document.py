@@ -7,6 +7,7 @@ from components.documents import current_sample, load_bundled_sample, load_uploa
 from components.keys import DOCUMENT
 from components.layout import ensure_routed, landing_intro
 from components.render import STYLE, text_html
+from components.retrieval import md_text
 from components.state import current_document
 
 ensure_routed()
@@ -38,7 +39,7 @@ with col_upload:
     if uploaded is not None and uploaded.file_id != st.session_state.get(_LAST_UPLOAD):
         # Read each upload once, not on every rerun while it sits in the uploader.
         st.session_state[_LAST_UPLOAD] = uploaded.file_id
-        with st.spinner(f"Reading {uploaded.name}…", show_time=True):
+        with st.spinner(f"Reading {md_text(uploaded.name)}…", show_time=True):  # a file name is user input
             st.session_state[_ERROR] = load_upload(uploaded.getvalue(), uploaded.name)
         if st.session_state[_ERROR] is not None:
             # Rejected: a new, empty uploader, so the box no longer names a file that is not the document
@@ -74,7 +75,7 @@ if doc is None:
     st.info("No document loaded yet: upload a file or open a sample.", icon=":material/info:")
     st.stop()
 
-st.subheader(doc.source, anchor=False)
+st.subheader(md_text(doc.source), anchor=False)  # a file name is user input: no Markdown, no HTML
 sample = current_sample()
 if sample is not None:  # an upload gets no sample's description
     st.caption(sample.description)

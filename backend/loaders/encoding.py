@@ -10,7 +10,8 @@ recorded in ``Document.encoding``:
    characters with ideographic punctuation;
 4. too many NUL or control bytes: refused as binary;
 5. the charset an HTML page declares in ``<meta>``;
-6. strict UTF-8 (a character cut off at the very end is tolerated);
+6. strict UTF-8 (a character cut off at the very end is tolerated), or UTF-8 with a few
+   invalid bytes (replaced by U+FFFD) when most of its multi-byte characters are valid;
 7. GB18030 (which covers GBK and GB2312) when the decoded text reads as Chinese;
 8. Windows-1252, or Latin-1 for the few bytes Windows-1252 leaves undefined.
 
@@ -221,6 +222,10 @@ def _check_decoded(text: str, name: str) -> None:
 
 
 _UTF8_TRUNCATED = "unexpected end of data"
+# UTF-8 with invalid bytes is still read as UTF-8 when at least this many valid multi-byte
+# characters come per invalid byte: other encodings almost never form valid sequences
+# (Windows-1252 accents never do, GBK pairs about one time in twelve).
+_MIN_VALID_PER_INVALID_UTF8 = 3
 _MIN_EVIDENCE_BYTES = 64
 _HIGH_BYTES = bytes(range(0x80, 0x100))
 _CJK_CANDIDATES = ["gb18030", "big5", "shift_jis", "euc_jp", "euc_kr"]
@@ -228,6 +233,14 @@ _SINGLE_BYTE_CANDIDATES = [
     "cp1252", "cp1250", "cp1251", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257",
     "koi8_r", "cp866", "iso8859_5", "iso8859_7", "cp874",
 ]
+
+
+def _mostly_utf8(data: bytes) -> bool:
+    """Whether bytes that are not strict UTF-8 are UTF-8 with a few invalid bytes."""
+    sample = data[: 4 * _SAMPLE_CHARS].decode("utf-8", errors="replace")
+    invalid = sample.count("\ufffd")
+    valid = len(sample) - len(sample.encode("ascii", errors="ignore")) - invalid
+    return valid >= _MIN_VALID_PER_INVALID_UTF8 * max(invalid, 1)
 
 
 def decode_text(data: bytes, name: str, declared: str | None = None) -> tuple[str, str]:
@@ -287,6 +300,11 @@ def decode_text(data: bytes, name: str, declared: str | None = None) -> tuple[st
             text = data.decode("utf-8", errors="replace")
             _check_decoded(text, name)
             return text, "utf-8"
+
+    if _mostly_utf8(data):
+        text = data.decode("utf-8", errors="replace")
+        _check_decoded(text, name)
+        return text, "utf-8"
 
     text = _try_decode(data, "gb18030")
     if text is not None and _reads_as_chinese(text):

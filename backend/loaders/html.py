@@ -48,9 +48,8 @@ _XML_INCOMPATIBLE = dict.fromkeys([c for c in range(0x20) if c not in (0x09, 0x0
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-def _is_hidden(element: object) -> bool:
+def _is_hidden(attrib: dict[str, str]) -> bool:
     """Whether an element is hidden by its attributes."""
-    attrib = element.attrib  # type: ignore[attr-defined]
     if "hidden" in attrib or attrib.get("aria-hidden", "").strip().lower() == "true":
         return True
     return bool(_HIDDEN_STYLE.search(attrib.get("style", "")))
@@ -122,27 +121,44 @@ class _Collector:
             self.blocks.append(block)
 
 
-def _walk(root: object, collector: _Collector) -> None:
-    """Visit the tree iteratively (deeply nested pages must not hit the recursion limit)."""
-    stack: list[tuple[object, bool]] = [(root, False)]
-    while stack:
-        element, closing = stack.pop()
-        tag = element.tag  # type: ignore[attr-defined]
-        if closing:
-            collector.end(tag)
-            collector.text(element.tail)  # type: ignore[attr-defined]
-            continue
-        if not isinstance(tag, str):  # a comment or processing instruction: only its tail shows
-            collector.text(element.tail)  # type: ignore[attr-defined]
-            continue
-        tag = tag.lower()
-        if tag in _SKIPPED or _is_hidden(element):
-            collector.text(element.tail)  # type: ignore[attr-defined]
-            continue
-        collector.start(tag)
-        collector.text(element.text)  # type: ignore[attr-defined]
-        stack.append((element, True))
-        stack.extend((child, False) for child in reversed(element))  # type: ignore[call-overload]
+class _Target:
+    """lxml parser target: feeds the collector from parse events, never building a tree.
+
+    A tree would cap the nesting depth (libxml2 stops at 2048 levels and silently drops
+    the rest of the page) and cost memory; the events come in document order, so a
+    skipped element is simply everything between its start and its matching end.
+    """
+
+    def __init__(self, collector: _Collector) -> None:
+        self._collector = collector
+        self._skipped = 0  # depth inside a skipped or hidden element
+
+    def start(self, tag: object, attrib: dict[str, str]) -> None:
+        """An element opens."""
+        if self._skipped:
+            self._skipped += 1
+            return
+        name = tag.lower() if isinstance(tag, str) else ""
+        if name in _SKIPPED or _is_hidden(attrib):
+            self._skipped = 1
+            return
+        self._collector.start(name)
+
+    def end(self, tag: object) -> None:
+        """An element closes (libxml2 reports implied and void ends too)."""
+        if self._skipped:
+            self._skipped -= 1
+            return
+        self._collector.end(tag.lower() if isinstance(tag, str) else "")
+
+    def data(self, value: str) -> None:
+        """A text node (comments and processing instructions never get here)."""
+        if not self._skipped:
+            self._collector.text(value)
+
+    def close(self) -> list[str]:
+        """The blocks, once the parse is over."""
+        return self._collector.finish()
 
 
 def html_blocks(markup: str) -> Iterator[str]:
@@ -154,22 +170,15 @@ def html_blocks(markup: str) -> Iterator[str]:
     Yields:
         One string per block (paragraph, heading, list item, table, preformatted block).
     """
-    import lxml.html
-    from lxml.etree import ParserError
+    from lxml import etree
 
     markup = _XML_DECLARATION.sub("", markup, count=1).translate(_XML_INCOMPATIBLE)
     markup = _SURROGATES.sub("", markup)
     if not markup.strip():
         return
-    # huge_tree lifts libxml2's limits on nesting depth (256) and text node size (10 MB).
-    parser = lxml.html.HTMLParser(huge_tree=True)
-    try:
-        root = lxml.html.document_fromstring(markup, parser=parser)
-    except ParserError:  # "Document is empty": only comments or whitespace
-        return
-    collector = _Collector()
-    _walk(root, collector)
-    yield from collector.finish()
+    # huge_tree lifts libxml2's limit on the size of a text node (10 MB).
+    parser = etree.HTMLParser(target=_Target(_Collector()), huge_tree=True)
+    yield from etree.fromstring(markup, parser=parser)
 
 
 def load_html(data: bytes, name: str) -> Document:

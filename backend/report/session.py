@@ -4,10 +4,12 @@ A session names its document by hash (a bundled sample also by name, so it reope
 upload), lists the configurations with their letters and full parameters, the models by
 spec or name and the pages' thresholds and view settings. It never holds document text, and
 never an API key: :func:`session_to_json` drops every entry whose name looks like a secret,
-whatever the caller put there. Reading one (:func:`parse_session`) validates everything — a
-file from a newer Chunk Lab, damaged JSON, an unknown chunker or a bad parameter is an
-:class:`~backend.errors.InputError` in one line — so the app can refuse it and keep the
-session it has.
+whatever the caller put there. A session file is untrusted: a model it names by path must lie
+inside the data directory (or be the one ``CHUNKLAB_LM``/``CHUNKLAB_EMBEDDER`` names), so
+opening a file never makes the app read a folder elsewhere on the server. Reading one
+(:func:`parse_session`) validates everything — a file from a newer Chunk Lab, damaged JSON,
+an unknown chunker or a bad parameter is an :class:`~backend.errors.InputError` in one line —
+so the app can refuse it and keep the session it has.
 
 Configurations also travel in a URL's query string (:func:`configs_to_query`), e.g.
 ``recursive:chunk_size=300;fixed_token:chunk_size=250,chunk_overlap=125``: only the
@@ -28,7 +30,7 @@ from urllib.parse import quote, unquote
 
 from backend.chunkers import REGISTRY, make_chunker
 from backend.chunking import ChunkerConfig
-from backend.config import data_dir
+from backend.config import data_dir, default_embedder_spec, default_lm_spec
 from backend.errors import ChunkLabError, InputError, ParameterError, one_line
 from backend.text.document import Document
 
@@ -237,6 +239,9 @@ def parse_session(text: str | bytes, source: str = "session") -> Session:
     settings = raw.get("settings", {})
     if not isinstance(models, dict) or not isinstance(settings, dict):
         raise InputError(f"{source}: damaged session file ('models' and 'settings' must be objects)")
+    for role, model in models.items():
+        if isinstance(model, dict) and isinstance(model.get("spec"), str):
+            _check_model_spec(model["spec"], str(role), source)
     created = raw.get("created", "")
     return Session(
         version=version,
@@ -246,6 +251,33 @@ def parse_session(text: str | bytes, source: str = "session") -> Session:
         settings=_scrub(settings),
         created=created if isinstance(created, str) else "",
     )
+
+
+def _looks_like_path(spec: str) -> bool:
+    """Whether a model spec names a file or folder rather than a bundled model or a hub id (``org/name``)."""
+    return (
+        spec.startswith((".", "/", "~", "\\"))
+        or "\\" in spec
+        or ".." in spec
+        or spec.count("/") > 1
+        or spec.lower().endswith(".gguf")
+        or Path(spec).is_absolute()
+        or Path(spec).expanduser().exists()
+    )
+
+
+def _check_model_spec(spec: str, role: str, source: str) -> None:
+    """Refuse a model path outside the data directory (the configured default models excepted)."""
+    spec = spec.strip()
+    if not spec or not _looks_like_path(spec) or spec in (default_lm_spec(), default_embedder_spec()):
+        return
+    root = data_dir().expanduser().resolve()
+    path = Path(spec).expanduser().resolve()
+    if not path.is_relative_to(root):
+        raise InputError(
+            f"{source}: the {role[:20]} model {spec[:80]!r} is a path outside the data directory ({root}); "
+            "a session may name a bundled model, a hub id or a model inside the data directory"
+        )
 
 
 def save_session(session: Session, path: str | Path) -> Path:

@@ -103,6 +103,11 @@ class QuestionSet:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
+        for cid, suffix in self.suffixes.items():
+            # A suffix comes from an uploaded session too: it becomes part of a written file name.
+            if suffix not in CORPUS_SUFFIXES:
+                allowed = ", ".join(CORPUS_SUFFIXES)
+                raise InputError(f"corpus {cid[:60]!r}: file suffix {suffix[:20]!r} is not one of {allowed}")
         for i, q in enumerate(self.questions, 1):
             if q.corpus_id not in self.corpora:
                 raise InputError(f"question {i}: corpus {q.corpus_id!r} is missing")
@@ -200,11 +205,15 @@ def corpus_id_for(doc: Document) -> str:
 def corpus_file_name(questions: QuestionSet, corpus_id: str) -> str:
     """The file name of a corpus in the Chroma format: ``<corpus_id>.md``, or ``.txt`` when it was read from one.
 
+    An id that is a path (as the reference's generator writes) gives its last part: the name
+    never holds a folder, so a zip or an export cannot place a file outside its folder.
+
     Args:
         questions: The set holding the corpus.
         corpus_id: The corpus id.
     """
-    return f"{corpus_id}{questions.suffixes.get(corpus_id, '.md')}"
+    name = f"{corpus_id}{questions.suffixes.get(corpus_id, '.md')}"
+    return name.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def read_corpus_text(data: bytes, name: str = "corpus") -> str:
