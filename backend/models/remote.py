@@ -33,6 +33,16 @@ on the previous answer (step 3 below); score several texts at once for more.
 The client, its retry policy, model discovery and error messages are the ones chat uses
 (:mod:`backend.models.openai_compat`).
 
+Failures. Each is one :class:`~backend.errors.ModelError` line without the key: an HTTP error
+once the retries are spent, no answer within the timeout (retried too), an answer cut short
+(a body that is not complete JSON, or a connection closed in the middle of it; not retried),
+an answer of the wrong shape. With several requests in flight the first failure in order is
+raised once the others have ended. The caller's caches (:mod:`backend.models.scoring`) only
+ever store finished values, so a failed request leaves nothing behind and a rerun asks again.
+
+On the CLI the model flag ``--lm remote`` (:data:`REMOTE_LM`) selects this scorer, configured
+by the ``CHUNKLAB_REMOTE_*`` variables.
+
 Token offsets. ``text_offset`` is the running sum of the decoded tokens' lengths, so it is
 exact when the tokens spell the text. A leading special token (``<s>``) that is not part of
 the text is dropped and the offsets shifted; when tokens do not spell the text (a character
