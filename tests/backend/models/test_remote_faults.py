@@ -74,6 +74,7 @@ def no_llm_environment(monkeypatch):
         (500, "refused a chat request (HTTP 500): scripted failure 500"),
         ("slow", f"did not answer a chat request within {TIMEOUT:g}s (CHUNKLAB_LLM_TIMEOUT)"),
         ("truncated", "sent an answer to a chat request that is not complete JSON"),
+        ("cut", "closed the connection in the middle of a chat request (peer closed connection"),
     ],
 )
 def test_a_failed_chat_answer_is_one_line_and_never_cached(fault, expected, tmp_path):
@@ -123,6 +124,18 @@ def test_an_llm_chunker_on_a_failing_server_exits_1_with_one_line_then_reruns(tm
         assert main(argv) == 0
         out, _ = capsys.readouterr()
         assert out.strip() and OutputCache(tmp_path / "data" / "cache").stats()["entries"] > 0
+
+
+def test_the_remote_scorer_with_no_server_configured_is_one_line(tmp_path, monkeypatch, capsys):
+    from backend.cli.main import main
+
+    doc = tmp_path / "doc.txt"
+    doc.write_text(TEXT, encoding="utf-8")
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path / "data"))
+    assert main(["chunk", str(doc), "--chunker", "ppl", "--lm", "remote"]) == 1
+    assert capsys.readouterr().err == (
+        "error: no remote scorer URL: enter one or set CHUNKLAB_REMOTE_BASE_URL (e.g. http://host:8000/v1)\n"
+    )
 
 
 # --- the scorer -------------------------------------------------------------------------------
