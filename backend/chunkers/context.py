@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from backend.errors import ModelError, NotCached
 from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
+from backend.models.remote import is_remote_lm
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,7 +38,8 @@ class ModelContext:
 
     Attributes:
         scorer: A loaded :class:`~backend.models.types.Scorer`; None loads ``lm`` on first use.
-        lm: The local model to load when ``scorer`` is None (None: ``CHUNKLAB_LM`` or the bundled one).
+        lm: The local model to load when ``scorer`` is None (None: ``CHUNKLAB_LM`` or the bundled one);
+            ``remote``: a :class:`~backend.models.remote.RemoteScorer` on the ``CHUNKLAB_REMOTE_*`` server.
         device: Where to load it (None: ``CHUNKLAB_DEVICE`` or automatic).
         use_cache: Read and write the on-disk cache of model outputs.
         window: Context window for document scoring (None: the model's).
@@ -95,17 +97,22 @@ class ModelContext:
         return self._cache
 
     def get_scorer(self) -> Scorer:
-        """The scorer, loading the local model on first use.
+        """The scorer, loading the local model (or connecting to the remote one) on first use.
 
         Raises:
-            ModelError: the model cannot be loaded.
+            ModelError: the model cannot be loaded, or the remote server cannot be reached.
         """
         if self.scorer is None:
             if self.on_load is not None:
                 self.on_load()
-            from backend.models.scorer import load_scorer
+            if is_remote_lm(self.lm):
+                from backend.models.remote import RemoteScorer
 
-            self.scorer = load_scorer(self.lm, self.device, self.progress)
+                self.scorer = RemoteScorer()
+            else:
+                from backend.models.scorer import load_scorer
+
+                self.scorer = load_scorer(self.lm, self.device, self.progress)
         return self.scorer
 
     @property
@@ -113,6 +120,8 @@ class ModelContext:
         """The model's fingerprint when known without loading it (a loaded scorer, or a GGUF spec)."""
         if self.scorer is not None:
             return self.scorer.info.fingerprint
+        if is_remote_lm(self.lm):
+            return None  # the server names its model: known once connected
         try:
             return fingerprint_without_loading(self.lm)
         except ModelError:
@@ -183,6 +192,11 @@ class ModelContext:
         vectors, _hit = embed_texts(self.get_embedder(), texts, cache=cache, progress=self.progress)
         return vectors
 
+    @property
+    def _local_lm(self) -> str | None:
+        """``lm`` as a local model spec (the remote scorer's server is no chat model: None, the default)."""
+        return None if is_remote_lm(self.lm) else self.lm
+
     def get_chat(self) -> ChatModel:
         """The chat model, chosen on first use (see the ``chat`` attribute).
 
@@ -192,7 +206,7 @@ class ModelContext:
         if self.chat is None:
             from backend.models.chat import default_chat_model
 
-            self.chat = default_chat_model(self.lm, self.device, self.on_load)
+            self.chat = default_chat_model(self._local_lm, self.device, self.on_load)
         return self.chat
 
 
@@ -239,7 +253,7 @@ class _CacheOnlyContext(ModelContext):
         if self.chat is None:
             from backend.models.chat import default_chat_model
 
-            self.chat = _RefusingChat(default_chat_model(self.lm, self.device))
+            self.chat = _RefusingChat(default_chat_model(self._local_lm, self.device))
         return self.chat
 
 

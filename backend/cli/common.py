@@ -79,7 +79,8 @@ def add_model_flags(parser: argparse.ArgumentParser, window_flag: str = "--windo
     parser.add_argument(
         "--lm",
         metavar="NAME|PATH",
-        help="smollm2 (bundled, the default; CHUNKLAB_LM), a checkpoint folder, a .gguf file or a hub id",
+        help="smollm2 (bundled, the default; CHUNKLAB_LM), a checkpoint folder, a .gguf file, a hub id, "
+        "or remote (the OpenAI-compatible server of CHUNKLAB_REMOTE_BASE_URL)",
     )
     parser.add_argument(
         window_flag, type=positive_int, metavar="N", help="context window in tokens (default: the model's)"

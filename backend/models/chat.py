@@ -25,7 +25,8 @@ weights.
 
 The API key lives only in memory and the HTTP client of one call: it is never logged, cached,
 written to disk, put in a result or repeated in an error message. Every failure is a one-line
-:class:`~backend.errors.ModelError`.
+:class:`~backend.errors.ModelError`: HTTP errors after the retries, a server slower than the
+timeout, an answer cut short or not JSON; a reply is cached only once it came back whole.
 """
 
 from __future__ import annotations
@@ -181,7 +182,9 @@ def chat(
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelError(f"{endpoint.where} answered without a choice (model {name})")
-        content = getattr(choices[0].message, "content", None)
+        content = getattr(getattr(choices[0], "message", None), "content", None)
+        if content is not None and not isinstance(content, str):
+            raise ModelError(f"{endpoint.where} sent a malformed answer to a chat request (its content is not text)")
         return content or ""
     finally:
         client.close()

@@ -11,7 +11,10 @@ same kind of server, so what they share is written once here:
   (doubling, at most 8 s, minus up to 25 % jitter), or after the server's ``Retry-After``;
   a 401 is never retried;
 - discovering the served model (``GET /models``) and its context length;
-- turning a client error into a one-line :class:`~backend.errors.ModelError` without the key.
+- turning a client error into a one-line :class:`~backend.errors.ModelError` without the key,
+  including the answers no retry can help: a body that is not complete JSON (the ``openai``
+  client raises ``json.JSONDecodeError`` for it, not one of its own errors) and a connection
+  closed in the middle of an answer.
 
 The API key lives only in an :class:`Endpoint` (out of its ``repr``) and the HTTP client built
 from it: never logged, cached, written to disk or put in a result. Text a server sends back is
@@ -21,6 +24,7 @@ the request headers.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
@@ -156,13 +160,17 @@ class Endpoint:
         )
 
     def describe(self, e: BaseException, what: str) -> str:
-        """A one-line, key-free account of an ``openai`` client error met during ``what``."""
+        """A one-line, key-free account of an ``openai`` client error (or a cut JSON answer) met during ``what``."""
         import openai
 
         where = self.where
+        if isinstance(e, json.JSONDecodeError):
+            return f"{where} sent an answer to {what} that is not complete JSON ({self.scrub(str(e))})"
         if isinstance(e, openai.APITimeoutError):
             return f"{where} did not answer {what} within {self.timeout:g}s ({self.service.timeout_setting})"
         if isinstance(e, openai.APIConnectionError):
+            if _broken_off(e):
+                return f"{where} closed the connection in the middle of {what} ({self.scrub(connection_reason(e))})"
             return f"{where} is unreachable ({self.scrub(connection_reason(e))})"
         if isinstance(e, openai.AuthenticationError):
             return f"{where} rejected the API key (HTTP {e.status_code}); check {self.service.key_setting}"
@@ -181,14 +189,15 @@ class Endpoint:
     def call(self, what: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """``fn(*args, **kwargs)``, with a client error turned into a one-line :class:`ModelError`.
 
-        The ModelError is raised outside the ``except`` block, so it carries no chained
-        exception: the client's exceptions hold the request, Authorization header included.
+        An answer whose body is not complete JSON counts as a client error. The ModelError is
+        raised outside the ``except`` block, so it carries no chained exception: the client's
+        exceptions hold the request, Authorization header included.
         """
         import openai
 
         try:
             return fn(*args, **kwargs)
-        except openai.OpenAIError as e:
+        except (openai.OpenAIError, json.JSONDecodeError) as e:
             message = self.describe(e, what)
         raise ModelError(message)
 
@@ -264,6 +273,19 @@ def error_text(e: BaseException) -> str:
         if body.get("message"):
             return str(body["message"])
     return str(getattr(e, "message", None) or e)
+
+
+def _broken_off(e: BaseException) -> bool:
+    """Whether a connection error is a server that closed the connection mid-answer (not one never reached)."""
+    seen: BaseException | None = e
+    for _ in range(6):
+        seen = seen.__cause__ or seen.__context__
+        if seen is None:
+            return False
+        # By name: the HTTP stack under ``openai`` (httpx, httpcore, h11) may be a vendored copy.
+        if type(seen).__name__ == "RemoteProtocolError":
+            return True
+    return False
 
 
 def connection_reason(e: BaseException) -> str:

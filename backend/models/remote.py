@@ -33,6 +33,16 @@ on the previous answer (step 3 below); score several texts at once for more.
 The client, its retry policy, model discovery and error messages are the ones chat uses
 (:mod:`backend.models.openai_compat`).
 
+Failures. Each is one :class:`~backend.errors.ModelError` line without the key: an HTTP error
+once the retries are spent, no answer within the timeout (retried too), an answer cut short
+(a body that is not complete JSON, or a connection closed in the middle of it; not retried),
+an answer of the wrong shape. With several requests in flight the first failure in order is
+raised once the others have ended. The caller's caches (:mod:`backend.models.scoring`) only
+ever store finished values, so a failed request leaves nothing behind and a rerun asks again.
+
+On the CLI the model flag ``--lm remote`` (:data:`REMOTE_LM`) selects this scorer, configured
+by the ``CHUNKLAB_REMOTE_*`` variables.
+
 Token offsets. ``text_offset`` is the running sum of the decoded tokens' lengths, so it is
 exact when the tokens spell the text. A leading special token (``<s>``) that is not part of
 the text is dropped and the offsets shifted; when tokens do not spell the text (a character
@@ -65,6 +75,7 @@ Heavy modules (``openai``, ``httpx``) load on first use.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import re
@@ -85,7 +96,7 @@ if TYPE_CHECKING:
 
 _Answer = list[tuple[list[int], list["float | None"]]]
 
-__all__ = ["RemoteScorer", "SCORER_SERVICE", "DEFAULT_WINDOW", "PAIRS_PER_REQUEST"]
+__all__ = ["RemoteScorer", "SCORER_SERVICE", "DEFAULT_WINDOW", "PAIRS_PER_REQUEST", "REMOTE_LM", "is_remote_lm"]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +107,15 @@ _MIN_WINDOW = 16
 _MAX_SHRINKS = 6  # "prompt too long" answers (or overfull windows) in a row before giving up
 _START_CHARS_PER_TOKEN = 4.0
 _TOO_LONG = re.compile(r"context length|too long|maximum.{0,40}tokens|exceeds", re.IGNORECASE)
+
+
+REMOTE_LM = "remote"
+"""The model spec (``--lm remote``) that means this scorer, on the ``CHUNKLAB_REMOTE_*`` server."""
+
+
+def is_remote_lm(spec: str | None) -> bool:
+    """Whether a language-model spec asks for the remote scorer (``remote``, any case)."""
+    return spec is not None and spec.strip().lower() == REMOTE_LM
 
 
 SCORER_SERVICE = Service(
@@ -197,6 +217,19 @@ class RemoteScorer:
             max_tokens=1,
             temperature=0.0,
         )
+        try:
+            return self._read_echo(prompts, response)
+        except (AttributeError, TypeError, ValueError) as e:  # fields missing or of the wrong type
+            message = self._malformed("a completions request", e)
+        raise ModelError(message)
+
+    def _malformed(self, what: str, e: BaseException) -> str:
+        """The one line for an answer to ``what`` that parsed as JSON but lacks a field or has one of the wrong type."""
+        detail = self._endpoint.scrub(f"{type(e).__name__}: {e}")
+        return f"{self._endpoint.where} sent a malformed answer to {what} ({detail})"
+
+    def _read_echo(self, prompts: list[str], response: Any) -> _Answer:
+        """The prompt tokens' offsets and log-probs of an echo answer (see :meth:`_echo`)."""
         choices = sorted(getattr(response, "choices", None) or [], key=lambda c: c.index)
         if len(choices) != len(prompts):
             raise ModelError(
@@ -383,7 +416,7 @@ class RemoteScorer:
         probs = {t: math.exp(v) for t, v in top.items() if v is not None}
         return {c: _candidate_prob(c, probs) for c in candidates}
 
-    def _chat_top(self, messages: list[dict[str, str]]) -> dict[str, float] | None:
+    def _chat_top(self, messages: list[dict[str, str]]) -> dict[str, float | None] | None:
         import openai
 
         try:
@@ -397,19 +430,23 @@ class RemoteScorer:
             )
         except (openai.NotFoundError, openai.BadRequestError, openai.UnprocessableEntityError):
             return None  # no chat endpoint, or no log-probs on it: fall back to completions
-        except openai.OpenAIError as e:
+        except (openai.OpenAIError, json.JSONDecodeError) as e:
             message = self._endpoint.describe(e, "a chat request")
         else:
             message = None
         if message is not None:
             raise ModelError(message)
-        choice = (response.choices or [None])[0]
-        content = getattr(getattr(choice, "logprobs", None), "content", None)
-        if not content:
-            return None
-        return {t.token: t.logprob for t in (content[0].top_logprobs or [])}
+        try:
+            choice = (response.choices or [None])[0]
+            content = getattr(getattr(choice, "logprobs", None), "content", None)
+            if not content:
+                return None
+            return {str(t.token): _logprob(t.logprob) for t in (content[0].top_logprobs or [])}
+        except (AttributeError, TypeError, ValueError) as e:
+            message = self._malformed("a chat request", e)
+        raise ModelError(message)
 
-    def _completion_top(self, prompt: str) -> dict[str, float]:
+    def _completion_top(self, prompt: str) -> dict[str, float | None]:
         response = self._endpoint.call(
             "a completions request",
             self._client.completions.create,
@@ -424,10 +461,19 @@ class RemoteScorer:
         tops = getattr(lp, "top_logprobs", None)
         if not tops or not tops[0]:
             raise ModelError(f"remote scorer at {self.base_url} returned no top log-probs for model {self.model!r}")
-        return dict(tops[0])
+        try:
+            return {str(t): _logprob(v) for t, v in dict(tops[0]).items()}
+        except (AttributeError, TypeError, ValueError) as e:
+            message = self._malformed("a completions request", e)
+        raise ModelError(message)
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def _logprob(value: Any) -> float | None:
+    """A reported log-prob as a float (None stays None); raises TypeError/ValueError on anything else."""
+    return None if value is None else float(value)
 
 
 def _snap(text: str, i: int, lo: int) -> int:

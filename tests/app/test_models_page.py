@@ -271,8 +271,15 @@ def test_remote_server_connects_scores_and_never_shows_the_key(at: AppTest) -> N
         card = at.get_by_key("models_lm_card")
         assert {m.label: m.value for m in card.metric}["Device"] == "remote"
         assert any(t.value.startswith("LM: ") and server.engine.name in t.value for t in at.sidebar.text)
+        server.inject("truncated")  # an answer cut short: the job fails with one line, nothing is cached
+        job = _score_and_wait(at)
+        assert job.state == "failed" and _errors(at) == [job.error]
+        assert job.error.startswith(f"remote scorer at {server.url} sent an answer to a completions request that is not")
+        assert default_cache().stats()["entries"] == 0
+        server.inject(None)
         job = _score_and_wait(at)
         assert job.state == "done", job.error
+        assert not _errors(at) and default_cache().stats()["entries"] == 1
         assert len(at.dataframe[0].value) == 3
     shown = [str(e.value) for kind in ("text", "caption", "markdown", "error", "metric", "code") for e in at.get(kind)]
     assert shown and not any(KEY in s for s in shown)

@@ -22,7 +22,12 @@ numbers that the local scorer can be checked against:
   concurrent clients overlap their waits (``bench/bench_remote.py`` measures that). The
   server counts the POSTs in flight and the most there ever were at once (``peak_in_flight``);
 - ``memo``: a completions request seen before gets its first answer again without the model,
-  so a benchmark's timed runs measure the client and the delay, not this machine's CPU.
+  so a benchmark's timed runs measure the client and the delay, not this machine's CPU;
+- faults (:meth:`RunningServer.inject`), answered to every POST until turned off: ``"500"``
+  (HTTP 500 with an OpenAI-style error body), ``"slow"`` (the real answer, but only after
+  ``seconds``: past a client's timeout) and ``"truncated"`` (HTTP 200 whose JSON body is cut
+  in half, its ``Content-Length`` matching what is sent, as a proxy that gave up would).
+  ``faulted`` counts the POSTs that got one.
 
 Log-probs come from one float32 forward pass of the whole prompt through the model that
 :func:`backend.models.lm.load_lm` loads (the same weights and tokenizer as the local
@@ -44,9 +49,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Engine", "RunningServer", "start_server", "main"]
+__all__ = ["Engine", "RunningServer", "start_server", "main", "FAULTS"]
 
 MAX_GENERATED = 16  # greedy tokens per request, enough for the protocol, cheap on a CPU
+FAULTS = (None, "500", "slow", "truncated")
 
 
 @dataclass
@@ -134,6 +140,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode("utf-8")
+        if status == 200 and self.command == "POST" and self.server.fault == "truncated":
+            data = data[: len(data) // 2]
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -182,9 +190,22 @@ class _Handler(BaseHTTPRequestHandler):
             server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
             server.posts += 1
         try:
-            if server.delay > 0:
+            fault = server.fault
+            if fault is not None:
+                with server.counter_lock:
+                    server.faulted += 1
+            if fault == "slow":
+                if server.closing.wait(server.fault_seconds):
+                    return  # shutting down: no late answer computed for a client long gone
+            elif server.delay > 0:
                 time.sleep(server.delay)
-            self._post()
+            if fault == "500":
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))  # the connection stays usable
+                self._error(_ApiError(500, "the model server crashed (injected fault)", "server_error"))
+            else:
+                self._post()
+        except OSError:
+            pass  # the client gave up (a "slow" answer past its timeout): nobody is left to answer
         finally:
             with server.counter_lock:
                 server.in_flight -= 1
@@ -230,6 +251,10 @@ class _Server(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.delay = delay
         self.memo = memo
+        self.closing = threading.Event()
+        self.fault: str | None = None
+        self.fault_seconds = 0.0
+        self.faulted = 0
         self.answers: dict[str, dict[str, Any]] = {}
         self.counter_lock = threading.Lock()
         self.in_flight = 0
@@ -404,14 +429,33 @@ class RunningServer:
         """The most POST requests that were being answered at once."""
         return self._server.peak_in_flight
 
+    @property
+    def faulted(self) -> int:
+        """POST requests answered with an injected fault so far."""
+        return self._server.faulted
+
+    def inject(self, fault: str | None, *, seconds: float = 3.0) -> None:
+        """Answer every POST from now on with ``fault`` (see the module docstring); None: answer normally.
+
+        Args:
+            fault: ``"500"``, ``"slow"``, ``"truncated"`` or None.
+            seconds: How long a ``"slow"`` answer waits.
+        """
+        if fault not in FAULTS:
+            raise ValueError(f"fault must be one of {FAULTS}, got {fault!r}")
+        self._server.fault_seconds = seconds
+        self._server.fault = fault
+
     def reset_counts(self) -> None:
         """Start counting POSTs and their peak again from zero."""
         with self._server.counter_lock:
             self._server.posts = 0
+            self._server.faulted = 0
             self._server.peak_in_flight = self._server.in_flight
 
     def close(self) -> None:
         """Stop serving and free the port."""
+        self._server.closing.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

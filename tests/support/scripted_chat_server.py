@@ -1,14 +1,18 @@
 """A tiny OpenAI-compatible chat server that answers from a script, for client and CLI tests.
 
-Each ``POST /v1/chat/completions`` takes the next entry of ``failures`` (an HTTP status it
-answers with an OpenAI-style error body) until none are left, then answers with
-``reply(messages)``. Every request is recorded (path, headers, JSON body), so tests can
+Each ``POST /v1/chat/completions`` takes the next entry of ``failures`` until none are left,
+then answers with ``reply(messages)``. An entry is an HTTP status (answered with an
+OpenAI-style error body), ``"slow"`` (the right answer, but only after ``slow_seconds``: past
+a client's timeout), ``"truncated"`` (HTTP 200 whose JSON body is cut in half, its
+``Content-Length`` matching what is sent) or ``"cut"`` (the whole body announced, half of it
+sent, then the connection closed). Every request is recorded (path, headers, JSON body), so tests can
 count attempts and check what was sent. ``GET /v1/models`` lists one model.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,20 +50,25 @@ class ScriptedServer:
 
 def start_scripted_server(
     reply: Callable[[list[dict[str, str]]], str] = lambda messages: "ok",
-    failures: list[int] | None = None,
+    failures: list[int | str] | None = None,
     model: str = "scripted-model",
     api_key: str | None = None,
     retry_after: str | None = None,
+    slow_seconds: float = 3.0,
 ) -> ScriptedServer:
     """Start a server on a free local port (see the module docstring).
 
     Args:
         reply: The assistant's answer to the request's messages.
-        failures: HTTP statuses to answer with first, one per request (e.g. ``[429, 500]``).
+        failures: What to answer first, one per request (e.g. ``[429, 500, "slow", "truncated", "cut"]``).
         model: The one model it serves.
         api_key: A bearer token to require (401 otherwise, echoing the key given like OpenAI).
         retry_after: A ``Retry-After`` header value to send with failures.
+        slow_seconds: How long a ``"slow"`` answer waits.
     """
+    bad = [f for f in failures or [] if not isinstance(f, int) and f not in ("slow", "truncated", "cut")]
+    if bad:
+        raise ValueError(f"failures must be HTTP statuses, 'slow', 'truncated' or 'cut', got {bad!r}")
     pending = list(failures or [])
     lock = threading.Lock()
     state = ScriptedServer(url="")
@@ -70,15 +79,26 @@ def start_scripted_server(
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass
 
-        def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None, fault: str | None = None
+        ) -> None:
             data = json.dumps(body).encode("utf-8")
+            length = len(data)
+            if fault in ("truncated", "cut"):
+                data = data[: len(data) // 2]
+                if fault == "truncated":
+                    length = len(data)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Length", str(length))
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()
             self.wfile.write(data)
+            if fault == "cut":
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
 
         def _authorized(self) -> bool:
             if api_key is None:
@@ -103,16 +123,22 @@ def start_scripted_server(
                 return
             with lock:
                 status = pending.pop(0) if pending else None
-            if status is not None:
+            if isinstance(status, int):
                 headers = {"Retry-After": retry_after} if retry_after else None
                 self._send(status, {"error": {"message": f"scripted failure {status}", "type": "server_error"}}, headers)
                 return
+            if status == "slow":
+                time.sleep(slow_seconds)
             content = reply(body.get("messages") or [])
-            self._send(200, {
-                "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            })
+            try:
+                self._send(200, {
+                    "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": model,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                }, fault=status if isinstance(status, str) else None)
+            except OSError:
+                pass  # the client gave up (a "slow" answer past its timeout)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -6,14 +6,10 @@ The server is started by the ``chroma_server`` fixture (module scope) on a free 
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,8 +19,8 @@ from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError, StoreError
 from backend.retrieval.store import ChunkStore, chunk_id, collection_name, open_store, store_location
 from backend.text.document import Document
+from tests.support.chroma_server import free_port, start_chroma, stop
 
-CHROMA = Path(sys.executable).with_name("chroma")
 TEXT = (
     "Chroma stores embeddings of chunks. A collection holds one chunking of one document.\n\n"
     "The clockmaker opened his shop at dawn. Rain tapped against the narrow window. He wound each clock by hand.\n\n"
@@ -35,44 +31,6 @@ CONFIGS = [
     ChunkerConfig.make("recursive", {"chunk_size": 30}),
     ChunkerConfig.make("sentence", {"chunk_size": 20}),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_chroma(path: Path, port: int, log: Path) -> subprocess.Popen:
-    """``chroma run`` on 127.0.0.1:port; returns once its heartbeat answers."""
-    import httpx
-
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [str(CHROMA), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"chroma run exited with {proc.returncode}: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("chroma run did not answer within 60 s")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
