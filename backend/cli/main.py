@@ -54,6 +54,7 @@ from backend.cli.common import (
     parse_config,
     parse_pairs,
     positive_float,
+    show_resume_notes,
     write,
 )
 from backend.config import debug
@@ -151,6 +152,7 @@ def _add_model_commands(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    show_resume_notes()
     if args.command in cli_retrieval.COMMANDS:
         return cli_retrieval.run(args)
     if args.command in cli_quality.COMMANDS:

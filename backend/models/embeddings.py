@@ -9,8 +9,9 @@ loading the model. One entry per list, not per text, keeps a 2,000-chunk chunkin
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -30,6 +31,8 @@ __all__ = [
     "load_text_embedder",
     "lazy_text_embedder",
 ]
+
+log = logging.getLogger(__name__)
 
 _VERSION = 1
 
@@ -133,6 +136,46 @@ def embeddings_key(fingerprint: str, texts: Sequence[str]) -> dict[str, str | in
     return {"kind": "embeddings", "model": fingerprint, "texts": texts_digest(texts), "n": len(texts), "version": _VERSION}
 
 
+EMBED_PART = 256  # texts per checkpoint of a long list: a run cut short keeps its finished parts
+
+
+def _part_key(key: dict[str, str | int], part: tuple[int, int]) -> dict[str, str | int]:
+    return {**key, "kind": "embeddings_part", "lo": part[0], "hi": part[1]}
+
+
+def _in_parts(
+    embedder: TextEmbedder,
+    texts: list[str],
+    key: dict[str, str | int],
+    parts: list[tuple[int, int]],
+    cache: OutputCache,
+    progress: Progress | None,
+) -> Callable[[], dict[str, np.ndarray]]:
+    """``compute`` for :func:`embed_texts` that stores each part as it is done and reuses the parts stored before."""
+    from backend.models.types import Share
+
+    def compute() -> dict[str, np.ndarray]:
+        rows: list[np.ndarray] = []
+        reused = 0
+        for lo, hi in parts:
+            got = cache.get(_part_key(key, (lo, hi)))
+            vectors = None if got is None else np.asarray(got.get("vectors"), dtype=np.float32)
+            if vectors is None or vectors.ndim != 2 or vectors.shape[0] != hi - lo:
+                sub = Share(progress, lo, hi - lo, len(texts)) if progress is not None else None
+                vectors = np.asarray(embedder.embed(texts[lo:hi], progress=sub), dtype=np.float32)
+                cache.put(_part_key(key, (lo, hi)), {"vectors": vectors})
+            else:
+                reused += hi - lo
+                if progress is not None:
+                    progress(hi, len(texts))
+            rows.append(vectors)
+        if reused:
+            log.info("resumed: %d of %d texts were already embedded", reused, len(texts))
+        return {"vectors": np.concatenate(rows, axis=0)}
+
+    return compute
+
+
 def embed_texts(
     embedder: TextEmbedder,
     texts: Sequence[str],
@@ -161,7 +204,13 @@ def embed_texts(
 
     if cache is None:
         return compute()["vectors"], False
-    value, hit = cache.get_or_compute(embeddings_key(embedder.info.fingerprint, texts), compute, progress=progress)
+    key = embeddings_key(embedder.info.fingerprint, texts)
+    parts = [(lo, min(lo + EMBED_PART, len(texts))) for lo in range(0, len(texts), EMBED_PART)]
+    if len(parts) > 1:
+        compute = _in_parts(embedder, texts, key, parts, cache, progress)
+    value, hit = cache.get_or_compute(key, compute, progress=progress)
+    for part in parts if len(parts) > 1 else ():
+        cache.discard(_part_key(key, part))  # the whole list's entry holds them now
     vectors = np.asarray(value["vectors"], dtype=np.float32)
     if vectors.shape[0] != len(texts):  # a foreign entry under our key: recompute rather than trust it
         vectors, hit = compute()["vectors"], False

@@ -1,0 +1,56 @@
+"""Pages offer to resume a scoring pass cut short, and the output cache's failures show one notice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backend.text.document import Document
+from tests.support.apptest import open_page, run, wait_job
+
+TEXT = "The cat sat on the mat. It was warm by the fire. Stock prices fell sharply on Monday. Gluons bind quarks."
+
+
+@pytest.fixture()
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CHUNKLAB_LM", raising=False)
+    monkeypatch.delenv("CHUNKLAB_DEMO", raising=False)
+    return tmp_path / "cache"
+
+
+def _leave_a_checkpoint(text: str, scored: int, tokens: int) -> None:
+    """What an interrupted pass over ``text`` under the bundled model would leave (offsets made up)."""
+    from backend.models.cache import default_cache
+    from backend.models.identity import fingerprint_without_loading
+    from backend.models.scoring import checkpoint_key
+
+    nll = np.full(tokens, np.nan)
+    nll[1:scored] = 1.0
+    default_cache().put(checkpoint_key(fingerprint_without_loading(None), text, None), {
+        "starts": np.arange(tokens, dtype=np.int64), "ends": np.arange(1, tokens + 1, dtype=np.int64),
+        "nll": nll, "window": 8192, "scored": scored,
+    })
+
+
+def test_the_ppl_page_offers_to_resume_an_interrupted_pass(cache_dir):
+    from backend.models.cache import default_cache
+    from backend.models.identity import fingerprint_without_loading
+    from backend.models.scoring import scoring_checkpoint
+
+    doc = Document.from_text(TEXT, source="interrupted.txt")
+    _leave_a_checkpoint(doc.text, 9, 41)
+    at = open_page("pages/ppl.py", doc)
+    assert "ppl_score_job" not in at.session_state  # not restarted alone
+    notes = [i.value for i in at.info if "interrupted" in i.value]
+    assert notes == ["Scoring was interrupted: 8 of 40 tokens already scored. Resume goes on from there."]
+    button = at.button(key="ppl_score")
+    assert button.label == "Resume"
+    button.click()
+    run(at)
+    job = wait_job(at, "ppl_score_job")
+    assert job.state == "done", job.error
+    # These made-up offsets do not fit the text: the pass scored it all, and the checkpoint is gone.
+    assert len(job.result.sentences) == 4
+    assert scoring_checkpoint(default_cache(), fingerprint_without_loading(None), doc.text, None) is None
+    assert not [i.value for i in at.info if "interrupted" in i.value]
