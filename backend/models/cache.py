@@ -247,6 +247,20 @@ class OutputCache:
         """
         return self._problem
 
+    def probe(self) -> str | None:
+        """Try to write to the folder now (an empty temporary file, removed at once); returns :attr:`problem`.
+
+        A full disk may still accept this: :attr:`problem` also follows every real write.
+        """
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=self.directory)
+            os.close(fd)
+            os.unlink(tmp)
+        except OSError as e:
+            self._write_failed(e)
+        return self._problem
+
     def discard(self, key: Key) -> bool:
         """Delete ``key``'s entry from the main folder (fallbacks are never touched); True when one was there."""
         path = self._path(key_digest(key))

@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from streamlit.testing.v1 import AppTest
+
 from backend.text.document import Document
-from tests.support.apptest import open_page, run, wait_job
+from tests.conftest import ROOT
+from tests.support.apptest import TIMEOUT, open_page, run, wait_job
 
 TEXT = "The cat sat on the mat. It was warm by the fire. Stock prices fell sharply on Monday. Gluons bind quarks."
 
@@ -54,3 +57,29 @@ def test_the_ppl_page_offers_to_resume_an_interrupted_pass(cache_dir):
     assert len(job.result.sentences) == 4
     assert scoring_checkpoint(default_cache(), fingerprint_without_loading(None), doc.text, None) is None
     assert not [i.value for i in at.info if "interrupted" in i.value]
+
+
+def test_an_unwritable_cache_is_said_once_and_the_pages_keep_working(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")  # a cache folder under a file cannot be created, even by root
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.delenv("CHUNKLAB_LM", raising=False)
+    monkeypatch.delenv("CHUNKLAB_DEMO", raising=False)
+
+    at = run(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT))
+    toasts = [t.value for t in at.toast]
+    assert len(toasts) == 1 and "cannot be written" in toasts[0] and "results are not cached" in toasts[0]
+    run(at)
+    assert not at.toast  # said once
+    at.session_state["doc"] = Document.from_text(TEXT, source="uncached.txt")
+    at.switch_page("pages/ppl.py")
+    run(at)
+    job = wait_job(at, "ppl_score_job")  # scored all the same
+    assert job.state == "done", job.error
+    assert len(job.result.sentences) == 4
+    assert not at.toast  # said once
+
+    at.switch_page("pages/models.py")
+    run(at)
+    assert not at.toast
+    assert [w.value for w in at.warning if "cannot be written" in w.value]
