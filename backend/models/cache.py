@@ -247,6 +247,14 @@ class OutputCache:
         """
         return self._problem
 
+    def contains(self, key: Key) -> bool:
+        """Whether an entry for ``key`` exists (main folder or fallbacks), without reading it: a cheap hint for notes.
+
+        :meth:`get` may still miss (a corrupt entry, or one evicted meanwhile).
+        """
+        name = f"{key_digest(key)}{_SUFFIX}"
+        return any((folder / name).is_file() for folder in (self.directory, *self.fallback_dirs))
+
     def probe(self) -> str | None:
         """Try to write to the folder now (an empty temporary file, removed at once); returns :attr:`problem`.
 

@@ -28,6 +28,7 @@ __all__ = [
     "texts_digest",
     "embed_texts",
     "embeddings_key",
+    "embedded_in_parts",
     "load_text_embedder",
     "lazy_text_embedder",
 ]
@@ -174,6 +175,22 @@ def _in_parts(
         return {"vectors": np.concatenate(rows, axis=0)}
 
     return compute
+
+
+def embedded_in_parts(cache: OutputCache, fingerprint: str, texts: Sequence[str]) -> int:
+    """How many of ``texts`` an interrupted :func:`embed_texts` run left embedded (its stored parts); 0 if none.
+
+    0 as well once the whole list is cached. Checks the entries exist without reading them, and
+    needs only the embedder's fingerprint (a page asks it to offer "resume" without loading a model).
+    """
+    texts = list(texts)
+    if len(texts) <= EMBED_PART:
+        return 0
+    key = embeddings_key(fingerprint, texts)
+    if cache.contains(key):
+        return 0
+    parts = [(lo, min(lo + EMBED_PART, len(texts))) for lo in range(0, len(texts), EMBED_PART)]
+    return sum(hi - lo for lo, hi in parts if cache.contains(_part_key(key, (lo, hi))))
 
 
 def embed_texts(
