@@ -23,9 +23,14 @@ def scorer():
     return load_scorer(device="cpu")
 
 
-def test_a_cancelled_pass_keeps_its_windows_and_the_next_one_scores_only_the_rest(scorer, tmp_path: Path):
-    # A 4-token window (2 scored per later window, 8 windows per CPU batch): several batches on a short text.
-    full = scorer.token_nll(TEXT, window=4)
+@pytest.fixture(scope="module")
+def full(scorer):
+    """TEXT scored in one uninterrupted pass with a 4-token window (2 scored per later window, 8 windows per
+    CPU batch): several batches on a short text."""
+    return scorer.token_nll(TEXT, window=4)
+
+
+def test_a_cancelled_pass_keeps_its_windows_and_the_next_one_scores_only_the_rest(scorer, full, tmp_path: Path):
     cache = OutputCache(tmp_path / "cache")
     token = CancelToken()
 
@@ -48,8 +53,7 @@ def test_a_cancelled_pass_keeps_its_windows_and_the_next_one_scores_only_the_res
     assert cache.stats()["entries"] == 1
 
 
-def test_a_checkpoint_that_does_not_fit_is_ignored(scorer):
-    full = scorer.token_nll(TEXT, window=4)
+def test_a_checkpoint_that_does_not_fit_is_ignored(scorer, full):
     wrong = PartialTokenScores(type(full)(full.starts + 1, full.ends + 1, np.zeros(len(full)), 4), 9)
     np.testing.assert_array_equal(scorer.token_nll(TEXT, window=4, resume=wrong).nll, full.nll)
 
