@@ -20,6 +20,12 @@ Design:
   readers, in this process or another, see the old entry, the new one or none, never a
   partial one. Two writers of the same key write the same bytes, so the last one wins
   harmlessly.
+- A folder that cannot be written (read-only, full, or a file in its way) is not an error:
+  values are computed and returned as usual, not stored. The first failed write logs one
+  warning and sets :attr:`OutputCache.problem` (for a page's notice); a later successful
+  write clears it. A writer killed before ``os.replace`` leaves only a ``.tmp-*`` file:
+  never read, never counted against ``max_bytes``, deleted by the first scan an hour later
+  (or by :meth:`OutputCache.clear`).
 - Read-only fallback folders (``fallback_dirs``): :meth:`OutputCache.get` looks in the main
   folder first, then in each fallback in order. A fallback is never written, touched,
   evicted, cleared or repaired (a bad entry there is a miss); writes go to the main folder

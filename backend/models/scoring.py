@@ -140,6 +140,13 @@ def document_token_scores(
 ) -> tuple[TokenScores, bool]:
     """Per-token NLLs of a whole text, from the cache when this model has scored it before.
 
+    With a cache and a resumable scorer (the local one), a pass stores its finished windows as
+    it goes (a checkpoint entry, :func:`checkpoint_key`: after the first batch of windows, then
+    at most every :data:`CHECKPOINT_SECONDS`, and on a cancel or an error). A pass killed or
+    cancelled midway leaves that checkpoint; the next pass over the same text, model and
+    window scores only the windows after it (its progress starts at the tokens kept) and
+    ends with the same values. The checkpoint is deleted once the whole result is stored.
+
     Args:
         doc_text: The exact text to score (usually ``Document.text``).
         scorer: A :class:`~backend.models.types.Scorer`.
@@ -211,6 +218,7 @@ class _Checkpoint:
         self.latest: PartialTokenScores | None = None
         self.saved = 0  # tokens in the stored checkpoint
         self.at: float | None = None  # when it was stored (None: not yet, so the first batch is kept at once)
+        self.cost = 0.0  # seconds the last store took: a long text's checkpoints come less often (≤ 5 % of the time)
 
     def __call__(self, done: int, total: int) -> None:
         if self.progress is not None:
@@ -229,7 +237,7 @@ class _Checkpoint:
         publish_partial(self.progress, value)
         if isinstance(value, PartialTokenScores) and not value.complete:
             self.latest = value
-            if self.at is None or time.monotonic() - self.at >= CHECKPOINT_SECONDS:
+            if self.at is None or time.monotonic() - self.at >= max(CHECKPOINT_SECONDS, 20 * self.cost):
                 self.save()
 
     def save(self) -> None:
@@ -238,6 +246,7 @@ class _Checkpoint:
         if p is None or p.scored <= self.saved:
             return
         ts = p.scores
+        t0 = time.monotonic()
         self.cache.put(self.key, {
             "starts": np.asarray(ts.starts, dtype=np.int64),
             "ends": np.asarray(ts.ends, dtype=np.int64),
@@ -247,6 +256,7 @@ class _Checkpoint:
         })
         self.saved = p.scored
         self.at = time.monotonic()
+        self.cost = self.at - t0
 
 
 def _checkpointed(

@@ -83,3 +83,51 @@ def test_an_unwritable_cache_is_said_once_and_the_pages_keep_working(tmp_path, m
     run(at)
     assert not at.toast
     assert [w.value for w in at.warning if "cannot be written" in w.value]
+
+
+class _DiesAfterOnePart:
+    """The bundled embedder, cut off after its first part (as a killed indexing run would be)."""
+
+    def __init__(self) -> None:
+        from backend.models.embeddings import load_text_embedder
+
+        self.inner = load_text_embedder(None)
+        self.info = self.inner.info
+        self.calls = 0
+
+    def embed(self, texts, *, progress=None):
+        self.calls += 1
+        if self.calls > 1:
+            raise RuntimeError("killed")
+        return self.inner.embed(texts, progress=progress)
+
+
+def test_the_retrieval_page_says_indexing_was_interrupted_and_search_resumes_it(tmp_path, monkeypatch):
+    from backend.chunkers import run_chunker
+    from backend.models import embeddings
+    from backend.models.cache import default_cache
+    from components.state import normalized_config
+    from tests.support.apptest import isolated_lab
+
+    monkeypatch.setattr(embeddings, "EMBED_PART", 4)
+    text = (ROOT / "tests" / "data" / "retrieval" / "corpora" / "sourdough.txt").read_text(encoding="utf-8")
+    doc = Document.from_text(text, source="sourdough.txt")
+    config = normalized_config("recursive", {"chunk_size": 40})
+    with isolated_lab(tmp_path / "lab"):
+        texts = [c.text for c in run_chunker(doc, config).chunks]
+        assert len(texts) > 4
+        with pytest.raises(RuntimeError, match="killed"):
+            embeddings.embed_texts(_DiesAfterOnePart(), texts, cache=default_cache())
+
+        at = open_page("pages/retrieval.py", doc, [{"uid": 0, "tag": "A", "config": config}])
+        notes = [i.value for i in at.info if "interrupted" in i.value]
+        assert notes == [f"Indexing was interrupted: 4 of {len(texts)} chunks already embedded. "
+                         "Search resumes it from there."]
+        at.text_input(key="ret_query").set_value("How often do you feed a starter kept in the fridge?")
+        at.button(key="ret_search").click()
+        run(at)
+        job = wait_job(at, "ret_search_job")
+        assert job.state == "done", job.error
+        assert len(job.result.hits["A"]) == 5
+        assert not [i.value for i in at.info if "interrupted" in i.value]
+        assert embeddings.embedded_in_parts(default_cache(), _DiesAfterOnePart().info.fingerprint, texts) == 0
