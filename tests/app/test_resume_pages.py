@@ -113,6 +113,7 @@ def test_the_retrieval_page_says_indexing_was_interrupted_and_search_resumes_it(
     text = (ROOT / "tests" / "data" / "retrieval" / "corpora" / "sourdough.txt").read_text(encoding="utf-8")
     doc = Document.from_text(text, source="sourdough.txt")
     config = normalized_config("recursive", {"chunk_size": 40})
+    (tmp_path / "lab").mkdir()
     with isolated_lab(tmp_path / "lab"):
         texts = [c.text for c in run_chunker(doc, config).chunks]
         assert len(texts) > 4
