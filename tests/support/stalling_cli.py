@@ -3,8 +3,8 @@
 Usage: ``python -m tests.support.stalling_cli MARKER WHAT [--embed-part N] -- CLI ARGS…``
 
 ``WHAT`` picks the stall: ``checkpoint`` (after a scoring pass stored its first checkpoint),
-``embeddings-part`` (after the first part of a long embedding list was stored) or
-``publish`` (after a cache entry's temporary file is written, before ``os.replace`` publishes
+``embeddings-part`` (after the first part of a long embedding list was stored),
+``upsert`` (after the first five chunks were written to Chroma) or ``publish`` (after a cache entry's temporary file is written, before ``os.replace`` publishes
 it). There the process writes ``MARKER`` and sleeps until it is killed. ``--embed-part``
 sets :data:`backend.models.embeddings.EMBED_PART` (a rerun must use the same value to reuse parts).
 """
@@ -42,6 +42,19 @@ def main(argv: list[str]) -> int:
             return real_replace(src, dst, *args, **kwargs)
 
         os.replace = replace
+    elif what == "upsert":
+        from backend.retrieval import store
+
+        store._MAX_UPSERT = 5  # several writes, so the kill lands between two
+        real_call = store.ChunkStore._call
+
+        def call(self, label, fn, *args, **kwargs):  # noqa: ANN001
+            out = real_call(self, label, fn, *args, **kwargs)
+            if label.startswith("writing to collection"):
+                _stall(marker)
+            return out
+
+        store.ChunkStore._call = call
     else:
         kind = {"checkpoint": "token_nll_partial", "embeddings-part": "embeddings_part"}[what]
         real_put = OutputCache.put

@@ -135,3 +135,19 @@ def test_a_killed_indexing_run_reuses_the_chunks_it_embedded(tmp_path: Path):
     assert stored is not None and stored["vectors"].shape[0] == total
     np.testing.assert_allclose(stored["vectors"], embedder.embed(texts), atol=1e-5)
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_an_indexing_run_killed_while_writing_to_chroma_is_completed_without_embedding_again(tmp_path: Path):
+    doc = str(DATA / "corpora" / "sourdough.txt")
+    env = _env(tmp_path / "cache", tmp_path / "data")
+    cli = ["index", doc, "--chunker", "recursive", "--param", "chunk_size=20"]
+    _kill_at_stall(tmp_path / "stalled", "upsert", cli, env)  # the embedded store killed between two writes
+
+    proc = _run(cli, env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    info = json.loads(proc.stdout)
+    assert info["reused"] is False and info["embedded_from_cache"] is True  # the vectors were kept
+    from backend.chunkers import make_chunker
+    from backend.cli.common import load_input
+
+    assert info["chunks"] == len(make_chunker("recursive", {"chunk_size": 20}).chunk(load_input(doc)))  # all in
