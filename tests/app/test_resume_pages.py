@@ -132,3 +132,22 @@ def test_the_retrieval_page_says_indexing_was_interrupted_and_search_resumes_it(
         assert len(job.result.hits["A"]) == 5
         assert not [i.value for i in at.info if "interrupted" in i.value]
         assert embeddings.embedded_in_parts(default_cache(), _DiesAfterOnePart().info.fingerprint, texts) == 0
+
+
+def test_the_compare_page_offers_to_resume_a_model_run_whose_scoring_was_interrupted(cache_dir):
+    from components.state import normalized_config
+
+    doc = Document.from_text("Resumed on Compare. " + TEXT, source="compare.txt")
+    _leave_a_checkpoint(doc.text, 5, 30)
+    at = open_page("pages/compare.py", doc, [{"uid": 0, "tag": "A", "config": normalized_config("ppl", {})}])
+    assert "cmp_lm_job" not in at.session_state  # not restarted alone
+    assert [i.value for i in at.info if "interrupted" in i.value] == [
+        "The model run was interrupted: 4 of 29 tokens already scored. Resume goes on from there."
+    ]
+    button = at.button(key="cmp_lm_run")
+    assert button.label == "Resume"
+    button.click()
+    run(at)
+    job = wait_job(at, "cmp_lm_job")
+    assert job.state == "done", job.error
+    assert [o.state for o in job.result] == ["done"]
