@@ -7,7 +7,7 @@ line, then the selected page. Run with ``streamlit run app.py``.
 import streamlit as st
 
 from components.keys import ROUTED
-from components.layout import demo_chrome, page_config, page_list, shared_setup, sidebar_document
+from components.layout import cache_notice, demo_chrome, page_config, page_list, shared_setup, sidebar_document
 from components.session import sync_query_params
 
 page_config()
@@ -15,6 +15,7 @@ shared_setup()
 page = st.navigation(page_list())
 sidebar_document()
 demo_chrome(page)
+cache_notice()
 
 st.session_state[ROUTED] = True
 try:

@@ -106,6 +106,7 @@ DOC_VERSION = "doc_version"  # bumped on every document change, so pages can res
 CONFIGS = "configs"
 NEXT_UID = "configs_next_uid"
 ROUTED = "router_pass"  # True while app.py runs the current page
+CACHE_PROBLEM_SHOWN = "cache_problem_shown"  # the output cache's write problem this session was told about
 LEGACY_RERUN = "router_legacy_rerun"  # this session has rerun once through the router
 
 # The session's models: written by components.models, read by the pages and components.lm_runs.

@@ -17,7 +17,7 @@ import streamlit as st
 
 from components.demo import demo_sidebar, init_demo, tour_caption
 from components.documents import load_default_sample
-from components.keys import LEGACY_RERUN, ROUTED
+from components.keys import CACHE_PROBLEM_SHOWN, LEGACY_RERUN, ROUTED
 from components.models import sidebar_models
 from components.session import open_from_query, sidebar_session, sync_query_params
 from components.state import current_document, init_session_state
@@ -31,6 +31,7 @@ __all__ = [
     "sidebar_document",
     "demo_chrome",
     "ensure_routed",
+    "cache_notice",
 ]
 
 PURPOSE = (
@@ -56,6 +57,22 @@ def shared_setup() -> None:
     with st.spinner("Opening the sample document…"):
         load_default_sample()
         init_demo()
+
+
+def cache_notice() -> None:
+    """Once per session (per distinct problem): a toast saying the output cache cannot store results.
+
+    The app keeps working without it; the Models page's cache panel says the same while it lasts.
+    """
+    from backend.models.cache import default_cache
+
+    cache = default_cache()
+    shown = st.session_state.get(CACHE_PROBLEM_SHOWN)
+    problem = cache.probe() if shown is None else cache.problem  # a session's first run tries a write
+    st.session_state.setdefault(CACHE_PROBLEM_SHOWN, "")
+    if problem is not None and shown != problem:
+        st.session_state[CACHE_PROBLEM_SHOWN] = problem
+        st.toast(problem, icon=":material/warning:")
 
 
 def page_list() -> list:

@@ -47,6 +47,7 @@ __all__ = [
     "session_lm",
     "cache_only_context",
     "cached_document_scores",
+    "scoring_resume_note",
     "start_model_job",
     "model_job_panel",
     "finished_job",
@@ -155,6 +156,23 @@ def cached_document_scores(lm: SessionLM, text: str) -> TokenScores | None:
         return None
 
 
+def scoring_resume_note(lm: SessionLM, text: str) -> str | None:
+    """``"N of M tokens already scored"`` when an interrupted scoring pass of ``text`` under ``lm`` left work; else None.
+
+    Reads the pass's checkpoint in the output cache (:func:`backend.models.scoring.scoring_checkpoint`,
+    the scorer's default window) without loading the model; a job started now goes on from it.
+    """
+    from backend.models.cache import default_cache
+    from backend.models.scoring import scored_tokens, scoring_checkpoint
+
+    if lm.fingerprint is None:
+        return None
+    partial = scoring_checkpoint(default_cache(), lm.fingerprint, text, None, scorer_kind=lm.kind)
+    if partial is None or partial.scored < 2:
+        return None
+    return f"{partial.scored - 1:,} of {scored_tokens(partial.scores):,} tokens already scored"
+
+
 # --- jobs ----------------------------------------------------------------------------------------
 
 
@@ -200,6 +218,7 @@ def model_job_panel(
     confirm: str | None = None,
     confirm_key: str | None = None,
     preview: Callable[[Job], None] | None = None,
+    resume: str | None = None,
 ) -> Job | None:
     """The finished job for ``signature``, or its progress / messages / start button (then None).
 
@@ -224,6 +243,9 @@ def model_job_panel(
         confirm: The confirmation checkbox's label (what the run costs), or None: no confirmation.
         confirm_key: The checkbox's widget key (required with ``confirm``).
         preview: Draws the running job's partial result under its bar (see :func:`job_progress`).
+        resume: What an interrupted run of ``signature`` left (e.g. ``scoring_resume_note``), or
+            None. Then no job starts alone: an info line says it and the button reads "Resume"
+            (the job goes on from that work).
     """
     job: Job | None = st.session_state.get(job_key)
     mine = job is not None and job.meta.get("signature") == signature
@@ -240,7 +262,7 @@ def model_job_panel(
         st.warning(f"{what} was cancelled.", icon=":material/stop_circle:")
     elif mine and job.state == "failed":
         st.error(job.error or f"{what} failed.", icon=":material/error:")
-    elif auto and confirm is None:
+    elif auto and confirm is None and resume is None:
         st.session_state[job_key] = start()
         job_progress(job_key, cancel_key, preview)
         return None
@@ -253,6 +275,9 @@ def model_job_panel(
             st.session_state[seen] = signature
             st.session_state[confirm_key] = False
         confirmed = st.checkbox(confirm, key=confirm_key)
+    if resume is not None:
+        st.info(f"{what} was interrupted: {resume}. Resume goes on from there.", icon=":material/history:")
+        run_label = "Resume"
     if st.button(run_label, key=run_key, icon=":material/play_arrow:", type="primary", disabled=not confirmed):
         st.session_state[job_key] = start()
         job_progress(job_key, cancel_key, preview)
@@ -398,6 +423,7 @@ def pending_runs_panel(
     job = model_job_panel(
         keys.lm_job, signature, start, run_label=f"Run with {models}", run_key=keys.lm_run,
         cancel_key=keys.lm_cancel, what="The model run", preview=preview,
+        resume=scoring_resume_note(lm, doc.text) if needs_lm else None,
     )
     if job is None:
         return

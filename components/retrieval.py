@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RET_STYLE",
+    "indexing_resume_note",
     "Layer",
     "md_text",
     "config_color",
@@ -557,3 +558,33 @@ def start_benchmark(
         job = start_job(title, partial(body, None), **meta)
     st.session_state[BENCHMARK_JOB] = job
     return None
+
+
+def indexing_resume_note(chunkings: Mapping[str, Any], embedder_spec: str | None) -> str | None:
+    """``"N of M chunks already embedded"`` when an interrupted indexing run of these chunkings left work; else None.
+
+    Reads only which parts of the chunks' embeddings the output cache holds
+    (:func:`backend.models.embeddings.embedded_in_parts`), never a model; the next search goes on from them.
+    """
+    from backend.chunkers.multi import is_retriever
+    from backend.errors import ModelError
+    from backend.models.cache import default_cache
+    from backend.models.embeddings import embedded_in_parts
+    from backend.models.identity import embedder_fingerprint_without_loading
+
+    try:
+        fingerprint = embedder_fingerprint_without_loading(embedder_spec)
+    except ModelError:
+        return None
+    if fingerprint is None:
+        return None
+    cache = default_cache()
+    done = total = 0
+    for chunking in chunkings.values():
+        if is_retriever(chunking.config.name):
+            continue
+        texts = [c.text for c in chunking.chunks]
+        k = embedded_in_parts(cache, fingerprint, texts)
+        if k:
+            done, total = done + k, total + len(texts)
+    return f"{done:,} of {total:,} chunks already embedded" if done else None

@@ -230,6 +230,9 @@ st.divider()
 st.subheader("Output cache", anchor=False)
 cache = default_cache()
 stats = cache.stats()
+if cache.problem is not None:
+    st.warning(f"{cache.problem[0].upper()}{cache.problem[1:]}: everything works, but each result is computed again.",
+               icon=":material/warning:")
 cols = st.columns([1, 1, 3], vertical_alignment="bottom")
 cols[0].metric("Entries", f"{stats['entries']:,}", border=True)
 cols[1].metric("Size", f"{stats['bytes'] / 1e6:,.1f} MB", help=f"Bound: {stats['max_bytes'] / 1e6:,.0f} MB", border=True)

@@ -32,6 +32,7 @@ from components.lm_runs import (
     cached_document_scores,
     finished_job,
     model_job_panel,
+    scoring_resume_note,
     session_lm,
     start_model_job,
 )
@@ -162,6 +163,7 @@ if scores is None or scores.doc_id != doc.id or scores.model != lm.identity:
             cancel_key=PPL("score_cancel"),
             what="Scoring",
             preview=lambda job, d=doc, m=lm.identity, name=lm.name: _partial_curve(d, job, m, name),
+            resume=scoring_resume_note(lm, doc.text),
         )
         if job is None:
             st.stop()

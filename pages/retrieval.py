@@ -39,6 +39,7 @@ from components.retrieval import (
     config_color,
     highlight_html,
     hits_html,
+    indexing_resume_note,
     layers_legend_html,
     md_text,
     question_set_upload,
@@ -189,6 +190,11 @@ if search or demo_search:
             doc_id=doc.id, query=query.strip(), k=int(k), tags=list(chunkings),
         )
 
+running = st.session_state.get(_SEARCH_JOB)
+if chunkings and (running is None or not running.running):
+    interrupted = indexing_resume_note(dict(chunkings), emb_spec)
+    if interrupted is not None:
+        st.info(f"Indexing was interrupted: {interrupted}. Search resumes it from there.", icon=":material/history:")
 job = job_outcome(_SEARCH_JOB, RETRIEVAL("search_cancel"), "The search", lambda j: j.meta.get("doc_id") == doc.id)
 result = job.result if job is not None else None
 hits: dict = {t: h for t, h in result.hits.items() if t in chunkings} if result is not None else {}

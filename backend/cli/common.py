@@ -36,7 +36,11 @@ __all__ = [
     "embedder_spec",
     "model_context",
     "StderrProgress",
+    "show_resume_notes",
 ]
+
+# Loggers whose INFO lines the CLI shows: a run that goes on from an interrupted one says how much it reused.
+_NOTE_LOGGERS = ("backend.models.scoring", "backend.models.embeddings")
 
 
 class Parser(argparse.ArgumentParser):
@@ -200,6 +204,22 @@ class model_context:  # noqa: N801  (used as a context manager, reads like a fun
 
     def __exit__(self, *exc: object) -> None:
         self._line.__exit__(*exc)
+
+
+def show_resume_notes(stream: TextIO | None = None) -> None:
+    """Print the backend's "resumed: N of M … already …" lines on stderr (once per process)."""
+    import logging
+
+    for name in _NOTE_LOGGERS:
+        logger = logging.getLogger(name)
+        if any(getattr(h, "_chunklab_notes", False) for h in logger.handlers):
+            continue
+        handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.setLevel(logging.INFO)
+        handler._chunklab_notes = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 
 class StderrProgress:

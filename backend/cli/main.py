@@ -30,6 +30,10 @@ Subcommands:
 
 Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
 2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
+A run killed or interrupted midway leaves its finished work in the output cache: the next
+run over the same input says ``resumed: N of M tokens were already scored`` (or ``… texts
+were already embedded``) on stderr and does only the rest. A cache folder that cannot be
+written costs one warning line; the run goes on without caching.
 Per-parameter flags of ``chunk`` (``--chunk_size 200``) are generated from the registry.
 """
 
@@ -54,6 +58,7 @@ from backend.cli.common import (
     parse_config,
     parse_pairs,
     positive_float,
+    show_resume_notes,
     write,
 )
 from backend.config import debug
@@ -151,6 +156,7 @@ def _add_model_commands(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    show_resume_notes()
     if args.command in cli_retrieval.COMMANDS:
         return cli_retrieval.run(args)
     if args.command in cli_quality.COMMANDS:

@@ -20,6 +20,12 @@ Design:
   readers, in this process or another, see the old entry, the new one or none, never a
   partial one. Two writers of the same key write the same bytes, so the last one wins
   harmlessly.
+- A folder that cannot be written (read-only, full, or a file in its way) is not an error:
+  values are computed and returned as usual, not stored. The first failed write logs one
+  warning and sets :attr:`OutputCache.problem` (for a page's notice); a later successful
+  write clears it. A writer killed before ``os.replace`` leaves only a ``.tmp-*`` file:
+  never read, never counted against ``max_bytes``, deleted by the first scan an hour later
+  (or by :meth:`OutputCache.clear`).
 - Read-only fallback folders (``fallback_dirs``): :meth:`OutputCache.get` looks in the main
   folder first, then in each fallback in order. A fallback is never written, touched,
   evicted, cleared or repaired (a bad entry there is a miss); writes go to the main folder
@@ -135,6 +141,7 @@ class OutputCache:
         self._scanned_at = 0.0
         self._last_ns = 0
         self._inflight: dict[str, list] = {}  # digest -> [lock, waiters]
+        self._problem: str | None = None  # why the last write failed (None: writes work)
 
     def __repr__(self) -> str:
         fallbacks = f", fallback_dirs={[str(d) for d in self.fallback_dirs]!r}" if self.fallback_dirs else ""
@@ -154,7 +161,7 @@ class OutputCache:
             with open(path, "rb") as f:
                 ino = os.fstat(f.fileno()).st_ino
                 data = f.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no entry, or no folder (a file in its place)
             return self._fallback_get(digest, key)
         except OSError as e:
             log.warning("cache entry %s is unreadable (%s); dropping it", path.name, e)
@@ -188,8 +195,9 @@ class OutputCache:
         """Store ``value`` under ``key`` (replacing any previous value), then evict if over the bound.
 
         ``value`` maps names to numpy arrays (numeric, bool or fixed-width string dtypes) or to
-        JSON-serializable data. A failure to write (read-only or full disk) is logged and
-        ignored: the cache is an optimization, never a reason to fail.
+        JSON-serializable data. A failure to write (a read-only folder, a full disk) is
+        ignored: the cache is an optimization, never a reason to fail. The first failure logs
+        one warning and sets :attr:`problem`; the next ones are silent until a write succeeds.
 
         Raises:
             TypeError: A value is neither a non-object array nor JSON-serializable.
@@ -208,8 +216,12 @@ class OutputCache:
                 old = 0
             self._atomic_write(path, data)
         except OSError as e:
-            log.warning("cannot write cache entry in %s: %s", self.directory, e)
+            self._write_failed(e)
             return
+        if self._problem is not None:
+            with self._lock:
+                self._problem = None
+            log.info("output cache in %s is writable again", self.directory)
         self._touch(path)
         self._account(len(data) - old)
 
@@ -232,6 +244,51 @@ class OutputCache:
             self.put(key, value)
             return value, False
 
+    @property
+    def problem(self) -> str | None:
+        """One line saying why the cache cannot store results (unwritable, full), or None while writes work.
+
+        Set by the first failed write and cleared by the next successful one; while it is set,
+        results are computed as usual but not kept.
+        """
+        return self._problem
+
+    def contains(self, key: Key) -> bool:
+        """Whether an entry for ``key`` exists (main folder or fallbacks), without reading it: a cheap hint for notes.
+
+        :meth:`get` may still miss (a corrupt entry, or one evicted meanwhile).
+        """
+        name = f"{key_digest(key)}{_SUFFIX}"
+        return any((folder / name).is_file() for folder in (self.directory, *self.fallback_dirs))
+
+    def probe(self) -> str | None:
+        """Try to write to the folder now (an empty temporary file, removed at once); returns :attr:`problem`.
+
+        A full disk may still accept this: :attr:`problem` also follows every real write.
+        """
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=self.directory)
+            os.close(fd)
+            os.unlink(tmp)
+        except OSError as e:
+            self._write_failed(e)
+        return self._problem
+
+    def discard(self, key: Key) -> bool:
+        """Delete ``key``'s entry from the main folder (fallbacks are never touched); True when one was there."""
+        path = self._path(key_digest(key))
+        try:
+            size = path.stat().st_size
+            os.unlink(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as e:
+            log.debug("cannot delete cache entry %s: %s", path.name, e)
+            return False
+        self._account(-size)
+        return True
+
     def clear(self) -> int:
         """Delete every entry (and leftover temporary files); returns the number of entries removed."""
         removed = 0
@@ -241,6 +298,9 @@ class OutputCache:
                 try:
                     os.unlink(entry.path)
                 except FileNotFoundError:
+                    continue
+                except OSError as e:  # a read-only folder: what stays is still served
+                    log.warning("cannot delete cache entry %s: %s", name, e)
                     continue
                 removed += bool(_ENTRY_RE.match(name))
         with self._lock:
@@ -313,6 +373,17 @@ class OutputCache:
                 os.unlink(tmp)
             raise
 
+    def _write_failed(self, e: OSError) -> None:
+        """Remember a failed write; warn on the first one only (a full disk fails every write)."""
+        reason = e.strerror or type(e).__name__
+        with self._lock:
+            first = self._problem is None
+            self._problem = f"the output cache in {self.directory} cannot be written ({reason}); results are not cached"
+        if first:
+            log.warning("%s", self._problem)
+        else:
+            log.debug("cannot write cache entry in %s: %s", self.directory, e)
+
     def _touch(self, path: Path) -> None:
         # mtime is the LRU clock; strictly increasing within a process so the order is exact.
         with self._lock:
@@ -336,7 +407,10 @@ class OutputCache:
         try:
             with os.scandir(self.directory) as it:
                 return list(it)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as e:  # an unreadable folder holds nothing we can use
+            log.debug("cannot list the cache folder %s: %s", self.directory, e)
             return []
 
     def _scan(self) -> tuple[list[tuple[int, str, int]], int]:

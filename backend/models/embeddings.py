@@ -9,8 +9,9 @@ loading the model. One entry per list, not per text, keeps a 2,000-chunk chunkin
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -27,9 +28,12 @@ __all__ = [
     "texts_digest",
     "embed_texts",
     "embeddings_key",
+    "embedded_in_parts",
     "load_text_embedder",
     "lazy_text_embedder",
 ]
+
+log = logging.getLogger(__name__)
 
 _VERSION = 1
 
@@ -133,6 +137,62 @@ def embeddings_key(fingerprint: str, texts: Sequence[str]) -> dict[str, str | in
     return {"kind": "embeddings", "model": fingerprint, "texts": texts_digest(texts), "n": len(texts), "version": _VERSION}
 
 
+EMBED_PART = 256  # texts per checkpoint of a long list: a run cut short keeps its finished parts
+
+
+def _part_key(key: dict[str, str | int], part: tuple[int, int]) -> dict[str, str | int]:
+    return {**key, "kind": "embeddings_part", "lo": part[0], "hi": part[1]}
+
+
+def _in_parts(
+    embedder: TextEmbedder,
+    texts: list[str],
+    key: dict[str, str | int],
+    parts: list[tuple[int, int]],
+    cache: OutputCache,
+    progress: Progress | None,
+) -> Callable[[], dict[str, np.ndarray]]:
+    """``compute`` for :func:`embed_texts` that stores each part as it is done and reuses the parts stored before."""
+    from backend.models.types import Share
+
+    def compute() -> dict[str, np.ndarray]:
+        rows: list[np.ndarray] = []
+        reused = 0
+        for lo, hi in parts:
+            got = cache.get(_part_key(key, (lo, hi)))
+            vectors = None if got is None else np.asarray(got.get("vectors"), dtype=np.float32)
+            if vectors is None or vectors.ndim != 2 or vectors.shape[0] != hi - lo:
+                sub = Share(progress, lo, hi - lo, len(texts)) if progress is not None else None
+                vectors = np.asarray(embedder.embed(texts[lo:hi], progress=sub), dtype=np.float32)
+                cache.put(_part_key(key, (lo, hi)), {"vectors": vectors})
+            else:
+                reused += hi - lo
+                if progress is not None:
+                    progress(hi, len(texts))
+            rows.append(vectors)
+        if reused:
+            log.info("resumed: %d of %d texts were already embedded", reused, len(texts))
+        return {"vectors": np.concatenate(rows, axis=0)}
+
+    return compute
+
+
+def embedded_in_parts(cache: OutputCache, fingerprint: str, texts: Sequence[str]) -> int:
+    """How many of ``texts`` an interrupted :func:`embed_texts` run left embedded (its stored parts); 0 if none.
+
+    0 as well once the whole list is cached. Checks the entries exist without reading them, and
+    needs only the embedder's fingerprint (a page asks it to offer "resume" without loading a model).
+    """
+    texts = list(texts)
+    if len(texts) <= EMBED_PART:
+        return 0
+    key = embeddings_key(fingerprint, texts)
+    if cache.contains(key):
+        return 0
+    parts = [(lo, min(lo + EMBED_PART, len(texts))) for lo in range(0, len(texts), EMBED_PART)]
+    return sum(hi - lo for lo, hi in parts if cache.contains(_part_key(key, (lo, hi))))
+
+
 def embed_texts(
     embedder: TextEmbedder,
     texts: Sequence[str],
@@ -161,7 +221,13 @@ def embed_texts(
 
     if cache is None:
         return compute()["vectors"], False
-    value, hit = cache.get_or_compute(embeddings_key(embedder.info.fingerprint, texts), compute, progress=progress)
+    key = embeddings_key(embedder.info.fingerprint, texts)
+    parts = [(lo, min(lo + EMBED_PART, len(texts))) for lo in range(0, len(texts), EMBED_PART)]
+    if len(parts) > 1:
+        compute = _in_parts(embedder, texts, key, parts, cache, progress)
+    value, hit = cache.get_or_compute(key, compute, progress=progress)
+    for part in parts if len(parts) > 1 else ():
+        cache.discard(_part_key(key, part))  # the whole list's entry holds them now
     vectors = np.asarray(value["vectors"], dtype=np.float32)
     if vectors.shape[0] != len(texts):  # a foreign entry under our key: recompute rather than trust it
         vectors, hit = compute()["vectors"], False

@@ -100,6 +100,23 @@ def sliding_windows(n: int, window: int, block: int) -> list[tuple[int, int, int
 _NLL_ROWS = 128  # positions per logsumexp: its temporaries stay in cache (2x faster on a 49k vocabulary)
 
 
+def _resumable_prefix(
+    resume: PartialTokenScores | None, wins: list[tuple[int, int, int]], starts: np.ndarray, ends: np.ndarray, w: int
+) -> int:
+    """How many leading tokens ``resume`` holds final scores for, for this pass; 0 when it does not fit it."""
+    if resume is None or resume.scores.window != w:
+        return 0
+    done = int(resume.scored)
+    old = resume.scores
+    if not 1 < done < len(starts) or done not in {hi for _, _, hi in wins}:
+        return 0
+    if len(old) != len(starts) or not (np.array_equal(old.starts, starts) and np.array_equal(old.ends, ends)):
+        return 0
+    if np.isnan(old.nll[1:done]).any():
+        return 0
+    return done
+
+
 def _nll(logits: Any, target: Any) -> Any:
     """``logsumexp(logits) - logits[target]`` in float32, over [batch, positions, vocab] logits."""
     import torch
@@ -165,6 +182,8 @@ class LocalScorer:
         chunk_tokens: Most tokens per forward call (default: as many as keep one call's
             logits within 2 GiB); memory and speed depend on it, not the scores.
     """
+
+    resumable = True  # token_nll takes ``resume``: a pass cut short goes on from its last published batch
 
     def __init__(self, lm: LanguageModel, *, chunk_tokens: int | None = None) -> None:
         import torch
@@ -255,6 +274,7 @@ class LocalScorer:
         window: int | None = None,
         block: int | None = None,
         progress: Progress | None = None,
+        resume: PartialTokenScores | None = None,
     ) -> TokenScores:
         """NLL of every token of ``text`` given the tokens before it (see the module docstring).
 
@@ -265,15 +285,20 @@ class LocalScorer:
             progress: ``progress(tokens scored, tokens to score)``; may raise ``Cancelled``. A
                 progress with ``publish`` (a job's tracker) is handed a
                 :class:`~backend.models.types.PartialTokenScores` after each batch of windows.
+            resume: A partial result of an earlier pass over the same text and window (one
+                published as above): its scored tokens are kept and only the windows after
+                them run. Ignored when it does not fit (other tokens, or not on a window's end).
 
         Returns:
             Scores aligned with the tokens' character offsets; the first token's is ``nan``.
         """
         w, b = self.resolve_window(window, block)
         with acquired(self.lm.lock, progress):  # tokenizing needs the model's lock too
-            return self._token_nll(text, w, b, progress)
+            return self._token_nll(text, w, b, progress, resume)
 
-    def _token_nll(self, text: str, w: int, b: int, progress: Progress | None) -> TokenScores:
+    def _token_nll(
+        self, text: str, w: int, b: int, progress: Progress | None, resume: PartialTokenScores | None = None
+    ) -> TokenScores:
         """:meth:`token_nll` with the window resolved, under the model's lock."""
         ids_list, starts, ends = self.tokenize_with_offsets(text)
         ids = np.asarray(ids_list, dtype=np.int64)
@@ -283,6 +308,11 @@ class LocalScorer:
         if not wins:
             return TokenScores(starts, ends, nll, w)
         ticker = _Ticker(progress, n - 1)
+        done = _resumable_prefix(resume, wins, starts, ends, w)
+        if done:  # windows ending at or before ``done`` were scored by the interrupted pass
+            nll[:done] = resume.scores.nll[:done]
+            wins = [win for win in wins if win[2] > done]
+            ticker.base = done - 1
         publish = getattr(progress, "publish", None) is not None
 
         def run(batch: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
@@ -301,7 +331,7 @@ class LocalScorer:
         longest = max(hi - lo for lo, _, hi in wins)
         size = self._batch_size(self._bytes_per_item(longest, self.forward_chunk(1, longest), longest), longest)
         ticker.report()  # the count starts once the model is this run's
-        results = run_batched(run, wins, size)
+        results = run_batched(run, wins, size) if wins else []
         for (_, s, hi), scores in zip(wins, results):
             nll[s:hi] = scores
         return TokenScores(starts, ends, nll, w)

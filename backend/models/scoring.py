@@ -9,8 +9,10 @@ Scorers are anything that follows :class:`backend.models.types.Scorer` (the loca
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,22 +27,29 @@ from backend.models.types import (
     Share,
     TokenScores,
     check_cancel,
+    publish_partial,
+    set_queued,
     set_unit,
 )
 from backend.text.document import Document
 
 __all__ = [
     "SCORES_VERSION",
+    "CHECKPOINT_SECONDS",
     "SentenceScore",
     "cached_token_scores",
+    "checkpoint_key",
     "conditional_scores",
     "document_token_scores",
     "partial_sentence_scores",
     "score_sentences",
     "sentence_scores",
     "scored_tokens",
+    "scoring_checkpoint",
     "token_scores_key",
 ]
+
+log = logging.getLogger(__name__)
 
 # Bump when the way scores are computed changes, so old cache entries stop matching.
 SCORES_VERSION = 1
@@ -131,6 +140,13 @@ def document_token_scores(
 ) -> tuple[TokenScores, bool]:
     """Per-token NLLs of a whole text, from the cache when this model has scored it before.
 
+    With a cache and a resumable scorer (the local one), a pass stores its finished windows as
+    it goes (a checkpoint entry, :func:`checkpoint_key`: after the first batch of windows, then
+    at most every :data:`CHECKPOINT_SECONDS`, and on a cancel or an error). A pass killed or
+    cancelled midway leaves that checkpoint; the next pass over the same text, model and
+    window scores only the windows after it (its progress starts at the tokens kept) and
+    ends with the same values. The checkpoint is deleted once the whole result is stored.
+
     Args:
         doc_text: The exact text to score (usually ``Document.text``).
         scorer: A :class:`~backend.models.types.Scorer`.
@@ -160,11 +176,117 @@ def document_token_scores(
 
     info = scorer.info
     key = token_scores_key(info.fingerprint, doc_text, window, scorer_kind=info.kind)
+    if getattr(scorer, "resumable", False):
+        compute = _checkpointed(doc_text, scorer, window, cache, progress)
     value, hit = cache.get_or_compute(key, compute, progress=progress)
     scores = _scores_from_value(value)
     if hit and progress is not None:
         progress(scored_tokens(scores), scored_tokens(scores))
     return scores, hit
+
+
+CHECKPOINT_SECONDS = 2.0  # after its first batch, a scoring pass stores its finished windows at most this often
+
+
+def checkpoint_key(fingerprint: str, text: str, window: int | None, *, scorer_kind: str = "lm") -> dict[str, Any]:
+    """The cache key of the finished windows of an unfinished scoring pass (see :func:`document_token_scores`)."""
+    return {**token_scores_key(fingerprint, text, window, scorer_kind=scorer_kind), "kind": "token_nll_partial"}
+
+
+def scoring_checkpoint(
+    cache: OutputCache, fingerprint: str, text: str, window: int | None, *, scorer_kind: str = "lm"
+) -> PartialTokenScores | None:
+    """What an interrupted scoring pass of ``text`` left (its leading scored tokens), or None.
+
+    Needs only the model's fingerprint: a page asks it to offer "resume" without loading the model.
+    ``partial.scored - 1`` of ``len(partial.scores) - 1`` tokens are scored (the first has no context).
+    """
+    value = cache.get(checkpoint_key(fingerprint, text, window, scorer_kind=scorer_kind))
+    if value is None:
+        return None
+    try:
+        return PartialTokenScores(_scores_from_value(value), int(value["scored"]), "")
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+class _Checkpoint:
+    """The progress a resumable scorer gets: passes everything on and stores its partial results now and then."""
+
+    def __init__(self, cache: OutputCache, key: dict[str, Any], progress: Progress | None) -> None:
+        self.cache, self.key, self.progress = cache, key, progress
+        self.latest: PartialTokenScores | None = None
+        self.saved = 0  # tokens in the stored checkpoint
+        self.at: float | None = None  # when it was stored (None: not yet, so the first batch is kept at once)
+        self.cost = 0.0  # seconds the last store took: a long text's checkpoints come less often (≤ 5 % of the time)
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
+
+    def set_unit(self, unit: str) -> None:
+        set_unit(self.progress, unit)
+
+    def set_queued(self, queued: bool) -> None:
+        set_queued(self.progress, queued)
+
+    def check(self) -> None:
+        check_cancel(self.progress)
+
+    def publish(self, value: Any) -> None:
+        publish_partial(self.progress, value)
+        if isinstance(value, PartialTokenScores) and not value.complete:
+            self.latest = value
+            if self.at is None or time.monotonic() - self.at >= max(CHECKPOINT_SECONDS, 20 * self.cost):
+                self.save()
+
+    def save(self) -> None:
+        """Store the latest partial result (atomically, like every cache entry) unless stored already."""
+        p = self.latest
+        if p is None or p.scored <= self.saved:
+            return
+        ts = p.scores
+        t0 = time.monotonic()
+        self.cache.put(self.key, {
+            "starts": np.asarray(ts.starts, dtype=np.int64),
+            "ends": np.asarray(ts.ends, dtype=np.int64),
+            "nll": np.asarray(ts.nll, dtype=np.float64),
+            "window": int(ts.window),
+            "scored": int(p.scored),
+        })
+        self.saved = p.scored
+        self.at = time.monotonic()
+        self.cost = self.at - t0
+
+
+def _checkpointed(
+    doc_text: str, scorer: Scorer, window: int | None, cache: OutputCache, progress: Progress | None
+) -> Callable[[], dict[str, Any]]:
+    """``compute`` for :func:`document_token_scores` that checkpoints its finished windows and resumes from them."""
+    info = scorer.info
+
+    def compute() -> dict[str, Any]:
+        ckey = checkpoint_key(info.fingerprint, doc_text, window, scorer_kind=info.kind)
+        resume = scoring_checkpoint(cache, info.fingerprint, doc_text, window, scorer_kind=info.kind)
+        if resume is not None:
+            log.info(
+                "resumed: %d of %d tokens were already scored", max(0, resume.scored - 1), scored_tokens(resume.scores)
+            )
+        sink = _Checkpoint(cache, ckey, progress)
+        try:
+            ts = scorer.token_nll(doc_text, window=window, progress=sink, resume=resume)  # type: ignore[call-arg]
+        except BaseException:
+            sink.save()  # a cancel or an error keeps what was scored; a kill keeps the last checkpoint
+            raise
+        cache.discard(ckey)
+        return {
+            "starts": np.asarray(ts.starts, dtype=np.int64),
+            "ends": np.asarray(ts.ends, dtype=np.int64),
+            "nll": np.asarray(ts.nll, dtype=np.float64),
+            "window": int(ts.window),
+        }
+
+    return compute
 
 
 def scored_tokens(scores: TokenScores) -> int:

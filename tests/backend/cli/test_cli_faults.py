@@ -1,0 +1,153 @@
+"""A CLI run SIGKILLed in the middle of its work: the rerun reuses what was finished and ends with the same result."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+
+DATA = ROOT / "tests" / "data" / "retrieval"
+# About 130 tokens: with a 16-token window (8 scored per later window, 8 windows per CPU batch)
+# the pass takes two batches, and the first one is checkpointed.
+TEXT = ((
+    "The lighthouse keeper climbed the stairs at dusk. The lamp had to be lit before the fog rolled in. "
+    "Ships relied on the beam to find the harbour mouth. In winter the storms came from the north-east. "
+    "Bread rises when the yeast eats the sugars in the flour. A starter kept in the fridge needs feeding weekly. "
+) * 2).strip()
+
+
+def _env(cache: Path, data: Path) -> dict[str, str]:
+    env = {**os.environ, "CHUNKLAB_CACHE_DIR": str(cache), "CHUNKLAB_DATA_DIR": str(data), "CHUNKLAB_DEVICE": "cpu"}
+    for name in ("CHROMA_HOST", "CHROMA_PORT", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CHUNKLAB_DEMO"):
+        env.pop(name, None)
+    return env
+
+
+def _kill_at_stall(marker: Path, what: str, cli: list[str], env: dict[str, str], *extra: str) -> None:
+    """Run the CLI until it stalls at ``what`` (see tests.support.stalling_cli), then SIGKILL it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.stalling_cli", str(marker), what, *extra, "--", *cli],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists():
+            if proc.poll() is not None:
+                pytest.fail(f"the run ended before it stalled: {proc.stderr.read().decode()}")
+            if time.monotonic() > deadline:
+                pytest.fail("the run never reached its stall point")
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def _run(cli: list[str], env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
+    if extra:  # the same launcher without a stall, for settings a plain run cannot take
+        cmd = [sys.executable, "-c", _NO_STALL, *extra, "--", *cli]
+    else:
+        cmd = [sys.executable, "-m", "backend", *cli]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, timeout=600)
+
+
+_NO_STALL = (
+    "import sys\n"
+    "argv = sys.argv[1:]\n"
+    "split = argv.index('--')\n"
+    "from backend.models import embeddings\n"
+    "embeddings.EMBED_PART = int(argv[argv.index('--embed-part') + 1])\n"
+    "from backend.cli.main import main\n"
+    "sys.exit(main(argv[split + 1:]))\n"
+)
+
+
+def test_a_killed_scoring_run_resumes_from_its_checkpoint(tmp_path: Path):
+    from backend.models.scorer import load_scorer
+    from backend.models.scoring import score_sentences
+    from backend.text.document import Document
+
+    doc_path = tmp_path / "long.txt"
+    doc_path.write_text(TEXT, encoding="utf-8")
+    env = _env(tmp_path / "cache", tmp_path / "data")
+    cli = ["ppl", str(doc_path), "--window", "16", "--device", "cpu"]
+    _kill_at_stall(tmp_path / "stalled", "checkpoint", cli, env)
+    assert [p.name for p in (tmp_path / "cache").iterdir() if p.name.endswith(".entry")]  # the checkpoint
+
+    proc = _run(cli, env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    notes = [line for line in proc.stderr.decode().splitlines() if line.startswith("resumed:")]
+    assert len(notes) == 1, proc.stderr.decode()
+    already, total = (int(w) for w in notes[0].split()[1:4:2])  # "resumed: N of M tokens were already scored"
+    assert 0 < already < total
+
+    doc = Document.from_text(TEXT, source="long.txt")
+    scorer = load_scorer(device="cpu")
+    uninterrupted = scorer.token_nll(doc.text, window=16)
+    assert total == len(uninterrupted) - 1
+    expected = [s.to_json() for s in score_sentences(doc, uninterrupted)]
+    got = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [(g["start"], g["end"], g["tokens"]) for g in got] == [(e["start"], e["end"], e["tokens"]) for e in expected]
+    assert [g["nll_mean"] for g in got] == pytest.approx([e["nll_mean"] for e in expected], rel=1e-6)
+
+    again = _run(cli, env)  # finished: a plain cache hit, the checkpoint is gone
+    assert again.returncode == 0 and again.stdout == proc.stdout
+    assert "resumed:" not in again.stderr.decode()
+
+
+def test_a_killed_indexing_run_reuses_the_chunks_it_embedded(tmp_path: Path):
+    doc = str(DATA / "corpora" / "sourdough.txt")
+    env = _env(tmp_path / "cache", tmp_path / "data")
+    cli = ["index", doc, "--chunker", "recursive", "--param", "chunk_size=20"]
+    part = ("--embed-part", "4")
+    _kill_at_stall(tmp_path / "stalled", "embeddings-part", cli, env, *part)
+
+    proc = _run(cli, env, *part)
+    assert proc.returncode == 0, proc.stderr.decode()
+    info = json.loads(proc.stdout)
+    notes = [line for line in proc.stderr.decode().splitlines() if line.startswith("resumed:")]
+    assert len(notes) == 1, proc.stderr.decode()
+    already, total = (int(w) for w in notes[0].split()[1:4:2])  # "resumed: N of M texts were already embedded"
+    assert 0 < already < total == info["chunks"]
+    assert info["reused"] is False
+
+    # The same vectors as an uninterrupted run, and every chunk in the collection.
+    from backend.chunkers import make_chunker
+    from backend.cli.common import load_input
+    from backend.models.cache import OutputCache
+    from backend.models.embeddings import embeddings_key, load_text_embedder
+
+    chunking = make_chunker("recursive", {"chunk_size": 20}).chunk(load_input(doc))
+    texts = [c.text for c in chunking.chunks]
+    assert len(texts) == total
+    embedder = load_text_embedder(None)
+    stored = OutputCache(tmp_path / "cache").get(embeddings_key(embedder.info.fingerprint, texts))
+    assert stored is not None and stored["vectors"].shape[0] == total
+    np.testing.assert_allclose(stored["vectors"], embedder.embed(texts), atol=1e-5)
+    assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_an_indexing_run_killed_while_writing_to_chroma_is_completed_without_embedding_again(tmp_path: Path):
+    doc = str(DATA / "corpora" / "sourdough.txt")
+    env = _env(tmp_path / "cache", tmp_path / "data")
+    cli = ["index", doc, "--chunker", "recursive", "--param", "chunk_size=20"]
+    _kill_at_stall(tmp_path / "stalled", "upsert", cli, env)  # the embedded store killed between two writes
+
+    proc = _run(cli, env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    info = json.loads(proc.stdout)
+    assert info["reused"] is False and info["embedded_from_cache"] is True  # the vectors were kept
+    from backend.chunkers import make_chunker
+    from backend.cli.common import load_input
+
+    assert info["chunks"] == len(make_chunker("recursive", {"chunk_size": 20}).chunk(load_input(doc)))  # all in
