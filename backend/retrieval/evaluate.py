@@ -15,6 +15,13 @@ occurrence of repeated text), for every metric and for ``retrieve=-1``'s counts;
 reported and their tokens always use the exact spans. Retrievers (multi-granularity entries) are
 always scored on exact spans: the reference has no such thing.
 
+Retrieval layout. Each corpus has its own collection (cosine space, Chroma's default
+``ef_search`` of 100) and the nearest chunks of all of them are merged by distance; the
+reference holds every chunk in one collection (L2 space, ``hnsw:search_ef`` 50). On the
+L2-normalized vectors both spaces order neighbours alike, so the two differ only where the
+reference's approximate search misses a true neighbour (on 862 chunks and 129 questions its
+top 5 differed from exact search for 16 questions, with no change in recall).
+
 ``retrieve=n`` takes the ``n`` nearest chunks for every question. ``retrieve=-1`` is the
 reference's "as many chunks as contain excerpts": each question gets as many chunks as its
 corpus has chunks meeting its excerpts, capped at ``min(20, the largest such count over the
