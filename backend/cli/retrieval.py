@@ -2,7 +2,7 @@
 
 Subcommands:
     eval --questions FILE.csv|sample:NAME [--corpora DIR] --chunker NAME [--param k=v …] [--tokenizer T]
-         [--embedder default|PATH] [--retrieve 5] [--json]
+         [--embedder default|PATH] [--retrieve 5] [--chunk-spans reference|exact] [--json]
                 The Chroma report's metrics of one configuration on a Chroma-format question
                 set. ``--json`` prints ``{"recall_mean", "recall_std", "precision_mean",
                 "precision_std", "precision_omega_mean", "precision_omega_std", "iou_mean",
@@ -11,6 +11,9 @@ Subcommands:
                 excerpts (the reference's mode). ``--corpora`` defaults to ``corpora/`` beside
                 the CSV; ``sample:NAME`` is a bundled sample's question set (``narrative``,
                 ``technical``: ``backend.samples.list_question_sets``) and needs no corpora.
+                ``--chunk-spans exact`` scores chunks on the chunker's own spans instead of
+                where the reference's chunk search places them (a trailing ``.`` dropped,
+                the first occurrence of repeated text; the default, as the reference scores).
     questions generate FILE --out DIR [--n 10] [--base-url URL] [--model NAME] [--local]
                 Generate a question set from a document (an OpenAI-compatible LLM when
                 OPENAI_BASE_URL/OPENAI_API_KEY or --base-url is set, else the weaker local
@@ -92,6 +95,11 @@ def add_commands(sub: Any) -> None:
     _add_config_flags(p_eval, TOKENIZER_NAMES)
     p_eval.add_argument(
         "--retrieve", type=_retrieve, default=5, metavar="N", help="chunks per question (default 5); -1: as many as contain excerpts"
+    )
+    p_eval.add_argument(
+        "--chunk-spans", choices=("reference", "exact"), default="reference",
+        help="where chunks are scored: reference (located as chunking_evaluation does: a trailing '.' "
+        "dropped, first occurrence; the default) or exact (the chunker's spans)",
     )
     p_eval.add_argument("--json", action="store_true", help="print the results as one JSON object")
 
@@ -222,6 +230,7 @@ def _eval(args: argparse.Namespace) -> None:
             store=store,
             cache=_cache(args),
             use_cache=not args.no_cache,
+            chunk_spans=args.chunk_spans,
             progress=ProgressTracker(report=line.report),
         ).results[0]
     if args.json:
@@ -230,7 +239,8 @@ def _eval(args: argparse.Namespace) -> None:
     s = result.summary
     omega = "precision-Ω" if result.omega_units == "chunks" else "precision-Ω*"
     lines = [
-        f"{config.label} · {len(questions)} questions · retrieve {args.retrieve} · {embedder.info.name}",
+        f"{config.label} · {len(questions)} questions · retrieve {args.retrieve} · {embedder.info.name}"
+        f" · {args.chunk_spans} chunk spans",
         f"  recall           {s.recall_mean:6.1%} ± {s.recall_std:.1%}",
         f"  precision        {s.precision_mean:6.1%} ± {s.precision_std:.1%}",
         f"  {omega:<16} {s.precision_omega_mean:6.1%} ± {s.precision_omega_std:.1%}",

@@ -22,6 +22,14 @@ denominator and to the number of chunks ``retrieve=-1`` asks for). That quirk is
 purpose: it is what the published numbers were computed with. A ratio whose denominator is 0
 (where the reference would divide by zero) is 0.0.
 
+Where a chunk is. The reference does not keep the chunker's offsets: it searches each chunk's
+text in the corpus (``rigorous_document_search``), which first drops one trailing ``.`` and
+then takes the *first* occurrence. A chunk ending in a period is therefore scored one
+character short (an excerpt ending there loses its period from the numerator), and a chunk
+whose text also occurs earlier is scored at that earlier place. :func:`reference_chunk_spans`
+reproduces this; :func:`~backend.retrieval.evaluate.evaluate` scores on those spans by default
+(``chunk_spans="reference"``) and on the chunker's exact spans with ``chunk_spans="exact"``.
+
 Excerpt search (:func:`find_excerpt`) is exact first, then whitespace-insensitive through an
 offset map of the non-whitespace characters, so a match found either way has exact offsets
 into the document text. Chunking agreement (:func:`boundary_iou`,
@@ -49,6 +57,7 @@ __all__ = [
     "ExcerptMatch",
     "ExcerptFinder",
     "union_ranges",
+    "reference_chunk_spans",
     "span_scores",
     "containing_chunks",
     "precision_omega",
@@ -109,6 +118,33 @@ def union_ranges(ranges: Iterable[Range]) -> list[Range]:
         else:
             merged.append([s, e])
     return [(s, e) for s, e in merged]
+
+
+def reference_chunk_spans(text: str, spans: Sequence[Range]) -> list[Range]:
+    """Where the reference's chunk search places each chunk ``text[s:e]`` (see the module doc).
+
+    One trailing ``.`` is dropped from the chunk's text, which is then looked up from the start
+    of ``text``: the first occurrence wins, so the result starts at or before ``s``. (The
+    reference's whitespace-insensitive and fuzzy fallbacks never run: a chunk's text is always
+    in its document.) A chunk that is just ``"."`` becomes the empty range at 0, as there.
+
+    Args:
+        text: The document (corpus) text.
+        spans: The chunks' exact ``(start, end)`` ranges in ``text``.
+    """
+    out: list[Range] = []
+    seen: dict[str, int] = {}
+    for s, e in spans:
+        target = text[s:e]
+        if target.endswith("."):
+            target = target[:-1]
+        at = seen.get(target)
+        if at is None:
+            # Only text before the chunk can hold an earlier occurrence; the chunk itself is the fallback.
+            found = text.find(target, 0, s + len(target) - 1) if target else 0
+            at = seen[target] = s if found < 0 else found
+        out.append((at, at + len(target)))
+    return out
 
 
 def _total(ranges: Iterable[Range]) -> int:

@@ -73,10 +73,12 @@ def test_eval_json_matches_the_api(data_dir, tmp_path):
 
 
 def test_eval_text_summary_with_retrieve_all_containing(data_dir):
-    proc = run_cli(*EVAL, "--chunker", "sentence", "--param", "chunk_size=30", "--retrieve", "-1", data_dir=data_dir)
+    proc = run_cli(*EVAL, "--chunker", "sentence", "--param", "chunk_size=30", "--retrieve", "-1",
+                   "--chunk-spans", "exact", data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr.decode()
     out = proc.stdout.decode()
     assert "10 questions · retrieve -1" in out and "precision-Ω" in out and "IoU" in out
+    assert "exact chunk spans" in out
 
 
 def test_index_then_query(data_dir):

@@ -3,7 +3,9 @@
 ``reference_benchmark`` does what the reference evaluation does, without Chroma: all chunks of
 all corpora in one pool, exact cosine top-n by numpy, ``retrieve=-1`` as the reference's
 "as many chunks as contain excerpts" (capped at min(20, the largest count)), and the
-reference loop of ``test_retrieval_metrics`` for the per-question scores.
+reference loop of ``test_retrieval_metrics`` for the per-question scores. Chunks are scored where
+the reference's ``rigorous_document_search`` puts them (``reference_locate``: a trailing period
+dropped, first occurrence), unless ``exact``.
 """
 
 from __future__ import annotations
@@ -74,14 +76,25 @@ class CountingEmbedder:
         return self._inner.embed(texts, **kwargs)
 
 
-def reference_benchmark(questions, config, embedder, retrieve, cross_corpus=True):
-    pool = []  # (corpus_id, start, end)
+def reference_locate(corpus, chunk):
+    """The exact-match branch of the reference's ``rigorous_document_search`` (a chunk is always in its corpus)."""
+    if chunk.endswith("."):
+        chunk = chunk[:-1]
+    at = corpus.find(chunk)
+    return at, at + len(chunk)
+
+
+def reference_benchmark(questions, config, embedder, retrieve, cross_corpus=True, exact=False):
+    pool = []  # (corpus_id, start, end, text): where the chunk is scored, and its text
     chunks_of = {}
     for cid in questions.corpus_ids:
         doc = questions.document(cid)
         chunking = run_chunker(doc, config)
-        chunks_of[cid] = [(c.start, c.end) for c in chunking.chunks]
-        pool += [(cid, c.start, c.end, c.text) for c in chunking.chunks]
+        located = [
+            (c.start, c.end) if exact else reference_locate(questions.corpora[cid], c.text) for c in chunking.chunks
+        ]
+        chunks_of[cid] = located
+        pool += [(cid, s, e, c.text) for (s, e), c in zip(located, chunking.chunks)]
     chunk_vecs = embedder.embed([p[3] for p in pool])
     q_vecs = embedder.embed([q.question for q in questions.questions])
     counts, omegas = [], []
@@ -128,6 +141,24 @@ def test_matches_the_reference_computation(questions, embedder, store, cache, re
         for q in result.questions:
             assert len(q.retrieved) == (retrieve if retrieve > 0 else len(q.retrieved))
             assert [r.distance for r in q.retrieved] == sorted(r.distance for r in q.retrieved)
+
+
+def test_exact_chunk_spans_score_the_chunkers_own_spans(questions, embedder, store, cache):
+    # recursive chunks here end with a period: the reference scores them a character short
+    config = CONFIGS[0]
+    exact = evaluate(questions, [config], embedder=embedder, retrieve=3, store=store, cache=cache, chunk_spans="exact")
+    assert exact.chunk_spans == "exact" and exact.to_json()["chunk_spans"] == "exact"
+    got = exact.results[0].to_json()
+    for key, value in reference_benchmark(questions, config, embedder, 3, exact=True).items():
+        assert got[key] == pytest.approx(value, abs=1e-9), key
+    located = evaluate(questions, [config], embedder=embedder, retrieve=3, store=store, cache=cache).results[0]
+    # same retrievals, different scoring spans
+    assert [[r.index for r in q.retrieved] for q in located.questions] == [
+        [r.index for r in q.retrieved] for q in exact.results[0].questions
+    ]
+    assert located.summary.recall_mean < got["recall_mean"]
+    with pytest.raises(ParameterError, match="chunk_spans"):
+        evaluate(questions, [config], embedder=embedder, store=store, cache=cache, chunk_spans="nearest")
 
 
 def test_questions_can_retrieve_from_their_own_corpus_only(questions, embedder, store, cache):

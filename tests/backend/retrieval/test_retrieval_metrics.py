@@ -25,6 +25,7 @@ from backend.retrieval.metrics import (
     coverage_profile,
     find_excerpt,
     precision_omega,
+    reference_chunk_spans,
     retrieval_coverage,
     score_retrieval,
     span_overlap_similarity,
@@ -303,3 +304,54 @@ def test_agreement_matrices_of_real_chunkings():
     other = run_chunker(Document.from_text("Another text.", source="o.txt"), ChunkerConfig.make("recursive"))
     with pytest.raises(ParameterError, match="same document"):
         agreement_matrices([chunkings[0], other])
+
+
+# --- where the reference scores a chunk ------------------------------------------------------
+
+# Four sentence chunks; the first and third have the same text.
+LOCATE_TEXT = "Alpha beta gamma. Delta epsilon. Alpha beta gamma. Zeta eta"
+LOCATE_CHUNKS = [(0, 17), (18, 32), (33, 50), (51, 59)]
+
+
+def _rigorous_exact(document, target):
+    """The reference's rigorous_document_search when the target is in the document, verbatim in effect."""
+    if target.endswith("."):
+        target = target[:-1]
+    start = document.find(target)
+    return start, start + len(target)
+
+
+def test_reference_chunk_spans_drop_a_final_period_and_take_the_first_occurrence():
+    got = reference_chunk_spans(LOCATE_TEXT, LOCATE_CHUNKS)
+    assert got == [(0, 16), (18, 31), (0, 16), (51, 59)]
+    assert got == [_rigorous_exact(LOCATE_TEXT, LOCATE_TEXT[s:e]) for s, e in LOCATE_CHUNKS]
+    assert reference_chunk_spans("a. b.", [(0, 2), (1, 2)]) == [(0, 1), (0, 0)]  # "." alone: empty at 0
+    assert reference_chunk_spans("", []) == []
+
+
+@pytest.mark.parametrize(
+    ("chunk", "excerpt", "exact", "located"),
+    [
+        # the excerpt's final period is outside the located chunk: 13 of 14 characters
+        (1, (18, 32), (1.0, 1.0, 1.0), (13 / 14, 13 / 13, 13 / 14)),
+        # the second "Alpha beta gamma." is scored at the first one: it misses its own excerpt
+        (2, (33, 50), (1.0, 1.0, 1.0), (0.0, 0.0, 0.0)),
+        # no period: both ways agree
+        (3, (51, 59), (1.0, 1.0, 1.0), (1.0, 1.0, 1.0)),
+    ],
+)
+def test_a_question_scored_on_exact_and_on_reference_spans(chunk, excerpt, exact, located):
+    spans = reference_chunk_spans(LOCATE_TEXT, LOCATE_CHUNKS)
+    for retrieved, expected in (([LOCATE_CHUNKS[chunk]], exact), ([spans[chunk]], located)):
+        s = span_scores(retrieved, [excerpt])
+        assert (s.recall, s.precision, s.iou) == pytest.approx(expected)
+        assert reference_scores(retrieved, [excerpt]) == pytest.approx(expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["ab", "a.", ".", "b ", "ab."]), min_size=1, max_size=12), st.data())
+def test_reference_chunk_spans_match_the_reference_search(pieces, data):
+    text = "".join(pieces)
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=6))) | {0, len(text)})
+    spans = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    assert reference_chunk_spans(text, spans) == [_rigorous_exact(text, text[a:b]) for a, b in spans]
