@@ -42,6 +42,7 @@ __all__ = [
     "CHAT_KEY",
     "REMOTE_SCORER",
     "QSET",
+    "CACHE_PROBLEM_SHOWN",
 ]
 
 
