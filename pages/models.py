@@ -218,10 +218,15 @@ st.divider()
 st.subheader("Output cache", anchor=False)
 cache = default_cache()
 stats = cache.stats()
-cols = st.columns([1, 1, 3], vertical_alignment="bottom")
+_MIB = 1024 * 1024  # CHUNKLAB_CACHE_MAX_MB counts MB of 1024 × 1024 bytes: the limit shows as it was set
+cols = st.columns([1, 1, 1, 3], vertical_alignment="bottom")
 cols[0].metric("Entries", f"{stats['entries']:,}", border=True)
-cols[1].metric("Size", f"{stats['bytes'] / 1e6:,.1f} MB", help=f"Bound: {stats['max_bytes'] / 1e6:,.0f} MB", border=True)
-with cols[2]:
+cols[1].metric("Size", f"{stats['bytes'] / _MIB:,.1f} MB", border=True)
+cols[2].metric(
+    "Limit", f"{stats['max_bytes'] / _MIB:,.0f} MB", border=True,
+    help="CHUNKLAB_CACHE_MAX_MB. Past it, the least recently used entries are deleted.",
+)
+with cols[3]:
     st.caption("Directory")
     st.code(stats["directory"], language=None)
     if st.button("Clear cache", key=MODELS("clear_cache"), icon=":material/delete:",
@@ -229,5 +234,7 @@ with cols[2]:
         removed = cache.clear()
         st.session_state[_CACHE_NOTE] = f"Removed {removed:,} cached entr{'y' if removed == 1 else 'ies'}."
         st.rerun()
+used = min(1.0, stats["bytes"] / stats["max_bytes"])
+st.progress(used, text=f"{stats['bytes'] / _MIB:,.1f} MB of {stats['max_bytes'] / _MIB:,.0f} MB used ({used:.0%})")
 if st.session_state.get(_CACHE_NOTE):
     st.success(st.session_state.pop(_CACHE_NOTE), icon=":material/check:")
