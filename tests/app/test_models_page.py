@@ -236,9 +236,9 @@ def test_cache_size_and_its_limit_are_shown(at: AppTest, monkeypatch) -> None:
     _run(at)
     metrics = {m.label: m.value for m in at.metric}
     assert (metrics["Entries"], metrics["Size"], metrics["Limit"]) == ("1", "1.0 MB", "4 MB")
-    bars = [b.proto for b in at.get("progress")]
-    assert [b.text for b in bars] == ["1.0 MB of 4 MB used (25%)"]
-    assert bars[0].value == 25  # percent
+    assert "1.0 MB of 4 MB used (25%); past the limit the least recently used entries are deleted." in [
+        c.value for c in at.caption
+    ]
 
 
 def test_remote_server_connects_scores_and_never_shows_the_key(at: AppTest) -> None:
