@@ -291,7 +291,7 @@ class Walker:
         for key in self.keys:
             if key in text or key in html:
                 self.rec.crosstalk.append(f"{self.me.marker} {step}: a key is shown ({key[:12]}…)")
-        if self.me.marker in text:
+        if self.me.marker in text or self.me.marker in html:  # html: input values (the saved-question picker)
             self.rec.seen_own.add(step)
 
     async def timed(self, kind: str, step: str, action) -> None:
@@ -388,7 +388,12 @@ class Walker:
                 timeout=self.timeout,
             )
             await save.click()
-            await page.locator(".st-key-ret_qset_table").wait_for(timeout=self.timeout)
+            # The saved question's picker names it (the set's table is a canvas: its text is not in the page).
+            await page.wait_for_function(
+                "(m) => { const i = document.querySelector('.st-key-ret_saved_pick input');"
+                " return i && i.value.includes(m); }",
+                arg=me.marker, timeout=self.timeout,
+            )
             await self.idle()
 
         await self.timed("open", "open", open_)
@@ -404,7 +409,7 @@ class Walker:
         await self.go("Retrieval", "Retrieval")
         await self.timed("query", "query", query)
         await self.timed("save_question", "save question", save_question)
-        for step in ("upload", "add sentence", "add ppl", "query"):
+        for step in ("upload", "add sentence", "add ppl", "query", "save question"):
             if step not in self.rec.seen_own and not any(e.split(" ", 1)[1].startswith(step) for e in self.rec.errors):
                 self.rec.errors.append(f"{me.marker} {step}: its own marker is not on the page (the check sees nothing)")
         return self.rec
