@@ -73,6 +73,7 @@ KINDS = ("pdf", "docx", "zh", "html")
 DOC_CHARS = 2500
 BUSY = "[data-testid=stStatusWidget], [data-testid=stSpinner], [data-testid=stProgress]"
 FAILURES = "[data-testid=stException], [data-testid=stAlertContentError]"
+_PASSWORD_INPUT = re.compile(r"<input\b[^>]*\btype=\"password\"[^>]*>")
 INTERACTIONS = ("open", "upload", "navigate", "add_config", "add_model_config", "theta", "chat_model", "query",
                 "save_question")
 
@@ -283,14 +284,19 @@ class Walker:
         failures = page.locator(FAILURES)
         for i in range(await failures.count()):
             self.rec.errors.append(f"{self.me.marker} {step}: {(await failures.nth(i).inner_text())[:200]!r}")
+        found = len(self.rec.crosstalk)
         text = await page.inner_text("body")
         html = await page.content()
         for marker in self.others:
             if marker in text or marker in html:
                 self.rec.crosstalk.append(f"{self.me.marker} {step}: saw {marker}")
+        # The session's own password field keeps what it typed (masked): the only place its key may be.
+        unmasked = _PASSWORD_INPUT.sub("", html)
         for key in self.keys:
-            if key in text or key in html:
+            if key in text or key in (unmasked if key == self.me.key else html):
                 self.rec.crosstalk.append(f"{self.me.marker} {step}: a key is shown ({key[:12]}…)")
+        if self.shots is not None and len(self.rec.crosstalk) > found:
+            (self.shots / f"{self.me.marker}-crosstalk-{step.replace(' ', '_')}.html").write_text(html, encoding="utf-8")
         if self.me.marker in text or self.me.marker in html:  # html: input values (the saved-question picker)
             self.rec.seen_own.add(step)
 
