@@ -233,10 +233,15 @@ stats = cache.stats()
 if cache.problem is not None:
     st.warning(f"{cache.problem[0].upper()}{cache.problem[1:]}: everything works, but each result is computed again.",
                icon=":material/warning:")
-cols = st.columns([1, 1, 3], vertical_alignment="bottom")
+_MIB = 1024 * 1024  # CHUNKLAB_CACHE_MAX_MB counts MB of 1024 × 1024 bytes: the limit shows as it was set
+cols = st.columns([1, 1, 1, 3], vertical_alignment="bottom")
 cols[0].metric("Entries", f"{stats['entries']:,}", border=True)
-cols[1].metric("Size", f"{stats['bytes'] / 1e6:,.1f} MB", help=f"Bound: {stats['max_bytes'] / 1e6:,.0f} MB", border=True)
-with cols[2]:
+cols[1].metric("Size", f"{stats['bytes'] / _MIB:,.1f} MB", border=True)
+cols[2].metric(
+    "Limit", f"{stats['max_bytes'] / _MIB:,.0f} MB", border=True,
+    help="CHUNKLAB_CACHE_MAX_MB. Past it, the least recently used entries are deleted.",
+)
+with cols[3]:
     st.caption("Directory")
     st.code(stats["directory"], language=None)
     if st.button("Clear cache", key=MODELS("clear_cache"), icon=":material/delete:",
@@ -244,5 +249,10 @@ with cols[2]:
         removed = cache.clear()
         st.session_state[_CACHE_NOTE] = f"Removed {removed:,} cached entr{'y' if removed == 1 else 'ies'}."
         st.rerun()
+# A caption, not st.progress: a progress bar on the page reads as "still working" (to users and to the browser tests).
+st.caption(
+    f"{stats['bytes'] / _MIB:,.1f} MB of {stats['max_bytes'] / _MIB:,.0f} MB used "
+    f"({stats['bytes'] / stats['max_bytes']:.0%}); past the limit the least recently used entries are deleted."
+)
 if st.session_state.get(_CACHE_NOTE):
     st.success(st.session_state.pop(_CACHE_NOTE), icon=":material/check:")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -253,6 +254,17 @@ def test_clear_cache_works(at: AppTest) -> None:
     assert {m.label: m.value for m in at.metric}["Entries"] == "0"
     assert [s.value for s in at.success] == ["Removed 2 cached entries."]
     assert cache.stats()["entries"] == 0
+
+
+def test_cache_size_and_its_limit_are_shown(at: AppTest, monkeypatch) -> None:
+    monkeypatch.setenv("CHUNKLAB_CACHE_MAX_MB", "4")  # default_cache() follows it
+    default_cache().put({"kind": "test", "n": 1}, {"x": np.zeros(131_072)})  # 1 MB (1024 × 1024 bytes) of float64
+    _run(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Entries"], metrics["Size"], metrics["Limit"]) == ("1", "1.0 MB", "4 MB")
+    assert "1.0 MB of 4 MB used (25%); past the limit the least recently used entries are deleted." in [
+        c.value for c in at.caption
+    ]
 
 
 def test_remote_server_connects_scores_and_never_shows_the_key(at: AppTest) -> None:

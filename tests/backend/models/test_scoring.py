@@ -7,6 +7,8 @@ that only missing (context, continuation) pairs reach the model.
 from __future__ import annotations
 
 import math
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,7 @@ from backend.models.scoring import (
     score_sentences,
     sentence_scores,
 )
-from backend.models.types import CancelToken, ModelInfo, ProgressTracker, TokenScores
+from backend.models.types import QUEUED, CancelToken, ModelInfo, ProgressTracker, TokenScores
 from backend.text.document import Document
 
 TEXT = (
@@ -218,3 +220,46 @@ def test_long_pair_runs_are_cached_group_by_group_and_a_cancel_keeps_what_was_do
     assert sorted(asked) == sorted(p for p in pairs if p not in first.calls[0])
     assert values == [len(d) + len(q) / 1000 for d, q in pairs]
     assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+
+
+# -- two sessions at once ----------------------------------------------------------------------
+
+
+class _HoldingScorer(CountingScorer):
+    """A counting scorer whose first pass waits for ``release`` once it has started (the model busy)."""
+
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def token_nll(self, text, *, window=None, progress=None) -> TokenScores:
+        self.started.set()
+        assert self.release.wait(30), "the test never released the first pass"
+        return super().token_nll(text, window=window, progress=progress)
+
+
+def test_two_sessions_asking_for_the_same_scores_at_once_compute_them_once(real_scorer, tmp_path, monkeypatch):
+    """The pages' path (a job's ``ModelContext.token_scores`` on the process's default cache): the second waits."""
+    from backend.chunkers import ModelContext
+    from backend.jobs import start_job
+
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "shared"))  # default_cache() follows it
+    text = TEXT + " Two sessions opened this page at the same moment."
+    scorer = _HoldingScorer(real_scorer)
+
+    def session(progress):
+        return ModelContext(scorer=scorer, progress=progress).token_scores(text)
+
+    first = start_job("first session", session)
+    assert scorer.started.wait(30)
+    second = start_job("second session", session)
+    deadline = time.monotonic() + 30
+    while second.label != QUEUED and second.running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (second.label, second.running) == (QUEUED, True)  # waiting for the first's cache entry
+    scorer.release.set()
+    assert first.wait(60) and second.wait(60)
+    assert (first.state, second.state) == ("done", "done")
+    assert scorer.token_calls == [text]  # one pass for both sessions
+    assert np.array_equal(first.result.nll, second.result.nll, equal_nan=True)
+    assert np.array_equal(first.result.starts, second.result.starts)
