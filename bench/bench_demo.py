@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
+
+from appserver import free_port, start_app, stop_app
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -44,27 +44,6 @@ PAGES: list[tuple[str, list[str]]] = [
     ("Models", ["h1"]),
 ]
 BUSY = "[data-testid=stStatusWidget], [data-testid=stSpinner], [data-testid=stProgress]"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"streamlit exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise SystemExit(f"streamlit was not healthy within {timeout:.0f} s")
 
 
 def _drawn(page, selectors: list[str], timeout_ms: int) -> None:
@@ -84,16 +63,11 @@ def walk(timeout_s: float) -> tuple[float, list[tuple[str, float]]]:
         env = dict(os.environ, CHUNKLAB_DEMO="1", CHUNKLAB_CACHE_DIR=f"{tmp}/cache", CHUNKLAB_DATA_DIR=f"{tmp}/data",
                    HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         env.pop("CHROMA_HOST", None)
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}"
         t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-             "--server.headless", "true"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        proc = start_app(env, port, timeout=60)
         try:
-            _wait_healthy(url, proc)
             healthy = time.perf_counter() - t0
             times = []
             with sync_playwright() as p:
@@ -109,11 +83,7 @@ def walk(timeout_s: float) -> tuple[float, list[tuple[str, float]]]:
                 browser.close()
             return healthy, times
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_app(proc, timeout=10)
 
 
 def baseline() -> float:

@@ -52,17 +52,17 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
+
+from appserver import free_port, start_app, stop_app
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "assets" / "samples"
@@ -157,12 +157,6 @@ def make_document(session_n: int, kind: str, folder: Path) -> Session:
 # --- the server -----------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(tmp: Path, port: int) -> subprocess.Popen:
     """``streamlit run app.py`` on ``port`` with its data and cache in ``tmp``; returns once healthy."""
     env = dict(os.environ, CHUNKLAB_DATA_DIR=str(tmp / "data"), CHUNKLAB_CACHE_DIR=str(tmp / "cache"),
@@ -170,33 +164,14 @@ def start_server(tmp: Path, port: int) -> subprocess.Popen:
     for name in ("CHROMA_HOST", "CHROMA_PORT", "CHUNKLAB_DEMO", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CHUNKLAB_CHAT"):
         env.pop(name, None)
     log = open(tmp / "streamlit.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"streamlit exited with code {proc.returncode}; log: {tmp / 'streamlit.log'}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("streamlit was not healthy within 90 s")
+    try:
+        return start_app(env, port, log=log)
+    except SystemExit as e:
+        raise SystemExit(f"{e}; log: {tmp / 'streamlit.log'}") from None
 
 
 def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=15)
+    stop_app(proc)
 
 
 class MemorySampler:
@@ -486,7 +461,7 @@ def main() -> int:
     load = [make_document(i, KINDS[i % len(KINDS)], docs) for i in range(args.sessions)]
     everyone = [warm, *base, *load]
     shots = tmp if args.keep else None  # a failed step's screenshot and HTML, kept with the rest
-    port = args.port or _free_port()
+    port = args.port or free_port()
     url = f"http://127.0.0.1:{port}"
     proc = start_server(tmp, port)
     try:
