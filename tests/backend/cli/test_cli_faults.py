@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.killing import kill_at_marker
 
 DATA = ROOT / "tests" / "data" / "retrieval"
 # About 130 tokens: with a 16-token window (8 scored per later window, 8 windows per CPU batch)
@@ -38,19 +37,7 @@ def _kill_at_stall(marker: Path, what: str, cli: list[str], env: dict[str, str],
         [sys.executable, "-m", "tests.support.stalling_cli", str(marker), what, *extra, "--", *cli],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
-    try:
-        deadline = time.monotonic() + 300
-        while not marker.exists():
-            if proc.poll() is not None:
-                pytest.fail(f"the run ended before it stalled: {proc.stderr.read().decode()}")
-            if time.monotonic() > deadline:
-                pytest.fail("the run never reached its stall point")
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
+    kill_at_marker(proc, marker)
 
 
 def _run(cli: list[str], env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 
 from backend.models.cache import STALE_TMP_SECONDS, OutputCache, key_digest
 from tests.conftest import ROOT
+from tests.support.killing import kill_at_marker
 
 KEY = {"kind": "token_nll", "model": "m", "text": "t", "window": 16, "version": 1}
 
@@ -39,17 +39,7 @@ def _kill_mid_write(folder: Path, tmp_path: Path) -> None:
     marker.unlink(missing_ok=True)
     proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(folder), str(marker)], cwd=ROOT,
                             stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists():
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "the writer never reached os.replace"
-            time.sleep(0.02)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
+    kill_at_marker(proc, marker, timeout=120)
 
 
 @pytest.mark.parametrize("before", ["nothing", "an older value"])
