@@ -116,15 +116,15 @@ def _attempt(what: str, load: Callable[[], Any]) -> tuple[Any, str | None]:
 def load_language_model(spec: str | None, precision: str | None = None) -> str | None:
     """Load the local language model ``spec`` and make it the session's; the error message on failure.
 
-    ``precision`` (float32, bfloat16, auto on the CPU; None: ``CHUNKLAB_PRECISION``) is this
+    ``precision`` (float32, float16, bfloat16, auto on the CPU; None: ``CHUNKLAB_PRECISION``) is this
     session's only: other sessions keep theirs (models are held, and outputs cached, per precision).
     """
     spec = (spec or "").strip() or None
     if precision is not None:
-        from backend.models.devices import select_precision
+        from backend.models.devices import check_precision
 
         try:
-            select_precision("cpu", precision)  # a bad name fails here, in one line
+            check_precision(precision)  # a bad name fails here, in one line
         except ChunkLabError as e:
             return one_line(str(e))
     scorer, error = _attempt(spec or "the bundled language model", lambda: local_scorer(spec, precision))

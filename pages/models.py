@@ -90,9 +90,10 @@ with col_lm:
             st.selectbox(
                 "Precision (CPU)", PRECISIONS, key=MODELS("lm_precision"), persist_state="session",
                 index=PRECISIONS.index(default_precision()),
-                help="float32: the reference. bfloat16: the matmuls in bfloat16 (head in float32), 1.2-1.6x faster "
-                "on CPUs with native bfloat16 (AVX512-BF16/AMX); a sentence's mean NLL within 0.1 nats of float32, "
-                "same PPL boundaries on the samples. auto: bfloat16 where the CPU has it natively, else float32. "
+                help="float32: the reference. float16: the decoder's matmuls in float16 (norms, attention and head "
+                "in float32); a sentence's mean NLL within 0.02 nats of float32, same PPL boundaries on the samples. "
+                "bfloat16: the matmuls under bfloat16 autocast, within 0.15 nats (boundaries may move), faster only on "
+                "some CPUs. auto: float16 where measured at least 1.1x faster on this machine, else float32. "
                 "This session only; outputs are cached per precision; GPUs keep their own dtype.",
             )
         load_lm = st.form_submit_button(

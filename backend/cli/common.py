@@ -98,9 +98,10 @@ def add_model_flags(parser: argparse.ArgumentParser, window_flag: str = "--windo
         "--precision",
         choices=PRECISIONS,
         action=_PrecisionAction,
-        help="the language model's precision on the CPU (default: CHUNKLAB_PRECISION, else float32): bfloat16 runs "
-        "the matmuls in bfloat16 (1.2-1.6x faster on CPUs with AVX512-BF16/AMX; a sentence's mean NLL within 0.1 nats, "
-        "same PPL boundaries on the samples); auto is bfloat16 where the CPU has it natively. "
+        help="the language model's precision on the CPU (default: CHUNKLAB_PRECISION, else float32): float16 runs "
+        "the decoder's matmuls in float16 (a sentence's mean NLL within 0.02 nats, same PPL boundaries on the samples); "
+        "bfloat16 under autocast (within 0.15 nats, boundaries may move; faster only on some CPUs); auto is float16 "
+        "where measured at least 1.1x faster on this machine, else float32. "
         "Outputs are cached per precision; GPUs keep their own dtype",
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache of model outputs")

@@ -11,6 +11,7 @@ torch is imported inside the functions: importing this module stays light.
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
@@ -26,7 +27,14 @@ __all__ = [
     "default_dtype",
     "PRECISIONS",
     "SENTENCE_NLL_TOLERANCE",
+    "BFLOAT16_NLL_TOLERANCE",
+    "AUTO_MIN_SPEEDUP",
+    "check_precision",
     "cpu_has_bfloat16",
+    "reduced_linear",
+    "measure_precision_speed",
+    "auto_precision",
+    "forget_auto_precision",
     "default_precision",
     "set_precision",
     "requested_precision",
@@ -128,19 +136,43 @@ def default_dtype(device: str) -> "torch.dtype":
     return torch.float32
 
 
-# The CPU precisions of a language model. float32 is the reference. bfloat16 runs the decoder's
-# matmuls under CPU autocast (weights, norms, softmax and the residual stream stay float32) and the
-# output head in float32 (bfloat16 logits of magnitude ~20 are rounded by up to 0.06 nats, straight
-# into every token's NLL). Measured on the bundled SmolLM2 and samples (bench/bench_scorer.py
-# --precisions bfloat16, see the README): 1.2-1.6x float32's tokens/s on a 2-core AVX512-BF16 CPU,
-# max |ΔNLL| of a sentence's mean NLL 0.03-0.08 nats, PPL boundaries at the default threshold
-# identical on all five samples. That is the documented tolerance: SENTENCE_NLL_TOLERANCE nats per
-# sentence and the same boundaries. (A whole-bfloat16 model drifted 0.07-0.13 nats and moved
-# boundaries; torch.ao's dynamic int8 was ~2x but 2.5 nats off: activation outliers defeat its
-# per-tensor activation scale. Neither is offered.)
-PRECISIONS = ("float32", "bfloat16", "auto")
-SENTENCE_NLL_TOLERANCE = 0.1  # nats: max |ΔNLL| of a sentence's mean NLL against float32
+# The CPU precisions of a language model. float32 is the reference.
+#
+# float16 keeps the decoder's linear layers' weights in float16 and runs those matmuls in float16
+# (inputs cast, outputs back to float32; a result out of float16's range is recomputed in
+# float32); norms, attention, the residual stream and the output head stay float32. Measured on
+# the bundled SmolLM2 and samples: max |ΔNLL| of a sentence's mean NLL 0.004-0.008 nats, PPL
+# boundaries at the default threshold identical on every sample. Its tolerance is
+# SENTENCE_NLL_TOLERANCE and the same boundaries (tests/backend/models/test_precision.py).
+#
+# bfloat16 runs the decoder's matmuls under CPU autocast (head in float32). It has 3 fewer
+# mantissa bits than float16: 0.06-0.10 nats per sentence, and on one of our machines it moved a
+# PPL boundary of the Chinese sample. It is offered for CPUs where it is much faster (1.2-1.6x
+# measured on one AVX512-BF16 machine, 0.5x on another), within BFLOAT16_NLL_TOLERANCE, never
+# chosen by auto.
+#
+# auto measures: float16 when its matmul (the model path's own function, on SmolLM2's MLP shape)
+# is at least AUTO_MIN_SPEEDUP times float32's on this machine, else float32. The choice is
+# measured once per machine, torch version and thread count, and remembered in
+# data_dir()/models/precision.json, so a machine keeps one choice (and one set of cache keys).
+# (torch.ao's dynamic int8 was ~1.5x on the matmuls but 2.5 nats off: activation outliers defeat
+# a per-token scale; an int8 split accurate to float16's level was slower than float32.
+# bench/bench_scorer.py --kernels prints these ceilings.)
+PRECISIONS = ("float32", "float16", "bfloat16", "auto")
+SENTENCE_NLL_TOLERANCE = 0.02  # nats: float16's max |ΔNLL| of a sentence's mean NLL against float32
+BFLOAT16_NLL_TOLERANCE = 0.15  # nats: bfloat16's, likewise (its boundaries may move)
+AUTO_MIN_SPEEDUP = 1.10
 _precision_override: str | None = None
+_auto_choice: str | None = None
+_auto_lock = threading.Lock()
+
+
+def check_precision(precision: str, source: str = "precision") -> str:
+    """``precision`` normalised (stripped, lower-case), or a one-line ParameterError naming ``source``."""
+    p = str(precision).strip().lower()
+    if p not in PRECISIONS:
+        raise ParameterError(f"{source} {precision!r} is none of {', '.join(PRECISIONS)}")
+    return p
 
 
 def set_precision(precision: str | None) -> None:
@@ -154,9 +186,7 @@ def set_precision(precision: str | None) -> None:
         ParameterError: ``precision`` is none of :data:`PRECISIONS`.
     """
     global _precision_override
-    if precision is not None and precision.strip().lower() not in PRECISIONS:
-        raise ParameterError(f"precision {precision!r} is none of {', '.join(PRECISIONS)}")
-    _precision_override = precision.strip().lower() if precision is not None else None
+    _precision_override = check_precision(precision) if precision is not None else None
 
 
 def requested_precision() -> str:
@@ -166,9 +196,7 @@ def requested_precision() -> str:
     if _precision_override is not None:
         return _precision_override
     spec = default_precision_spec()
-    if spec and spec not in PRECISIONS:
-        raise ParameterError(f"CHUNKLAB_PRECISION={spec!r} is none of {', '.join(PRECISIONS)}")
-    return spec or "float32"
+    return check_precision(spec, "CHUNKLAB_PRECISION") if spec else "float32"
 
 
 def default_precision() -> str:
@@ -182,7 +210,8 @@ def default_precision() -> str:
 def cpu_has_bfloat16() -> bool:
     """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX; Apple's arm64 BF16 too).
 
-    Without it bfloat16 matmuls are emulated and slower than float32, so ``auto`` keeps float32.
+    Native is not the same as faster (see :data:`PRECISIONS`'s notes): only the measurement in
+    :func:`auto_precision` decides, and only between float32 and float16.
     """
     import platform
 
@@ -195,29 +224,136 @@ def cpu_has_bfloat16() -> bool:
     return bool(re.search(r"\b(avx512_bf16|amx_bf16)\b", flags))
 
 
+def reduced_linear(x: "torch.Tensor", weight: "torch.Tensor", bias: "torch.Tensor | None" = None) -> "torch.Tensor":
+    """``x @ weight.T (+ bias)`` in ``weight``'s (reduced) dtype, returned in float32.
+
+    A result that leaves float16's range (an input or output beyond ±65504) is recomputed in
+    float32 from the same weights, so a rare large activation costs time, never an inf.
+    """
+    import torch.nn.functional as F
+
+    y = F.linear(x.to(weight.dtype), weight).float()
+    if not bool(y.isfinite().all()):
+        y = F.linear(x.float(), weight.float())
+    return y if bias is None else y + bias.float()
+
+
+def measure_precision_speed(precision: str, rows: int = 512, repeat: int = 5) -> float:
+    """Best seconds of one matmul of SmolLM2's MLP shape (rows x 576 @ 576 x 1536) at ``precision``.
+
+    float32 is ``F.linear``; float16 and bfloat16 go through :func:`reduced_linear`, the model
+    path's own function, casts included.
+    """
+    import time
+
+    import torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(rows, 576, generator=gen)
+    w = torch.randn(1536, 576, generator=gen) / 24
+    if precision == "float32":
+        def run() -> object:
+            return F.linear(x, w)
+    else:
+        wr = w.to(getattr(torch, precision))
+
+        def run() -> object:
+            return reduced_linear(x, wr)
+
+    with torch.inference_mode():
+        run()
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _machine_key() -> str:
+    """This CPU (model name and flags), the torch version and its thread count, hashed."""
+    import hashlib
+    import platform
+
+    import torch
+
+    try:
+        info = Path("/proc/cpuinfo").read_text(errors="replace")
+        lines = [ln for ln in info.splitlines() if ln.startswith(("model name", "flags", "Features"))][:2]
+    except OSError:
+        lines = []
+    text = "\n".join([platform.machine(), platform.processor(), *lines, torch.__version__, str(torch.get_num_threads())])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def auto_precision() -> str:
+    """What ``auto`` means on this machine: float16 where measured at least :data:`AUTO_MIN_SPEEDUP` x float32, else float32.
+
+    Measured once (about a second) and remembered in ``data_dir()/models/precision.json`` per
+    machine key, so the choice, and with it the cache keys, stays put across processes. Where
+    the file cannot be written the measurement is kept for this process only.
+    """
+    global _auto_choice
+    import json
+    import os
+
+    from backend.config import data_dir
+
+    with _auto_lock:
+        if _auto_choice is not None:
+            return _auto_choice
+        key = _machine_key()
+        store = data_dir() / "models" / "precision.json"
+        try:
+            known = json.loads(store.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = {}
+        entry = known.get(key) if isinstance(known, dict) else None
+        if isinstance(entry, dict) and entry.get("auto") in ("float32", "float16"):
+            _auto_choice = str(entry["auto"])
+            return _auto_choice
+        f32, f16 = measure_precision_speed("float32"), measure_precision_speed("float16")
+        # Measured again once: a busy moment must not decide for good.
+        f32, f16 = min(f32, measure_precision_speed("float32")), min(f16, measure_precision_speed("float16"))
+        speedup = f32 / max(f16, 1e-12)
+        _auto_choice = "float16" if speedup >= AUTO_MIN_SPEEDUP else "float32"
+        known = known if isinstance(known, dict) else {}
+        known[key] = {"auto": _auto_choice, "float16_speedup": round(speedup, 3)}
+        try:
+            store.parent.mkdir(parents=True, exist_ok=True)
+            tmp = store.with_name(f".{store.name}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
+            tmp.replace(store)
+        except OSError:
+            pass  # read-only data dir: measured again by the next process
+        return _auto_choice
+
+
+def forget_auto_precision() -> None:
+    """Drop this process's memory of ``auto``'s choice (the file stays); tests use it."""
+    global _auto_choice
+    with _auto_lock:
+        _auto_choice = None
+
+
 def select_precision(device: str, precision: str | None = None) -> str:
-    """The precision a language model runs at on ``device``: float32 or bfloat16.
+    """The precision a language model runs at on ``device``: float32, float16 or bfloat16.
 
     Only the CPU has a choice: other devices run at their :func:`default_dtype` and answer
-    float32 here (their key stays as it was). ``auto`` is bfloat16 where the CPU computes it
-    natively (:func:`cpu_has_bfloat16`: there it is faster and within the tolerance above),
-    else float32.
+    float32 here (their key stays as it was). ``auto`` is :func:`auto_precision` (measured).
 
     Raises:
         ParameterError: ``precision`` is none of :data:`PRECISIONS`.
     """
-    p = (precision or requested_precision()).strip().lower()
-    if p not in PRECISIONS:
-        raise ParameterError(f"precision {p!r} is none of {', '.join(PRECISIONS)}")
+    p = check_precision(precision) if precision else requested_precision()
     if device != "cpu":
         return "float32"
-    if p == "auto":
-        return "bfloat16" if cpu_has_bfloat16() else "float32"
-    return p
+    return auto_precision() if p == "auto" else p
 
 
 def precision_suffix(precision: str) -> str:
-    """What a model's fingerprint gains at ``precision``: '' for float32 (keys as before), else ``+bfloat16``."""
+    """What a model's fingerprint gains at ``precision``: '' for float32 (keys as before), else ``+float16`` etc."""
     return "" if precision == "float32" else f"+{precision}"
 
 

@@ -52,6 +52,7 @@ from backend.models.devices import (
     default_dtype,
     dtype_name,
     precision_suffix,
+    reduced_linear,
     select_device,
     select_precision,
 )
@@ -149,7 +150,7 @@ def load_lm(
         device: As for :func:`~backend.models.devices.select_device` (default ``CHUNKLAB_DEVICE``).
         progress: Says ``queued behind another run`` while another thread loads a model (a
             :class:`~backend.models.types.ProgressTracker`'s cancel ends the wait).
-        precision: On the CPU: float32, bfloat16 or auto (default: the process's, see
+        precision: On the CPU: float32, float16, bfloat16 or auto (default: the process's, see
             :func:`~backend.models.devices.select_precision`). Anything but float32 adds
             ``+precision`` to the fingerprint, so its cached outputs never mix with float32's.
 
@@ -161,7 +162,7 @@ def load_lm(
     dev = select_device(device)
     prec = select_precision(dev, precision)
     apply_thread_setting()
-    dtype = default_dtype(dev)  # bfloat16 on the CPU: float32 weights, matmuls under autocast
+    dtype = default_dtype(dev)  # float32 on the CPU; float16/bfloat16 change the decoder's matmuls only
     key = (f"{src.kind}:{src.location}", dev, dtype_name(dtype), prec)
     with acquired(_load_lock, progress):
         hit = _models.get(key)
@@ -218,6 +219,27 @@ def _float32_head(model: Any) -> None:
     head.forward = head_forward
 
 
+def _float16_decoder(model: Any) -> None:
+    """Keep the decoder's linear layers in float16 and run them through ``reduced_linear``.
+
+    Everything else (embeddings, norms, attention, the residual stream, the output head) stays
+    float32; see ``backend.models.devices`` for the measured accuracy.
+    """
+    import functools
+
+    torch = _torch()
+    head = model.get_output_embeddings()
+    for module in model.modules():
+        if not isinstance(module, torch.nn.Linear) or module is head or module.weight is head.weight:
+            continue
+        module.weight.data = module.weight.data.to(torch.float16)
+        module.forward = functools.partial(_reduced_forward, module)
+
+
+def _reduced_forward(module: Any, x: Any) -> Any:
+    return reduced_linear(x, module.weight, module.bias)
+
+
 def _load(src: _Source, device: str, dtype: Any, precision: str = "float32") -> LanguageModel:
     t0 = time.perf_counter()
     if src.kind == "gguf":
@@ -241,7 +263,9 @@ def _load(src: _Source, device: str, dtype: Any, precision: str = "float32") -> 
     model.eval()
     model.requires_grad_(False)
     parameters = int(sum(p.numel() for p in model.parameters()))
-    if precision == "bfloat16":
+    if precision == "float16":
+        _float16_decoder(model)
+    elif precision == "bfloat16":
         # Autocast, not model.to(bfloat16): the decoder's matmuls run in bfloat16 while norms, softmax
         # and the residual stream stay float32, and the head in float32 (see backend.models.devices).
         model.forward = _torch().autocast("cpu", dtype=_torch().bfloat16)(model.forward)

@@ -199,11 +199,11 @@ def test_scoring_a_short_document_produces_the_table(at: AppTest) -> None:
 
 def test_precision_is_the_sessions_own_and_keyed_apart(at: AppTest) -> None:
     at.session_state["doc"] = Document.from_text(TINY, source="tiny.txt")
-    at.selectbox(key="models_lm_precision").set_value("bfloat16")
+    at.selectbox(key="models_lm_precision").set_value("float16")
     _load_bundled_lm(at)
     assert not _errors(at)
     lm = {m.label: m.value for m in at.get_by_key("models_lm_card").metric}
-    assert lm["Dtype"] == "bfloat16"
+    assert lm["Dtype"] == "float16"
     job = _score_and_wait(at)
     assert job.state == "done", job.error
     # Another browser session, loading with the default precision, gets float32 and its own entry.
@@ -218,9 +218,9 @@ def test_precision_is_the_sessions_own_and_keyed_apart(at: AppTest) -> None:
     assert {m.label: m.value for m in other.get_by_key("models_lm_card").metric}["Dtype"] == "float32"
     job = _score_and_wait(other)
     assert job.state == "done", job.error
-    assert {m.label: m.value for m in other.metric}["Entries"] == "2"  # float32's scores did not hit bfloat16's
+    assert {m.label: m.value for m in other.metric}["Entries"] == "2"  # float32's scores did not hit float16's
     _run(at)
-    assert {m.label: m.value for m in at.get_by_key("models_lm_card").metric}["Dtype"] == "bfloat16"
+    assert {m.label: m.value for m in at.get_by_key("models_lm_card").metric}["Dtype"] == "float16"
 
 
 def test_cancel_stops_scoring(at: AppTest) -> None:
