@@ -14,11 +14,17 @@ samples (concatenated, then cut to length):
 4. peak memory: the process's maximum resident set (``ru_maxrss``) and, on CUDA,
    ``torch.cuda.max_memory_allocated``.
 
-5. with ``--precisions bfloat16`` (CPU): each precision's ``token_nll`` tokens/s on the
+5. with ``--precisions float16,bfloat16`` (CPU): each precision's ``token_nll`` tokens/s on the
    same document against float32's in the same run (target 2x), the max |ΔNLL| of a
    sentence's mean NLL over the bundled samples (``--precision-samples``) against the
    documented tolerance, and whether the PPL chunker's boundaries at the default threshold
    are the same as float32's; also each sample's PPL chunking time in both precisions.
+
+6. with ``--kernels`` (and nothing else): the model's matmul shapes and its attention at
+   ``--precision-tokens`` rows in float32, bfloat16 (weights, and autocast as the bfloat16
+   precision runs), float16 and int8 (the GEMM alone, with per-token dynamic quantization, and
+   the accurate two-level split), each as a ratio to float32: the ceiling any faster CPU
+   precision can reach on this machine.
 
 Model load times are measured in fresh processes: warm (the converted GGUF is cached) and,
 with ``--cold``, cold (the cached conversion is deleted first, so the GGUF is dequantized).
@@ -142,7 +148,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="best of this many runs (default 1)")
     ap.add_argument("--device", default=None, help="cpu, cuda, mps or auto (default CHUNKLAB_DEVICE)")
     ap.add_argument("--cold", action="store_true", help="also time a cold load (deletes the converted GGUF first)")
-    ap.add_argument("--precisions", default="", help="CPU precisions to compare with float32, e.g. bfloat16")
+    ap.add_argument("--precisions", default="", help="CPU precisions to compare with float32, e.g. float16,bfloat16")
     ap.add_argument("--precision-tokens", type=int, default=2000, help="document tokens for the precision timings")
     ap.add_argument(
         "--precision-samples",
@@ -150,6 +156,11 @@ def main() -> None:
         help="samples for the precision's NLL and boundary check (empty: none)",
     )
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads before anything runs")
+    ap.add_argument(
+        "--kernels",
+        action="store_true",
+        help="only time the model's matmul and attention shapes in float32, bfloat16, float16 and int8 (the ceiling of a faster precision)",
+    )
     args = ap.parse_args()
 
     import torch
@@ -157,6 +168,9 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+    if args.kernels:
+        compare_kernels(args)
+        return
     if args.cold:
         folder = converted_dir(smollm2_gguf())
         shutil.rmtree(folder, ignore_errors=True)
@@ -249,7 +263,7 @@ def compare_precisions(args: argparse.Namespace) -> None:
     import backend.chunkers  # noqa: F401  (registers the chunkers)
     from backend.chunkers import ModelContext, make_chunker
     from backend.models.cache import OutputCache
-    from backend.models.devices import SENTENCE_NLL_TOLERANCE
+    from backend.models.devices import BFLOAT16_NLL_TOLERANCE, SENTENCE_NLL_TOLERANCE
     from backend.models.scoring import cached_token_scores, score_sentences
     from backend.samples import load_sample
 
@@ -291,14 +305,117 @@ def compare_precisions(args: argparse.Namespace) -> None:
             same_here = per["float32"][name][1] == per[p][name][1]
             same = same and same_here
             print(f"    {name}: max |ΔNLL| per sentence {d:.4f}, boundaries {'identical' if same_here else 'DIFFERENT'}")
-        within = worst <= SENTENCE_NLL_TOLERANCE and same
+        tolerance = BFLOAT16_NLL_TOLERANCE if p == "bfloat16" else SENTENCE_NLL_TOLERANCE
+        within = worst <= tolerance and (same or p == "bfloat16")
         print(
             f"  {p}: {tps[p]:,.0f} tokens/s = {tps[p] / tps['float32']:.2f}x float32 (target 2x); "
             f"PPL chunking of the samples {seconds[p]:.1f} s = {seconds['float32'] / max(seconds[p], 1e-9):.2f}x; "
             f"max |ΔNLL| per sentence {worst:.4f} nats on {len(names)} samples "
-            f"(tolerance {SENTENCE_NLL_TOLERANCE}); PPL boundaries {'identical' if same else 'DIFFERENT'} -> "
+            f"(tolerance {tolerance}); PPL boundaries {'identical' if same else 'DIFFERENT'} -> "
             f"{'within tolerance' if within else 'OUTSIDE tolerance'}"
         )
+
+
+def compare_kernels(args: argparse.Namespace) -> None:
+    """The scorer's matmuls and attention at ``--precision-tokens`` rows, per kernel, against float32.
+
+    Shapes come from the bundled model's config; weights and inputs are random (speed does not
+    depend on values). Every timing is the best of ``--repeat`` (at least 3), interleaved.
+    int8 is timed three ways: the GEMM alone (``torch._int_mm``), with the per-token dynamic
+    quantization of the input and the float32 rescale of the output that any real use pays,
+    and as the two-level split (input and weight each a coarse int8 plus an int8 residual,
+    three GEMMs) that keeps float32-like accuracy.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from backend.models.devices import reduced_linear
+
+    cfg = load_scorer(None, "cpu").lm.model.config.get_text_config()
+    m, hidden, inter, layers = args.precision_tokens, cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers
+    heads, kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
+    head_dim = getattr(cfg, "head_dim", None) or hidden // heads
+    vocab = cfg.vocab_size
+    # (input, output, uses per decoder layer); the head runs once.
+    shapes = [(hidden, hidden, 2), (hidden, kv_heads * head_dim, 2), (hidden, inter, 2), (inter, hidden, 1)]
+    reps = max(3, args.repeat)
+
+    def best(fn) -> float:
+        fn()
+        out = float("inf")
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            out = min(out, time.perf_counter() - t0)
+        return out
+
+    def quant_rows(x):
+        scale = x.abs().amax(-1, keepdim=True).clamp_min(1e-12) / 127.0
+        q = torch.round(x / scale)
+        return q.to(torch.int8), scale, q
+
+    def kernels(k: int, n: int) -> dict[str, float]:
+        x, w = torch.randn(m, k), torch.randn(n, k)
+        wb, wh = w.bfloat16(), w.half()
+        wq = torch.randint(-127, 128, (k, n), dtype=torch.int8)
+        xq = torch.randint(-127, 128, (m, k), dtype=torch.int8)
+        sw = torch.rand(n)
+
+        def autocast_bf16():
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return F.linear(x, w)
+
+        def int8_dynamic():
+            q, s, _ = quant_rows(x)
+            return torch._int_mm(q, wq).float().mul_(s).mul_(sw)
+
+        def int8_split():
+            q, s, qf = quant_rows(x)
+            r = torch.round((x / s - qf) * 254).clamp_(-127, 127).to(torch.int8)
+            acc = torch._int_mm(q, wq).float()
+            acc.add_((torch._int_mm(q, wq) + torch._int_mm(r, wq)).float(), alpha=1 / 254)
+            return acc.mul_(s).mul_(sw)
+
+        return {
+            "float32": best(lambda: F.linear(x, w)),
+            "bfloat16 weights": best(lambda: reduced_linear(x, wb)),
+            "bfloat16 autocast (the bfloat16 precision)": best(autocast_bf16),
+            "float16 (the float16 precision)": best(lambda: reduced_linear(x, wh)),
+            "int8 GEMM alone": best(lambda: torch._int_mm(xq, wq)),
+            "int8 per-token dynamic": best(int8_dynamic),
+            "int8 two-level split": best(int8_split),
+        }
+
+    totals: dict[str, float] = {}
+    for k, n, uses in shapes:
+        for name, sec in kernels(k, n).items():
+            totals[name] = totals.get(name, 0.0) + sec * uses * layers
+    head = kernels(hidden, vocab)
+    q = torch.randn(1, heads, m, head_dim)
+    kv = torch.randn(1, heads, m, head_dim)
+    attention = {
+        "float32": best(lambda: F.scaled_dot_product_attention(q, kv, kv, is_causal=True)) * layers,
+        "bfloat16": best(
+            lambda: F.scaled_dot_product_attention(q.bfloat16(), kv.bfloat16(), kv.bfloat16(), is_causal=True)
+        )
+        * layers,
+    }
+    base = totals["float32"]
+    print(
+        f"kernels at {m} tokens ({layers} layers, hidden {hidden}, MLP {inter}, vocabulary {vocab}), "
+        f"best of {reps}; ratio = float32 time / this kernel's time:"
+    )
+    for name, sec in totals.items():
+        print(f"  decoder matmuls, {name:<42} {sec:6.2f} s  {base / sec:5.2f}x   head {head[name]:6.3f} s  {head['float32'] / head[name]:5.2f}x")
+    print(
+        f"  attention (SDPA, causal)  float32 {attention['float32']:.2f} s; bfloat16 {attention['bfloat16']:.2f} s "
+        f"({attention['float32'] / attention['bfloat16']:.2f}x)"
+    )
+    whole = base + head["float32"] + attention["float32"]
+    print(
+        f"  float32 shares of one pass: decoder matmuls {base / whole:.0%}, head {head['float32'] / whole:.0%}, "
+        f"attention {attention['float32'] / whole:.0%}"
+    )
 
 
 def torch_threads() -> int:
