@@ -295,21 +295,16 @@ def auto_precision() -> str:
     the file cannot be written the measurement is kept for this process only.
     """
     global _auto_choice
-    import json
-    import os
-
     from backend.config import data_dir
+    from backend.models.jsonstore import read_json_dict, write_json_atomic
 
     with _auto_lock:
         if _auto_choice is not None:
             return _auto_choice
         key = _machine_key()
         store = data_dir() / "models" / "precision.json"
-        try:
-            known = json.loads(store.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            known = {}
-        entry = known.get(key) if isinstance(known, dict) else None
+        known = read_json_dict(store)
+        entry = known.get(key)
         if isinstance(entry, dict) and entry.get("auto") in ("float32", "float16"):
             _auto_choice = str(entry["auto"])
             return _auto_choice
@@ -318,15 +313,8 @@ def auto_precision() -> str:
         f32, f16 = min(f32, measure_precision_speed("float32")), min(f16, measure_precision_speed("float16"))
         speedup = f32 / max(f16, 1e-12)
         _auto_choice = "float16" if speedup >= AUTO_MIN_SPEEDUP else "float32"
-        known = known if isinstance(known, dict) else {}
         known[key] = {"auto": _auto_choice, "float16_speedup": round(speedup, 3)}
-        try:
-            store.parent.mkdir(parents=True, exist_ok=True)
-            tmp = store.with_name(f".{store.name}.{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
-            tmp.replace(store)
-        except OSError:
-            pass  # read-only data dir: measured again by the next process
+        write_json_atomic(store, known)  # a read-only data dir: measured again by the next process
         return _auto_choice
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -57,6 +56,7 @@ from backend.models.devices import (
     select_precision,
 )
 from backend.models.hub import hub_reachable
+from backend.models.jsonstore import read_json_dict, write_json_atomic
 from backend.models.types import ModelInfo, Progress, acquired
 
 __all__ = ["LanguageModel", "load_lm", "loaded_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
@@ -441,7 +441,7 @@ def file_sha256(path: Path) -> str:
     stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
     store = data_dir() / "models" / "sha256.json"
     with _hash_lock:
-        known = _read_json(store)
+        known = read_json_dict(store)
         entry = known.get(key)
         if isinstance(entry, dict) and all(entry.get(k) == v for k, v in stamp.items()) and entry.get("sha256"):
             return str(entry["sha256"])
@@ -450,24 +450,10 @@ def file_sha256(path: Path) -> str:
             for block in iter(lambda: f.read(1 << 22), b""):
                 h.update(block)
         digest = h.hexdigest()
-        known = _read_json(store)  # re-read: another process may have added entries meanwhile
+        known = read_json_dict(store)  # re-read: another process may have added entries meanwhile
         known[key] = {**stamp, "sha256": digest}
-        try:
-            store.parent.mkdir(parents=True, exist_ok=True)
-            tmp = store.with_name(f".{store.name}.{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
-            tmp.replace(store)
-        except OSError:
-            pass  # a read-only data dir only costs hashing again next time
+        write_json_atomic(store, known)  # a read-only data dir only costs hashing again next time
         return digest
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _first_line(error: BaseException) -> str:
