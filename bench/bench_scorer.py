@@ -329,7 +329,7 @@ def compare_kernels(args: argparse.Namespace) -> None:
     import torch
     import torch.nn.functional as F
 
-    from backend.models.devices import reduced_linear
+    from backend.models.devices import best_seconds, reduced_linear
 
     cfg = load_scorer(None, "cpu").lm.model.config.get_text_config()
     m, hidden, inter, layers = args.precision_tokens, cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers
@@ -341,13 +341,7 @@ def compare_kernels(args: argparse.Namespace) -> None:
     reps = max(3, args.repeat)
 
     def best(fn) -> float:
-        fn()
-        out = float("inf")
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            out = min(out, time.perf_counter() - t0)
-        return out
+        return best_seconds(fn, reps)
 
     def quant_rows(x):
         scale = x.abs().amax(-1, keepdim=True).clamp_min(1e-12) / 127.0

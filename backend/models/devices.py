@@ -33,6 +33,7 @@ __all__ = [
     "cpu_has_bfloat16",
     "reduced_linear",
     "measure_precision_speed",
+    "best_seconds",
     "auto_precision",
     "forget_auto_precision",
     "default_precision",
@@ -244,8 +245,6 @@ def measure_precision_speed(precision: str, rows: int = 512, repeat: int = 5) ->
     float32 is ``F.linear``; float16 and bfloat16 go through :func:`reduced_linear`, the model
     path's own function, casts included.
     """
-    import time
-
     import torch
     import torch.nn.functional as F
 
@@ -262,12 +261,19 @@ def measure_precision_speed(precision: str, rows: int = 512, repeat: int = 5) ->
             return reduced_linear(x, wr)
 
     with torch.inference_mode():
-        run()
-        best = float("inf")
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - t0)
+        return best_seconds(run, repeat)
+
+
+def best_seconds(fn: Callable[[], object], repeat: int) -> float:
+    """The fastest of ``repeat`` timed calls of ``fn``, after one untimed warm-up call."""
+    import time
+
+    fn()
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
     return best
 
 
