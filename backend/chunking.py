@@ -1,12 +1,13 @@
-"""Results of chunking: :class:`Chunk`, :class:`Chunking` and the :class:`ChunkerConfig` that made them."""
+"""Results of chunking: :class:`Chunk`, :class:`Chunking`, the :class:`ChunkerConfig` that made them, and a
+session's :class:`ConfigEntry` (a configuration with its letter)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
-__all__ = ["Chunk", "Chunking", "ChunkerConfig"]
+__all__ = ["Chunk", "Chunking", "ChunkerConfig", "ConfigEntry", "tag_for", "first_free_tag"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,49 @@ class ChunkerConfig:
     def to_json(self) -> dict[str, Any]:
         """A JSON-serializable form."""
         return {"name": self.name, "params": self.params_dict, "tokenizer": self.tokenizer}
+
+
+def tag_for(n: int) -> str:
+    """The ``n``-th configuration letter (from 0): A, B, …, Z, AA, AB, …"""
+    out = ""
+    while True:
+        out = chr(ord("A") + n % 26) + out
+        n = n // 26 - 1
+        if n < 0:
+            return out
+
+
+def first_free_tag(used: Iterable[str]) -> str:
+    """The first letter not in ``used`` (A, B, C… reused after removals).
+
+    >>> first_free_tag(["A", "C"])
+    'B'
+    """
+    taken = set(used)
+    n = 0
+    while tag_for(n) in taken:
+        n += 1
+    return tag_for(n)
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One configuration of a session: what the pages list, colour and key their widgets by.
+
+    Attributes:
+        uid: A stable id, never reused in a session (widget keys and colours are built from it).
+        tag: Its letter (``A``, ``B``…), reused after a removal; what tables and charts name it by.
+        config: The chunker configuration.
+    """
+
+    uid: int
+    tag: str
+    config: ChunkerConfig
+
+    @property
+    def title(self) -> str:
+        """``A · recursive(chunk_size=200, chunk_overlap=0) · cl100k``: how selectors name it."""
+        return f"{self.tag} · {self.config.label}"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from backend.text.document import Document
 from components.cached import specs
 from backend.figures.curves import curve_chart
 from components.keys import PageKeys
-from components.lm_runs import SessionLM, cache_only_context
+from components.lm_runs import SessionModels
 from components.ppl import partial_curve
 from components.views import config_title, grid
 
@@ -42,7 +42,7 @@ def cached_curve(
     return make_chunker(config.name, config.params_dict, config.tokenizer).curve(_doc, _context)
 
 
-def _curve(doc: Document, config: ChunkerConfig, spec: dict[str, Any], lm: SessionLM | None) -> Curve | None:
+def _curve(doc: Document, config: ChunkerConfig, spec: dict[str, Any], lm: SessionModels | None) -> Curve | None:
     """The configuration's curve without a model call (raises ``NotCached`` when it needs the model)."""
     if not spec.get("needs"):
         return cached_curve(doc, doc.id, config, "", None)
@@ -50,14 +50,14 @@ def _curve(doc: Document, config: ChunkerConfig, spec: dict[str, Any], lm: Sessi
         raise NotCached("no model for this configuration yet")
     if lm.error:
         raise ChunkLabError(lm.error)
-    context = cache_only_context(lm)
+    context = lm.cache_only()
     if context is None:
         raise NotCached(f"{lm.name} has not run on this document yet")
     return cached_curve(doc, doc.id, config, lm.models_key, context)
 
 
 def partial_curve_preview(
-    doc: Document, lm: SessionLM, configs: Sequence[ChunkerConfig], keys: PageKeys
+    doc: Document, lm: SessionModels, configs: Sequence[ChunkerConfig], keys: PageKeys
 ) -> Callable[[Any], None] | None:
     """The preview for :func:`~components.lm_runs.pending_runs_panel` while a first scoring pass runs, or None.
 
@@ -74,7 +74,7 @@ def partial_curve_preview(
 def curves_section(
     doc: Document,
     results: Sequence[tuple[dict[str, Any], Any, str | None]],
-    lm: SessionLM | None,
+    lm: SessionModels | None,
     color: Callable[[int], str],
     keys: PageKeys,
     per_row: int = 2,
@@ -91,7 +91,7 @@ def curves_section(
         per_row: Charts side by side.
     """
     by_name = {s["name"]: s for s in specs()}
-    rows = [r for r in results if by_name.get(r[0]["config"].name, {}).get("has_curve")]
+    rows = [r for r in results if by_name.get(r[0].config.name, {}).get("has_curve")]
     if not rows:
         return
     head, switch = st.columns([5, 1], vertical_alignment="bottom")
@@ -104,7 +104,7 @@ def curves_section(
     )
     for col, (entry, chunking, error) in grid(rows, per_row):
         with col:
-            uid, config = entry["uid"], entry["config"]
+            uid, config = entry.uid, entry.config
             config_title(entry, color(uid))
             if error:
                 st.caption(f"No curve: {error}")
@@ -124,7 +124,7 @@ def curves_section(
                 st.caption("No curve: the document has too few units.")
                 continue
             st.plotly_chart(
-                curve_chart(curve, doc.text, color(uid), f"{entry['tag']} · {config.label}", f"{doc.id}:{uid}"),
+                curve_chart(curve, doc.text, color(uid), f"{entry.tag} · {config.label}", f"{doc.id}:{uid}"),
                 key=keys(f"curve_{uid}"),
                 config={"displaylogo": False},
             )

@@ -6,9 +6,9 @@ name it). The model is part of every result's identity: the same configuration o
 model is another result, so results are keyed by the model's fingerprint.
 
 A page must never freeze on a model call. It first asks for the result from the output
-cache alone (:func:`cache_only_context`, :func:`cached_document_scores`): the backend's
-:meth:`ModelContext.cache_only <backend.chunkers.context.ModelContext.cache_only>` around the
-session's models, so a document scored before opens in milliseconds, and a miss raises
+cache alone (:meth:`SessionModels.cache_only <backend.lab.models.SessionModels.cache_only>`,
+:meth:`~backend.lab.models.SessionModels.cached_document_scores`) around the session's models
+(:func:`session_models`), so a document scored before opens in milliseconds, and a miss raises
 :class:`~backend.errors.NotCached` at once instead of loading the model. Only then does the
 page start a background :class:`~backend.jobs.Job` (:func:`start_model_job`, shown by
 :func:`model_job_panel`): it loads the default model if needed, computes, and fills the
@@ -21,33 +21,23 @@ the reading side alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
 import streamlit as st
 
-from backend.chunkers.context import ModelContext, unloaded_model_info
 from backend.chunkers.run import ChunkOutcome, run_configs
 from backend.chunking import ChunkerConfig, Chunking
-from backend.config import default_lm_spec
-from backend.errors import ChunkLabError, ModelError, NotCached, one_line
+from backend.errors import ChunkLabError, NotCached
 from backend.jobs import Job, start_job
+from backend.lab.models import SessionModels
 from backend.models.types import ModelInfo, Progress, Scorer, check_cancel
 from backend.text.document import Document
 from components.keys import CHAT_CHOICE, EMB_CHOICE, EMB_INFO, LM_INFO, PageKeys
 from components.models import current_scorer, freeze_long_lived, job_progress, session_chat
 
-if TYPE_CHECKING:
-    from backend.models.types import TokenScores
-
 __all__ = [
-    "SessionLM",
-    "session_lm",
-    "cache_only_context",
-    "cached_document_scores",
-    "scoring_resume_note",
+    "session_models",
     "start_model_job",
     "model_job_panel",
     "finished_job",
@@ -58,140 +48,27 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class SessionLM:
-    """The language model a model-backed computation of this session uses.
-
-    Attributes:
-        name: Display name (a file stem, a folder name or a remote model's name).
-        fingerprint: The weights' fingerprint; None when it cannot be known without
-            loading the model (a default that is a checkpoint folder or a hub id).
-        kind: ``ModelInfo.kind`` (``lm`` or ``remote-lm``): part of the cache keys.
-        scorer: The session's loaded scorer; None for the default, loaded by the job.
-        default: Whether this is the default model because the session has chosen none.
-        error: Why the default model cannot be used (a one-line message), else None.
-    """
-
-    name: str
-    fingerprint: str | None
-    kind: str = "lm"
-    scorer: Scorer | None = field(default=None, compare=False, repr=False)
-    default: bool = False
-    error: str | None = None
-    embedder_spec: str | None = None
-    chat: Any = field(default=None, compare=False, repr=False)  # the session's ChatModel; None: the default
-
-    @property
-    def models_key(self) -> str:
-        """What model-backed chunkings are keyed by: the language model, the session's embedder and chat model."""
-        chat = "default" if self.chat is None else self.chat.fingerprint
-        return f"{self.identity}|embedder={self.embedder_spec or 'default'}|chat={chat}"
-
-    @property
-    def identity(self) -> str:
-        """What results are keyed by: the fingerprint, else the name (until the model is loaded)."""
-        return self.fingerprint or f"unresolved:{self.name}"
-
-    @property
-    def label(self) -> str:
-        """``name``, with "(default)" when the session has chosen no model."""
-        return f"{self.name} (default)" if self.default else self.name
-
-    @property
-    def info(self) -> ModelInfo:
-        """The loaded scorer's identity, else the unloaded model's (name, kind, fingerprint)."""
-        if self.scorer is not None:
-            return self.scorer.info
-        return unloaded_model_info(self.name, self.fingerprint or "", self.kind)
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _default_identity(env_spec: str) -> tuple[str, str | None, str | None]:
-    """``(name, fingerprint, error)`` of the default model (``CHUNKLAB_LM`` = ``env_spec``), without loading it."""
-    from backend.models.identity import fingerprint_without_loading
-    from backend.models.lm import resolve_spec
-
-    try:
-        kind, location = resolve_spec(None)
-        name = location.rstrip("/").split("/")[-1] if kind == "hub" else Path(location).stem
-        fingerprint = fingerprint_without_loading(None)
-    except ModelError as e:
-        return env_spec or "default model", None, one_line(str(e))
-    except OSError as e:  # the weights file unreadable while hashing
-        return env_spec or "default model", None, one_line(f"the default language model cannot be read: {e}")
-    return name, fingerprint, None
-
-
-def session_lm() -> SessionLM:
-    """The session's language model, or the default (not loaded) when the session has chosen none."""
-    info: ModelInfo | None = st.session_state.get(LM_INFO)
+def session_models() -> SessionModels:
+    """The session's models: its loaded language model, or the default (not loaded) when it has chosen none."""
     embedder_spec = st.session_state.get(EMB_CHOICE)
     chat = session_chat()
-    if info is not None:
-        scorer = current_scorer()
-        if scorer is not None:
-            return SessionLM(info.name, info.fingerprint, info.kind, scorer, embedder_spec=embedder_spec, chat=chat)
-    name, fingerprint, error = _default_identity(default_lm_spec())
-    return SessionLM(name, fingerprint, "lm", None, default=True, error=error, embedder_spec=embedder_spec, chat=chat)
-
-
-# --- cache-only lookups --------------------------------------------------------------------------
-
-
-def cache_only_context(lm: SessionLM) -> ModelContext | None:
-    """:meth:`ModelContext.cache_only` around the session's models; None when the fingerprint is unknown."""
-    if lm.fingerprint is None:
-        return None
-    return ModelContext.cache_only(lm.info, embedder_spec=lm.embedder_spec, chat=lm.chat)
-
-
-def cached_document_scores(lm: SessionLM, text: str) -> TokenScores | None:
-    """``text``'s token scores under ``lm`` from the output cache (the scorer's default window), or None."""
-    context = cache_only_context(lm)
-    if context is None:
-        return None
-    try:
-        return context.token_scores(text)
-    except NotCached:
-        return None
-
-
-def scoring_resume_note(lm: SessionLM, text: str) -> str | None:
-    """``"N of M tokens already scored"`` when an interrupted scoring pass of ``text`` under ``lm`` left work; else None.
-
-    Reads the pass's checkpoint in the output cache (:func:`backend.models.scoring.scoring_checkpoint`,
-    the scorer's default window) without loading the model; a job started now goes on from it.
-    """
-    from backend.models.cache import default_cache
-    from backend.models.scoring import scored_tokens, scoring_checkpoint
-
-    if lm.fingerprint is None:
-        return None
-    partial = scoring_checkpoint(default_cache(), lm.fingerprint, text, None, scorer_kind=lm.kind)
-    if partial is None or partial.scored < 2:
-        return None
-    return f"{partial.scored - 1:,} of {scored_tokens(partial.scores):,} tokens already scored"
+    scorer = current_scorer() if st.session_state.get(LM_INFO) is not None else None
+    return SessionModels.of(scorer, embedder_spec=embedder_spec, chat=chat)
 
 
 # --- jobs ----------------------------------------------------------------------------------------
 
 
-def _job_scorer(lm: SessionLM, progress: Progress | None = None) -> Scorer:
-    """The scorer to compute with, in the job's thread: the session's, or the default loaded now.
-
-    ``backend.models.lm`` keeps one model per process, so this is the same object
-    :func:`components.models.local_scorer` returns later (no second copy, no reload).
-    """
-    if lm.scorer is not None:
-        return lm.scorer
-    from backend.models.scorer import load_scorer
-
-    scorer = load_scorer(None, progress=progress)  # queued while another run loads a model
-    freeze_long_lived()
+def _job_scorer(lm: SessionModels, progress: Progress | None = None) -> Scorer:
+    """The scorer to compute with, in the job's thread (:meth:`SessionModels.job_scorer`), the model frozen for the GC."""
+    loaded = lm.scorer is None
+    scorer = lm.job_scorer(progress)
+    if loaded:
+        freeze_long_lived()
     return scorer
 
 
-def start_model_job(title: str, lm: SessionLM, fn: Callable[[Scorer, Progress], Any], signature: Hashable) -> Job:
+def start_model_job(title: str, lm: SessionModels, fn: Callable[[Scorer, Progress], Any], signature: Hashable) -> Job:
     """Run ``fn(scorer, progress)`` in a background :class:`Job` with ``lm`` (loaded there if needed).
 
     The job's result is ``fn``'s; ``signature`` (document, model, parameters…) tells
@@ -289,7 +166,7 @@ def finished_job(title: str, signature: Hashable, value: Any) -> Job:
     return Job(title, {"signature": signature}, state="done", fraction=1.0, label="from the cache", result=value)
 
 
-def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionLM, keys: PageKeys) -> Chunking:
+def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionModels, keys: PageKeys) -> Chunking:
     """A model-backed configuration's chunking without a model call: from the page's model runs, else the cache.
 
     Args:
@@ -310,13 +187,13 @@ def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionLM, keys: Pa
         raise ChunkLabError(held.error)
     if held is not None and held.chunking is not None:
         return held.chunking
-    context = cache_only_context(lm)
+    context = lm.cache_only()
     if context is None:
         raise NotCached(f"{lm.name} has not run on this document yet")
     return chunk_with_model(doc, doc.id, config, lm.models_key, context)
 
 
-def _embedder_name(lm: SessionLM) -> str:
+def _embedder_name(lm: SessionModels) -> str:
     """The embedder the session's model-backed chunkers use, by name (never loads it)."""
     info: ModelInfo | None = st.session_state.get(EMB_INFO)
     if info is not None:
@@ -337,7 +214,7 @@ def _chat_name() -> str:
     return "the bundled chat model" if kind == "local" else spec[1]
 
 
-def models_needed(lm: SessionLM, config: ChunkerConfig) -> str:
+def models_needed(lm: SessionModels, config: ChunkerConfig) -> str:
     """The models ``config`` runs with, named from the registry's ``needs``: ``all-MiniLM-L6-v2 (default)``."""
     from backend.chunkers import REGISTRY
 
@@ -347,7 +224,7 @@ def models_needed(lm: SessionLM, config: ChunkerConfig) -> str:
     return " and ".join(dict.fromkeys(names)) or lm.label
 
 
-def _run_signature(doc: Document, lm: SessionLM, configs: Sequence[ChunkerConfig]) -> tuple:
+def _run_signature(doc: Document, lm: SessionModels, configs: Sequence[ChunkerConfig]) -> tuple:
     """What the model-run panel's job computes: the document, the session's models, the configurations."""
     return (doc.id, lm.models_key, tuple(configs))
 
@@ -360,7 +237,7 @@ def _forget_job(job_key: str) -> None:
 
 
 def waiting_note(
-    doc: Document, lm: SessionLM, config: ChunkerConfig, keys: PageKeys
+    doc: Document, lm: SessionModels, config: ChunkerConfig, keys: PageKeys
 ) -> tuple[str, Callable[[], None] | None]:
     """What a configuration's card says while it has no chunks, and a callback that runs it again.
 
@@ -383,7 +260,7 @@ def waiting_note(
 
 def pending_runs_panel(
     doc: Document,
-    lm: SessionLM,
+    lm: SessionModels,
     configs: Sequence[ChunkerConfig],
     keys: PageKeys,
     preview: Callable[[Job], None] | None = None,
@@ -423,7 +300,7 @@ def pending_runs_panel(
     job = model_job_panel(
         keys.lm_job, signature, start, run_label=f"Run with {models}", run_key=keys.lm_run,
         cancel_key=keys.lm_cancel, what="The model run", preview=preview,
-        resume=scoring_resume_note(lm, doc.text) if needs_lm else None,
+        resume=lm.scoring_resume_note(doc.text) if needs_lm else None,
     )
     if job is None:
         return

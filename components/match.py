@@ -14,13 +14,13 @@ Session-state keys: the page's ``match_*`` (``keys("match_result")``…, see :mo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
 
 from backend.chunkers.match_length import DEFAULT_TOLERANCE, MatchResult, match_length
-from backend.chunking import ChunkerConfig
+from backend.chunking import ChunkerConfig, ConfigEntry
 from backend.errors import Cancelled, ChunkLabError, one_line
 from backend.text.document import Document
 from components.cached import specs
@@ -75,22 +75,22 @@ def run_matches(
     return tuple(out)
 
 
-def match_rows(entries: Sequence[dict[str, Any]], outcome: MatchOutcome) -> list[dict[str, Any]]:
+def match_rows(entries: Sequence[ConfigEntry], outcome: MatchOutcome) -> list[dict[str, Any]]:
     """Table rows: tag, chunker, tuned parameter (before → after), target, achieved, deviation, status."""
-    by_uid = {e["uid"]: e for e in entries}
+    by_uid = {e.uid: e for e in entries}
     rows = []
     for uid, result in outcome.results:
         entry = by_uid.get(uid)
         if entry is None:  # removed since
             continue
-        row = {"configuration": entry["tag"], "chunker": entry["config"].name, "target": outcome.target}
+        row = {"configuration": entry.tag, "chunker": entry.config.name, "target": outcome.target}
         if isinstance(result, str):
             row.update(parameter="—", before=None, after=None, achieved=None, deviation=None, status=result)
         else:
             name = result.parameter
             row.update(
                 parameter=name or "— (no length parameter)",
-                before=str(entry["config"].params_dict.get(name)) if name else None,
+                before=str(entry.config.params_dict.get(name)) if name else None,
                 after=str(result.config.params_dict.get(name)) if name else None,
                 achieved=round(result.achieved, 1),
                 deviation=round(100 * result.error, 1),
@@ -106,9 +106,9 @@ def replace_with_tuned(outcome: MatchOutcome) -> int:
     changed = 0
     new = []
     for e in configurations():
-        cfg = tuned.get(e["uid"])
-        if cfg is not None and cfg != e["config"]:
-            e = {**e, "config": cfg}
+        cfg = tuned.get(e.uid)
+        if cfg is not None and cfg != e.config:
+            e = replace(e, config=cfg)
             changed += 1
         new.append(e)
     st.session_state[CONFIGS] = new
@@ -126,7 +126,7 @@ def _on_replace(keys: PageKeys) -> None:
     st.session_state.pop(keys("match_result"), None)
 
 
-def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], keys: PageKeys) -> None:
+def match_lengths_panel(doc: Document, entries: Sequence[ConfigEntry], keys: PageKeys) -> None:
     """Target input, configuration picker, "Match lengths" button, the results and "Use the tuned ones".
 
     Args:
@@ -134,7 +134,7 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], keys: 
         entries: The session's configurations (``configurations()``).
         keys: The page's session-state keys (``COMPARE``, ``QUALITY``).
     """
-    from components.lm_runs import model_job_panel, session_lm, start_model_job
+    from components.lm_runs import model_job_panel, session_models, start_model_job
 
     note = st.session_state.pop(keys("match_note"), None)
     if note:
@@ -142,7 +142,7 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], keys: 
     if not entries:
         st.caption("No configurations to match.")
         return
-    by_uid = {e["uid"]: e for e in entries}
+    by_uid = {e.uid: e for e in entries}
     sel_key = keys("match_sel_" + "_".join(map(str, by_uid)))  # a configuration added or removed: all again
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         target = st.number_input(
@@ -152,11 +152,11 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], keys: 
         )
         chosen = st.multiselect(
             "Configurations", list(by_uid), default=list(by_uid), key=sel_key,
-            format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].name}" if u in by_uid else str(u),
+            format_func=lambda u: f"{by_uid[u].tag} · {by_uid[u].config.name}" if u in by_uid else str(u),
         )
         clicked = st.button("Match lengths", key=keys("match_run"), icon=":material/straighten:")
     chosen = [u for u in chosen if u in by_uid]
-    configs = tuple((u, by_uid[u]["config"]) for u in chosen)
+    configs = tuple((u, by_uid[u].config) for u in chosen)
     needs = {s["name"]: set(s.get("needs") or ()) for s in specs()}
     needs_model = any(needs.get(c.name) for _, c in configs)  # any model: a background job, never inline
     request_key, result_key = keys("match_request"), keys("match_result")
@@ -173,7 +173,7 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], keys: 
             st.session_state[request_key] = (doc.id, configs, int(target))
     request = st.session_state.get(request_key)
     if request is not None and request[0] == doc.id:
-        lm = session_lm()
+        lm = session_models()
         _doc_id, req_configs, req_target = request
         needs_lm = any("lm" in needs.get(c.name, ()) for _, c in req_configs)
         if needs_lm and lm.error:

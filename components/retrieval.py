@@ -23,11 +23,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from backend.chunking import ConfigEntry
 from backend.errors import ChunkLabError, one_line
 from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark, ConfigResult, MetricSummary, QuestionResult
 from backend.retrieval.metrics import RetrievalScores, union_ranges
 from backend.retrieval.questions import QuestionSet, question_set_from_files
-from backend.figures.charts import CONFIG_COLORS
+from backend.figures.charts import config_color
 from components.keys import BENCHMARK_JOB, PageKeys
 from components.quality import column_width
 from components.render import esc
@@ -41,7 +42,6 @@ __all__ = [
     "indexing_resume_note",
     "Layer",
     "md_text",
-    "config_color",
     "highlight_html",
     "layers_legend_html",
     "HITS_TEXT_CHARS",
@@ -96,10 +96,6 @@ def md_text(text: str) -> str:
     """``text`` (a query, a model or corpus name) safe to place in Markdown: special characters escaped, one line."""
     return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
-
-def config_color(uid: int) -> str:
-    """The colour of the configuration with ``uid`` (the Compare page's)."""
-    return CONFIG_COLORS[uid % len(CONFIG_COLORS)]
 
 
 def _preview(text: str, n: int = _PREVIEW_CHARS) -> str:
@@ -509,7 +505,7 @@ def candidates_frame(gen: GeneratedQuestions) -> pd.DataFrame:
 
 def start_benchmark(
     qset: QuestionSet,
-    entries: Sequence[Mapping[str, Any]],
+    entries: Sequence[ConfigEntry],
     *,
     embedder: str | None,
     retrieve: int,
@@ -531,22 +527,22 @@ def start_benchmark(
     from backend.chunkers import REGISTRY
     from backend.jobs import start_job
     from backend.retrieval.jobs import benchmark_job
-    from components.lm_runs import session_lm, start_model_job
+    from components.lm_runs import session_models, start_model_job
 
     previous = st.session_state.get(BENCHMARK_JOB)
     if previous is not None and previous.running:
         previous.cancel()
-    configs = [e["config"] for e in entries]
+    configs = [e.config for e in entries]
     meta = {
-        "tags": [e["tag"] for e in entries],
-        "colors": [config_color(e["uid"]) for e in entries],
+        "tags": [e.tag for e in entries],
+        "colors": [config_color(e.uid) for e in entries],
         "qset": qset,
         "qset_name": qset_name,
     }
     body = benchmark_job(qset, configs, embedder, retrieve, cross_corpus)
     title = f"Benchmarking {len(configs)} configuration(s)"
     if any("lm" in REGISTRY[c.name].needs for c in configs if c.name in REGISTRY):
-        lm = session_lm()
+        lm = session_models()
         if lm.error:
             return lm.error
         if lm.scorer is None:  # the default model: the chunkers load it only for outputs not in the cache

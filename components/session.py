@@ -164,7 +164,7 @@ def capture_session() -> Session | None:
     if doc is None:
         return None
     sample = current_sample()
-    tagged = [(e["tag"], e["config"]) for e in configurations()]
+    tagged = [(e.tag, e.config) for e in configurations()]
     return Session.make(DocRef.of(doc, sample.name if sample else None), tagged, _models(), _settings())
 
 
@@ -358,7 +358,7 @@ def sync_query_params() -> None:
     """Keep ``?configs=`` (and ``?sample=`` while the document is a bundled sample) equal to the session's."""
     if not st.session_state.get(_URL_DONE):
         return  # the link has not been read yet: do not overwrite it
-    value = configs_to_query([(e["tag"], e["config"]) for e in configurations()])
+    value = configs_to_query([(e.tag, e.config) for e in configurations()])
     if value and st.query_params.get("configs") != value:
         st.query_params["configs"] = value
     elif not value and "configs" in st.query_params:

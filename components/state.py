@@ -11,8 +11,7 @@ from typing import Any, Mapping, Sequence
 import streamlit as st
 
 from backend.chunkers import make_chunker
-from backend.chunking import ChunkerConfig
-from backend.report.session import tag_for
+from backend.chunking import ChunkerConfig, ConfigEntry, first_free_tag
 from backend.text.document import Document
 from components.keys import CONFIGS, DOC, DOC_VERSION, NEXT_UID
 
@@ -29,7 +28,6 @@ __all__ = [
     "remove_configuration",
     "last_removed",
     "undo_remove",
-    "tag_for",
     "replace_configurations",
 ]
 
@@ -80,7 +78,7 @@ def require_document() -> Document:
     return doc
 
 
-def require_configurations() -> list[dict[str, Any]]:
+def require_configurations() -> list[ConfigEntry]:
     """The configurations; without any, a line and a link to the Compare page, and the page stops here."""
     entries = configurations()
     if not entries:
@@ -96,21 +94,12 @@ def set_document(doc: Document) -> None:
     st.session_state[DOC_VERSION] = st.session_state.get(DOC_VERSION, 0) + 1
 
 
-def configurations() -> list[dict[str, Any]]:
-    """The configurations to compare: dicts with ``uid`` (stable id), ``tag`` and ``config``."""
+def configurations() -> list[ConfigEntry]:
+    """The configurations to compare, in order."""
     return st.session_state.setdefault(CONFIGS, [])
 
 
-def _first_free_tag(entries: list[dict[str, Any]]) -> str:
-    """The first letter no configuration holds (A, B, C… reused after removals)."""
-    used = {e["tag"] for e in entries}
-    n = 0
-    while tag_for(n) in used:
-        n += 1
-    return tag_for(n)
-
-
-def add_configuration(config: ChunkerConfig) -> dict[str, Any]:
+def add_configuration(config: ChunkerConfig) -> ConfigEntry:
     """Append ``config`` under the first free letter (the same config twice is allowed: each entry gets its own uid).
 
     Uids are never reused (widget keys are built from them); letters are.
@@ -118,7 +107,7 @@ def add_configuration(config: ChunkerConfig) -> dict[str, Any]:
     uid = st.session_state.get(NEXT_UID, 0)
     st.session_state[NEXT_UID] = uid + 1
     entries = configurations()
-    entry = {"uid": uid, "tag": _first_free_tag(entries), "config": config}
+    entry = ConfigEntry(uid, first_free_tag(e.tag for e in entries), config)
     entries.append(entry)
     st.session_state.pop(_REMOVED, None)  # an older removal's letter may now be taken: no undo past this
     return entry
@@ -128,13 +117,13 @@ def remove_configuration(uid: int) -> None:
     """Drop the configuration with ``uid`` (a widget callback); :func:`undo_remove` puts it back."""
     entries = configurations()
     for position, entry in enumerate(entries):
-        if entry["uid"] == uid:
+        if entry.uid == uid:
             st.session_state.setdefault(_REMOVED, []).append((position, entry))
             st.session_state[CONFIGS] = entries[:position] + entries[position + 1 :]
             return
 
 
-def last_removed() -> dict[str, Any] | None:
+def last_removed() -> ConfigEntry | None:
     """The configuration the next :func:`undo_remove` restores (``None``: nothing to undo)."""
     removed = st.session_state.get(_REMOVED)
     return removed[-1][1] if removed else None
@@ -156,6 +145,6 @@ def replace_configurations(tagged: Sequence[tuple[str, ChunkerConfig]]) -> None:
     for tag, config in tagged:
         uid = st.session_state.get(NEXT_UID, 0)
         st.session_state[NEXT_UID] = uid + 1
-        entries.append({"uid": uid, "tag": tag, "config": config})
+        entries.append(ConfigEntry(uid, tag, config))
     st.session_state[CONFIGS] = entries
     st.session_state.pop(_REMOVED, None)

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
-from backend.chunking import Chunking
-from backend.figures.charts import CONFIG_COLORS, boundary_strip, size_histogram
+from backend.chunking import Chunking, ConfigEntry
+from backend.figures.charts import boundary_strip, size_histogram
 from backend.metrics.cost import CONFIRM_SECONDS, Throughput, cost_estimate, cost_label, format_seconds, needs_confirmation
 from backend.metrics.report import QualityData, QualityReport, QualitySettings, quality_row
 from backend.metrics.scores import score_chunkings, table_key, vectors_key
@@ -28,7 +28,7 @@ from backend.report.summary import METRIC_INFO, METRICS, Summary, cached_scores,
 from components.cached import sample_question_sets, sample_questions
 from components.documents import current_sample
 from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET, QUALITY_STORE, QUALITY_THROUGHPUT, SUMMARY
-from components.lm_runs import SessionLM, cache_only_context, model_job_panel, start_model_job
+from components.lm_runs import SessionModels, model_job_panel, start_model_job
 from components.models import job_outcome
 from components.quality import CHUNKER_WIDTH, HIGHLIGHT, embedder_identity, embedder_loader
 from components.retrieval import md_text, start_benchmark
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOT_COMPUTED",
-    "config_color",
     "session_quality",
     "session_benchmark",
     "summary_frame",
@@ -61,10 +60,6 @@ _PLOT = {"displaylogo": False}
 HISTOGRAMS_PER_ROW = 3
 
 
-def config_color(uid: int) -> str:
-    """A configuration's colour on every chart (the Compare page's)."""
-    return CONFIG_COLORS[uid % len(CONFIG_COLORS)]
-
 
 def _store(doc: Document) -> dict:
     """The Quality page's store of pair tables and vectors for ``doc`` (a new one for another document)."""
@@ -75,7 +70,7 @@ def _store(doc: Document) -> dict:
 
 
 def session_quality(
-    doc: Document, tagged: Sequence[tuple[str, Chunking]], lm: SessionLM, settings: QualitySettings
+    doc: Document, tagged: Sequence[tuple[str, Chunking]], lm: SessionModels, settings: QualitySettings
 ) -> tuple[dict[str, QualityReport], dict[str, QualityData]]:
     """Per tag, its quality row from what the Quality page scored or the output cache holds (no model call).
 
@@ -88,7 +83,7 @@ def session_quality(
     store = _store(doc)
     cache = default_cache()
     emb_fp, _name = embedder_identity()
-    context = cache_only_context(lm) if lm.error is None else None
+    context = lm.cache_only() if lm.error is None else None
     refusing = context.scorer if context is not None else None
     out, data = {}, {}
     for tag, ch in tagged:
@@ -170,7 +165,7 @@ def verdict_markdown(sentences: Sequence[str]) -> str:
 
 
 def quality_job_panel(
-    doc: Document, tagged: Sequence[tuple[str, Chunking]], lm: SessionLM, settings: QualitySettings
+    doc: Document, tagged: Sequence[tuple[str, Chunking]], lm: SessionModels, settings: QualitySettings
 ) -> None:
     """The button (with its cost) that scores BC, CS and DS of ``tagged`` in a background job, its progress, its end.
 
@@ -244,7 +239,7 @@ def _question_set(name: str) -> QuestionSet:
     return sample_questions(name.removeprefix("sample:"))
 
 
-def retrieval_job_panel(doc: Document, entries: Sequence[Mapping[str, Any]], missing: Sequence[str]) -> None:
+def retrieval_job_panel(doc: Document, entries: Sequence[ConfigEntry], missing: Sequence[str]) -> None:
     """Pick a question set and run the benchmark of every configuration (the Benchmark page's job), or its progress."""
     job = st.session_state.get(BENCHMARK_JOB)
     if job is not None and job.running:
@@ -306,10 +301,10 @@ def report_button(
 
     def build() -> str:
         from backend.report.html import cached_curves, report_html
-        from components.lm_runs import session_lm
+        from components.lm_runs import session_models
 
-        lm = session_lm()
-        curves, ppl = cached_curves(doc, chunkings, cache_only_context(lm) if lm.error is None else None)
+        lm = session_models()
+        curves, ppl = cached_curves(doc, chunkings, lm.cache_only() if lm.error is None else None)
         return report_html(summary, doc, chunkings, benchmark=benchmark, quality=quality, curves=curves, ppl=ppl,
                            questions=questions, models={"language model": lm.label})
 

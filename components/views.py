@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import streamlit as st
 
-from backend.chunking import Chunking
+from backend.chunking import Chunking, ConfigEntry
 from components.keys import COMPARE
 from components.render import chunk_detail_html, esc, tag_badge_html
 from components.state import last_removed, remove_configuration, undo_remove
@@ -56,13 +56,13 @@ def _safe(text: str) -> str:
     return re.sub(r"[^\w.-]+", "-", text).strip("-.")
 
 
-def config_title(entry: dict[str, Any], color: str) -> None:
+def config_title(entry: ConfigEntry, color: str) -> None:
     """The configuration's coloured tag and chunker name."""
-    st.html(f"{tag_badge_html(entry['tag'], color)}<b>{esc(entry['config'].name)}</b>")
+    st.html(f"{tag_badge_html(entry.tag, color)}<b>{esc(entry.config.name)}</b>")
 
 
 def config_card(
-    entry: dict[str, Any], chunking: Chunking | None, error: str | None, doc_source: str, color: str,
+    entry: ConfigEntry, chunking: Chunking | None, error: str | None, doc_source: str, color: str,
     note: str | None = None,
     on_retry: Callable[[], None] | None = None,
 ) -> None:
@@ -71,7 +71,7 @@ def config_card(
     ``note`` says why a configuration has no chunks yet (e.g. it waits for a language model);
     ``on_retry`` (its model run was cancelled or failed) adds a "Run again" button calling it.
     """
-    uid, cfg = entry["uid"], entry["config"]
+    uid, cfg = entry.uid, entry.config
     with st.container(border=True, key=COMPARE(f"card_{uid}")):
         config_title(entry, color)
         params = ", ".join(f"{k} = {v}" for k, v in cfg.params) or "default parameters"
@@ -86,7 +86,7 @@ def config_card(
             st.caption(note)
         with st.container(horizontal=True, gap="small"):
             if chunking is not None:
-                stem = export_stem(doc_source, entry["tag"], chunking)
+                stem = export_stem(doc_source, entry.tag, chunking)
                 # Callables: the files are only built when a button is pressed.
                 st.download_button(
                     "JSONL", chunking.to_jsonl, file_name=f"{stem}.jsonl", mime="application/jsonl",
@@ -115,14 +115,14 @@ def undo_remove_bar() -> None:
     if entry is None:
         return
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
-        st.caption(f"Removed {entry['tag']}: {esc(entry['config'].label)}")
+        st.caption(f"Removed {entry.tag}: {esc(entry.config.label)}")
         st.button(
             "Undo", key=COMPARE("undo_remove"), icon=":material/undo:", on_click=undo_remove,
             help="Put the removed configuration back, with its letter and place",
         )
 
 
-def chunk_inspector(entry: dict[str, Any], chunking: Chunking, text: str, key: str) -> None:
+def chunk_inspector(entry: ConfigEntry, chunking: Chunking, text: str, key: str) -> None:
     """A chunk picker and the picked chunk with its previous and next neighbours.
 
     Args:
@@ -133,10 +133,10 @@ def chunk_inspector(entry: dict[str, Any], chunking: Chunking, text: str, key: s
     """
     chunks = chunking.chunks
     if not chunks:
-        st.caption(f"{entry['tag']}: no chunks")
+        st.caption(f"{entry.tag}: no chunks")
         return
     i = st.number_input(
-        f"{entry['tag']} · chunk index",
+        f"{entry.tag} · chunk index",
         min_value=0,
         max_value=len(chunks) - 1,
         step=1,

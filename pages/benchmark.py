@@ -236,14 +236,14 @@ if qset is not None:
 # --- the run ---------------------------------------------------------------------------------------
 st.subheader("Run", anchor=False)
 entries = configurations()
-by_uid = {e["uid"]: e for e in entries}
+by_uid = {e.uid: e for e in entries}
 held = st.session_state.get(BENCHMARK("configs"))
 if held is not None:
     st.session_state[BENCHMARK("configs")] = [u for u in held if u in by_uid]
 chosen_uids = st.multiselect(
     "Configurations", list(by_uid), default=list(by_uid) if held is None else None, key=BENCHMARK("configs"),
     persist_state="session",
-    format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].label}",
+    format_func=lambda u: f"{by_uid[u].tag} · {by_uid[u].config.label}",
     help="The Compare page's configurations; add more there.",
 )
 chosen = [by_uid[u] for u in chosen_uids]

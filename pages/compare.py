@@ -9,10 +9,10 @@ from backend.errors import ChunkLabError, one_line
 from components.cached import chunk_document, specs, stats_rows
 from components.config_form import add_config_form
 from components.curves import curves_section, partial_curve_preview
-from backend.figures.charts import CONFIG_COLORS, boundary_strip, size_histogram
+from backend.figures.charts import boundary_strip, config_color, size_histogram
 from components.keys import COMPARE
 from components.layout import ensure_routed
-from components.lm_runs import model_chunking, pending_runs_panel, session_lm, waiting_note
+from components.lm_runs import model_chunking, pending_runs_panel, session_models, waiting_note
 from components.match import match_lengths_panel
 from components.render import STYLE, ChunkIndex, legend_html, window_html
 from components.state import add_configuration, configurations, normalized_config, require_document
@@ -38,9 +38,6 @@ RETRIEVER_CAPTION = (
 def _sel_key(uid: int) -> str:
     return COMPARE(f"sel_{uid}")
 
-
-def _color(uid: int) -> str:
-    return CONFIG_COLORS[uid % len(CONFIG_COLORS)]
 
 
 def _set_page(page: int) -> None:
@@ -76,7 +73,7 @@ def _on_strip_select() -> None:
 def _apply_focus(results: list, window: int) -> None:
     """Select the clicked chunk, the chunks at the same offset in the other rows, and its window."""
     tag, index = st.session_state.pop(_FOCUS)
-    clicked = next((ch for e, ch, _ in results if ch is not None and e["tag"] == tag), None)
+    clicked = next((ch for e, ch, _ in results if ch is not None and e.tag == tag), None)
     if clicked is None or not 0 <= index < len(clicked.chunks):
         return
     offset = clicked.chunks[index].start
@@ -85,7 +82,7 @@ def _apply_focus(results: list, window: int) -> None:
             continue
         hit = ch.chunks[index] if ch is clicked else ch.chunk_at(offset)
         if hit is not None:
-            st.session_state[_sel_key(e["uid"])] = hit.index
+            st.session_state[_sel_key(e.uid)] = hit.index
     _set_page(offset // window + 1)
 
 
@@ -102,7 +99,7 @@ def _sidebar() -> None:
             except ChunkLabError as e:
                 st.error(one_line(str(e)), icon=":material/error:")
             else:
-                st.toast(f"Added {entry['tag']}: {entry['config'].label}", icon=":material/check:")
+                st.toast(f"Added {entry.tag}: {entry.config.label}", icon=":material/check:")
 
 
 st.html(STYLE)
@@ -126,10 +123,10 @@ if st.session_state.get(COMPARE("doc_id")) != doc.id:
     st.session_state[COMPARE("doc_id")] = doc.id
     _set_page(1)  # back to the first window
     for e in entries:
-        st.session_state.pop(_sel_key(e["uid"]), None)
+        st.session_state.pop(_sel_key(e.uid), None)
 
 # Model-backed configurations never run inline: from the cache, else in a background job (below).
-lm = session_lm() if any(needs_model(e["config"]) for e in entries) else None
+lm = session_models() if any(needs_model(e.config) for e in entries) else None
 
 
 def _chunk(d, config):
@@ -145,7 +142,7 @@ def _with_model(d, config):
     return model_chunking(d, config, lm, COMPARE)
 
 
-outcomes = chunk_all(doc, [e["config"] for e in entries], _chunk, with_model=_with_model)
+outcomes = chunk_all(doc, [e.config for e in entries], _chunk, with_model=_with_model)
 pending = [e for e, o in zip(entries, outcomes) if o.state == "pending"]  # entries waiting for a model run
 results = [(e, o.chunking, o.error) for e, o in zip(entries, outcomes)]  # (entry, chunking or None, error or None)
 ok = [(e, ch) for e, ch, _ in results if ch is not None]
@@ -157,20 +154,20 @@ if _FOCUS in st.session_state:
 if st.session_state.get(_PAGE, 1) > n_pages:
     _set_page(n_pages)
 for e, ch in ok:
-    key = _sel_key(e["uid"])
+    key = _sel_key(e.uid)
     if st.session_state.get(key, 0) > len(ch.chunks) - 1:
         st.session_state[key] = max(len(ch.chunks) - 1, 0)
 
 # --- configuration cards: what each column is, with downloads and remove ----------------------
 if pending:
-    pending_configs = [e["config"] for e in pending]
+    pending_configs = [e.config for e in pending]
     pending_runs_panel(doc, lm, pending_configs, COMPARE, partial_curve_preview(doc, lm, pending_configs, COMPARE))
-waiting = {e["uid"] for e in pending}
+waiting = {e.uid for e in pending}
 for col, (e, ch, err) in grid(results, MAX_PER_ROW):
     with col:
-        note, retry = waiting_note(doc, lm, e["config"], COMPARE) if e["uid"] in waiting else (None, None)
-        config_card(e, ch, err, doc.source, _color(e["uid"]), note=note, on_retry=retry)
-        if is_retriever(e["config"].name):
+        note, retry = waiting_note(doc, lm, e.config, COMPARE) if e.uid in waiting else (None, None)
+        config_card(e, ch, err, doc.source, config_color(e.uid), note=note, on_retry=retry)
+        if is_retriever(e.config.name):
             st.caption(RETRIEVER_CAPTION)
 
 # --- match lengths: tune every configuration to one mean chunk length (components/match.py) --------
@@ -183,8 +180,8 @@ if not ok:
 
 # --- summary statistics ----------------------------------------------------------------------
 st.subheader("Summary", anchor=False)
-rows = stats_rows(tuple(ch for _, ch in ok), tuple((doc.id, e["config"]) for e, _ in ok))
-table = pd.DataFrame(rows, index=[e["tag"] for e, _ in ok])
+rows = stats_rows(tuple(ch for _, ch in ok), tuple((doc.id, e.config) for e, _ in ok))
+table = pd.DataFrame(rows, index=[e.tag for e, _ in ok])
 table["overlap_pct"] = table["overlap_chars"] / max(len(doc.text), 1) * 100
 st.dataframe(
     table.drop(columns=["configuration", "overlap_chars"]),
@@ -229,10 +226,10 @@ if show_strip:
         "Hover for details, drag to zoom, double-click to reset, click a chunk to open it below. "
         "The dotted band is the part of the text shown side by side."
     )
-    selected = [st.session_state.get(_sel_key(e["uid"]), 0) for e, _ in ok]
+    selected = [st.session_state.get(_sel_key(e.uid), 0) for e, _ in ok]
     strip = boundary_strip(
-        [ch for _, ch in ok], [e["tag"] for e, _ in ok], len(doc.text), (win_start, win_end), selected,
-        revision=f"{doc.id}:" + ",".join(str(e["uid"]) for e, _ in ok),
+        [ch for _, ch in ok], [e.tag for e, _ in ok], len(doc.text), (win_start, win_end), selected,
+        revision=f"{doc.id}:" + ",".join(str(e.uid) for e, _ in ok),
     )
     st.plotly_chart(
         strip,
@@ -268,12 +265,12 @@ st.html(legend_html(paged=bool(page_starts)))
 
 for col, (e, ch) in grid(ok, MAX_PER_ROW):
     with col:
-        config_title(e, _color(e["uid"]))
-        with st.container(height=600, border=True, key=COMPARE(f"view_{e['uid']}")):
+        config_title(e, config_color(e.uid))
+        with st.container(height=600, border=True, key=COMPARE(f"view_{e.uid}")):
             st.html(
                 window_html(
                     doc.text, ch.chunks, win_start, win_end, index=ChunkIndex.build(ch.chunks),
-                    selected=st.session_state.get(_sel_key(e["uid"]), 0), page_starts=page_starts,
+                    selected=st.session_state.get(_sel_key(e.uid), 0), page_starts=page_starts,
                 )
             )
 
@@ -282,7 +279,7 @@ st.subheader("Chunk inspector", anchor=False)
 st.caption("Pick a chunk per configuration (or click one on the strip) to read it with its neighbours.")
 for col, (e, ch) in grid(ok, MAX_PER_ROW):
     with col:
-        chunk_inspector(e, ch, doc.text, _sel_key(e["uid"]))
+        chunk_inspector(e, ch, doc.text, _sel_key(e.uid))
 
 # --- chunk-size distribution -------------------------------------------------------------------
 st.subheader("Chunk sizes", anchor=False)
@@ -291,10 +288,10 @@ unit = st.segmented_control(
     key=COMPARE("hist_unit"), persist_state="session",
 )
 st.plotly_chart(
-    size_histogram([ch for _, ch in ok], [e["tag"] for e, _ in ok], [_color(e["uid"]) for e, _ in ok], unit),
+    size_histogram([ch for _, ch in ok], [e.tag for e, _ in ok], [config_color(e.uid) for e, _ in ok], unit),
     key=COMPARE("hist"),
     config={"displaylogo": False},
 )
 
 # --- curves: what each chunker with a curve (registry: has_curve) cut on; components/curves.py ----------
-curves_section(doc, results, lm, _color, COMPARE)
+curves_section(doc, results, lm, config_color, COMPARE)

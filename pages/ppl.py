@@ -28,12 +28,9 @@ from backend.figures.ppl import chunk_curve, drops_histogram, margin_chart, valu
 from components.keys import PPL
 from components.layout import ensure_routed
 from components.lm_runs import (
-    cache_only_context,
-    cached_document_scores,
     finished_job,
     model_job_panel,
-    scoring_resume_note,
-    session_lm,
+    session_models,
     start_model_job,
 )
 from components.ppl import (
@@ -99,7 +96,7 @@ def _on_aim() -> None:
 def _add(config) -> None:
     """Add a configuration to Compare and say so."""
     entry = add_configuration(config)
-    st.session_state[_NOTE] = f"Added {entry['tag']} to Compare: {entry['config'].label}"
+    st.session_state[_NOTE] = f"Added {entry.tag} to Compare: {entry.config.label}"
 
 
 st.html(STYLE)
@@ -117,7 +114,7 @@ if not doc.sentences:
     st.info("This document has no sentences to score.", icon=":material/info:")
     st.stop()
 
-lm = session_lm()
+lm = session_models()
 with st.container(horizontal=True, vertical_alignment="center", gap="small"):
     st.caption("Language model:")
     st.text(lm.label)  # a model name is user or server input: plain text
@@ -144,7 +141,7 @@ def _partial_curve(doc, job, model: str, model_name: str) -> None:
 scores: PPLScores | None = st.session_state.get(_SCORES)
 if scores is None or scores.doc_id != doc.id or scores.model != lm.identity:
     scores = None
-    cached = cached_document_scores(lm, doc.text)
+    cached = lm.cached_document_scores(doc.text)
     if cached is not None:
         scores = st.session_state[_SCORES] = PPLScores.build(doc, cached, lm.identity, lm.name)
     else:
@@ -163,7 +160,7 @@ if scores is None or scores.doc_id != doc.id or scores.model != lm.identity:
             cancel_key=PPL("score_cancel"),
             what="Scoring",
             preview=lambda job, d=doc, m=lm.identity, name=lm.name: _partial_curve(d, job, m, name),
-            resume=scoring_resume_note(lm, doc.text),
+            resume=lm.scoring_resume_note(doc.text),
         )
         if job is None:
             st.stop()
@@ -322,7 +319,7 @@ margin_decider = make_chunker("margin_sampling", {"unit": unit, "language": "aut
 def _start_margin():
     """Read every margin from the cache when it can (instant), else start the job."""
     title = f"Margin sampling {doc.source} with {lm.name}"
-    context = cache_only_context(lm)
+    context = lm.cache_only()
     if context is not None:
         try:
             return finished_job(title, margin_sig, tuple(margin_decider.steps(doc, context)))

@@ -26,17 +26,16 @@ from backend.metrics.report import QualityData, QualitySettings, model_needs, ta
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings, table_key, vectors_key
 from backend.models.cache import default_cache
 from components.cached import chunk_document
-from backend.figures.charts import CONFIG_COLORS
+from backend.figures.charts import config_color
 from backend.figures.export import figure_html, png_export_available
 from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from components.keys import QUALITY, QUALITY_STORE, QUALITY_THROUGHPUT
 from components.layout import ensure_routed
 from components.lm_runs import (
-    cache_only_context,
     model_chunking,
     model_job_panel,
     pending_runs_panel,
-    session_lm,
+    session_models,
     start_model_job,
 )
 from components.match import match_lengths_panel
@@ -60,9 +59,6 @@ METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness
 K_GRID = [round(0.05 * i, 2) for i in range(31)]  # 0 … 1.5, the K slider's range
 GRAPHS_PER_ROW = 3
 
-
-def _color(uid: int) -> str:
-    return CONFIG_COLORS[uid % len(CONFIG_COLORS)]
 
 
 st.title("Quality")
@@ -108,7 +104,7 @@ needs = model_needs(metrics)
 complete, needs_scorer, needs_embedder = needs.complete, needs.scorer, needs.embedder
 
 # Model-backed chunkers (language model, embedder or chat model) never run inline, as on Compare.
-lm = session_lm() if needs_scorer or any(needs_model(e["config"]) for e in entries) else None
+lm = session_models() if needs_scorer or any(needs_model(e.config) for e in entries) else None
 if lm is not None:
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         st.caption("Language model:")
@@ -122,7 +118,7 @@ if lm is not None:
 
 # --- the chunkings (model-backed ones from the cache, else a background job) ---------------------------
 outcomes = chunk_all(
-    doc, [e["config"] for e in entries], lambda d, c: chunk_document(d, d.id, c),
+    doc, [e.config for e in entries], lambda d, c: chunk_document(d, d.id, c),
     with_model=lambda d, c: model_chunking(d, c, lm, QUALITY),
 )
 ok, pending = [], []
@@ -132,9 +128,9 @@ for e, outcome in zip(entries, outcomes):
     elif outcome.state == "pending":
         pending.append(e)
     else:
-        st.error(f"{e['tag']}: {outcome.error}", icon=":material/error:")
+        st.error(f"{e.tag}: {outcome.error}", icon=":material/error:")
 if pending:
-    pending_runs_panel(doc, lm, [e["config"] for e in pending], QUALITY)
+    pending_runs_panel(doc, lm, [e.config for e in pending], QUALITY)
 if not ok:
     st.stop()
 
@@ -144,7 +140,7 @@ if store is None or store.get("doc") != doc.id:
     store = st.session_state[_STORE] = {"doc": doc.id}
 cache = default_cache()
 emb_fp, emb_name = embedder_identity() if needs_embedder else (None, "")
-_lookup = cache_only_context(lm) if needs_scorer else None
+_lookup = lm.cache_only() if needs_scorer else None
 refusing = _lookup.scorer if _lookup is not None else None  # a stand-in that raises NotCached on any model call
 
 
@@ -183,7 +179,7 @@ if missing:
         [ch.token_counts for ch in to_score], complete=complete, window=window, tokens_per_s=speed.tokens_per_s,
         chunk_texts=[[c.text for c in ch.chunks] for ch in to_score],  # the pairs the job counts
     )
-    tags = ", ".join(e["tag"] for e, _ in missing)
+    tags = ", ".join(e.tag for e, _ in missing)
     if to_score:
         measured = "measured on your last run" if speed.measured else "a rough CPU figure"
         st.info(
@@ -198,7 +194,7 @@ if missing:
     # The job covers every configuration (cached ones are read back at once), so its signature does not
     # change while it runs and fills the cache configuration by configuration.
     signature = (
-        "quality", doc.id, lm.identity if lm else None, emb_fp, tuple(e["config"] for e, _ in ok), complete, window,
+        "quality", doc.id, lm.identity if lm else None, emb_fp, tuple(e.config for e, _ in ok), complete, window,
         tuple(sorted(metrics)),
     )
     load_embedder = embedder_loader() if needs_embedder else None
@@ -236,18 +232,18 @@ if missing:
         st.session_state.pop(_JOB, None)
         st.rerun()
 
-waiting = {e["uid"] for e, _ in missing}
+waiting = {e.uid for e, _ in missing}
 datas = [
     QualityData(
-        e["tag"], e["config"], ch,
+        e.tag, e.config, ch,
         table=store.get(_table_key(ch)) if needs_scorer else None,
         vectors=store.get(_vectors_key(ch)) if needs_embedder else None,
     )
     for e, ch in ok
-    if e["uid"] not in waiting
+    if e.uid not in waiting
 ]
-colors = [_color(e["uid"]) for e, _ in ok if e["uid"] not in waiting]
-uids = [e["uid"] for e, _ in ok if e["uid"] not in waiting]
+colors = [config_color(e.uid) for e, _ in ok if e.uid not in waiting]
+uids = [e.uid for e, _ in ok if e.uid not in waiting]
 if not datas:
     st.stop()
 

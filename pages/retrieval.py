@@ -10,6 +10,7 @@ import streamlit as st
 
 from backend.chunkers.run import chunk_all
 from backend.errors import ChunkLabError, one_line
+from backend.figures.charts import config_color
 from backend.jobs import start_job
 from backend.retrieval.jobs import cp_job, search_job
 from backend.retrieval.live import (
@@ -29,14 +30,13 @@ from components.cached import chunk_document
 from components.demo import demo_question, take_demo_start
 from components.keys import COMPARE, EMB_CHOICE, QSET, RETRIEVAL
 from components.layout import ensure_routed
-from components.lm_runs import model_chunking, session_lm, start_model_job
+from components.lm_runs import model_chunking, session_models, start_model_job
 from components.models import job_outcome
 from components.multi import RETRIEVER_NOTE, picks_html, picks_layer, picks_texts, retriever_panel
 from components.render import STYLE, esc, tag_badge_html
 from components.retrieval import (
     RET_STYLE,
     Layer,
-    config_color,
     highlight_html,
     hits_html,
     indexing_resume_note,
@@ -74,17 +74,17 @@ def _reset_for(doc_id: str) -> None:
 def _chunkings(doc, entries) -> tuple[dict, list[str]]:
     """Each selected configuration's chunking (no model call), and one-line notes for those left out."""
     outcomes = chunk_all(
-        doc, [e["config"] for e in entries], lambda d, c: chunk_document(d, d.id, c),
-        with_model=lambda d, c: model_chunking(d, c, session_lm(), COMPARE),  # Compare's model runs, or the cache
+        doc, [e.config for e in entries], lambda d, c: chunk_document(d, d.id, c),
+        with_model=lambda d, c: model_chunking(d, c, session_models(), COMPARE),  # Compare's model runs, or the cache
     )
     out, notes = {}, []
     for e, outcome in zip(entries, outcomes):
         if outcome.state == "done":
-            out[e["tag"]] = outcome.chunking
+            out[e.tag] = outcome.chunking
         elif outcome.state == "pending":
-            notes.append(f"{e['tag']} needs a model run: open it on the Compare page first")
+            notes.append(f"{e.tag} needs a model run: open it on the Compare page first")
         else:
-            notes.append(f"{e['tag']}: {outcome.error}")
+            notes.append(f"{e.tag}: {outcome.error}")
     return out, notes
 
 
@@ -142,7 +142,7 @@ except ChunkLabError as e:
 
 # --- configurations and the query -----------------------------------------------------------
 entries = configurations()
-by_uid = {e["uid"]: e for e in entries}
+by_uid = {e.uid: e for e in entries}
 require_configurations()
 held = st.session_state.get(_CONFIGS)
 if held is not None:
@@ -151,7 +151,7 @@ chosen_uids = st.multiselect(
     "Configurations",
     list(by_uid),
     default=list(by_uid)[:MAX_PER_ROW] if held is None else None,
-    format_func=lambda u: f"{by_uid[u]['tag']} · {by_uid[u]['config'].label}",
+    format_func=lambda u: f"{by_uid[u].tag} · {by_uid[u].config.label}",
     key=_CONFIGS,
     persist_state="session",
     help="The Compare page's configurations; add more there.",
@@ -160,8 +160,8 @@ chosen = [by_uid[u] for u in chosen_uids]
 chunkings, notes = _chunkings(doc, chosen)
 for note in notes:
     st.caption(note)
-colors = {e["tag"]: config_color(e["uid"]) for e in chosen}
-labels = {e["tag"]: e["config"].label for e in chosen}
+colors = {e.tag: config_color(e.uid) for e in chosen}
+labels = {e.tag: e.config.label for e in chosen}
 
 with st.form(RETRIEVAL("query_form"), border=True):
     left, right = st.columns([5, 1], vertical_alignment="bottom")
@@ -200,7 +200,7 @@ result = job.result if job is not None else None
 hits: dict = {t: h for t, h in result.hits.items() if t in chunkings} if result is not None else {}
 multi: dict = {t: r for t, r in result.retrievals.items() if t in chunkings} if result is not None else {}
 shown = [t for t in result.tags if t in hits or t in multi] if result is not None else []
-uids = {e["tag"]: e["uid"] for e in chosen}
+uids = {e.tag: e.uid for e in chosen}
 
 # --- results side by side ----------------------------------------------------------------------
 if shown:
@@ -269,7 +269,7 @@ if shown:
         help="CP (information support): the language model's mean NLL of this answer given each "
         "configuration's retrieved chunks; lower means the chunks support the answer better.",
     )
-    lm = session_lm()
+    lm = session_models()
     cp_signature = (doc.id, job.meta["query"], job.meta["k"], tuple(shown), answer.strip(), lm.identity)
     if st.button(f"Compute CP with {lm.name}", key=RETRIEVAL("cp"), icon=":material/play_arrow:", disabled=not answer.strip()):
         if lm.error:

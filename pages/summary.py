@@ -9,16 +9,16 @@ has a button that starts the same job the Quality or Benchmark page would.
 import streamlit as st
 
 from backend.chunkers.run import chunk_all, needs_model
+from backend.figures.charts import config_color
 from backend.report.summary import summarize, verdict
 from components.cached import chunk_document
 from components.keys import SUMMARY, SUMMARY_SHOWN
 from components.layout import ensure_routed
-from components.lm_runs import model_chunking, pending_runs_panel, session_lm
+from components.lm_runs import model_chunking, pending_runs_panel, session_models
 from components.quality import page_settings
 from components.retrieval import md_text
 from components.state import require_configurations, require_document
 from components.summary import (
-    config_color,
     quality_job_panel,
     report_button,
     retrieval_job_panel,
@@ -37,27 +37,27 @@ doc = require_document()
 entries = require_configurations()
 
 # --- the chunkings: as on Compare (model-backed ones from the cache, else a background job) --------------
-lm = session_lm()
+lm = session_models()
 outcomes = chunk_all(
-    doc, [e["config"] for e in entries], lambda d, c: chunk_document(d, d.id, c),
+    doc, [e.config for e in entries], lambda d, c: chunk_document(d, d.id, c),
     with_model=lambda d, c: model_chunking(d, c, lm, SUMMARY),
 )
 ok = [(e, o.chunking) for e, o in zip(entries, outcomes) if o.state == "done"]
 pending = [e for e, o in zip(entries, outcomes) if o.state == "pending"]
 for e, o in zip(entries, outcomes):
     if o.state == "failed":
-        st.error(f"{e['tag']}: {o.error}", icon=":material/error:")
+        st.error(f"{e.tag}: {o.error}", icon=":material/error:")
 if pending and not lm.error:
-    pending_runs_panel(doc, lm, [e["config"] for e in pending], SUMMARY)
+    pending_runs_panel(doc, lm, [e.config for e in pending], SUMMARY)
 
 # --- the numbers: read where the Compare, Quality and Benchmark pages keep them ----------------------------
 settings = page_settings()
-tagged = [(e["tag"], ch) for e, ch in ok]
+tagged = [(e.tag, ch) for e, ch in ok]
 quality, quality_data = session_quality(doc, tagged, lm, settings)
 benchmark, bm_meta = session_benchmark()
 by_tag = dict(tagged)
 summary = summarize(
-    doc, [(e["tag"], by_tag.get(e["tag"], e["config"])) for e in entries], quality=quality, benchmark=benchmark,
+    doc, [(e.tag, by_tag.get(e.tag, e.config)) for e in entries], quality=quality, benchmark=benchmark,
     settings={
         **settings.to_json(),
         "retrieve": benchmark.retrieve if benchmark is not None else None,
@@ -94,8 +94,8 @@ if benchmark is not None:
         + ("as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"{benchmark.retrieve} chunks")
         + " per question)"
     )
-if any(needs_model(e["config"]) for e in pending):
-    notes.append(f"{', '.join(e['tag'] for e in pending)} wait for their model run")
+if any(needs_model(e.config) for e in pending):
+    notes.append(f"{', '.join(e.tag for e in pending)} wait for their model run")
 st.caption("Best " + " · ".join(notes)[len("best ") :])
 
 # --- what is not computed yet: the Quality and Benchmark pages' jobs, started from here -----------------------
@@ -112,4 +112,4 @@ if missing.get("retrieval"):
 if ok:
     st.subheader("Boundaries and chunk sizes", anchor=False)
     if st.toggle("Show the charts", value=True, key=SUMMARY("show_charts"), persist_state="session"):
-        small_multiples(doc, tagged, [config_color(e["uid"]) for e, _ in ok])
+        small_multiples(doc, tagged, [config_color(e.uid) for e, _ in ok])

@@ -30,6 +30,7 @@ BACKEND_LAYERS = (
     ("retrieval",),  # Chunking → Chroma store, questions, benchmark
     ("figures",),  # Plotly figures of everything above (no Streamlit): pages and the one-file report draw them
     ("report",),  # the Summary's rows and verdict, the one-file HTML report, saved sessions
+    ("lab",),  # the lab's tasks: one module per thing a page or a subcommand does (plan, run, what to show)
     ("cli", "__main__"),  # python -m backend
 )
 

@@ -42,7 +42,7 @@ from backend.cli.common import (
 )
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, NotCached, ParameterError
-from backend.report.session import tag_for
+from backend.chunking import tag_for
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 

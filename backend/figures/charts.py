@@ -18,6 +18,7 @@ from backend.chunking import Chunking
 __all__ = [
     "CHUNK_EDGES",
     "CONFIG_COLORS",
+    "config_color",
     "boundary_strip",
     "strip_lanes",
     "size_histogram",
@@ -30,6 +31,11 @@ __all__ = [
 # One colour per configuration (tag badges, histogram); chunks inside a row alternate CHUNK_EDGES.
 CHUNK_EDGES = ("#3b82f6", "#f59e0b")  # alternating chunk colours (the strip here, badges in components.render)
 CONFIG_COLORS = ("#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")
+
+
+def config_color(n: int) -> str:
+    """The colour of configuration ``n`` (a session entry's uid, or a position): the same on every chart and page."""
+    return CONFIG_COLORS[n % len(CONFIG_COLORS)]
 PREVIEW_CHARS = 80
 CLIP_PERCENTILE = 99  # the size histogram's x axis ends at this percentile of the sizes…
 CLIP_HEADROOM = 0.10  # …plus this fraction of it, when some chunk is longer

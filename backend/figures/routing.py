@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from backend.errors import ParameterError
-from backend.figures.charts import CONFIG_COLORS
+from backend.figures.charts import config_color
 
 if TYPE_CHECKING:
     from backend.retrieval.multi.retrievers import Routing
@@ -59,7 +59,7 @@ def level_choice_bars(routing: Routing, corpus_of: Sequence[str]) -> go.Figure:
         counts = np.bincount(chosen[mine] - 1, minlength=levels)[:levels] if mine.any() else np.zeros(levels, int)
         mean_w = weights[mine].mean(axis=0) if mine.any() and weights.size else np.zeros(levels)
         top = max(top, int(counts.max(initial=0)))
-        color = CONFIG_COLORS[i % len(CONFIG_COLORS)]
+        color = config_color(i)
         name = _esc(cid)
         fig.add_trace(
             go.Bar(x=names, y=counts.tolist(), name=name, legendgroup=name, marker={"color": color},

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from backend import __version__
-from backend.figures.charts import CONFIG_COLORS, PREVIEW_CHARS, boundary_strip, size_histogram
+from backend.figures.charts import PREVIEW_CHARS, boundary_strip, config_color, size_histogram
 from backend.figures.export import figure_div, plotly_js
 from backend.report.summary import METRIC_INFO, METRICS, Summary, format_value, verdict
 
@@ -106,7 +106,7 @@ def _preview(text: str, n: int = PREVIEW_CHARS * 2) -> str:
 
 
 def _tag_badge(tag: str, index: int) -> str:
-    color = CONFIG_COLORS[index % len(CONFIG_COLORS)]
+    color = config_color(index)
     return f'<span class="tag" style="background:{color}">{_e(tag)}</span>'
 
 
@@ -222,7 +222,7 @@ def _missing(what: str) -> str:
 
 def _tags_colors(summary: Summary) -> tuple[list[str], list[str]]:
     tags = [row.tag for row in summary.rows]
-    return tags, [CONFIG_COLORS[i % len(CONFIG_COLORS)] for i in range(len(tags))]
+    return tags, [config_color(i) for i in range(len(tags))]
 
 
 def _boundaries(summary: Summary, doc: Document, chunkings: Mapping[str, Chunking], figs: _Figures,
@@ -344,7 +344,7 @@ def _retrieval(summary: Summary, doc: Document, benchmark: Benchmark | None, que
     for j, r in enumerate(benchmark.results):
         tag, i = by_config.get(r.config, (f"#{j + 1}", j))
         tags.append(tag)
-        colors.append(CONFIG_COLORS[i % len(CONFIG_COLORS)])
+        colors.append(config_color(i))
     texts = [q.question for q in benchmark.results[0].questions]
     retrieve = "as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"top {benchmark.retrieve}"
     out = [

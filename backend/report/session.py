@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import quote, unquote
 
 from backend.chunkers import REGISTRY, make_chunker
-from backend.chunking import ChunkerConfig
+from backend.chunking import ChunkerConfig, tag_for
 from backend.config import data_dir, default_embedder_spec, default_lm_spec
 from backend.errors import ChunkLabError, InputError, ParameterError, one_line
 from backend.text.document import Document
@@ -49,7 +49,6 @@ __all__ = [
     "resolve_document",
     "sessions_dir",
     "session_path",
-    "tag_for",
     "question_set_to_json",
     "question_set_from_json",
     "question_set_hash",
@@ -123,15 +122,6 @@ class Session:
         created = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
         return cls(FORMAT_VERSION, doc, tuple(configs), dict(models or {}), dict(settings or {}), created)
 
-
-def tag_for(n: int) -> str:
-    """The ``n``-th configuration letter (from 0): A, B, …, Z, AA, AB, …"""
-    out = ""
-    while True:
-        out = chr(ord("A") + n % 26) + out
-        n = n // 26 - 1
-        if n < 0:
-            return out
 
 
 # --- JSON ----------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunking import ConfigEntry
 from components.state import normalized_config
 from tests.support.apptest import isolated_lab, open_page, wait_job
 from tests.support.apptest import run as _run
@@ -38,7 +39,7 @@ def lab_env(tmp_path_factory):
 
 
 def _run_benchmark(configs) -> tuple[AppTest, object]:
-    entries = [{"uid": i, "tag": "ABCDEFGH"[i], "config": normalized_config(n, p)} for i, (n, p) in enumerate(configs)]
+    entries = [ConfigEntry(i, "ABCDEFGH"[i], normalized_config(n, p)) for i, (n, p) in enumerate(configs)]
     at = open_page("pages/benchmark.py", None, entries)
     at.segmented_control(key="bm_source").set_value("Bundled sample set")
     _run(at)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 
+from backend.chunking import ConfigEntry
 from backend.text.document import Document
 from components.state import normalized_config
 from tests.support.apptest import open_page, wait_job
@@ -49,7 +50,7 @@ def test_models_page_sets_the_chat_model_and_compare_runs_moc_through_it(tmp_pat
             source="chat.txt",
         )
         at.session_state["doc"] = doc
-        at.session_state["configs"] = [{"uid": 0, "tag": "A", "config": normalized_config("moc", {})}]
+        at.session_state["configs"] = [ConfigEntry(0, "A", normalized_config("moc", {}))]
         at.session_state["configs_next_uid"] = 1
         at.switch_page("pages/compare.py")
         _run(at)

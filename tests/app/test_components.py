@@ -11,7 +11,7 @@ from backend.chunking import Chunk, ChunkerConfig, Chunking
 from components.config_form import default_chunker
 from backend.figures.charts import boundary_strip, size_histogram, strip_lanes
 from components.render import CHUNK_EDGES, ChunkIndex, chunk_detail_html, esc, legend_html, window_html
-from components.state import tag_for
+from backend.chunking import tag_for
 
 TEXT = "Alpha beta. <script>x</script> gamma & delta.\n\nEpsilon zeta eta theta."
 

@@ -12,6 +12,7 @@ import uuid
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunking import ConfigEntry
 from backend.text.document import Document
 from components.state import normalized_config
 from tests.support.apptest import open_page
@@ -40,7 +41,7 @@ def module_cache(tmp_path_factory):
 def _open(doc: Document, configs: list[tuple[str, dict]]) -> AppTest:
     """The app on the Compare page with ``doc`` and ``configs`` (uids 0, 1, …)."""
     entries = [
-        {"uid": i, "tag": "ABCDEFGH"[i], "config": normalized_config(name, params)}
+        ConfigEntry(i, "ABCDEFGH"[i], normalized_config(name, params))
         for i, (name, params) in enumerate(configs)
     ]
     return open_page("pages/compare.py", doc, entries)

@@ -56,7 +56,7 @@ def _tour(at: AppTest) -> list[str]:
 
 def test_every_page_draws_from_the_shipped_cache_without_a_model(demo_app: AppTest):
     at = demo_app
-    assert [e["config"].name for e in at.session_state[CONFIGS]] == [name for name, _ in DEMO.configs]
+    assert [e.config.name for e in at.session_state[CONFIGS]] == [name for name, _ in DEMO.configs]
     assert at.session_state["doc"].source == "narrative_clockmaker.txt" and _tour(at)
 
     _visit(at, "pages/compare.py")

@@ -8,6 +8,7 @@ import uuid
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunking import ConfigEntry
 from backend.samples import list_samples
 from backend.text.document import Document
 from components.keys import CHAT_CHOICE, CHAT_KEY, COMPARE, CONFIGS, NEXT_UID
@@ -164,27 +165,27 @@ def test_a_rejected_upload_empties_the_box_keeps_its_error_until_the_next_file(a
 
 def test_compare_shows_one_column_per_default_configuration(compare: AppTest) -> None:
     configs = compare.session_state["configs"]
-    assert [(e["config"].name, e["config"].params_dict) for e in configs] == [
+    assert [(e.config.name, e.config.params_dict) for e in configs] == [
         ("recursive", {"chunk_size": 200, "chunk_overlap": 0}),
         ("fixed_token", {"chunk_size": 250, "chunk_overlap": 125}),
     ]
     for e in configs:
-        view = compare.get_by_key(f"cmp_view_{e['uid']}")
+        view = compare.get_by_key(f"cmp_view_{e.uid}")
         html = "".join(h.value for h in view.html)
         assert 'class="cl-badge' in html and "cl-c0" in html
     assert not _errors(compare)
     (stats,) = compare.dataframe
-    assert list(stats.value.index) == [e["tag"] for e in configs]
+    assert list(stats.value.index) == [e.tag for e in configs]
     assert all(n > 0 for n in stats.value["chunks"])
     for e in configs:
-        assert compare.get_by_key(f"cmp_dl_jsonl_{e['uid']}") is not None
-        assert compare.get_by_key(f"cmp_dl_csv_{e['uid']}") is not None
+        assert compare.get_by_key(f"cmp_dl_jsonl_{e.uid}") is not None
+        assert compare.get_by_key(f"cmp_dl_csv_{e.uid}") is not None
 
 
 def test_overlap_is_marked_only_where_chunks_overlap(compare: AppTest) -> None:
     recursive, fixed = compare.session_state["configs"]
-    rec_html = "".join(h.value for h in compare.get_by_key(f"cmp_view_{recursive['uid']}").html)
-    fix_html = "".join(h.value for h in compare.get_by_key(f"cmp_view_{fixed['uid']}").html)
+    rec_html = "".join(h.value for h in compare.get_by_key(f"cmp_view_{recursive.uid}").html)
+    fix_html = "".join(h.value for h in compare.get_by_key(f"cmp_view_{fixed.uid}").html)
     assert 'class="cl-ov' not in rec_html
     assert 'class="cl-ov' in fix_html
 
@@ -198,10 +199,10 @@ def test_add_configuration_through_the_form(compare: AppTest) -> None:
     configs = compare.session_state["configs"]
     assert len(configs) == 3
     added = configs[-1]
-    assert added["config"].name == "sentence"
-    assert added["config"].params_dict["chunk_size"] == 120
-    assert added["tag"] == "C"
-    html = "".join(h.value for h in compare.get_by_key(f"cmp_view_{added['uid']}").html)
+    assert added.config.name == "sentence"
+    assert added.config.params_dict["chunk_size"] == 120
+    assert added.tag == "C"
+    html = "".join(h.value for h in compare.get_by_key(f"cmp_view_{added.uid}").html)
     assert "cl-badge" in html
 
 
@@ -214,17 +215,17 @@ def test_the_add_form_opens_on_a_model_free_chunker(compare: AppTest) -> None:
     assert needs[box.options[0].split(" · ")[0]], "the first listed chunker needs a model: the default is not an index"
     compare.button(key="cmp_new_submit").click().run()
     added = compare.session_state["configs"][-1]
-    assert added["config"].name == "recursive" and not _errors(compare)
+    assert added.config.name == "recursive" and not _errors(compare)
 
 
 def test_same_chunker_twice_gets_two_columns(compare: AppTest) -> None:
     compare.selectbox(key="cmp_new_chunker").set_value("recursive").run()
     compare.button(key="cmp_new_submit").click().run()
     configs = compare.session_state["configs"]
-    assert [e["config"].name for e in configs].count("recursive") == 2
-    assert len({e["uid"] for e in configs}) == 3
+    assert [e.config.name for e in configs].count("recursive") == 2
+    assert len({e.uid for e in configs}) == 3
     for e in configs:
-        compare.get_by_key(f"cmp_view_{e['uid']}")
+        compare.get_by_key(f"cmp_view_{e.uid}")
 
 
 def test_bad_parameter_shows_an_error(compare: AppTest) -> None:
@@ -241,11 +242,11 @@ def test_bad_parameter_shows_an_error(compare: AppTest) -> None:
 
 def test_remove_configuration(compare: AppTest) -> None:
     first, second = compare.session_state["configs"]
-    compare.button(key=f"cmp_remove_{first['uid']}").click().run()
+    compare.button(key=f"cmp_remove_{first.uid}").click().run()
     assert not compare.exception
-    assert [e["uid"] for e in compare.session_state["configs"]] == [second["uid"]]
+    assert [e.uid for e in compare.session_state["configs"]] == [second.uid]
     with pytest.raises(KeyError):
-        compare.get_by_key(f"cmp_view_{first['uid']}")
+        compare.get_by_key(f"cmp_view_{first.uid}")
 
 
 def _add(at: AppTest, chunker: str) -> None:
@@ -255,7 +256,7 @@ def _add(at: AppTest, chunker: str) -> None:
 
 
 def _tags(at: AppTest) -> list[tuple[int, str]]:
-    return [(e["uid"], e["tag"]) for e in at.session_state["configs"]]
+    return [(e.uid, e.tag) for e in at.session_state["configs"]]
 
 
 def test_undo_puts_a_removed_configuration_back_with_its_letter_and_place(compare: AppTest) -> None:
@@ -271,7 +272,7 @@ def test_undo_puts_a_removed_configuration_back_with_its_letter_and_place(compar
     compare.button(key="cmp_undo_remove").click().run()
     assert not compare.exception
     assert _tags(compare) == [(0, "A"), (1, "B"), (2, "C")]
-    assert compare.session_state["configs"][1]["config"].name == "fixed_token"
+    assert compare.session_state["configs"][1].config.name == "fixed_token"
     compare.get_by_key("cmp_view_1")  # its column is back
     with pytest.raises(KeyError):
         compare.get_by_key("cmp_undo_remove")  # nothing left to undo
@@ -302,7 +303,7 @@ def test_state_survives_page_switches(compare: AppTest) -> None:
     compare.button(key="cmp_new_submit").click().run()
     compare.selectbox(key="cmp_window_chars").set_value(5_000).run()
     _pager(compare).set_value(2).run()
-    configs = [e["uid"] for e in compare.session_state["configs"]]
+    configs = [e.uid for e in compare.session_state["configs"]]
     doc = compare.session_state["doc"]
     assert "Characters 5,000–10,000" in " ".join(c.value for c in compare.caption)
 
@@ -311,7 +312,7 @@ def test_state_survives_page_switches(compare: AppTest) -> None:
     assert [t.value for t in compare.title] == ["Chunk Lab"]
     compare.switch_page("pages/compare.py").run()
     assert not compare.exception
-    assert [e["uid"] for e in compare.session_state["configs"]] == configs
+    assert [e.uid for e in compare.session_state["configs"]] == configs
     assert compare.session_state["doc"] is doc
     assert _pager(compare).value == 2
     assert compare.get_by_key("cmp_window_chars").value == 5_000
@@ -338,7 +339,7 @@ def test_strip_can_be_hidden(compare: AppTest) -> None:
 
 def test_chunk_inspector_shows_neighbours(compare: AppTest) -> None:
     recursive = compare.session_state["configs"][0]
-    compare.number_input(key=f"cmp_sel_{recursive['uid']}").set_value(2).run()
+    compare.number_input(key=f"cmp_sel_{recursive.uid}").set_value(2).run()
     assert not compare.exception
     html = "".join(h.value for h in compare.html)
     assert "Previous · chunk 1" in html and "Selected · chunk 2" in html and "Next · chunk 3" in html
@@ -347,11 +348,11 @@ def test_chunk_inspector_shows_neighbours(compare: AppTest) -> None:
 def test_strip_click_selects_chunks_in_every_row_and_moves_the_window(compare: AppTest) -> None:
     # AppTest cannot click a Plotly chart; this is what the chart's selection callback stores.
     recursive, fixed = compare.session_state["configs"]
-    compare.session_state["cmp_pending_focus"] = (fixed["tag"], 3)
+    compare.session_state["cmp_pending_focus"] = (fixed.tag, 3)
     compare.run()
     assert not compare.exception
-    assert compare.session_state[f"cmp_sel_{fixed['uid']}"] == 3
-    assert compare.session_state[f"cmp_sel_{recursive['uid']}"] >= 0
+    assert compare.session_state[f"cmp_sel_{fixed.uid}"] == 3
+    assert compare.session_state[f"cmp_sel_{recursive.uid}"] >= 0
     html = "".join(h.value for h in compare.html)
     assert "Selected · chunk 3" in html
 
@@ -371,13 +372,13 @@ def test_a_strip_click_moves_the_window_without_a_session_state_warning(compare:
     try:
         compare.selectbox(key="cmp_window_chars").set_value(5_000).run()
         fixed = compare.session_state["configs"][1]
-        compare.session_state["cmp_pending_focus"] = (fixed["tag"], 12)  # what the strip's click handler stores
+        compare.session_state["cmp_pending_focus"] = (fixed.tag, 12)  # what the strip's click handler stores
         compare.run()
     finally:
         logging.getLogger(policies.__name__).removeHandler(handler)
     assert not compare.exception
     assert [r.getMessage() for r in records] == []
-    assert compare.session_state[f"cmp_sel_{fixed['uid']}"] == 12
+    assert compare.session_state[f"cmp_sel_{fixed.uid}"] == 12
     page = compare.session_state["cmp_page"]
     assert page > 1
     assert f"(page {page} of " in " ".join(c.value for c in compare.caption)
@@ -395,7 +396,7 @@ def test_a_failed_model_run_shows_its_error_on_the_compare_card(tmp_path, monkey
     )
     with start_scripted_server(model="scripted-model", api_key="sk-the-right-one") as server:
         at = open_page("pages/document.py", doc)
-        at.session_state[CONFIGS] = [{"uid": 0, "tag": "A", "config": normalized_config("moc", {})}]
+        at.session_state[CONFIGS] = [ConfigEntry(0, "A", normalized_config("moc", {}))]
         at.session_state[NEXT_UID] = 1
         at.session_state[CHAT_CHOICE] = ("remote", (server.url, "scripted-model"))
         at.session_state[CHAT_KEY] = "sk-a-wrong-one"  # the server answers 401
@@ -436,7 +437,7 @@ def test_an_embedder_run_names_the_embedder_and_a_cancelled_card_can_run_again(t
     real = lm_runs.run_configs
     monkeypatch.setattr(lm_runs, "run_configs", held)
     at = open_page("pages/document.py", doc)
-    at.session_state[CONFIGS] = [{"uid": 0, "tag": "A", "config": normalized_config("semantic", {})}]
+    at.session_state[CONFIGS] = [ConfigEntry(0, "A", normalized_config("semantic", {}))]
     at.session_state[NEXT_UID] = 1
     at.switch_page("pages/compare.py")
     checked_run(at)

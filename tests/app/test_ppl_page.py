@@ -251,7 +251,7 @@ def test_overlap_add_to_compare_and_exports(scored: Document, monkeypatch) -> No
 
     at.button(key="ppl_add").click()
     _run(at)
-    added = at.session_state["configs"][-1]["config"]
+    added = at.session_state["configs"][-1].config
     assert added.name == "ppl_overlap"
     assert added.params_dict == {"threshold": 0.0, "rule": "reference", "value": "nll"}
 
@@ -259,7 +259,7 @@ def test_overlap_add_to_compare_and_exports(scored: Document, monkeypatch) -> No
     at.switch_page("pages/compare.py")
     _run(at)
     assert "cmp_lm_job" not in at.session_state
-    uid = at.session_state["configs"][-1]["uid"]
+    uid = at.session_state["configs"][-1].uid
     card = " ".join(c.value for c in at.get_by_key(f"cmp_card_{uid}").caption)
     assert f"**{len(chunks)}** chunks" in card
 
@@ -290,8 +290,8 @@ def test_compare_runs_an_uncached_ppl_configuration_in_a_job() -> None:
     at.number_input(key="cmp_new_ppl_threshold").set_value(0.2)
     at.button(key="cmp_new_submit").click()
     _run(at)
-    uid = at.session_state["configs"][-1]["uid"]
-    assert at.session_state["configs"][-1]["config"].name == "ppl"
+    uid = at.session_state["configs"][-1].uid
+    assert at.session_state["configs"][-1].config.name == "ppl"
     job = at.session_state["cmp_lm_job"]  # started on its own; the page did not wait for it
     if job.running:
         assert "Waiting for" in " ".join(c.value for c in at.get_by_key(f"cmp_card_{uid}").caption)
@@ -321,7 +321,7 @@ def test_margin_view_runs_on_a_tiny_document() -> None:
     assert len(chunks) == 1 + sum(s.split for s in steps)
     at.button(key="ppl_margin_add").click()
     _run(at)
-    assert at.session_state["configs"][-1]["config"].name == "margin_sampling"
+    assert at.session_state["configs"][-1].config.name == "margin_sampling"
 
     # The other unit is another result: it needs its own run.
     at.segmented_control(key="ppl_margin_unit").set_value("sentence")
@@ -391,8 +391,8 @@ def test_compare_runs_an_embedder_chunker_in_a_job_then_from_the_cache() -> None
     _run(at)
     at.button(key="cmp_new_submit").click()
     _run(at)
-    uid = at.session_state["configs"][-1]["uid"]
-    config = at.session_state["configs"][-1]["config"]
+    uid = at.session_state["configs"][-1].uid
+    config = at.session_state["configs"][-1].config
     assert config.name == "semantic"
     job = _wait(at, "cmp_lm_job")
     assert job.state == "done", job.error

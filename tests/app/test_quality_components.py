@@ -14,7 +14,7 @@ import pytest
 
 from backend.chunkers import run_chunker
 from backend.chunkers.match_length import MatchResult
-from backend.chunking import ChunkerConfig
+from backend.chunking import ChunkerConfig, ConfigEntry
 from backend.metrics.quality import PairTable, chunk_stickiness, cs_curve, edge_values, kept_edges
 from backend.metrics.report import QualityData, QualitySettings, table_rows
 from backend.metrics.scores import score_chunkings
@@ -173,7 +173,7 @@ def test_match_rows_report_target_achieved_and_status() -> None:
     cfg = run_chunker(doc, cfg).config
     results = run_matches(doc, [(0, cfg), (1, ChunkerConfig.make("no_such_chunker"))], 60.0)
     assert isinstance(results[0][1], MatchResult) and isinstance(results[1][1], str)
-    entries = [{"uid": 0, "tag": "A", "config": cfg}, {"uid": 1, "tag": "B", "config": ChunkerConfig("no_such_chunker")}]
+    entries = [ConfigEntry(0, "A", cfg), ConfigEntry(1, "B", ChunkerConfig("no_such_chunker"))]
     rows = match_rows(entries, MatchOutcome(doc.id, 60, results))
     a, b = rows
     r = results[0][1]

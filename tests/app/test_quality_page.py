@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunking import ConfigEntry
 from backend.metrics.quality import boundary_clarity, chunk_stickiness
 from backend.text.document import Document
 from components.state import normalized_config
@@ -46,7 +47,7 @@ def module_setup(tmp_path_factory):
 
 
 def _entries() -> list[dict]:
-    return [{"uid": i, "tag": "AB"[i], "config": normalized_config(n, p)} for i, (n, p) in enumerate(CONFIGS)]
+    return [ConfigEntry(i, "AB"[i], normalized_config(n, p)) for i, (n, p) in enumerate(CONFIGS)]
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def scored() -> Document:
     from backend.models.scorer import load_scorer
 
     doc = Document.from_text(TEXT, source="quality.txt")
-    chunkings = [run_chunker(doc, e["config"]) for e in _entries()]
+    chunkings = [run_chunker(doc, e.config) for e in _entries()]
     assert all(2 <= len(ch.chunks) <= 4 for ch in chunkings), [len(ch.chunks) for ch in chunkings]
     score_chunkings(
         chunkings, scorer=load_scorer(None), embedder=lambda: load_embedder(None), complete=True, window=None,
@@ -133,7 +134,7 @@ def test_uncached_run_shows_its_cost_then_scores_in_a_job() -> None:
     assert job.state == "done", job.error
     assert not at.error
     table = _table(at)
-    assert list(table["chunker"]) == [e["config"].label for e in _entries()]
+    assert list(table["chunker"]) == [e.config.label for e in _entries()]
     for col in ("bc", "ds"):
         assert np.isfinite(table[col].astype(float)).all(), col
     assert table["cs_complete"].isna().all()
@@ -149,7 +150,7 @@ def test_cached_document_opens_without_a_job_and_matches_the_backend(scored: Doc
     tables = _paper_tables(at)
     assert len(tables) == 2
     for e in _entries():
-        assert _has(at, f"qual_graph_{e['uid']}") and _has(at, f"qual_graph_html_{e['uid']}")
+        assert _has(at, f"qual_graph_{e.uid}") and _has(at, f"qual_graph_html_{e.uid}")
     assert _has(at, "qual_bc_chart") and _has(at, "qual_cs_k")
     for (_, row), t in zip(table.iterrows(), tables):
         assert float(row["bc"]) == pytest.approx(float(np.mean(boundary_clarity(t, "reference"))), abs=1e-9)
@@ -211,9 +212,9 @@ def test_match_lengths_then_use_the_tuned_configurations(scored: Document) -> No
     assert all(s in ("within ±5%", "closest reachable") for s in rows["status"])
     at.button(key="qual_match_apply").click()
     _run(at)
-    configs = [e["config"] for e in at.session_state["configs"]]
+    configs = [e.config for e in at.session_state["configs"]]
     assert [c.params_dict["chunk_size"] for c in configs] == [int(v) for v in rows["after"]]
-    assert [e["tag"] for e in at.session_state["configs"]] == ["A", "B"]
+    assert [e.tag for e in at.session_state["configs"]] == ["A", "B"]
     assert any("Replaced 2 configurations" in s.value for s in at.success)
 
 
@@ -259,7 +260,7 @@ def test_an_embedder_chunker_runs_in_jobs_on_the_page_and_in_match_lengths(score
     at = _open(scored)
     at.multiselect(key="qual_metrics").set_value(["ds"])  # no language model needed by the metrics
     at.session_state["configs"] = [
-        _entries()[0], {"uid": 2, "tag": "C", "config": normalized_config("semantic_max", {"chunk_size": 30})}
+        _entries()[0], ConfigEntry(2, "C", normalized_config("semantic_max", {"chunk_size": 30}))
     ]
     _run(at)
     job = _wait(at, "qual_lm_job")  # the chunker needs the embedder: a job, never inline
@@ -321,7 +322,7 @@ def test_defaults_fit_a_cpu_and_the_button_shows_the_cost() -> None:
     at = _open(doc)
     assert at.multiselect(key="qual_metrics").value == ["bc", "ds"]  # adjacent pairs only: n passes, not n²
     assert at.number_input(key="qual_window").value == DEFAULT_PAIR_WINDOW == 3
-    chunkings = [run_chunker(doc, e["config"]) for e in _entries()]
+    chunkings = [run_chunker(doc, e.config) for e in _entries()]
     counts = [ch.token_counts for ch in chunkings]
     texts = [[c.text for c in ch.chunks] for ch in chunkings]  # the page counts distinct pairs, as its job does
     want = cost_estimate(counts, complete=False, window=3, tokens_per_s=DEFAULT_TOKENS_PER_S, chunk_texts=texts)
@@ -345,7 +346,7 @@ def test_a_run_over_ten_minutes_asks_for_confirmation() -> None:
     at = _open(doc)
     at.session_state["qual_throughput"] = Throughput(0.1, measured=True)  # a very slow machine: minutes → hours
     _run(at)
-    counts = [run_chunker(doc, e["config"]).token_counts for e in _entries()]
+    counts = [run_chunker(doc, e.config).token_counts for e in _entries()]
     cost = cost_estimate(counts, complete=False, window=3, tokens_per_s=0.1)
     assert cost["seconds"] > 600
     assert f"≈ {format_seconds(cost['seconds'])}" in at.button(key="qual_run").label

@@ -7,6 +7,7 @@ import pytest
 
 from streamlit.testing.v1 import AppTest
 
+from backend.chunking import ConfigEntry
 from backend.text.document import Document
 from tests.conftest import ROOT
 from tests.support.apptest import TIMEOUT, open_page, run, wait_job
@@ -120,7 +121,7 @@ def test_the_retrieval_page_says_indexing_was_interrupted_and_search_resumes_it(
         with pytest.raises(RuntimeError, match="killed"):
             embeddings.embed_texts(_DiesAfterOnePart(), texts, cache=default_cache())
 
-        at = open_page("pages/retrieval.py", doc, [{"uid": 0, "tag": "A", "config": config}])
+        at = open_page("pages/retrieval.py", doc, [ConfigEntry(0, "A", config)])
         notes = [i.value for i in at.info if "interrupted" in i.value]
         assert notes == [f"Indexing was interrupted: 4 of {len(texts)} chunks already embedded. "
                          "Search resumes it from there."]
@@ -139,7 +140,7 @@ def test_the_compare_page_offers_to_resume_a_model_run_whose_scoring_was_interru
 
     doc = Document.from_text("Resumed on Compare. " + TEXT, source="compare.txt")
     _leave_a_checkpoint(doc.text, 5, 30)
-    at = open_page("pages/compare.py", doc, [{"uid": 0, "tag": "A", "config": normalized_config("ppl", {})}])
+    at = open_page("pages/compare.py", doc, [ConfigEntry(0, "A", normalized_config("ppl", {}))])
     assert "cmp_lm_job" not in at.session_state  # not restarted alone
     assert [i.value for i in at.info if "interrupted" in i.value] == [
         "The model run was interrupted: 4 of 29 tokens already scored. Resume goes on from there."

@@ -12,6 +12,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunking import ConfigEntry
 from backend.text.document import Document
 from components.state import normalized_config
 from tests.conftest import ROOT
@@ -37,9 +38,9 @@ def lab_env(tmp_path_factory):
 
 
 def _open(configs) -> AppTest:
-    entries = [{"uid": i, "tag": "ABCD"[i], "config": normalized_config(n, p)} for i, (n, p) in enumerate(configs)]
+    entries = [ConfigEntry(i, "ABCD"[i], normalized_config(n, p)) for i, (n, p) in enumerate(configs)]
     at = open_page("pages/retrieval.py", Document.from_text(TEXT, source="lights-short.md"), entries)
-    at.multiselect(key="ret_configs").set_value([e["uid"] for e in entries])
+    at.multiselect(key="ret_configs").set_value([e.uid for e in entries])
     return _run(at)
 
 
@@ -128,7 +129,7 @@ def test_a_router_file_that_does_not_exist_is_one_line() -> None:
 
 
 def test_compare_says_a_retriever_shows_its_finest_units() -> None:
-    entries = [{"uid": i, "tag": "AB"[i], "config": normalized_config(n, p)} for i, (n, p) in enumerate(CONFIGS[:3:2])]
+    entries = [ConfigEntry(i, "AB"[i], normalized_config(n, p)) for i, (n, p) in enumerate(CONFIGS[:3:2])]
     at = open_page("pages/compare.py", Document.from_text(TEXT, source="lights-short.md"), entries)
     notes = [c.value for c in at.caption if c.value.startswith("A retriever, not a chunker")]
     assert len(notes) == 1 and "finest units" in notes[0] and "Retrieval and Benchmark pages" in notes[0]

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunking import ConfigEntry
 from backend.chunkers import run_chunker
 from backend.retrieval.metrics import agreement_matrices, find_excerpt, score_retrieval
 from backend.text.document import Document
@@ -42,7 +43,7 @@ def lab_env(tmp_path_factory):
 
 def _configs():
     return [
-        {"uid": i, "tag": "AB"[i], "config": normalized_config(name, params)} for i, (name, params) in enumerate(CONFIGS)
+        ConfigEntry(i, "AB"[i], normalized_config(name, params)) for i, (name, params) in enumerate(CONFIGS)
     ]
 
 
@@ -413,9 +414,9 @@ def test_a_model_backed_configuration_is_never_chunked_inline() -> None:
     import uuid
 
     doc = Document.from_text(f"Retrieval {uuid.uuid4().hex[:8]}. " + TEXT[:1500], source="inline.md")
-    entries = _configs() + [{"uid": 2, "tag": "C", "config": normalized_config("semantic", {})}]
+    entries = _configs() + [ConfigEntry(2, "C", normalized_config("semantic", {}))]
     at = open_page("pages/retrieval.py", doc, entries)
-    at.multiselect(key="ret_configs").set_value([e["uid"] for e in entries])
+    at.multiselect(key="ret_configs").set_value([e.uid for e in entries])
     _run(at)
     captions = " ".join(c.value for c in at.caption)
     assert "C needs a model run: open it on the Compare page first" in captions

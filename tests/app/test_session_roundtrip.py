@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunking import ConfigEntry
 from backend.chunkers import run_chunker
 from backend.samples import load_sample
 from components.state import normalized_config
@@ -17,8 +18,8 @@ from tests.support.apptest import TIMEOUT, open_page, run
 COMPARE = "pages/compare.py"
 SECRET = "sk-never-in-a-file-42"
 CONFIGS = [
-    {"uid": 0, "tag": "A", "config": normalized_config("recursive", {"chunk_size": 120, "chunk_overlap": 20})},
-    {"uid": 1, "tag": "C", "config": normalized_config("sentence", {"chunk_size": 90})},
+    ConfigEntry(0, "A", normalized_config("recursive", {"chunk_size": 120, "chunk_overlap": 20})),
+    ConfigEntry(1, "C", normalized_config("sentence", {"chunk_size": 90})),
 ]
 
 
@@ -29,7 +30,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _tagged(at: AppTest) -> list[tuple[str, object]]:
-    return [(e["tag"], e["config"]) for e in at.session_state["configs"]]
+    return [(e.tag, e.config) for e in at.session_state["configs"]]
 
 
 def _numbers(at: AppTest):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunking import ConfigEntry
 from backend.report.summary import METRICS, Summary
 from backend.samples import load_sample
 from backend.text.document import Document
@@ -48,7 +49,7 @@ def summary_env(tmp_path_factory):
 
 
 def _entries() -> list[dict]:
-    return [{"uid": i, "tag": "AB"[i], "config": normalized_config(n, p)} for i, (n, p) in enumerate(CONFIGS)]
+    return [ConfigEntry(i, "AB"[i], normalized_config(n, p)) for i, (n, p) in enumerate(CONFIGS)]
 
 
 def _opening() -> Document:
@@ -180,5 +181,5 @@ def test_summary_report_button_builds_the_report():
     at = open_page("pages/summary.py", doc, _entries())
     assert at.get_by_key("sum_report") is not None
     summary = _shown(at)
-    page = report_html(summary, doc, {e["tag"]: run_chunker(doc, e["config"]) for e in _entries()})
+    page = report_html(summary, doc, {e.tag: run_chunker(doc, e.config) for e in _entries()})
     assert doc.source in page

@@ -1,0 +1,13 @@
+"""The lab's tasks: one module per thing a page or a ``python -m backend`` subcommand does.
+
+A page reads its widgets, makes one call here and renders what comes back; the CLI calls the
+same function and prints it. So what a page shows, the CLI can print, and no rule, cache key
+or job plan is written twice.
+
+- ``models``: the models a session computes with (:class:`~backend.lab.models.SessionModels`)
+  and what the output cache answers without running them.
+
+Import what you need from its module.
+"""
+
+__all__ = ["models"]
