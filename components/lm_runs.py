@@ -10,9 +10,10 @@ cache alone (:meth:`SessionModels.cache_only <backend.lab.models.SessionModels.c
 :meth:`~backend.lab.models.SessionModels.cached_document_scores`) around the session's models
 (:func:`session_models`), so a document scored before opens in milliseconds, and a miss raises
 :class:`~backend.errors.NotCached` at once instead of loading the model. Only then does the
-page start a background :class:`~backend.jobs.Job` (:func:`start_model_job`, shown by
-:func:`model_job_panel`): it loads the default model if needed, computes, and fills the
-output cache, so the page's next lookup hits.
+page starts the background job a task of :mod:`backend.lab` planned (a
+:class:`~backend.lab.jobs.JobPlan`: its signature, title and body; :func:`start_plan`, shown by
+:func:`model_job_panel`): it loads the default model if needed, computes, and fills the output
+cache, so the page's next lookup hits.
 
 Session-state keys are the caller's: the model-run panel's come from the page's
 :class:`~components.keys.PageKeys` (``keys.lm_results``, ``keys.lm_job``…), on the writing and
@@ -22,27 +23,28 @@ the reading side alike.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Hashable, Sequence
+from typing import Callable, Sequence
 
 import streamlit as st
 
-from backend.chunkers.run import ChunkOutcome, run_configs
+from backend.chunkers.run import ChunkOutcome
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import ChunkLabError, NotCached
-from backend.jobs import Job, start_job
+from backend.jobs import Job
+from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
-from backend.models.types import ModelInfo, Progress, Scorer, check_cancel
+from backend.lab.runs import plan_model_runs, runs_cover
+from backend.models.types import ModelInfo
 from backend.text.document import Document
-from components.keys import CHAT_CHOICE, EMB_CHOICE, EMB_INFO, LM_INFO, PageKeys
+from components.cached import chunk_with_model
+from components.keys import EMB_CHOICE, EMB_INFO, LM_INFO, PageKeys
 from components.models import current_scorer, freeze_long_lived, job_progress, session_chat
 
 __all__ = [
     "session_models",
-    "start_model_job",
+    "start_plan",
     "model_job_panel",
-    "finished_job",
     "model_chunking",
-    "models_needed",
     "waiting_note",
     "pending_runs_panel",
 ]
@@ -50,42 +52,25 @@ __all__ = [
 
 def session_models() -> SessionModels:
     """The session's models: its loaded language model, or the default (not loaded) when it has chosen none."""
-    embedder_spec = st.session_state.get(EMB_CHOICE)
-    chat = session_chat()
     scorer = current_scorer() if st.session_state.get(LM_INFO) is not None else None
-    return SessionModels.of(scorer, embedder_spec=embedder_spec, chat=chat)
+    embedder: ModelInfo | None = st.session_state.get(EMB_INFO)
+    return SessionModels.of(
+        scorer, embedder_spec=st.session_state.get(EMB_CHOICE), chat=session_chat(),
+        embedder_loaded=embedder.name if embedder is not None else None,
+    )
 
 
 # --- jobs ----------------------------------------------------------------------------------------
 
 
-def _job_scorer(lm: SessionModels, progress: Progress | None = None) -> Scorer:
-    """The scorer to compute with, in the job's thread (:meth:`SessionModels.job_scorer`), the model frozen for the GC."""
-    loaded = lm.scorer is None
-    scorer = lm.job_scorer(progress)
-    if loaded:
-        freeze_long_lived()
-    return scorer
-
-
-def start_model_job(title: str, lm: SessionModels, fn: Callable[[Scorer, Progress], Any], signature: Hashable) -> Job:
-    """Run ``fn(scorer, progress)`` in a background :class:`Job` with ``lm`` (loaded there if needed).
-
-    The job's result is ``fn``'s; ``signature`` (document, model, parameters…) tells
-    :func:`model_job_panel` whether a job is the one a page wants now.
-    """
-
-    def run(progress: Progress) -> Any:
-        check_cancel(progress)  # honours a cancel before the model loads
-        return fn(_job_scorer(lm, progress), progress)
-
-    return start_job(title, run, signature=signature, model=lm.label)
+def start_plan(plan: JobPlan) -> Job:
+    """Start ``plan`` in the background; a model it loads is frozen out of Streamlit's garbage collections."""
+    return plan.start(on_model_loaded=freeze_long_lived)
 
 
 def model_job_panel(
     job_key: str,
-    signature: Hashable,
-    start: Callable[[], Job],
+    plan: JobPlan,
     *,
     run_label: str,
     run_key: str,
@@ -97,21 +82,20 @@ def model_job_panel(
     preview: Callable[[Job], None] | None = None,
     resume: str | None = None,
 ) -> Job | None:
-    """The finished job for ``signature``, or its progress / messages / start button (then None).
+    """The finished job for ``plan``, or its progress / messages / start button (then None).
 
-    - A running job for ``signature``: its progress bar, ETA and Cancel button.
+    - A running job with the plan's signature: its progress bar, ETA and Cancel button.
     - A running job for something else (another document or model): cancelled, superseded.
     - No job yet: started at once when ``auto``, else a ``run_label`` button.
     - A cancelled or failed job: a one-line message and the button (never restarted alone).
     - A done job: returned.
 
     With ``confirm`` (a run too long to start on one click), the button is disabled until the
-    ``confirm`` checkbox is ticked; the tick is forgotten when ``signature`` changes.
+    ``confirm`` checkbox is ticked; the tick is forgotten when the plan's signature changes.
 
     Args:
         job_key: Session-state key of the job.
-        signature: What the wanted job computes (compared with ``job.meta["signature"]``).
-        start: Starts the job (see :func:`start_model_job`).
+        plan: The wanted job (its signature is compared with ``job.meta["signature"]``).
         run_label: The button's label, e.g. ``Score with SmolLM2``.
         run_key: The button's widget key.
         cancel_key: The Cancel button's widget key.
@@ -124,6 +108,7 @@ def model_job_panel(
             None. Then no job starts alone: an info line says it and the button reads "Resume"
             (the job goes on from that work).
     """
+    signature = plan.signature
     job: Job | None = st.session_state.get(job_key)
     mine = job is not None and job.meta.get("signature") == signature
     if job is not None and job.running and not mine:
@@ -140,7 +125,7 @@ def model_job_panel(
     elif mine and job.state == "failed":
         st.error(job.error or f"{what} failed.", icon=":material/error:")
     elif auto and confirm is None and resume is None:
-        st.session_state[job_key] = start()
+        st.session_state[job_key] = start_plan(plan)
         job_progress(job_key, cancel_key, preview)
         return None
     confirmed = True
@@ -156,14 +141,9 @@ def model_job_panel(
         st.info(f"{what} was interrupted: {resume}. Resume goes on from there.", icon=":material/history:")
         run_label = "Resume"
     if st.button(run_label, key=run_key, icon=":material/play_arrow:", type="primary", disabled=not confirmed):
-        st.session_state[job_key] = start()
+        st.session_state[job_key] = start_plan(plan)
         job_progress(job_key, cancel_key, preview)
     return None
-
-
-def finished_job(title: str, signature: Hashable, value: Any) -> Job:
-    """A job that is already done: a result read from the cache, shown like a computed one."""
-    return Job(title, {"signature": signature}, state="done", fraction=1.0, label="from the cache", result=value)
 
 
 def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionModels, keys: PageKeys) -> Chunking:
@@ -180,8 +160,6 @@ def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionModels, keys
         NotCached: it needs the model (run it with :func:`pending_runs_panel`).
         ChunkLabError: the run failed (its one-line message).
     """
-    from components.cached import chunk_with_model
-
     held: ChunkOutcome | None = st.session_state.get(keys.lm_results, {}).get((doc.id, lm.models_key, config))
     if held is not None and held.state == "failed":
         raise ChunkLabError(held.error)
@@ -191,42 +169,6 @@ def model_chunking(doc: Document, config: ChunkerConfig, lm: SessionModels, keys
     if context is None:
         raise NotCached(f"{lm.name} has not run on this document yet")
     return chunk_with_model(doc, doc.id, config, lm.models_key, context)
-
-
-def _embedder_name(lm: SessionModels) -> str:
-    """The embedder the session's model-backed chunkers use, by name (never loads it)."""
-    info: ModelInfo | None = st.session_state.get(EMB_INFO)
-    if info is not None:
-        return info.name
-    from backend.models.embedder import embedder_name
-
-    return embedder_name(lm.embedder_spec) + (" (default)" if lm.embedder_spec is None else "")
-
-
-def _chat_name() -> str:
-    """The chat model the session's LLM chunkers use, in a few words (never connects or loads)."""
-    choice = st.session_state.get(CHAT_CHOICE)
-    if choice is None:
-        from backend.models.chat import remote_llm_configured
-
-        return "the API's chat model (default)" if remote_llm_configured() else "the bundled chat model (default)"
-    kind, spec = choice
-    return "the bundled chat model" if kind == "local" else spec[1]
-
-
-def models_needed(lm: SessionModels, config: ChunkerConfig) -> str:
-    """The models ``config`` runs with, named from the registry's ``needs``: ``all-MiniLM-L6-v2 (default)``."""
-    from backend.chunkers import REGISTRY
-
-    cls = REGISTRY.get(config.name)
-    namers = {"lm": lambda: lm.label, "embedder": lambda: _embedder_name(lm), "chat": _chat_name}
-    names = [namers[need]() for need in (cls.needs if cls is not None else ()) if need in namers]
-    return " and ".join(dict.fromkeys(names)) or lm.label
-
-
-def _run_signature(doc: Document, lm: SessionModels, configs: Sequence[ChunkerConfig]) -> tuple:
-    """What the model-run panel's job computes: the document, the session's models, the configurations."""
-    return (doc.id, lm.models_key, tuple(configs))
 
 
 def _forget_job(job_key: str) -> None:
@@ -245,13 +187,9 @@ def waiting_note(
     run for it was cancelled or failed, that, with a callback (for a button's ``on_click``)
     after which :func:`pending_runs_panel` starts the run again.
     """
-    models = models_needed(lm, config)
+    models = lm.needed_by(config)
     job: Job | None = st.session_state.get(keys.lm_job)
-    signature = job.meta.get("signature") if job is not None else None
-    ended = (
-        job is not None and not job.running and isinstance(signature, tuple) and len(signature) == 3
-        and signature[:2] == _run_signature(doc, lm, ())[:2] and config in signature[2]
-    )
+    ended = job is not None and not job.running and runs_cover(job.meta.get("signature"), doc, lm, config)
     if ended and job.state in ("cancelled", "failed"):
         what = "was cancelled" if job.state == "cancelled" else "failed"
         return f"The run with {models} {what}.", partial(_forget_job, keys.lm_job)
@@ -274,33 +212,17 @@ def pending_runs_panel(
     :func:`model_chunking`, and the page reruns to show them. ``preview(job)`` draws what
     the running job has published so far under its bar (see :func:`model_job_panel`).
     """
-    configs = tuple(configs)
-    signature = _run_signature(doc, lm, configs)
+    plan = plan_model_runs(doc, lm, configs)
     n = len(configs)
-    models = " and ".join(dict.fromkeys(models_needed(lm, c) for c in configs))  # from the registry's needs
+    models = plan.model
     st.caption(
         f"{n} configuration{'s' if n != 1 else ''} use{'s' if n == 1 else ''} a model: "
         f"running {'it' if n == 1 else 'them'} with {models} in the background."
     )
-
-    from backend.chunkers import REGISTRY
-
-    needs_lm = any("lm" in REGISTRY[c.name].needs for c in configs if c.name in REGISTRY)
-
-    def start() -> Job:
-        run = lambda scorer, progress, d=doc, c=configs, e=lm.embedder_spec, m=lm.chat: run_configs(  # noqa: E731
-            d, c, scorer, progress, e, m
-        )
-        title = f"Running {n} configuration{'s' if n != 1 else ''} with {models}"
-        if needs_lm:
-            return start_model_job(title, lm, run, signature)
-        # Embedder or chat models only: nothing loads the scoring model; the context loads what it needs.
-        return start_job(title, lambda progress: run(None, progress), signature=signature, model=models)
-
     job = model_job_panel(
-        keys.lm_job, signature, start, run_label=f"Run with {models}", run_key=keys.lm_run,
+        keys.lm_job, plan, run_label=f"Run with {models}", run_key=keys.lm_run,
         cancel_key=keys.lm_cancel, what="The model run", preview=preview,
-        resume=lm.scoring_resume_note(doc.text) if needs_lm else None,
+        resume=lm.scoring_resume_note(doc.text) if plan.needs_lm else None,
     )
     if job is None:
         return
@@ -312,5 +234,5 @@ def pending_runs_panel(
         st.rerun()
     st.warning(f"{models} ran, but the results are missing: run again.", icon=":material/warning:")
     if st.button(f"Run with {models}", key=keys.lm_rerun, icon=":material/play_arrow:"):
-        st.session_state[keys.lm_job] = start()
+        st.session_state[keys.lm_job] = start_plan(plan)
         st.rerun()

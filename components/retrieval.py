@@ -527,7 +527,8 @@ def start_benchmark(
     from backend.chunkers import REGISTRY
     from backend.jobs import start_job
     from backend.retrieval.jobs import benchmark_job
-    from components.lm_runs import session_models, start_model_job
+    from backend.lab.jobs import JobPlan
+    from components.lm_runs import session_models, start_plan
 
     previous = st.session_state.get(BENCHMARK_JOB)
     if previous is not None and previous.running:
@@ -548,7 +549,7 @@ def start_benchmark(
         if lm.scorer is None:  # the default model: the chunkers load it only for outputs not in the cache
             job = start_job(title, partial(body, None), model=lm.label, **meta)
         else:
-            job = start_model_job(title, lm, body, None)
+            job = start_plan(JobPlan(title, None, body, models=lm))
             job.meta.update(meta)
     else:
         job = start_job(title, partial(body, None), **meta)

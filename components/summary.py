@@ -19,6 +19,8 @@ import pandas as pd
 import streamlit as st
 
 from backend.chunking import Chunking, ConfigEntry
+from backend.lab.jobs import JobPlan
+from backend.lab.models import SessionModels
 from backend.figures.charts import boundary_strip, size_histogram
 from backend.metrics.cost import CONFIRM_SECONDS, Throughput, cost_estimate, cost_label, format_seconds, needs_confirmation
 from backend.metrics.report import QualityData, QualityReport, QualitySettings, quality_row
@@ -28,7 +30,7 @@ from backend.report.summary import METRIC_INFO, METRICS, Summary, cached_scores,
 from components.cached import sample_question_sets, sample_questions
 from components.documents import current_sample
 from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET, QUALITY_STORE, QUALITY_THROUGHPUT, SUMMARY
-from components.lm_runs import SessionModels, model_job_panel, start_model_job
+from components.lm_runs import model_job_panel
 from components.models import job_outcome
 from components.quality import CHUNKER_WIDTH, HIGHLIGHT, embedder_identity, embedder_loader
 from components.retrieval import md_text, start_benchmark
@@ -189,15 +191,13 @@ def quality_job_panel(
     signature = ("summary-quality", doc.id, lm.identity, emb_fp, tuple(ch.config for ch in chunkings), window)
     load_embedder = embedder_loader()
 
-    def start():
-        def run(scorer, progress, c=chunkings, emb=load_embedder, win=window, oc=cache):
-            return score_chunkings(c, scorer=scorer, embedder=emb, complete=True, window=win, cache=oc, progress=progress)
+    def run(scorer, progress, c=chunkings, emb=load_embedder, win=window, oc=cache):
+        return score_chunkings(c, scorer=scorer, embedder=emb, complete=True, window=win, cache=oc, progress=progress)
 
-        return start_model_job(f"Scoring {', '.join(t for t, _ in tagged)} with {lm.name}", lm, run, signature)
-
+    plan = JobPlan(f"Scoring {', '.join(t for t, _ in tagged)} with {lm.name}", signature, run, models=lm)
     long_run = needs_confirmation(cost["seconds"])
     job = model_job_panel(
-        SUMMARY("quality_job"), signature, start,
+        SUMMARY("quality_job"), plan,
         run_label=f"Compute BC, CS and DS for {', '.join(t for t, _ in tagged)} with {lm.name}: {cost_label(cost)}",
         run_key=SUMMARY("quality_run"), cancel_key=SUMMARY("quality_cancel"), auto=False, what="Scoring",
         confirm=(

@@ -22,16 +22,15 @@ from backend.chunkers.meta.algorithms import (
 )
 from backend.chunkers.meta.results import MarginResult, PPLScores, values_csv
 from backend.errors import ChunkLabError, NotCached, one_line
+from backend.lab.jobs import JobPlan
 from backend.tokenizers import TOKENIZER_NAMES, SpanCounter, get_tokenizer
 from components.config_form import TOKENIZER_HELP
 from backend.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
 from components.keys import PPL
 from components.layout import ensure_routed
 from components.lm_runs import (
-    finished_job,
     model_job_panel,
     session_models,
-    start_model_job,
 )
 from components.ppl import (
     PAPER_ADVICE,
@@ -153,8 +152,7 @@ if scores is None or scores.doc_id != doc.id or scores.model != lm.identity:
 
         job = model_job_panel(
             _JOB,
-            (doc.id, lm.identity),
-            lambda: start_model_job(f"Scoring {doc.source} with {lm.name}", lm, _score, (doc.id, lm.identity)),
+            JobPlan(f"Scoring {doc.source} with {lm.name}", (doc.id, lm.identity), _score, models=lm),
             run_label=f"Score with {lm.name}",
             run_key=PPL("score"),
             cancel_key=PPL("score_cancel"),
@@ -316,25 +314,24 @@ if result is None or (result.doc_id, result.model, result.unit) != margin_sig:
 margin_decider = make_chunker("margin_sampling", {"unit": unit, "language": "auto"})
 
 
-def _start_margin():
-    """Read every margin from the cache when it can (instant), else start the job."""
-    title = f"Margin sampling {doc.source} with {lm.name}"
+def _margin_plan() -> JobPlan:
+    """The margins: read from the cache when it holds them all (instant), else computed in a job."""
     context = lm.cache_only()
-    if context is not None:
-        try:
-            return finished_job(title, margin_sig, tuple(margin_decider.steps(doc, context)))
-        except NotCached:
-            pass
+
+    def cached(d=doc, decider=margin_decider):
+        if context is None:
+            raise NotCached("the model's fingerprint is unknown")
+        return tuple(decider.steps(d, context))
 
     def run(scorer, progress, d=doc, decider=margin_decider):
         return tuple(decider.steps(d, ModelContext(scorer=scorer, progress=progress)))
 
-    return start_model_job(title, lm, run, margin_sig)
+    return JobPlan(f"Margin sampling {doc.source} with {lm.name}", margin_sig, run, models=lm, from_cache=cached)
 
 
 if result is None and n > 1:
     job = model_job_panel(
-        _MARGIN_JOB, margin_sig, _start_margin,
+        _MARGIN_JOB, _margin_plan(),
         run_label=f"Run margin sampling ({n - 1:,} model calls)", run_key=PPL("margin_run"),
         cancel_key=PPL("margin_cancel"), auto=False, what="Margin sampling",
     )

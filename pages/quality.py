@@ -10,7 +10,7 @@ import streamlit as st
 
 from backend.chunkers.run import chunk_all, needs_model
 from backend.errors import NotCached
-from backend.jobs import start_job
+from backend.lab.jobs import JobPlan
 from backend.metrics.cost import (
     CONFIRM_SECONDS,
     DEFAULT_METRICS,
@@ -36,7 +36,6 @@ from components.lm_runs import (
     model_job_panel,
     pending_runs_panel,
     session_models,
-    start_model_job,
 )
 from components.match import match_lengths_panel
 from components.quality import (
@@ -201,15 +200,13 @@ if missing:
     chunkings = [ch for _, ch in ok]
     n_tok = cost["tokens"]
 
-    def _start():
-        def run(scorer, progress, c=chunkings, emb=load_embedder, cmp=complete, win=window, oc=cache):
-            # Called once the model has loaded: the run's seconds are the scoring's own.
-            return score_chunkings(c, scorer=scorer, embedder=emb, complete=cmp, window=win, cache=oc, progress=progress)
+    def run(scorer, progress, c=chunkings, emb=load_embedder, cmp=complete, win=window, oc=cache):
+        # Called once the model has loaded: the run's seconds are the scoring's own.
+        return score_chunkings(c, scorer=scorer, embedder=emb, complete=cmp, window=win, cache=oc, progress=progress)
 
-        title = f"Scoring {len(chunkings)} configuration{'s' if len(chunkings) != 1 else ''}"
-        if needs_scorer:
-            return start_model_job(f"{title} with {lm.name}", lm, run, signature)
-        return start_job(title, lambda progress: run(None, progress), signature=signature)
+    title = f"Scoring {len(chunkings)} configuration{'s' if len(chunkings) != 1 else ''}"
+    plan = JobPlan(f"{title} with {lm.name}" if needs_scorer else title, signature, run,
+                   models=lm if needs_scorer else None)
 
     label = f"Score with {lm.name}: {cost_label(cost)}" if to_score else "Embed the chunks"
     long_run = to_score and needs_confirmation(cost["seconds"])
@@ -218,7 +215,7 @@ if missing:
         if long_run else None
     )
     job = model_job_panel(
-        _JOB, signature, _start, run_label=label, run_key=QUALITY("run"), cancel_key=QUALITY("cancel"), auto=False,
+        _JOB, plan, run_label=label, run_key=QUALITY("run"), cancel_key=QUALITY("cancel"), auto=False,
         what="Scoring", confirm=confirm, confirm_key=QUALITY("confirm"),
     )
     if job is not None:

@@ -12,6 +12,7 @@ from backend.chunkers.run import chunk_all
 from backend.errors import ChunkLabError, one_line
 from backend.figures.charts import config_color
 from backend.jobs import start_job
+from backend.lab.jobs import JobPlan
 from backend.retrieval.jobs import cp_job, search_job
 from backend.retrieval.live import (
     add_questions,
@@ -30,7 +31,7 @@ from components.cached import chunk_document
 from components.demo import demo_question, take_demo_start
 from components.keys import COMPARE, EMB_CHOICE, QSET, RETRIEVAL
 from components.layout import ensure_routed
-from components.lm_runs import model_chunking, session_models, start_model_job
+from components.lm_runs import model_chunking, session_models, start_plan
 from components.models import job_outcome
 from components.multi import RETRIEVER_NOTE, picks_html, picks_layer, picks_texts, retriever_panel
 from components.render import STYLE, esc, tag_badge_html
@@ -279,8 +280,8 @@ if shown:
             texts.update({t: picks_texts(live, doc.text) for t, live in multi.items()})
             if cp is not None and cp.running:
                 cp.cancel()
-            cp = st.session_state[_CP_JOB] = start_model_job(
-                "Computing CP", lm, cp_job(texts, answer.strip()), cp_signature
+            cp = st.session_state[_CP_JOB] = start_plan(
+                JobPlan("Computing CP", cp_signature, cp_job(texts, answer.strip()), models=lm)
             )
     done = job_outcome(_CP_JOB, RETRIEVAL("cp_cancel"), "CP", lambda j: j.meta.get("signature") == cp_signature)
     if done is not None:

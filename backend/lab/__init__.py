@@ -5,9 +5,14 @@ same function and prints it. So what a page shows, the CLI can print, and no rul
 or job plan is written twice.
 
 - ``models``: the models a session computes with (:class:`~backend.lab.models.SessionModels`)
-  and what the output cache answers without running them.
+  and what the output cache answers without running them;
+- ``jobs``: :class:`~backend.lab.jobs.JobPlan`, a background job not started yet (its signature,
+  title, models and body), what every task that needs a model run returns;
+- ``settings``: every page setting (section, name, type, default, range or choices), written once;
+- ``runs``: model-backed configurations' chunkings and the job that runs the missing ones;
+- ``match``: match lengths (tune configurations to one mean chunk length).
 
 Import what you need from its module.
 """
 
-__all__ = ["models"]
+__all__ = ["jobs", "match", "models", "runs", "settings"]

@@ -20,10 +20,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from backend.chunkers import REGISTRY
 from backend.chunkers.context import ModelContext, unloaded_model_info
+from backend.chunking import ChunkerConfig
 from backend.config import default_lm_spec
 from backend.errors import ModelError, NotCached, one_line
 from backend.models.cache import default_cache
+from backend.models.chat import LocalChat, remote_llm_configured
+from backend.models.embedder import embedder_name
 from backend.models.identity import fingerprint_without_loading
 from backend.models.lm import resolve_spec
 from backend.models.scorer import load_scorer
@@ -66,6 +70,7 @@ class SessionModels:
         error: Why the default model cannot be used (a one-line message), else None.
         embedder_spec: The session's embedder (None: the default).
         chat: The session's chat model (a ``ChatModel``); None: the default.
+        embedder_loaded: The session's loaded embedder's display name (None: not loaded; named from its spec).
     """
 
     name: str
@@ -76,15 +81,20 @@ class SessionModels:
     error: str | None = None
     embedder_spec: str | None = None
     chat: Any = field(default=None, compare=False, repr=False)
+    embedder_loaded: str | None = None
 
     @classmethod
-    def of(cls, scorer: Scorer | None, *, embedder_spec: str | None = None, chat: Any = None) -> SessionModels:
+    def of(
+        cls, scorer: Scorer | None, *, embedder_spec: str | None = None, chat: Any = None,
+        embedder_loaded: str | None = None,
+    ) -> SessionModels:
         """The models of a session that loaded ``scorer`` (None: the default language model, not loaded)."""
+        extra = {"embedder_spec": embedder_spec, "chat": chat, "embedder_loaded": embedder_loaded}
         if scorer is not None:
             info = scorer.info
-            return cls(info.name, info.fingerprint, info.kind, scorer, embedder_spec=embedder_spec, chat=chat)
+            return cls(info.name, info.fingerprint, info.kind, scorer, **extra)
         name, fingerprint, error = default_lm_identity(default_lm_spec())
-        return cls(name, fingerprint, "lm", None, default=True, error=error, embedder_spec=embedder_spec, chat=chat)
+        return cls(name, fingerprint, "lm", None, default=True, error=error, **extra)
 
     @property
     def models_key(self) -> str:
@@ -108,6 +118,27 @@ class SessionModels:
         if self.scorer is not None:
             return self.scorer.info
         return unloaded_model_info(self.name, self.fingerprint or "", self.kind)
+
+    @property
+    def embedder_label(self) -> str:
+        """The embedder model-backed chunkers and DS use, by name (never loads it): ``all-MiniLM-L6-v2 (default)``."""
+        if self.embedder_loaded is not None:
+            return self.embedder_loaded
+        return embedder_name(self.embedder_spec) + (" (default)" if self.embedder_spec is None else "")
+
+    @property
+    def chat_label(self) -> str:
+        """The chat model LLM chunkers use, in a few words (never connects or loads)."""
+        if self.chat is None:
+            return "the API's chat model (default)" if remote_llm_configured() else "the bundled chat model (default)"
+        return "the bundled chat model" if isinstance(self.chat, LocalChat) else str(self.chat.name)
+
+    def needed_by(self, config: ChunkerConfig) -> str:
+        """The models ``config`` runs with, named from the registry's ``needs`` (``all-MiniLM-L6-v2 (default)``)."""
+        cls = REGISTRY.get(config.name)
+        namers = {"lm": lambda: self.label, "embedder": lambda: self.embedder_label, "chat": lambda: self.chat_label}
+        names = [namers[need]() for need in (cls.needs if cls is not None else ()) if need in namers]
+        return " and ".join(dict.fromkeys(names)) or self.label
 
     # --- what the output cache answers, with no model call ----------------------------------------
 

@@ -163,7 +163,7 @@ def test_while_the_first_pass_runs_compare_draws_the_part_already_scored(monkeyp
     half = len(ts) // 2
     release = threading.Event()
 
-    def slow_start(title, lm, fn, signature):
+    def slow_start(plan):
         def run(progress):
             nll = ts.nll.copy()
             nll[half:] = np.nan
@@ -172,9 +172,9 @@ def test_while_the_first_pass_runs_compare_draws_the_part_already_scored(monkeyp
                 progress(half, len(ts))  # honours a cancel
             return []
 
-        return start_job(title, run, signature=signature, model=lm.label)
+        return start_job(plan.title, run, signature=plan.signature, model=plan.model)
 
-    monkeypatch.setattr(lm_runs, "start_model_job", slow_start)
+    monkeypatch.setattr(lm_runs, "start_plan", slow_start)
     try:
         at = _open(doc, [("ppl", {"threshold": 0.5})])
         job = at.session_state["cmp_lm_job"]

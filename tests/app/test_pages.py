@@ -418,7 +418,7 @@ def test_a_failed_model_run_shows_its_error_on_the_compare_card(tmp_path, monkey
 def test_an_embedder_run_names_the_embedder_and_a_cancelled_card_can_run_again(tmp_path, monkeypatch) -> None:
     import threading
 
-    import components.lm_runs as lm_runs
+    import backend.lab.runs as lab_runs
 
     monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("CHUNKLAB_EMBEDDER", raising=False)
@@ -434,8 +434,8 @@ def test_an_embedder_run_names_the_embedder_and_a_cancelled_card_can_run_again(t
             progress(0, 1)  # raises Cancelled once the job is cancelled
             time.sleep(0.02)
 
-    real = lm_runs.run_configs
-    monkeypatch.setattr(lm_runs, "run_configs", held)
+    real = lab_runs.run_configs
+    monkeypatch.setattr(lab_runs, "run_configs", held)
     at = open_page("pages/document.py", doc)
     at.session_state[CONFIGS] = [ConfigEntry(0, "A", normalized_config("semantic", {}))]
     at.session_state[NEXT_UID] = 1
@@ -454,7 +454,7 @@ def test_an_embedder_run_names_the_embedder_and_a_cancelled_card_can_run_again(t
     card = at.get_by_key("cmp_card_0")
     assert "The run with all-MiniLM-L6-v2 (default) was cancelled." in [c.value for c in card.caption]
     assert not any("Waiting for" in c.value for c in card.caption)
-    monkeypatch.setattr(lm_runs, "run_configs", real)
+    monkeypatch.setattr(lab_runs, "run_configs", real)
     at.button(key="cmp_retry_0").click()
     checked_run(at)
     again = at.session_state[COMPARE.lm_job]

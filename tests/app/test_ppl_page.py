@@ -427,7 +427,7 @@ def test_while_the_first_pass_runs_the_page_draws_the_part_already_scored(monkey
     half = len(ts) // 2
     release = threading.Event()
 
-    def slow_start(title, lm, fn, signature):
+    def slow_start(plan):
         def run(progress):
             nll = ts.nll.copy()
             nll[half:] = np.nan
@@ -436,11 +436,11 @@ def test_while_the_first_pass_runs_the_page_draws_the_part_already_scored(monkey
             while not release.wait(0.05):
                 progress(half, len(ts))  # honours a cancel
             publish_partial(progress, PartialTokenScores(ts, len(ts)))
-            return PPLScores.build(doc, ts, signature[1], "fake")
+            return PPLScores.build(doc, ts, plan.signature[1], "fake")
 
-        return start_job(title, run, signature=signature, model=lm.label)
+        return start_job(plan.title, run, signature=plan.signature, model=plan.model)
 
-    monkeypatch.setattr(lm_runs, "start_model_job", slow_start)
+    monkeypatch.setattr(lm_runs, "start_plan", slow_start)
     try:
         at = _open(doc)
         job = at.session_state["ppl_score_job"]

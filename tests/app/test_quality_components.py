@@ -12,17 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backend.chunkers import run_chunker
-from backend.chunkers.match_length import MatchResult
-from backend.chunking import ChunkerConfig, ConfigEntry
+from backend.chunking import ChunkerConfig
 from backend.metrics.quality import PairTable, chunk_stickiness, cs_curve, edge_values, kept_edges
 from backend.metrics.report import QualityData, QualitySettings, table_rows
 from backend.metrics.scores import score_chunkings
 from backend.models.cache import OutputCache
-from backend.text.document import Document
 from backend.figures.export import figure_html
 from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
-from components.match import MatchOutcome, match_rows, run_matches
 from components.quality import best_cells, column_config, quality_frame, styled_table
 from tests.support.quality import TEXTS, Counting, LengthScorer, chunking_of, quality_data
 
@@ -161,26 +157,6 @@ def test_graph_exports_as_self_contained_html() -> None:
     page = figure_html(stickiness_figure(quality_data("A", 1), 0.3, "#2563eb"))
     assert page.lstrip().lower().startswith(("<!doctype html>", "<html")) and page.rstrip().endswith("</html>")
     assert "<script src=" not in page and len(page) > 1_000_000  # plotly.js inlined: opens offline
-
-
-# --- match lengths -------------------------------------------------------------------------------------
-
-
-def test_match_rows_report_target_achieved_and_status() -> None:
-    text = " ".join(f"Sentence number {i} talks about topic {i % 7} at some length." for i in range(60))
-    doc = Document.from_text(text, source="m.txt")
-    cfg = ChunkerConfig.make("recursive", {"chunk_size": 200, "chunk_overlap": 0})
-    cfg = run_chunker(doc, cfg).config
-    results = run_matches(doc, [(0, cfg), (1, ChunkerConfig.make("no_such_chunker"))], 60.0)
-    assert isinstance(results[0][1], MatchResult) and isinstance(results[1][1], str)
-    entries = [ConfigEntry(0, "A", cfg), ConfigEntry(1, "B", ChunkerConfig("no_such_chunker"))]
-    rows = match_rows(entries, MatchOutcome(doc.id, 60, results))
-    a, b = rows
-    r = results[0][1]
-    assert a["parameter"] == "chunk_size" and a["before"] == "200" and a["after"] == str(r.config.params_dict["chunk_size"])
-    assert a["achieved"] == pytest.approx(r.achieved, abs=0.05)
-    assert a["status"] == ("within ±5%" if r.within else "closest reachable")
-    assert b["status"] and b["achieved"] is None
 
 
 @pytest.mark.parametrize(
