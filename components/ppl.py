@@ -23,7 +23,7 @@ from backend.jobs import Job
 from backend.models.scoring import partial_sentence_scores
 from backend.models.types import PartialTokenScores
 from backend.text.document import Document
-from components.render import ChunkIndex, legend_html, window_html
+from backend.figures.text import ChunkIndex, legend_html, window_html
 
 __all__ = [
     "REFERENCE_RULE",

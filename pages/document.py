@@ -6,7 +6,7 @@ from components.cached import document_stats, samples
 from components.documents import current_sample, load_bundled_sample, load_upload, upload_limit_mb, upload_types
 from components.keys import DOCUMENT
 from components.layout import ensure_routed, landing_intro
-from components.render import STYLE, text_html
+from backend.figures.text import STYLE, text_html
 from components.retrieval import md_text
 from components.state import current_document
 

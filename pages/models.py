@@ -19,7 +19,7 @@ from components.models import (
     score_results,
     scorer_in_use,
 )
-from components.render import esc
+from backend.figures.text import esc
 from components.state import current_document
 
 ensure_routed()

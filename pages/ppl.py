@@ -42,7 +42,7 @@ from components.ppl import (
     partial_curve,
     theta_controls,
 )
-from components.render import STYLE
+from backend.figures.text import STYLE
 from components.state import add_configuration, require_document
 from components.views import export_stem
 

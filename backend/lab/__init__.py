@@ -10,9 +10,12 @@ or job plan is written twice.
   title, models and body), what every task that needs a model run returns;
 - ``settings``: every page setting (section, name, type, default, range or choices), written once;
 - ``runs``: model-backed configurations' chunkings and the job that runs the missing ones;
-- ``match``: match lengths (tune configurations to one mean chunk length).
+- ``match``: match lengths (tune configurations to one mean chunk length);
+- ``compare``: each configuration's chunking or why there is none, the statistics table, the
+  text window, a click on the boundary strip, the chunk inspector;
+- ``curves``: what each chunker cut on, read without a model call.
 
 Import what you need from its module.
 """
 
-__all__ = ["jobs", "match", "models", "runs", "settings"]
+__all__ = ["compare", "curves", "jobs", "match", "models", "runs", "settings"]
