@@ -13,9 +13,10 @@ or job plan is written twice.
 - ``match``: match lengths (tune configurations to one mean chunk length);
 - ``compare``: each configuration's chunking or why there is none, the statistics table, the
   text window, a click on the boundary strip, the chunk inspector;
-- ``curves``: what each chunker cut on, read without a model call.
+- ``curves``: what each chunker cut on, read without a model call;
+- ``document``: the text preview's parts and one scoring pass's per-sentence summary (Document, Models).
 
 Import what you need from its module.
 """
 
-__all__ = ["compare", "curves", "jobs", "match", "models", "runs", "settings"]
+__all__ = ["compare", "curves", "document", "jobs", "match", "models", "runs", "settings"]

@@ -17,6 +17,9 @@ from backend.lab.compare import (
     text_window,
     window_count,
 )
+from backend.lab.document import PREVIEW_CHARS, ScoreSummary, preview, preview_count
+from backend.models.scoring import SentenceScore
+from backend.samples import load_sample
 from backend.text.document import Document
 
 TEXT = " ".join(f"Sentence {i} is here." for i in range(40))
@@ -83,3 +86,23 @@ def test_neighbours_clip_the_index(doc: Document) -> None:
     assert first.previous is None and first.current.index == 0 and first.next.index == 1
     last = neighbours(chunking, 10_000)
     assert last.current.index == len(chunking) - 1 and last.next is None
+
+
+def test_the_preview_reads_a_pdf_page_by_page_and_text_by_windows() -> None:
+    text = Document.from_text("y" * (PREVIEW_CHARS + 5), source="long.txt")
+    assert preview_count(text) == 2
+    part = preview(text, 9)
+    assert (part.unit, part.number, part.start, part.end) == ("Part", 2, PREVIEW_CHARS, PREVIEW_CHARS + 5)
+    pdf = load_sample("technical-pdf")
+    assert preview_count(pdf) == len(pdf.pages) > 1
+    page = preview(pdf, 2)
+    assert (page.unit, page.start, page.end) == ("Page", pdf.pages[1].start, pdf.pages[1].end)
+    assert page.caption(len(pdf.text)).startswith(f"Page 2 of {len(pdf.pages)} · characters")
+
+
+def test_a_score_summary_weights_the_mean_by_tokens() -> None:
+    rows = [SentenceScore(0, 0, 5, "Hello", 0, float("nan"), float("nan")), SentenceScore(1, 6, 10, "you.", 3, 2.0, 7.4),
+            SentenceScore(2, 11, 14, "Hi.", 1, 6.0, 403.4)]
+    summary = ScoreSummary.of(rows, "m")
+    assert (summary.scored_tokens, summary.mean_nll, summary.curve_ready) == (4, 3.0, True)
+    assert [r["index"] for r in summary.rows()] == [0, 1, 2]
