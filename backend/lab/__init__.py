@@ -10,9 +10,11 @@ or job plan is written twice.
   title, models and body), what every task that needs a model run returns;
 - ``settings``: every page setting (section, name, type, default, range or choices), written once;
 - ``runs``: model-backed configurations' chunkings and the job that runs the missing ones;
-- ``match``: match lengths (tune configurations to one mean chunk length).
+- ``match``: match lengths (tune configurations to one mean chunk length);
+- ``quality``: quality scoring (what is known, missing, its cost, its job) and the Quality table;
+- ``summary``: the Summary page's rows, verdict and notes, and the plan of its missing scores.
 
 Import what you need from its module.
 """
 
-__all__ = ["jobs", "match", "models", "runs", "settings"]
+__all__ = ["jobs", "match", "models", "quality", "runs", "settings", "summary"]
