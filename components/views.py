@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import streamlit as st
 
 from backend.chunking import Chunking, ConfigEntry
+from backend.figures.export import export_name
 from components.keys import COMPARE
 from backend.figures.text import esc, inspector_html, tag_badge_html
 from backend.lab.compare import neighbours
@@ -39,22 +38,6 @@ def export_stem(doc_source: str, tag: str, chunking: Chunking) -> str:
     cfg = chunking.config
     params = "_".join(f"{k}{v}" for k, v in cfg.params)
     return export_name(doc_source, f"{tag}-{cfg.name}-{params}-{cfg.tokenizer}")
-
-
-def export_name(doc_source: str, view: str) -> str:
-    """A file name (without extension): the document's name, then what the file holds, both made safe.
-
-    >>> export_name("My report.pdf", "quality-K0.80")
-    'My-report__quality-K0.80'
-    """
-    name = doc_source.replace("\\", "/").rsplit("/", 1)[-1]
-    stem = _safe(os.path.splitext(name)[0]) or "document"
-    return f"{stem}__{_safe(view)}"
-
-
-def _safe(text: str) -> str:
-    """Letters, digits, ``.``, ``_`` and ``-`` only (any script), no leading or trailing separators."""
-    return re.sub(r"[^\w.-]+", "-", text).strip("-.")
 
 
 def config_title(entry: ConfigEntry, color: str) -> None:

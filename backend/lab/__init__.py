@@ -14,9 +14,11 @@ or job plan is written twice.
 - ``compare``: each configuration's chunking or why there is none, the statistics table, the
   text window, a click on the boundary strip, the chunk inspector;
 - ``curves``: what each chunker cut on, read without a model call;
-- ``document``: the text preview's parts and one scoring pass's per-sentence summary (Document, Models).
+- ``document``: the text preview's parts and one scoring pass's per-sentence summary (Document, Models);
+- ``quality``: quality scoring (what is known, missing, its cost, its job) and the Quality table;
+- ``summary``: the Summary page's rows, verdict and notes, and the plan of its missing scores.
 
 Import what you need from its module.
 """
 
-__all__ = ["compare", "curves", "document", "jobs", "match", "models", "runs", "settings"]
+__all__ = ["compare", "curves", "document", "jobs", "match", "models", "quality", "runs", "settings", "summary"]
