@@ -34,7 +34,8 @@ from backend.chunking import ChunkerConfig, Chunking
 from backend.config import default_lm_spec
 from backend.errors import ChunkLabError, ModelError, NotCached, one_line
 from backend.jobs import Job, start_job
-from backend.models.types import ModelInfo, Progress, Scorer, check_cancel
+from backend.models.types import ModelInfo, Scorer
+from backend.progress import Progress
 from backend.text.document import Document
 from components.keys import CHAT_CHOICE, EMB_CHOICE, EMB_INFO, LM_INFO, PageKeys
 from components.models import current_scorer, freeze_long_lived, job_progress, session_chat
@@ -199,7 +200,7 @@ def start_model_job(title: str, lm: SessionLM, fn: Callable[[Scorer, Progress], 
     """
 
     def run(progress: Progress) -> Any:
-        check_cancel(progress)  # honours a cancel before the model loads
+        progress.check()  # honours a cancel before the model loads
         return fn(_job_scorer(lm, progress), progress)
 
     return start_job(title, run, signature=signature, model=lm.label)

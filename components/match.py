@@ -184,11 +184,11 @@ def match_lengths_panel(doc: Document, entries: Sequence[dict[str, Any]], keys: 
 
             def start():
                 from backend.chunkers.context import ModelContext
-                from backend.jobs import scaled_progress, start_job
+                from backend.jobs import start_job
 
                 def run(scorer, progress, d=doc, c=req_configs, t=req_target, emb=lm.embedder_spec, chat=lm.chat):
                     def context(k: int, n: int) -> ModelContext:
-                        part = scaled_progress(progress, k, n, "configuration")
+                        part = progress.part(k, n, "configuration")
                         return ModelContext(scorer=scorer, embedder_spec=emb, chat=chat, progress=part)
 
                     return MatchOutcome(d.id, t, run_matches(d, c, float(t), context=context))

@@ -207,7 +207,6 @@ def run(args: argparse.Namespace) -> int:
     """Run ``report``; errors propagate as :class:`~backend.errors.ChunkLabError` for the CLI to print."""
     from backend.chunkers.context import ModelContext
     from backend.metrics.quality import DEFAULT_K
-    from backend.models.types import ProgressTracker
     from backend.report.html import report_html
     from backend.report.summary import collect
 
@@ -248,11 +247,11 @@ def run(args: argparse.Namespace) -> int:
             benchmark = evaluate(
                 questions, list(dict.fromkeys(c for _, c in tagged)), embedder=context.get_embedder(),
                 retrieve=retrieve, cache=context.cache, use_cache=not args.no_cache, context=context,
-                progress=ProgressTracker(report=line.report),
+                progress=line,
             )
     with StderrProgress("scoring") as line:
         context.on_load = lambda: line.status("loading model…")
-        context.progress = ProgressTracker(report=line.report)
+        context.progress = line
         summary = collect(
             doc, tagged, context=context, question_set=questions, embedder_spec=embedder, K=K, delta=delta,
             window=window, cs_rule=cs_rule, bc_mode=bc_mode, retrieve=retrieve, compute=not args.no_quality,
