@@ -10,8 +10,8 @@ Long computations run in a background thread (:class:`backend.jobs.Job`), kept i
 
 - Streamlit reruns the script on every click, so a computation running inside the script
   run would block the Cancel button until it finished. In a thread it keeps going between
-  reruns, and the Cancel button's rerun sets the job's :class:`CancelToken`; the thread
-  stops at its next progress report (``ProgressTracker`` raises ``Cancelled`` there).
+  reruns, and the Cancel button's rerun sets the job's :class:`~backend.progress.CancelToken`;
+  the thread stops at its next progress report (its ``Progress`` raises ``Cancelled`` there).
 - The page shows the job through a fragment that reruns itself every second
   (:func:`job_progress`, ``st.fragment(run_every=…)``) to redraw the progress bar and ETA,
   and reruns the whole page once the job has ended, so its results appear. (Each rerun ends

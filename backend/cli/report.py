@@ -48,7 +48,6 @@ from backend.errors import InputError, ParameterError
 from backend.lab.models import SessionModels
 from backend.lab.quality import plan_quality
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
-from backend.models.types import ProgressTracker
 from backend.report.html import cached_curves, report_html
 from backend.report.session import load_session, question_set_from_json, resolve_document
 from backend.report.summary import METRIC_INFO, METRICS, collect
@@ -230,11 +229,11 @@ def run(args: argparse.Namespace) -> int:
             benchmark = evaluate(
                 questions, list(dict.fromkeys(c for _, c in tagged)), embedder=context.get_embedder(),
                 retrieve=retrieve, cache=context.cache, use_cache=not args.no_cache, context=context,
-                progress=ProgressTracker(report=line.report),
+                progress=line,
             )
     with StderrProgress("scoring") as line:
         context.on_load = lambda: line.status("loading model…")
-        context.progress = ProgressTracker(report=line.report)
+        context.progress = line
         summary = collect(
             doc, tagged, context=context, question_set=questions, embedder_spec=embedder, K=K, delta=delta,
             window=window, cs_rule=cs_rule, bc_mode=bc_mode, retrieve=retrieve, compute=not args.no_quality,

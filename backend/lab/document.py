@@ -13,7 +13,8 @@ from typing import Any
 from backend.lab.jobs import JobPlan
 from backend.models.cache import OutputCache
 from backend.models.scoring import SentenceScore, sentence_scores
-from backend.models.types import Progress, Scorer
+from backend.models.types import Scorer
+from backend.progress import Progress
 from backend.text.document import Document
 
 __all__ = ["PREVIEW_CHARS", "Preview", "preview_count", "preview", "ScoreSummary", "plan_sentence_scores"]

@@ -33,7 +33,8 @@ from backend.models.identity import embedder_fingerprint_without_loading, finger
 from backend.models.lm import resolve_spec
 from backend.models.scorer import load_scorer
 from backend.models.scoring import scored_tokens, scoring_checkpoint
-from backend.models.types import ModelInfo, Progress, Scorer, TokenScores
+from backend.models.types import ModelInfo, Scorer, TokenScores
+from backend.progress import Progress
 
 __all__ = ["SessionModels", "default_lm_identity", "unloaded_embedder_fingerprint"]
 

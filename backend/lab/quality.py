@@ -49,7 +49,8 @@ from backend.metrics.scores import (
     vectors_key,
 )
 from backend.models.cache import OutputCache, default_cache
-from backend.models.types import Progress, Scorer
+from backend.models.types import Scorer
+from backend.progress import Progress
 from backend.text.document import Document
 
 __all__ = [
