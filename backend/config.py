@@ -14,7 +14,7 @@ import math
 import os
 from pathlib import Path
 
-from backend.errors import ParameterError
+from backend.errors import ModelError, ParameterError
 
 __all__ = [
     # files and data
@@ -336,8 +336,6 @@ def chat_backend() -> str:
     Raises:
         ModelError: any other value.
     """
-    from backend.errors import ModelError
-
     choice = os.environ.get("CHUNKLAB_CHAT", "").strip().lower()
     if choice not in CHAT_BACKENDS:
         raise ModelError(f"CHUNKLAB_CHAT must be 'local', 'remote' or unset, got {choice!r}")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from backend.errors import ParameterError
+from backend.loaders import load_document
 from backend.text.document import Document
 
 __all__ = [
@@ -144,8 +145,6 @@ def load_sample(name: str) -> Document:
     Raises:
         ParameterError: No sample has that name.
     """
-    from backend.loaders import load_document
-
     return load_document(get_sample(name).path, max_bytes=_SAMPLE_MAX_BYTES)
 
 

@@ -27,6 +27,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
+from backend.config import data_dir
 from backend.errors import ParameterError
 
 __all__ = ["Tokenizer", "SpanCounter", "get_tokenizer", "TOKENIZER_NAMES", "length_function"]
@@ -342,8 +343,6 @@ def smollm2_gguf() -> Path:
 
 def _smollm2_tokenizer_json() -> Path:
     """Convert the GGUF's tokenizer once (through transformers) and keep it in the data dir."""
-    from backend.config import data_dir
-
     gguf = smollm2_gguf()
     out = data_dir() / "tokenizers" / f"{gguf.stem}.tokenizer.json"
     if not out.exists():

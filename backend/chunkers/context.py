@@ -18,8 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from backend.errors import ModelError, NotCached
+from backend.models.cache import default_cache
+from backend.models.chat import default_chat_model
+from backend.models.embedder import load_embedder
+from backend.models.embeddings import embed_texts, embeddings_key
 from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
-from backend.models.remote import is_remote_lm
+from backend.models.remote import RemoteScorer, is_remote_lm
+from backend.models.scorer import load_scorer
+from backend.models.scoring import cached_token_scores, document_token_scores, scored_tokens
+from backend.models.types import ModelInfo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,7 +34,7 @@ if TYPE_CHECKING:
     from backend.models.cache import OutputCache
     from backend.models.chat import ChatModel
     from backend.models.embeddings import TextEmbedder
-    from backend.models.types import ModelInfo, Scorer, TokenScores
+    from backend.models.types import Scorer, TokenScores
     from backend.progress import Progress
 
 __all__ = ["ModelContext", "unloaded_model_info"]
@@ -93,8 +100,6 @@ class ModelContext:
         if not self.use_cache:
             return None
         if self._cache is None:
-            from backend.models.cache import default_cache
-
             self._cache = default_cache()
         return self._cache
 
@@ -108,12 +113,8 @@ class ModelContext:
             if self.on_load is not None:
                 self.on_load()
             if is_remote_lm(self.lm):
-                from backend.models.remote import RemoteScorer
-
                 self.scorer = RemoteScorer()
             else:
-                from backend.models.scorer import load_scorer
-
                 self.scorer = load_scorer(self.lm, self.device, self.progress)
         return self.scorer
 
@@ -131,8 +132,6 @@ class ModelContext:
 
     def token_scores(self, text: str) -> TokenScores:
         """Per-token NLLs of ``text``: from the cache when possible (without loading the model), else scored."""
-        from backend.models.scoring import cached_token_scores, document_token_scores, scored_tokens
-
         cache = self.cache
         if cache is not None and self.scorer is None:
             fp = self.fingerprint
@@ -157,8 +156,6 @@ class ModelContext:
         if self.embedder is None:
             if self.on_load is not None:
                 self.on_load()
-            from backend.models.embedder import load_embedder
-
             self.embedder = load_embedder(self.embedder_spec, self.device)
         return self.embedder
 
@@ -174,8 +171,6 @@ class ModelContext:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """L2-normalized embeddings of ``texts``: from the cache when possible (without loading the embedder)."""
-        from backend.models.embeddings import embed_texts, embeddings_key
-
         cache = self.cache
         if texts and cache is not None and self.embedder is None:
             fp = self.embedder_fingerprint
@@ -203,16 +198,12 @@ class ModelContext:
             ModelError: ``CHUNKLAB_CHAT`` asks for an API that is not configured.
         """
         if self.chat is None:
-            from backend.models.chat import default_chat_model
-
             self.chat = default_chat_model(self._local_lm, self.device, self.on_load)
         return self.chat
 
 
 def unloaded_model_info(name: str, fingerprint: str, kind: str = "lm") -> ModelInfo:
     """The identity of a language model known by name and fingerprint but not loaded (size, device unknown)."""
-    from backend.models.types import ModelInfo
-
     return ModelInfo(name, "", kind, 0, "", "", fingerprint)
 
 
@@ -235,8 +226,6 @@ class _CacheOnlyContext(ModelContext):
 
     def token_scores(self, text: str) -> TokenScores:
         """``text``'s cached token scores under the scorer's model; :class:`NotCached` on a miss."""
-        from backend.models.scoring import cached_token_scores
-
         cache, info = self.cache, self.scorer.info
         hit = cached_token_scores(cache, info.fingerprint, text, self.window, scorer_kind=info.kind) if cache else None
         if hit is None:
@@ -250,8 +239,6 @@ class _CacheOnlyContext(ModelContext):
     def get_chat(self) -> ChatModel:
         """The default chat model's identity, refusing to answer (cached replies are read by key)."""
         if self.chat is None:
-            from backend.models.chat import default_chat_model
-
             self.chat = _RefusingChat(default_chat_model(self._local_lm, self.device))
         return self.chat
 

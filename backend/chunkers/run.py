@@ -21,6 +21,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence
 
+from backend.chunkers.base import REGISTRY, run_chunker
+from backend.chunkers.context import ModelContext
 from backend.errors import Cancelled, ChunkLabError, NotCached, one_line
 
 if TYPE_CHECKING:
@@ -57,8 +59,6 @@ class ChunkOutcome:
 
 def needs_model(config: ChunkerConfig) -> bool:
     """Whether the configuration's chunker runs a model (its registry entry ``needs`` one)."""
-    from backend.chunkers.base import REGISTRY
-
     cls = REGISTRY.get(config.name)
     return cls is not None and bool(cls.needs)
 
@@ -103,8 +103,6 @@ def chunk_all(
         Cancelled: ``chunk`` was cancelled (the remaining configurations do not run).
     """
     if chunk is None:
-        from backend.chunkers.base import run_chunker
-
         chunk = run_chunker
     out = []
     for config in configs:
@@ -136,9 +134,6 @@ def run_configs(
     Raises:
         Cancelled: ``progress`` was cancelled.
     """
-    from backend.chunkers.base import run_chunker
-    from backend.chunkers.context import ModelContext
-
     out = []
     for k, config in enumerate(configs):
         part = progress.part(k, len(configs), "configuration")

@@ -14,10 +14,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence, TextIO, TypeVar
 
+from backend.chunkers import make_chunker
+from backend.chunkers.context import ModelContext
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
+from backend.loaders import load_document
 from backend.models.devices import PRECISIONS, set_precision
 from backend.progress import Progress
+from backend.samples import load_sample
 
 _T = TypeVar("_T")
 
@@ -128,11 +132,7 @@ def add_embedder_flag(parser: argparse.ArgumentParser) -> None:
 
 def load_input(spec: str):
     if spec.startswith("sample:"):
-        from backend.samples import load_sample
-
         return load_sample(spec[len("sample:") :])
-    from backend.loaders import load_document
-
     path = Path(spec)
     if not path.exists():
         raise InputError(f"{spec}: no such file")
@@ -155,8 +155,6 @@ def parse_pairs(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def parse_config(spec: str):
-    from backend.chunkers import make_chunker
-
     parts = shlex.split(spec)
     if not parts:
         raise ParameterError("--config needs a chunker name, e.g. 'recursive chunk_size=200'")
@@ -180,8 +178,6 @@ class model_context:  # noqa: N801  (used as a context manager, reads like a fun
     """
 
     def __init__(self, args: argparse.Namespace, chunkers: Sequence[Any] | None) -> None:
-        from backend.chunkers.context import ModelContext
-
         self._active = chunkers is None or any(c.needs for c in chunkers)
         self._line = StderrProgress("scoring")
         self.context = ModelContext(

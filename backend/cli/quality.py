@@ -25,6 +25,9 @@ import json
 import time
 from typing import Any
 
+from backend.chunkers import make_chunker
+from backend.chunkers.context import ModelContext
+from backend.chunkers.match_length import match_length
 from backend.cli.common import (
     StderrProgress,
     add_model_flags,
@@ -36,6 +39,9 @@ from backend.cli.common import (
     positive_int,
     write,
 )
+from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K, LazyScorer, estimate_cost
+from backend.metrics.report import METRICS, QualitySettings, model_needs, quality_report
+from backend.tokenizers import TOKENIZER_NAMES
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -43,8 +49,6 @@ COMMANDS = ("metrics",)
 
 
 def _metrics_list(raw: str) -> tuple[str, ...]:
-    from backend.metrics.report import METRICS
-
     names = tuple(dict.fromkeys(x.strip() for x in raw.split(",") if x.strip()))
     bad = [x for x in names if x not in METRICS]
     if not names or bad:
@@ -54,9 +58,6 @@ def _metrics_list(raw: str) -> tuple[str, ...]:
 
 def add_commands(sub: Any) -> None:
     """Register ``metrics`` on the ``python -m backend`` subparsers."""
-    from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
-    from backend.tokenizers import TOKENIZER_NAMES
-
     p = sub.add_parser("metrics", help="Boundary Clarity, Chunk Stickiness and dissimilarity of a chunking (JSON)")
     p.add_argument("file", help="document path, or sample:NAME")
     p.add_argument("--chunker", required=True, help="registered chunker name (see 'chunkers')")
@@ -80,12 +81,6 @@ def add_commands(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``metrics``; errors propagate as :class:`~backend.errors.ChunkLabError` for the CLI to print."""
-    from backend.chunkers import make_chunker
-    from backend.chunkers.context import ModelContext
-    from backend.chunkers.match_length import match_length
-    from backend.metrics.quality import LazyScorer, estimate_cost
-    from backend.metrics.report import QualitySettings, model_needs, quality_report
-
     chunker = make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer)  # bad arguments fail first
     doc = load_input(args.file)
     started = time.perf_counter()

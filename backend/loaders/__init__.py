@@ -17,6 +17,10 @@ from types import MappingProxyType
 
 from backend.config import max_file_bytes
 from backend.errors import EmptyFileError, FileTooLargeError, InputError, ParameterError, UnsupportedTypeError
+from backend.loaders.docx import load_docx
+from backend.loaders.html import load_html
+from backend.loaders.pdf import PDF_MAGIC, load_pdf
+from backend.loaders.text import load_text
 from backend.text.document import Document
 
 __all__ = ["SUPPORTED_EXTENSIONS", "KIND_BY_EXTENSION", "load_bytes", "load_document"]
@@ -101,8 +105,6 @@ def load_bytes(data: bytes, name: str, max_bytes: int | None = None) -> Document
         BinaryDataError: A text-format file holding binary data.
         ParameterError: ``max_bytes`` is not positive.
     """
-    from backend.loaders.pdf import PDF_MAGIC, load_pdf
-
     name = _base_name(name)
     kind = _kind_of(name)
     limit = _limit(max_bytes)
@@ -110,15 +112,9 @@ def load_bytes(data: bytes, name: str, max_bytes: int | None = None) -> Document
     if kind == "pdf" or data[:1024].lstrip().startswith(PDF_MAGIC):
         return load_pdf(data, name)
     if kind == "docx":
-        from backend.loaders.docx import load_docx
-
         return load_docx(data, name, limit)
     if kind == "html":
-        from backend.loaders.html import load_html
-
         return load_html(data, name)
-    from backend.loaders.text import load_text
-
     return load_text(data, name, kind)
 
 

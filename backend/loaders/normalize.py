@@ -14,6 +14,7 @@ import unicodedata
 
 from backend.errors import EmptyFileError
 from backend.text.document import Document
+from backend.text.language import detect_language
 from backend.text.spans import Span
 
 __all__ = ["normalize_text", "TextBuilder", "PARAGRAPH_BREAK"]
@@ -140,8 +141,6 @@ class TextBuilder:
         Raises:
             EmptyFileError: No text was added.
         """
-        from backend.text.language import detect_language
-
         if not self.has_text:
             raise EmptyFileError(f"'{source}' contains no text")
         text = self.text

@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 
 from backend.errors import ParameterError
+from backend.models.scoring import conditional_scores
+from backend.models.types import ModelInfo
 
 __all__ = [
     "BC_MODES",
@@ -152,8 +154,6 @@ def pair_table(
         cache: The output cache (None: compute everything).
         progress: ``progress(done, total)``; may raise ``Cancelled``.
     """
-    from backend.models.scoring import conditional_scores
-
     texts = [str(t) for t in chunk_texts]
     requests = pair_requests(texts, complete=complete, window=window)
     values = conditional_scores(requests, scorer, cache=cache, progress=progress)
@@ -198,8 +198,6 @@ class LazyScorer:
         if fp is None:  # identity unknown until loaded: load now
             self.info = context.get_scorer().info
         else:
-            from backend.models.types import ModelInfo
-
             loaded = context.scorer
             self.info = loaded.info if loaded is not None else ModelInfo("", "", "lm", 0, "", "", fp)
 
@@ -309,8 +307,6 @@ def dissimilarity(vectors: np.ndarray) -> np.ndarray:
 
 def information_support(retrieved: Sequence[str], answer: str, scorer: Any, *, cache: Any = None) -> float:
     """CP: the mean NLL of ``answer``'s tokens given the retrieved chunks joined by blank lines (lower = better)."""
-    from backend.models.scoring import conditional_scores
-
     if not answer:
         raise ParameterError("the answer is empty: CP needs at least one answer token")
     context = "\n\n".join(str(c) for c in retrieved) or UNCONDITIONAL_CONTEXT

@@ -35,6 +35,7 @@ from backend.metrics.quality import (
     dissimilarity,
     pair_table,
 )
+from backend.models.embeddings import embed_texts
 
 __all__ = [
     "BEST",
@@ -333,8 +334,6 @@ def quality_report(
         if needs.embedder:
             if embedder is None:
                 raise ParameterError("ds needs an embedder")
-            from backend.models.embeddings import embed_texts
-
             vectors, _hit = embed_texts(embedder, texts, cache=cache)
     return quality_row(token_counts, table=table, vectors=vectors, metrics=metrics, settings=settings)
 

@@ -19,6 +19,8 @@ import numpy as np
 
 from backend.chunking import Chunking
 from backend.metrics.quality import PairTable, pair_requests, pair_table, table_from_values
+from backend.models.embeddings import embed_texts, embeddings_key
+from backend.models.scoring import conditional_scores
 from backend.progress import Progress
 
 __all__ = ["ScoringRun", "cached_pair_table", "cached_vectors", "score_chunkings", "table_key", "vectors_key"]
@@ -51,8 +53,6 @@ def cached_vectors(cache: Any, fingerprint: str, texts: Sequence[str]) -> np.nda
 
     A plain lookup (no compute lock), so a page never waits for a job embedding the same texts.
     """
-    from backend.models.embeddings import embeddings_key
-
     texts = list(texts)
     value = cache.get(embeddings_key(fingerprint, texts)) if cache is not None and texts else None
     if value is None:
@@ -118,9 +118,6 @@ def score_chunkings(
         cache: The output cache.
         progress: ``progress(done, total)``; raises ``Cancelled`` after a cancel.
     """
-    from backend.models.embeddings import embed_texts
-    from backend.models.scoring import conditional_scores
-
     progress = progress or Progress()
     started = time.perf_counter()
     texts = [[c.text for c in ch.chunks] for ch in chunkings]

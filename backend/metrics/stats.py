@@ -7,14 +7,13 @@ from typing import Any, Sequence
 
 from backend.chunking import Chunking
 from backend.text.document import Document
+from backend.tokenizers import get_tokenizer
 
 __all__ = ["chunking_stats", "document_stats"]
 
 
 def document_stats(doc: Document, tokenizer: str = "cl100k") -> dict[str, Any]:
     """Characters, tokens, sentences, paragraphs, pages, language, kind and encoding of ``doc``."""
-    from backend.tokenizers import get_tokenizer
-
     return {
         "source": doc.source,
         "kind": doc.kind,

@@ -37,6 +37,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from backend import config
 from backend.errors import ModelError, ParameterError
+from backend.models.cache import text_digest
+from backend.models.identity import fingerprint_without_loading
+from backend.models.lm import load_lm
 from backend.models.openai_compat import Endpoint, Service
 
 if TYPE_CHECKING:
@@ -296,8 +299,6 @@ class LocalChat:
         if self._lm is None:
             if self._on_load is not None:
                 self._on_load()
-            from backend.models.lm import load_lm
-
             self._lm = load_lm(self.spec, self.device)
         return self._lm
 
@@ -312,8 +313,6 @@ class LocalChat:
         if self._fingerprint is None:
             fp = self._lm.info.fingerprint if self._lm is not None else None
             if fp is None:
-                from backend.models.identity import fingerprint_without_loading
-
                 fp = fingerprint_without_loading(self.spec) or self.load().info.fingerprint
             self._fingerprint = f"local:{fp}"
         return self._fingerprint
@@ -349,8 +348,6 @@ class LocalChat:
 
 def chat_cache_key(fingerprint: str, messages: Messages, temperature: float, max_tokens: int) -> dict[str, Any]:
     """The output-cache key of one chat request: model identity, a hash of the messages, the settings."""
-    from backend.models.cache import text_digest
-
     canonical = json.dumps([dict(m) for m in messages], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return {
         "kind": "chat",

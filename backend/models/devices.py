@@ -15,8 +15,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
-from backend.config import default_device_spec
+from backend.config import data_dir, default_device_spec, default_precision_spec, torch_threads
 from backend.errors import ModelError, ParameterError
+from backend.models.jsonstore import read_json_dict, write_json_atomic
 
 if TYPE_CHECKING:
     import torch
@@ -65,8 +66,6 @@ _CPU_MEMORY_SHARE = 0.25
 def apply_thread_setting() -> int:
     """Give torch ``CHUNKLAB_TORCH_THREADS`` CPU threads when set (models call this as they load); the count in use."""
     import torch
-
-    from backend.config import torch_threads
 
     wanted = torch_threads()
     if wanted is not None and torch.get_num_threads() != wanted:
@@ -192,8 +191,6 @@ def set_precision(precision: str | None) -> None:
 
 def requested_precision() -> str:
     """The precision asked for (``set_precision``, else ``CHUNKLAB_PRECISION``, else float32), unresolved."""
-    from backend.config import default_precision_spec
-
     if _precision_override is not None:
         return _precision_override
     spec = default_precision_spec()
@@ -301,9 +298,6 @@ def auto_precision() -> str:
     the file cannot be written the measurement is kept for this process only.
     """
     global _auto_choice
-    from backend.config import data_dir
-    from backend.models.jsonstore import read_json_dict, write_json_atomic
-
     with _auto_lock:
         if _auto_choice is not None:
             return _auto_choice

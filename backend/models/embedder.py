@@ -31,10 +31,19 @@ import numpy as np
 
 from backend.config import default_embedder_spec, hub_offline_variable
 from backend.errors import ModelError, ParameterError
+from backend.models.devices import (
+    apply_thread_setting,
+    default_dtype,
+    dtype_name,
+    run_batched,
+    select_device,
+    suggest_batch_size,
+)
 from backend.models.hub import hub_reachable
 from backend.models.lm import file_sha256
 from backend.models.types import ModelInfo
 from backend.progress import Progress
+from backend.tokenizers import minilm_dir
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -119,8 +128,6 @@ class Embedder:
             raise ParameterError(f"texts[{bad}] is a {type(items[bad]).__name__}, not a string")
         if not items:
             return np.zeros((0, self._dimension), dtype=np.float32)
-        from backend.models.devices import run_batched, suggest_batch_size
-
         if batch_size is None:
             batch_size = suggest_batch_size(self.info.device, self._bytes_per_item)
         elif batch_size < 1:
@@ -198,8 +205,6 @@ def load_embedder(spec: str | None = None, device: str | None = None) -> Embedde
     Raises:
         ModelError: missing or unreadable model, hub id unavailable offline, bad device.
     """
-    from backend.models.devices import apply_thread_setting, select_device
-
     resolved = resolve_embedder_spec(spec)
     dev = select_device(device)
     apply_thread_setting()
@@ -253,8 +258,6 @@ def _load(resolved: str, device: str) -> Embedder:
         raise ModelError(f"{folder} is not a model folder (no config.json or modules.json)")
     import torch
 
-    from backend.models.devices import default_dtype, dtype_name
-
     dtype = default_dtype(device)
     try:
         from sentence_transformers import SentenceTransformer
@@ -293,8 +296,6 @@ def _first_line(e: BaseException) -> str:
 def _model_folder(resolved: str) -> Path:
     """The folder holding the model's files (the hub's snapshot folder for a hub id)."""
     if resolved == DEFAULT_EMBEDDER:
-        from backend.tokenizers import minilm_dir
-
         try:
             return minilm_dir()
         except ParameterError as e:

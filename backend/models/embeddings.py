@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 import numpy as np
 
+from backend.errors import ModelError
 from backend.models.cache import text_digest
+from backend.models.embedder import embedder_name, load_embedder
+from backend.models.identity import embedder_fingerprint_without_loading
 from backend.progress import Progress
 
 if TYPE_CHECKING:
@@ -58,8 +61,6 @@ def load_text_embedder(spec: str | TextEmbedder | None = None) -> TextEmbedder:
     """
     if spec is not None and not isinstance(spec, str):
         return spec
-    from backend.models.embedder import load_embedder
-
     return load_embedder(None if spec is None or spec.strip().lower() == "default" else spec)
 
 
@@ -85,9 +86,6 @@ class LazyEmbedder:
         """
         with self._lock:
             if self._model is None:
-                from backend.errors import ModelError
-                from backend.models.embedder import load_embedder
-
                 model = load_embedder(self._spec)
                 if model.info.fingerprint != self.info.fingerprint:
                     raise ModelError(f"{self.info.name}: its weights changed since they were fingerprinted")
@@ -113,10 +111,6 @@ def lazy_text_embedder(spec: str | None = None) -> TextEmbedder:
     Raises:
         ModelError: ``spec`` names no model (or a hub id cannot be loaded).
     """
-    from backend.models.embedder import embedder_name
-    from backend.models.identity import embedder_fingerprint_without_loading
-    from backend.models.types import ModelInfo
-
     resolved = None if spec is None or spec.strip().lower() == "default" else spec
     fingerprint = embedder_fingerprint_without_loading(resolved)
     if fingerprint is None:

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from backend.models.devices import requested_precision
+from backend.models.embedder import DEFAULT_EMBEDDER, resolve_embedder_spec, weights_fingerprint
+from backend.models.lm import file_sha256, resolve_spec
+from backend.tokenizers import minilm_dir
+
 __all__ = ["fingerprint_without_loading", "embedder_fingerprint_without_loading"]
 
 
@@ -22,9 +27,6 @@ def fingerprint_without_loading(spec: str | None) -> str | None:
     Raises:
         ModelError: ``spec`` names no model.
     """
-    from backend.models.devices import requested_precision
-    from backend.models.lm import file_sha256, resolve_spec
-
     kind, location = resolve_spec(spec)  # a spec naming no model fails here, before any loading
     if requested_precision() != "float32":
         return None  # its key depends on the device it lands on (the CPU only has precisions): load to know
@@ -41,12 +43,8 @@ def embedder_fingerprint_without_loading(spec: str | None) -> str | None:
     Raises:
         ModelError: ``spec`` names no embedder.
     """
-    from backend.models.embedder import DEFAULT_EMBEDDER, resolve_embedder_spec, weights_fingerprint
-
     resolved = resolve_embedder_spec(spec)  # a spec naming no model fails here, before any loading
     if resolved == DEFAULT_EMBEDDER:
-        from backend.tokenizers import minilm_dir
-
         return weights_fingerprint(minilm_dir())
     path = Path(resolved)
     return weights_fingerprint(path) if path.is_absolute() else None

@@ -59,6 +59,7 @@ from backend.models.hub import hub_reachable
 from backend.models.jsonstore import read_json_dict, write_json_atomic
 from backend.models.types import ModelInfo
 from backend.progress import Progress, acquired
+from backend.tokenizers import smollm2_gguf
 
 __all__ = ["LanguageModel", "load_lm", "loaded_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
 
@@ -118,8 +119,6 @@ def _resolve(spec: str | None) -> _Source:
     raw = spec if spec is not None and spec.strip() else default_lm_spec() or DEFAULT_LM
     raw = raw.strip()
     if raw.lower() == DEFAULT_LM:
-        from backend.tokenizers import smollm2_gguf
-
         try:
             path = smollm2_gguf()
         except ParameterError as e:

@@ -10,6 +10,8 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from backend.text.language import detect_language
+from backend.text.segment import paragraph_spans, sentence_spans
 from backend.text.spans import Span
 
 __all__ = ["Document"]
@@ -46,8 +48,6 @@ class Document:
     @cached_property
     def sentences(self) -> tuple[Span, ...]:
         """Sentence spans (computed on first use and kept)."""
-        from backend.text.segment import sentence_spans
-
         return tuple(sentence_spans(self.text, language=self.language))
 
     def page_of(self, offset: int) -> int:
@@ -73,9 +73,6 @@ class Document:
         encoding: str | None = None,
     ) -> Document:
         """Build a single-page document from already-normalized text (text loaders, tests)."""
-        from backend.text.language import detect_language
-        from backend.text.segment import paragraph_spans
-
         return cls(
             text=text,
             source=source,

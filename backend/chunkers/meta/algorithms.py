@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from backend.chunkers.packing import pack_units
 from backend.errors import ParameterError
 from backend.tokenizers import SpanCounter
 
@@ -211,8 +212,6 @@ def combine(
     Returns:
         ``(start, end, tokens)`` per merged chunk.
     """
-    from backend.chunkers.packing import pack_units  # here: backend.chunkers imports this module
-
     if target_length < 1:
         raise ParameterError(f"target_length ({target_length}) must be at least 1")
     counts = counter.count_many(units)
