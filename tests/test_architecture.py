@@ -245,3 +245,210 @@ def test_package_inits_reexport_only_their_own_modules():
             if not inside and e.name in exported:
                 offenders.append(f"{module}:{e.line} re-exports {e.target}.{e.name}")
     assert offenders == []
+
+
+# --- contracts you can read: imports at the top, lazy only for heavy dependencies in their adapters ---------
+
+# Third-party modules a function may import lazily, and the only modules that may: each is slow to import
+# (measured on the 2-core CI machine: torch, transformers and sentence-transformers take seconds, chromadb
+# about 1 s, openai ~0.6 s, bm25s ~1 s with scipy, the document parsers and gguf 0.2-0.5 s) and needed only by
+# the adapter that wraps it, so `import backend` and every command that does not use it stay fast
+# (tests/backend/test_imports.py). Everything else is imported at the top of its module.
+LAZY_IMPORTS: dict[str, tuple[str, ...]] = {
+    "torch": ("backend.models.",),
+    "transformers": ("backend.models.",),
+    "sentence_transformers": ("backend.models.",),
+    "accelerate": ("backend.models.",),
+    "gguf": ("backend.models.", "backend.tokenizers"),
+    "chromadb": ("backend.retrieval.store",),
+    "openai": ("backend.models.openai_compat",),
+    "pypdfium2": ("backend.loaders.",),
+    "docx": ("backend.loaders.",),
+    "bs4": ("backend.loaders.",),
+    "lxml": ("backend.loaders.",),
+    "blingfire": ("backend.text.blingfire",),
+    "tiktoken": ("backend.tokenizers",),
+    "tokenizers": ("backend.tokenizers",),
+    "bm25s": ("backend.retrieval.multi.graph",),
+    "kaleido": ("backend.figures.export",),
+}
+
+
+@dataclass(frozen=True)
+class LocalImport:
+    module: str  # the importing module
+    target: str  # the imported module, as written (absolute)
+    line: int
+
+
+def local_imports(module: str, path: Path) -> list[LocalImport]:
+    """Every ``import`` inside a function or class body of ``module`` (each statement once)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    seen: dict[int, LocalImport] = {}
+    for scope in ast.walk(tree):
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in ast.walk(scope):
+            if id(node) in seen:
+                continue
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    seen[id(node)] = LocalImport(module, alias.name, node.lineno)
+            elif isinstance(node, ast.ImportFrom):
+                target = _absolute(module, path, node) if node.level else node.module or ""
+                seen[id(node)] = LocalImport(module, target, node.lineno)
+    return sorted(seen.values(), key=lambda i: i.line)
+
+
+def import_rule_violations(found: list[LocalImport]) -> list[str]:
+    """The local imports that break the rule: any project module, or a third-party one outside its adapter."""
+    out = []
+    for imp in found:
+        root = imp.target.split(".")[0]
+        if root in PACKAGES or root in ("tests", "bench"):
+            out.append(f"{imp.module}:{imp.line} imports {imp.target} inside a function (move it to the top)")
+            continue
+        allowed = LAZY_IMPORTS.get(root)
+        if allowed is None or not any(imp.module == a.rstrip(".") or imp.module.startswith(a) for a in allowed):
+            out.append(f"{imp.module}:{imp.line} imports {imp.target} lazily (only {', '.join(LAZY_IMPORTS)} may be, "
+                       "in their adapters)")
+    return out
+
+
+def test_imports_are_at_the_top_and_lazy_only_for_heavy_dependencies_in_their_adapters():
+    found = [imp for module, path in project_modules().items() for imp in local_imports(module, path)]
+    assert import_rule_violations(found) == []
+
+
+def test_the_import_rule_fails_on_a_crafted_module(tmp_path):
+    src = (
+        "import numpy as np\n"
+        "def load():\n    import torch\n    return torch\n"
+        "def hidden():\n    from backend.errors import InputError\n    return InputError\n"
+        "def plot():\n    import plotly.graph_objects as go\n    return go\n"
+        "class C:\n    def m(self):\n        from . import sibling\n"
+    )
+    path = _write(tmp_path / "mod.py", src)
+    in_adapter = import_rule_violations(local_imports("backend.models.fake", path))
+    assert in_adapter == [
+        "backend.models.fake:6 imports backend.errors inside a function (move it to the top)",
+        f"backend.models.fake:9 imports plotly.graph_objects lazily (only {', '.join(LAZY_IMPORTS)} may be, in their "
+        "adapters)",
+        "backend.models.fake:13 imports backend.models inside a function (move it to the top)",
+    ]
+    elsewhere = import_rule_violations(local_imports("backend.metrics.fake", path))
+    assert elsewhere[0] == (
+        f"backend.metrics.fake:3 imports torch lazily (only {', '.join(LAZY_IMPORTS)} may be, in their adapters)"
+    )
+
+
+# --- private names: tests and benchmarks use the public API too --------------------------------------
+
+
+def private_imports(root: Path, packages: tuple[str, ...]) -> list[str]:
+    """``from project.module import _name`` anywhere under ``packages`` of ``root``."""
+    out = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ImportFrom) or not node.module:
+                    continue
+                if node.module.split(".")[0] not in (*PACKAGES, "tests", "bench"):
+                    continue
+                out += [
+                    f"{path.relative_to(root)}:{node.lineno} imports {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+    return out
+
+
+def test_tests_and_benchmarks_import_no_private_name():
+    assert private_imports(ROOT, ("tests", "bench", "scripts")) == []
+
+
+def test_the_private_name_rule_fails_on_a_crafted_test(tmp_path):
+    (tmp_path / "tests").mkdir()
+    _write(tmp_path / "tests" / "test_x.py", "from backend.models.remote import RemoteScorer, _align\n")
+    assert private_imports(tmp_path, ("tests",)) == ["tests/test_x.py:1 imports backend.models.remote._align"]
+
+
+# --- pages read widgets, make one call and render ---------------------------------------------------------
+
+# What a page or component must not loop over: the document's units and a chunking's parts are the
+# backend's business (backend/lab for data, backend/figures for views), so the page and the CLI agree.
+UNIT_NAMES = frozenset({
+    "chunks", "sentences", "tokens", "token_counts", "spans", "hits", "picks", "ranges", "units", "pages",
+    "questions", "starts", "ends", "nll",
+})
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute):
+            names.add(sub.attr)
+        elif isinstance(sub, ast.Name):
+            names.add(sub.id)
+    return names
+
+
+def unit_loops(module: str, path: Path) -> list[str]:
+    """Loops and comprehensions of ``module`` whose iterable walks a document's or a chunking's units."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        iters = []
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            iters = [node.iter]
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            iters = [g.iter for g in node.generators]
+        for it in iters:
+            hit = sorted(_names_in(it) & UNIT_NAMES)
+            if hit:
+                out.append(f"{module}:{it.lineno} loops over {', '.join(hit)}")
+    return out
+
+
+def test_pages_and_components_loop_over_no_unit():
+    found = []
+    for module, path in project_modules().items():
+        if module.split(".")[0] in ("pages", "components"):
+            found += unit_loops(module, path)
+    assert found == []
+
+
+def test_the_loop_rule_fails_on_a_crafted_page(tmp_path):
+    src = (
+        "for e in entries:\n    pass\n"  # the session's configurations: fine
+        "texts = [c.text for c in chunking.chunks]\n"
+        "total = sum(s.tokens for s in doc.sentences)\n"
+    )
+    found = unit_loops("pages.fake", _write(tmp_path / "fake.py", src))
+    assert found == ["pages.fake:3 loops over chunks", "pages.fake:4 loops over sentences"]
+
+
+def job_calls(module: str, path: Path) -> list[str]:
+    """Calls that start a job or plan one by hand: ``start_job(…)`` and ``JobPlan(…)``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("start_job", "JobPlan"):
+                out.append(f"{module}:{node.lineno} calls {name} (a job's plan comes from backend.lab)")
+    return out
+
+
+def test_pages_and_components_build_no_job():
+    found = []
+    for module, path in project_modules().items():
+        if module.split(".")[0] in ("pages", "components"):
+            found += job_calls(module, path)
+    assert found == []
+
+
+def test_the_job_rule_fails_on_a_crafted_page(tmp_path):
+    src = "job = start_job('x', fn, signature=(doc.id, 3))\nplan = JobPlan('t', ('sig',), body)\nplan.start()\n"
+    assert job_calls("pages.fake", _write(tmp_path / "fake.py", src)) == [
+        "pages.fake:1 calls start_job (a job's plan comes from backend.lab)",
+        "pages.fake:2 calls JobPlan (a job's plan comes from backend.lab)",
+    ]

@@ -15,6 +15,7 @@ from backend.samples import DEMO
 from components.keys import BENCHMARK, COMPARE, CONFIGS, DEMO_MODE, PPL, QUALITY, RETRIEVAL
 from tests.conftest import ROOT
 from tests.support.apptest import TIMEOUT, run, wait_job
+from tests.support.patching import patch_everywhere
 
 pytestmark = pytest.mark.skipif(not any(DEMO_CACHE_DIR.glob("*.entry")), reason="no shipped demo cache")
 
@@ -33,7 +34,7 @@ def demo_app(tmp_path, monkeypatch) -> AppTest:
         monkeypatch.delenv(name, raising=False)
     for target in ("backend.models.scorer.load_scorer", "backend.models.lm.load_lm", "backend.models.scorer.load_lm",
                    "backend.models.embedder.load_embedder"):
-        monkeypatch.setattr(target, _no_model)
+        patch_everywhere(monkeypatch, target, _no_model)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     run(at)
     return run(at)

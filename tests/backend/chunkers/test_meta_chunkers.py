@@ -25,6 +25,7 @@ from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 from tests.backend.cli.test_cli_models import run_cli
+from tests.support.patching import patch_everywhere
 from tests.invariants import check_invariants as _check
 from tests.support.fake_scores import FakeScorer, fake_token_scores
 
@@ -300,10 +301,9 @@ def test_scores_and_their_csv_are_pinned():
 )
 def test_the_ppl_page_shows_what_the_cli_chunk_command_prints(name, params, monkeypatch, capsys):
     """The page's path (scores held in session state, then the chunker's own entry) equals ``python -m backend chunk``."""
-    import backend.models.scorer as scorer_module
     from backend.cli.main import main
 
-    monkeypatch.setattr(scorer_module, "load_scorer", lambda *_a, **_k: FakeScorer())
+    patch_everywhere(monkeypatch, "backend.models.scorer.load_scorer", lambda *_a, **_k: FakeScorer())
     doc = load_sample("narrative")
     flags = [f for key, value in params.items() for f in ("--param", f"{key}={value}")]
     capsys.readouterr()

@@ -47,6 +47,7 @@ from backend.models.scorer import load_scorer
 from backend.samples import load_sample
 from backend.text.document import Document
 from backend.text.segment import sentence_spans
+from tests.support.patching import patch_everywhere
 
 ROOT = Path(__file__).resolve().parents[3]
 TOL = 1e-3
@@ -323,13 +324,12 @@ def test_cli_metrics_equals_independent_computation(tmp_path, scorer, monkeypatc
     assert len(out["ds"]) == n - 1 and (out["K"], out["bc_mode"], out["cs_rule"]) == (0.1, "paper", "reference")
 
     # A rerun with another K and rule is served from the cache: the model is never loaded.
-    import backend.models.scorer as scorer_module
     from backend.cli.main import main
 
     def no_loading(*_a, **_k):
         raise AssertionError("the model was loaded although every pair is cached")
 
-    monkeypatch.setattr(scorer_module, "load_scorer", no_loading)
+    patch_everywhere(monkeypatch, "backend.models.scorer.load_scorer", no_loading)
     capsys.readouterr()
     assert main(["metrics", str(path), "--chunker", "sentence", "--param", "chunk_size=70", "--K", "0.02",
                  "--metrics", "bc,cs"]) == 0
@@ -350,13 +350,12 @@ def test_cli_metrics_bad_arguments_exit_2(tmp_path):
 
 
 def test_cli_metrics_of_a_single_chunk_needs_no_model(tmp_path, monkeypatch, capsys):
-    import backend.models.scorer as scorer_module
     from backend.cli.main import main
 
     def no_loading(*_a, **_k):
         raise AssertionError("a single chunk has no pair to score")
 
-    monkeypatch.setattr(scorer_module, "load_scorer", no_loading)
+    patch_everywhere(monkeypatch, "backend.models.scorer.load_scorer", no_loading)
     path = tmp_path / "one.txt"
     path.write_text("Just one short sentence here.", encoding="utf-8")
     capsys.readouterr()
