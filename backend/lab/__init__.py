@@ -10,9 +10,11 @@ or job plan is written twice.
   title, models and body), what every task that needs a model run returns;
 - ``settings``: every page setting (section, name, type, default, range or choices), written once;
 - ``runs``: model-backed configurations' chunkings and the job that runs the missing ones;
-- ``match``: match lengths (tune configurations to one mean chunk length).
+- ``match``: match lengths (tune configurations to one mean chunk length);
+- ``ppl``: the Meta-Chunking view (the PPL chunker the settings choose, its cut, θ's range and
+  curve, the per-sentence CSV) and its scoring and margin-sampling jobs.
 
 Import what you need from its module.
 """
 
-__all__ = ["jobs", "match", "models", "runs", "settings"]
+__all__ = ["jobs", "match", "models", "ppl", "runs", "settings"]
