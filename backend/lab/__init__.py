@@ -12,9 +12,10 @@ or job plan is written twice.
 - ``runs``: model-backed configurations' chunkings and the job that runs the missing ones;
 - ``match``: match lengths (tune configurations to one mean chunk length);
 - ``ppl``: the Meta-Chunking view (the PPL chunker the settings choose, its cut, θ's range and
-  curve, the per-sentence CSV) and its scoring and margin-sampling jobs.
+  curve, the per-sentence CSV) and its scoring and margin-sampling jobs;
+- ``session``: a saved session's settings, written and read back through ``settings``.
 
 Import what you need from its module.
 """
 
-__all__ = ["jobs", "match", "models", "ppl", "runs", "settings"]
+__all__ = ["jobs", "match", "models", "ppl", "runs", "session", "settings"]

@@ -464,3 +464,70 @@ def test_while_the_first_pass_runs_the_page_draws_the_part_already_scored(monkey
     assert not _has(at, "ppl_partial_chart")
     assert len(at.get("plotly_chart")) == 3  # the full page
     assert len(at.session_state["ppl_scores"].sentences) == len(doc.sentences)
+
+
+# --- θ is the session's: it survives leaving the page, and a saved session keeps it -----------------
+
+
+def test_theta_survives_leaving_the_page_and_a_session_saved_from_compare_holds_it(
+    scored: Document, monkeypatch, tmp_path
+) -> None:
+    import json
+
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path))
+    at = _open(scored)
+    _no_model_calls(monkeypatch)
+    assert "ppl_threshold" in at.session_state and at.number_input(key="ppl_threshold").value == 0.5
+    theta = 0.0123  # between two slider steps
+    _set_theta(at, theta)
+    chunks = _n_chunks(at)
+
+    # The browser's bug: leaving Meta-Chunking put θ back to 0.5. Now it is the session's setting.
+    at.switch_page("pages/compare.py")
+    _run(at)
+    assert at.session_state["ppl_threshold"] == theta
+    at.text_input(key="ses_name").set_value("theta")  # saved from Compare, where no θ widget exists
+    _run(at)
+    at.button(key="ses_save").click()
+    _run(at)
+    saved = json.loads((tmp_path / "sessions" / "theta.json").read_text(encoding="utf-8"))
+    assert saved["settings"]["ppl"]["threshold"] == theta and "theta" not in saved["settings"]["ppl"]
+
+    at.switch_page("pages/ppl.py")
+    _run(at)
+    assert at.number_input(key="ppl_threshold").value == theta == _slider(at).value
+    assert _n_chunks(at) == chunks
+
+
+def _open_session_file(at: AppTest, name: str, data: bytes, doc: Document) -> AppTest:
+    """Open a session file on an uploaded document, as the sidebar's panel does (file, then its document)."""
+    gen = at.session_state["ses_gen"] if "ses_gen" in at.session_state else 0
+    at.file_uploader(key=f"ses_open_{gen}").set_value((name, data, "application/json"))
+    _run(at)
+    gen = at.session_state["ses_gen"]
+    at.file_uploader(key=f"ses_doc_{gen}").set_value((doc.source, doc.text.encode(), "text/plain"))
+    return _run(at)
+
+
+@pytest.mark.parametrize(("name", "saved_as"), [("threshold", "threshold"), ("theta", "theta")])
+def test_a_restored_session_puts_theta_back(scored: Document, monkeypatch, tmp_path, name, saved_as) -> None:
+    """A session file's ``ppl.threshold`` (or an older file's ``ppl.theta``) is the θ the page opens with."""
+    import json
+
+    from backend.report.session import DocRef, Session, session_to_json
+
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path))
+    theta, target = 0.0123, 25
+    settings = {"ppl": {saved_as: theta, "target_length": target, "rule": "paper"}}
+    data = session_to_json(Session.make(DocRef.of(scored), [], {"lm": None}, settings)).encode()
+    assert json.loads(data)["settings"]["ppl"][saved_as] == theta
+
+    at = _open(scored, "pages/compare.py")
+    _open_session_file(at, f"{name}.json", data, scored)
+    assert not at.error, [e.value for e in at.error]
+    assert (at.session_state["ppl_threshold"], at.session_state["ppl_target_length"]) == (theta, target)
+    at.switch_page("pages/ppl.py")
+    _run(at)
+    assert at.number_input(key="ppl_threshold").value == theta == _slider(at).value
+    assert at.segmented_control(key="ppl_rule").value == "paper"
+    assert at.button(key="ppl_add").label == "Add ppl_combined to Compare"
