@@ -3,14 +3,14 @@
 A caller (a Streamlit page, a test, a script) starts ``fn(progress)`` with :func:`start_job`
 and reads the job's plain fields — ``state``, ``fraction``, ``label``, ``result``, ``error`` —
 whenever it likes; the thread only writes them. :meth:`Job.cancel` sets the job's
-:class:`~backend.models.types.CancelToken`, and the computation stops at its next progress
-report (``ProgressTracker`` raises :class:`~backend.errors.Cancelled` there). A failure ends
-the job with a one-line message, never a traceback on the caller's side.
+:class:`~backend.progress.CancelToken`, and the computation stops at its next progress
+report (its :class:`~backend.progress.Progress` raises :class:`~backend.errors.Cancelled`
+there). A failure ends the job with a one-line message, never a traceback on the caller's side.
 
-:func:`scaled_progress` splits one job's progress bar between several parts (one per
-chunker configuration, say); each part's label keeps its own unit (tokens, pairs…) and ETA.
-A job waiting for a model that another run holds says so (``queued behind another run``,
-see :func:`~backend.models.types.acquired`).
+:meth:`Progress.part <backend.progress.Progress.part>` splits one job's progress bar between
+several parts (one per chunker configuration, say); each part's label keeps its own unit
+(tokens, pairs…) and ETA. A job waiting for a model that another run holds says so
+(``queued behind another run``, see :func:`~backend.progress.acquired`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from backend.errors import Cancelled, ChunkLabError, one_line
-from backend.models.types import CancelToken, Progress, ProgressTracker
+from backend.progress import CancelToken, Progress
 
-__all__ = ["Job", "start_job", "scaled_progress"]
+__all__ = ["Job", "start_job"]
 
 _log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class Job:
         error: The one-line message once ``failed``.
         seconds: Wall time once ended.
         partial: The latest partial result the computation published while running
-            (:func:`~backend.models.types.publish_partial`; e.g. the token scores of the
+            (:meth:`Progress.publish <backend.progress.Progress.publish>`; e.g. the token scores of the
             windows scored so far), or None. A view for the caller: :attr:`result` is the answer.
     """
 
@@ -76,17 +76,17 @@ class Job:
         return not self.running
 
     def _report(self, fraction: float, eta: float | None, label: str) -> None:
-        """The ``ProgressTracker`` callback: remember where the computation is."""
+        """The root :class:`Progress`'s report: remember where the computation is."""
         self.fraction, self.label = fraction, label
 
     def _publish(self, value: Any) -> None:
-        """The ``ProgressTracker`` partial callback: keep the latest partial result (one reference swap)."""
+        """The root :class:`Progress`'s partial callback: keep the latest partial result (one reference swap)."""
         self.partial = value
 
     def _run(self, fn: Callable[[Progress], Any]) -> None:
         """The thread's body: run ``fn`` and record how it ended."""
         try:
-            result = fn(ProgressTracker(self._report, self.cancel_token, partial=self._publish))
+            result = fn(Progress(self._report, self.cancel_token, partial=self._publish))
         except Cancelled:
             state, result, error = "cancelled", None, None
         except ChunkLabError as e:
@@ -133,23 +133,3 @@ def start_job(title: str, fn: Callable[[Progress], Any], **meta: Any) -> Job:
     job.thread = threading.Thread(target=job._run, args=(fn,), name=f"chunklab-job: {title}", daemon=True)
     job.thread.start()
     return job
-
-
-def scaled_progress(progress: Progress, part: int, parts: int, what: str = "part") -> Progress:
-    """``progress`` for part ``part`` (0-based) of ``parts`` equal shares of a job's bar.
-
-    A :class:`~backend.models.types.ProgressTracker` (or one of its parts' callbacks) keeps
-    the part's own counts, unit and ETA in its label (:meth:`ProgressTracker.part`, the
-    label naming the part ``what``); any other callable gets per-mille shares.
-    """
-    if parts <= 1:
-        return progress
-    split = getattr(progress, "part", None)
-    if split is not None:
-        return split(part, parts, what)
-
-    def report(done: int, total: int) -> None:
-        frac = min(1.0, done / total) if total > 0 else 0.0
-        progress(int(1000 * (part + frac)), 1000 * parts)
-
-    return report

@@ -14,7 +14,7 @@ import streamlit as st
 from backend.chunkers import chunker_specs, run_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
-from backend.metrics.stats import chunking_stats
+from backend.lab.compare import stats_rows as compare_stats_rows
 from backend.metrics.stats import document_stats as _document_stats
 from backend.retrieval.questions import QuestionSet, load_sample_question_set
 from backend.samples import list_question_sets, list_samples, load_sample
@@ -57,9 +57,9 @@ def document_stats(_doc: Document, doc_id: str) -> dict[str, Any]:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def stats_rows(_chunkings: tuple[Chunking, ...], key: tuple[tuple[str, ChunkerConfig], ...]) -> list[dict[str, Any]]:
-    """:func:`backend.metrics.stats.chunking_stats`, cached per (document id, configuration) list."""
-    return chunking_stats(_chunkings)
+def stats_rows(_doc: Document, _chunkings: tuple[Chunking, ...], key: tuple[tuple[str, ChunkerConfig], ...]) -> list[dict[str, Any]]:
+    """:func:`backend.lab.compare.stats_rows`, cached per (document id, configuration) list."""
+    return compare_stats_rows(len(_doc.text), _chunkings)
 
 
 @st.cache_resource(show_spinner=False)

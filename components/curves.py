@@ -14,46 +14,29 @@ from typing import Any, Callable, Sequence
 
 import streamlit as st
 
-from backend.chunkers import make_chunker
-from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig
 from backend.curves import Curve
 from backend.errors import ChunkLabError, NotCached, one_line
-from backend.text.document import Document
-from components.cached import specs
 from backend.figures.curves import curve_chart
+from backend.lab.compare import Column
+from backend.lab.curves import cached_curve_of, grows_while_scored, has_curve
+from backend.lab.models import SessionModels
+from backend.text.document import Document
 from components.keys import PageKeys
-from components.lm_runs import SessionModels
 from components.ppl import partial_curve
+from components.settings import prepare, spec
 from components.views import config_title, grid
 
-__all__ = ["cached_curve", "curves_section", "partial_curve_preview"]
+__all__ = ["curves_section", "partial_curve_preview"]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_curve(
-    _doc: Document, doc_id: str, config: ChunkerConfig, models_key: str, _context: ModelContext | None
-) -> Curve | None:
-    """``config``'s curve of the document, cached per (document id, configuration, models).
+def _curve(_doc: Document, doc_id: str, config: ChunkerConfig, models_key: str, _models: SessionModels | None) -> Curve | None:
+    """:func:`backend.lab.curves.cached_curve_of`, cached per (document id, configuration, models).
 
-    Pass a cache-only context for a model-backed chunker: a miss raises ``NotCached`` (an
-    exception is never cached, so a later call tries again).
+    A miss raises ``NotCached`` (an exception is never cached, so a later call tries again).
     """
-    return make_chunker(config.name, config.params_dict, config.tokenizer).curve(_doc, _context)
-
-
-def _curve(doc: Document, config: ChunkerConfig, spec: dict[str, Any], lm: SessionModels | None) -> Curve | None:
-    """The configuration's curve without a model call (raises ``NotCached`` when it needs the model)."""
-    if not spec.get("needs"):
-        return cached_curve(doc, doc.id, config, "", None)
-    if lm is None:
-        raise NotCached("no model for this configuration yet")
-    if lm.error:
-        raise ChunkLabError(lm.error)
-    context = lm.cache_only()
-    if context is None:
-        raise NotCached(f"{lm.name} has not run on this document yet")
-    return cached_curve(doc, doc.id, config, lm.models_key, context)
+    return cached_curve_of(_doc, config, _models)
 
 
 def partial_curve_preview(
@@ -65,15 +48,14 @@ def partial_curve_preview(
     the per-sentence curve of the part of the document already scored
     (:func:`components.ppl.partial_curve`) under its bar, growing as the job goes on.
     """
-    by_name = {s["name"]: s for s in specs()}
-    if not any(by_name.get(c.name, {}).get("has_curve") and "lm" in by_name[c.name].get("needs", ()) for c in configs):
+    if not grows_while_scored(configs):
         return None
     return lambda job: partial_curve(doc, job, lm.identity, lm.name, key=keys("partial_curve"))
 
 
 def curves_section(
     doc: Document,
-    results: Sequence[tuple[dict[str, Any], Any, str | None]],
+    columns: Sequence[Column],
     lm: SessionModels | None,
     color: Callable[[int], str],
     keys: PageKeys,
@@ -83,37 +65,37 @@ def curves_section(
 
     Args:
         doc: The document.
-        results: ``(entry, chunking or None, error or None)`` per configuration (a chunking
-            that is None with no error waits for a model run).
+        columns: The page's configurations with their chunkings (or why there is none).
         lm: The session's models (None when no configuration needs one).
         color: The configuration's colour from its uid.
         keys: The page's session-state keys (chart keys are ``keys(f"curve_{uid}")``).
         per_row: Charts side by side.
     """
-    by_name = {s["name"]: s for s in specs()}
-    rows = [r for r in results if by_name.get(r[0].config.name, {}).get("has_curve")]
+    rows = [c for c in columns if has_curve(c.entry.config)]
     if not rows:
         return
     head, switch = st.columns([5, 1], vertical_alignment="bottom")
     head.subheader("Curves", anchor=False)
-    if not switch.toggle("Show curves", value=True, key=keys("show_curves"), persist_state="session"):
+    show = spec("compare", "show_curves")
+    if not switch.toggle("Show curves", key=prepare("compare", "show_curves"), persist_state="session", help=show.help):
         return
     st.caption(
         "What each chunker cut on: its value at every unit, the threshold it compared with, and dotted lines "
         "where its chunks end. Hover a point for its text; drag to zoom, double-click to reset."
     )
-    for col, (entry, chunking, error) in grid(rows, per_row):
+    for col, column in grid(rows, per_row):
         with col:
+            entry = column.entry
             uid, config = entry.uid, entry.config
             config_title(entry, color(uid))
-            if error:
-                st.caption(f"No curve: {error}")
+            if column.error:
+                st.caption(f"No curve: {column.error}")
                 continue
-            if chunking is None:
+            if column.chunking is None:
                 st.caption("Waiting for the model run…")
                 continue
             try:
-                curve = _curve(doc, config, by_name[config.name], lm)
+                curve = _curve(doc, doc.id, config, lm.models_key if lm is not None else "", lm)
             except NotCached:
                 st.caption("Waiting for the model run…")
                 continue

@@ -57,6 +57,7 @@ def session_models() -> SessionModels:
     return SessionModels.of(
         scorer, embedder_spec=st.session_state.get(EMB_CHOICE), chat=session_chat(),
         embedder_loaded=embedder.name if embedder is not None else None,
+        embedder_loaded_fingerprint=embedder.fingerprint if embedder is not None else None,
     )
 
 

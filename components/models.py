@@ -10,8 +10,8 @@ Long computations run in a background thread (:class:`backend.jobs.Job`), kept i
 
 - Streamlit reruns the script on every click, so a computation running inside the script
   run would block the Cancel button until it finished. In a thread it keeps going between
-  reruns, and the Cancel button's rerun sets the job's :class:`CancelToken`; the thread
-  stops at its next progress report (``ProgressTracker`` raises ``Cancelled`` there).
+  reruns, and the Cancel button's rerun sets the job's :class:`~backend.progress.CancelToken`;
+  the thread stops at its next progress report (its ``Progress`` raises ``Cancelled`` there).
 - The page shows the job through a fragment that reruns itself every second
   (:func:`job_progress`, ``st.fragment(run_every=…)``) to redraw the progress bar and ETA,
   and reruns the whole page once the job has ended, so its results appear. (Each rerun ends
@@ -30,18 +30,19 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+import pandas as pd
 import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
-from backend.models.types import ModelInfo, Scorer
 from backend.figures.models import sentence_nll_chart
+from backend.lab.document import ScoreSummary
+from backend.models.types import ModelInfo, Scorer
 from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, LM_PRECISION, MODELS, REMOTE_SCORER
 
 if TYPE_CHECKING:
 
     from backend.jobs import Job
     from backend.models.embedder import Embedder
-    from backend.models.scoring import SentenceScore
 
 __all__ = [
     "session_chat",
@@ -352,24 +353,18 @@ def sidebar_models() -> None:
     st.text(f"Chat: {chat}")
 
 
-def score_results(scores: list[SentenceScore], seconds: float, model: str) -> None:
-    """Summary figures, the per-sentence NLL line and the table of sentence scores."""
-    import pandas as pd
-
-    scored = [s for s in scores if s.tokens]
-    total = sum(s.tokens for s in scored)
-    mean = sum(s.nll_mean * s.tokens for s in scored) / total if total else float("nan")
+def score_results(summary: ScoreSummary, seconds: float) -> None:
+    """Summary figures, the per-sentence NLL line and the table of sentence scores (:class:`ScoreSummary`)."""
     cols = st.columns(4)
-    cols[0].metric("Sentences", f"{len(scores):,}", border=True)
-    cols[1].metric("Scored tokens", f"{total:,}", border=True)
-    cols[2].metric("Mean NLL", f"{mean:.3f}", help="Token-weighted mean, natural log", border=True)
+    cols[0].metric("Sentences", f"{len(summary.sentences):,}", border=True)
+    cols[1].metric("Scored tokens", f"{summary.scored_tokens:,}", border=True)
+    cols[2].metric("Mean NLL", f"{summary.mean_nll:.3f}", help="Token-weighted mean, natural log", border=True)
     cols[3].metric("Time", f"{seconds:.1f} s", help="Including cache lookups", border=True)
     st.caption("Model")
-    st.text(model)  # a remote server names its own models: plain text
-    if len(scored) > 1:
-        st.plotly_chart(sentence_nll_chart(scores), key=MODELS("nll_chart"), config={"displaylogo": False})
-    rows = [s.to_json() for s in scores]
-    table = pd.DataFrame(rows, columns=["index", "tokens", "nll_mean", "ppl", "text"])
+    st.text(summary.model)  # a remote server names its own models: plain text
+    if summary.curve_ready:
+        st.plotly_chart(sentence_nll_chart(list(summary.sentences)), key=MODELS("nll_chart"), config={"displaylogo": False})
+    table = pd.DataFrame(summary.rows(), columns=["index", "tokens", "nll_mean", "ppl", "text"])
     st.dataframe(
         table,
         key=MODELS("scores"),

@@ -12,7 +12,7 @@
 
 The numbers come from the backend (:mod:`backend.retrieval.multi`, :func:`backend.retrieval.live.level_top1`);
 the figures from :mod:`backend.figures.multi`. Document text is escaped
-(:func:`components.render.esc`) before it reaches markup.
+(:func:`backend.figures.text.esc`) before it reaches markup.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from backend.retrieval.live import level_top1
 from backend.figures.multi import degree_histogram, graph_figure, ladder_figure, ladder_parts, weights_figure
 from components.keys import PageKeys
 from components.retrieval import Layer
-from components.render import esc, tag_badge_html
+from backend.figures.text import esc, tag_badge_html
 
 if TYPE_CHECKING:
     from backend.retrieval.multi.retrievers import LiveRetrieval

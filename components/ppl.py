@@ -15,10 +15,10 @@ import streamlit as st
 
 from backend.chunking import Chunking
 from backend.figures.ppl import values_chart
+from backend.figures.text import ChunkIndex, legend_html, window_html
 from backend.jobs import Job
 from backend.lab.ppl import ChunkStats, PPLSettings, ThresholdRange, partial_view
 from backend.text.document import Document
-from components.render import ChunkIndex, legend_html, window_html
 from components.settings import prepare, put, spec
 
 __all__ = [

@@ -1,25 +1,29 @@
-"""The Quality page's table: the backend's quality rows as a styled DataFrame.
+"""The Quality page's table and scoring job: the backend's quality rows as a styled DataFrame, the job's panel.
 
-The numbers are :func:`backend.metrics.report.table_rows`, the computation behind the CLI's
-``metrics`` too; this module only lays them out: one row per configuration, each metric
-column's best value highlighted (which way is best comes from
-:data:`~backend.metrics.report.METRIC_TABLE`). The figures are in :mod:`backend.figures.quality`.
+The numbers are :func:`backend.metrics.report.table_rows` (gathered by
+:func:`backend.lab.quality.quality_view`), the computation behind the CLI's ``metrics`` too;
+this module only lays them out: one row per configuration, each metric column's best value
+highlighted (which way is best comes from :data:`~backend.metrics.report.METRIC_TABLE`). The
+figures are in :mod:`backend.figures.quality`. The scores live in the session's store
+(:func:`quality_store`), shared by the Quality page and the Summary, which both run the
+scoring job of a :class:`~backend.lab.quality.QualityPlan` with :func:`scoring_job_panel`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import streamlit as st
 
-from backend.metrics.cost import DEFAULT_PAIR_WINDOW
-from backend.metrics.quality import DEFAULT_K
-from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE, QualitySettings
-from components.keys import EMB_INFO, QUALITY
-from components.views import export_name
+from backend.lab.quality import QualityPlan, fold_scoring
+from backend.metrics.cost import Throughput
+from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE
+from backend.text.document import Document
+from components.keys import QUALITY_STORE, QUALITY_THROUGHPUT
+from components.lm_runs import model_job_panel
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,17 +31,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHUNKER_WIDTH",
+    "HIGHLIGHT",
+    "METRIC_LABELS",
     "best_cells",
     "column_config",
     "column_width",
-    "csv_file_name",
-    "embedder_identity",
-    "embedder_loader",
-    "page_settings",
     "quality_frame",
+    "quality_store",
+    "scoring_job_panel",
+    "session_throughput",
     "styled_table",
 ]
 
+METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness", "ds": "DS — dissimilarity"}
 CHUNKER_WIDTH = 190  # pixels of the configuration label column (the table's only long text)
 HIGHLIGHT = "background-color: #dcfce7; font-weight: 600"
 _FORMATS = {"mean_tokens": "{:.1f}", "bc": "{:.4f}", "cs_complete": "{:.3f}", "cs_incomplete": "{:.3f}", "ds": "{:.4f}"}
@@ -107,64 +113,42 @@ def column_config() -> dict[str, Any]:
     return config
 
 
-def csv_file_name(doc_source: str, settings: QualitySettings) -> str:
-    """The table's CSV file name: the document, then the settings it was computed under.
+def quality_store(doc: Document) -> dict[Hashable, Any]:
+    """The session's pair tables and vectors of ``doc`` (a new store for another document), shared with the Summary."""
+    store = st.session_state.get(QUALITY_STORE)
+    if store is None or store.get("doc") != doc.id:
+        store = st.session_state[QUALITY_STORE] = {"doc": doc.id}
+    return store
 
-    >>> csv_file_name("My report.pdf", QualitySettings(K=0.8))
-    'My-report__quality-K0.80-cs_paper-bc_reference.csv'
+
+def session_throughput() -> Throughput | None:
+    """The scoring speed measured on this session's last scoring job (None: none measured yet)."""
+    return st.session_state.get(QUALITY_THROUGHPUT)
+
+
+def scoring_job_panel(
+    plan: QualityPlan,
+    store: dict[Hashable, Any],
+    *,
+    job_key: str,
+    run_key: str,
+    cancel_key: str,
+    confirm_key: str,
+    run_label: str,
+) -> None:
+    """The button that starts ``plan``'s scoring job (ticked first when long), its progress, its end.
+
+    The finished job's tables and vectors go to ``store`` and its measured speed to the
+    session (the next cost estimate's), then the page reruns to show them.
     """
-    view = f"quality-K{settings.K:.2f}-cs_{settings.cs_rule}-bc_{settings.bc_mode}"
-    if settings.delta:
-        view += f"-delta{settings.delta}"
-    if settings.window:
-        view += f"-w{settings.window}"
-    return f"{export_name(doc_source, view)}.csv"
-
-
-def page_settings() -> QualitySettings:
-    """The Quality page's K, CS rule, BC mode, δ and pair window as this session last set them (else its defaults).
-
-    The Summary computes its BC, CS and DS under these, so its numbers are the Quality page's.
-    """
-    state = st.session_state
-    return QualitySettings(
-        K=float(state.get("qual_K", DEFAULT_K)),
-        bc_mode=state.get(QUALITY("bc_mode")) or "reference",
-        cs_rule=state.get(QUALITY("cs_rule")) or "paper",
-        delta=int(state.get(QUALITY("delta"), 0)),
-        window=int(state.get(QUALITY("window"), DEFAULT_PAIR_WINDOW)) or None,
+    if plan.job is None:
+        return
+    job = model_job_panel(
+        job_key, plan.job, run_label=run_label, run_key=run_key, cancel_key=cancel_key, auto=False, what="Scoring",
+        confirm=plan.confirm_label, confirm_key=confirm_key,
     )
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _default_embedder_fingerprint(env_spec: str) -> str | None:
-    """The default embedder's (``CHUNKLAB_EMBEDDER`` = ``env_spec``) weight fingerprint, without loading it."""
-    from backend.errors import ModelError
-    from backend.models.identity import embedder_fingerprint_without_loading
-
-    try:
-        return embedder_fingerprint_without_loading(None)
-    except (ModelError, OSError):  # no way to know it without loading: the job will load it
-        return None
-
-
-def embedder_identity() -> tuple[str | None, str]:
-    """``(fingerprint or None, name)`` of the embedder DS uses: the session's, else the default."""
-    from backend.config import default_embedder_spec
-
-    info = st.session_state.get(EMB_INFO)
-    if info is not None:
-        return info.fingerprint, info.name
-    return _default_embedder_fingerprint(default_embedder_spec()), "default embedder"
-
-
-def embedder_loader() -> Callable[[], Any]:
-    """A function a job calls to get the embedder DS uses: the session's (loaded already), else the default."""
-    if st.session_state.get(EMB_INFO) is not None:
-        from components.models import current_embedder
-
-        emb = current_embedder()
-        return lambda: emb
-    from backend.models.embedder import load_embedder
-
-    return lambda: load_embedder(None)
+    if job is None:
+        return
+    st.session_state[QUALITY_THROUGHPUT] = fold_scoring(plan, job.result, store)
+    st.session_state.pop(job_key, None)
+    st.rerun()

@@ -9,7 +9,7 @@ query: :mod:`backend.retrieval.live`; question sets: :mod:`backend.retrieval.que
 job bodies: :mod:`backend.retrieval.jobs`); the figures in :mod:`backend.figures.retrieval`.
 :func:`question_set_upload` is the one widget here: the Chroma-format upload both pages offer.
 
-Document text is untrusted: every piece of it goes through :func:`components.render.esc`
+Document text is untrusted: every piece of it goes through :func:`backend.figures.text.esc`
 before it reaches markup.
 """
 
@@ -31,7 +31,7 @@ from backend.retrieval.questions import QuestionSet, question_set_from_files
 from backend.figures.charts import config_color
 from components.keys import BENCHMARK_JOB, PageKeys
 from components.quality import column_width
-from components.render import esc
+from backend.figures.text import esc
 
 if TYPE_CHECKING:
     from backend.retrieval.generation import GeneratedQuestions

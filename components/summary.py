@@ -1,13 +1,12 @@
-"""The Summary page's parts: the session's numbers gathered where the other pages keep them, and their views.
+"""The Summary page's parts: its table, verdict and notes drawn, the benchmark's panel, the report button.
 
-Nothing here computes a metric. BC, CS and DS are :func:`~backend.metrics.report.quality_row` of
-the pair tables and vectors the Quality page keeps (``QUALITY_STORE``) or the output cache holds
-(:func:`backend.report.summary.cached_scores`), under the Quality page's settings
-(:func:`components.quality.page_settings`); the retrieval numbers are the last benchmark's
-(``BENCHMARK_JOB``, the Benchmark page's job). What is missing is computed by the same jobs
-those pages start — :func:`~backend.metrics.scores.score_chunkings` with the session's language
-model, :func:`components.retrieval.start_benchmark` — and their results go where those pages
-look, so the three pages and the Summary always show the same numbers.
+Nothing here computes a metric: the page's numbers are :func:`backend.lab.summary.summary_view`
+(BC, CS and DS from the Quality page's store or the output cache, under the Quality page's
+settings; the retrieval numbers from the last benchmark, ``BENCHMARK_JOB``, the Benchmark
+page's job). What is missing is computed by the same jobs those pages start — the Quality
+plan's scoring job (:func:`components.quality.scoring_job_panel`),
+:func:`components.retrieval.start_benchmark` — and their results go where those pages look, so
+the three pages and the Summary always show the same numbers.
 """
 
 from __future__ import annotations
@@ -19,22 +18,19 @@ import pandas as pd
 import streamlit as st
 
 from backend.chunking import Chunking, ConfigEntry
-from backend.lab.jobs import JobPlan
-from backend.lab.models import SessionModels
-from backend.figures.charts import boundary_strip, size_histogram
-from backend.metrics.cost import CONFIRM_SECONDS, Throughput, cost_estimate, cost_label, format_seconds, needs_confirmation
-from backend.metrics.report import QualityData, QualityReport, QualitySettings, quality_row
-from backend.metrics.scores import score_chunkings, table_key, vectors_key
-from backend.models.cache import default_cache
-from backend.report.summary import METRIC_INFO, METRICS, Summary, cached_scores, format_value
+from backend.figures.charts import boundary_strip, config_color, size_histogram
+from backend.figures.export import export_name
+from backend.metrics.report import QualityData
+from backend.report.html import cached_curves, report_html
+from backend.report.summary import METRIC_INFO, METRICS, Summary, format_value
 from components.cached import sample_question_sets, sample_questions
 from components.documents import current_sample
-from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET, QUALITY_STORE, QUALITY_THROUGHPUT, SUMMARY
-from components.lm_runs import model_job_panel
+from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET, SUMMARY
+from components.lm_runs import session_models
 from components.models import job_outcome
-from components.quality import CHUNKER_WIDTH, HIGHLIGHT, embedder_identity, embedder_loader
+from components.quality import CHUNKER_WIDTH, HIGHLIGHT
 from components.retrieval import md_text, start_benchmark
-from components.views import export_name, grid
+from components.views import grid
 
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
@@ -45,13 +41,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOT_COMPUTED",
-    "session_quality",
     "session_benchmark",
     "summary_frame",
     "styled_summary",
     "summary_column_config",
+    "summary_notes",
     "verdict_markdown",
-    "quality_job_panel",
     "retrieval_job_panel",
     "small_multiples",
     "report_button",
@@ -61,50 +56,6 @@ NOT_COMPUTED = "not computed yet"
 _PLOT = {"displaylogo": False}
 HISTOGRAMS_PER_ROW = 3
 
-
-
-def _store(doc: Document) -> dict:
-    """The Quality page's store of pair tables and vectors for ``doc`` (a new one for another document)."""
-    store = st.session_state.get(QUALITY_STORE)
-    if store is None or store.get("doc") != doc.id:
-        store = st.session_state[QUALITY_STORE] = {"doc": doc.id}
-    return store
-
-
-def session_quality(
-    doc: Document, tagged: Sequence[tuple[str, Chunking]], lm: SessionModels, settings: QualitySettings
-) -> tuple[dict[str, QualityReport], dict[str, QualityData]]:
-    """Per tag, its quality row from what the Quality page scored or the output cache holds (no model call).
-
-    Returns ``(rows, data)``: the rows the table shows, and per tag the pair table and vectors
-    they came from (what the report's BC and CS figures draw).
-
-    A pair table of every pair within the window (BC and CS) is preferred to one of the
-    adjacent pairs (BC); tables and vectors read from the cache join the Quality page's store.
-    """
-    store = _store(doc)
-    cache = default_cache()
-    emb_fp, _name = embedder_identity()
-    context = lm.cache_only() if lm.error is None else None
-    refusing = context.scorer if context is not None else None
-    out, data = {}, {}
-    for tag, ch in tagged:
-        keys = [table_key(ch, lm.identity, complete=c, window=settings.window) for c in (True, False)]
-        table = next((store[k] for k in keys if k in store), None)
-        vkey = vectors_key(ch, emb_fp)
-        vectors = store.get(vkey)
-        if table is None or (vectors is None and emb_fp is not None):
-            found, vecs = cached_scores(
-                ch, scorer=refusing if table is None else None,
-                embedder_fingerprint=emb_fp if vectors is None else None, window=settings.window, cache=cache,
-            )
-            if found is not None:
-                table = store[table_key(ch, lm.identity, complete=found.complete, window=settings.window)] = found
-            if vecs is not None:
-                vectors = store[vkey] = vecs
-        out[tag] = quality_row(ch.token_counts, table=table, vectors=vectors, settings=settings)
-        data[tag] = QualityData(tag, ch.config, ch, table, vectors)
-    return out, data
 
 
 def session_benchmark() -> tuple[Benchmark | None, Mapping[str, Any]]:
@@ -163,59 +114,12 @@ def verdict_markdown(sentences: Sequence[str]) -> str:
     return "\n".join(f"- {md_text(s)}" for s in sentences)
 
 
+def summary_notes(notes: str) -> None:
+    """The line under the table, escaped (question-set and model names are user input)."""
+    st.caption(md_text(notes))
+
+
 # --- computing what is missing ----------------------------------------------------------------------
-
-
-def quality_job_panel(
-    doc: Document, tagged: Sequence[tuple[str, Chunking]], lm: SessionModels, settings: QualitySettings
-) -> None:
-    """The button (with its cost) that scores BC, CS and DS of ``tagged`` in a background job, its progress, its end.
-
-    The job is the Quality page's (:func:`~backend.metrics.scores.score_chunkings` on every pair
-    within the Quality page's window, and the chunks' embeddings); its tables and vectors go to
-    the Quality page's store, so both pages show them.
-    """
-    if lm.error:
-        st.error(lm.error, icon=":material/error:")
-        return
-    store = _store(doc)
-    cache = default_cache()
-    emb_fp, _name = embedder_identity()
-    window = settings.window
-    chunkings = [ch for _, ch in tagged]
-    speed = st.session_state.get(QUALITY_THROUGHPUT, Throughput())
-    cost = cost_estimate(
-        [ch.token_counts for ch in chunkings], complete=True, window=window, tokens_per_s=speed.tokens_per_s,
-        chunk_texts=[[c.text for c in ch.chunks] for ch in chunkings],
-    )
-    signature = ("summary-quality", doc.id, lm.identity, emb_fp, tuple(ch.config for ch in chunkings), window)
-    load_embedder = embedder_loader()
-
-    def run(scorer, progress, c=chunkings, emb=load_embedder, win=window, oc=cache):
-        return score_chunkings(c, scorer=scorer, embedder=emb, complete=True, window=win, cache=oc, progress=progress)
-
-    plan = JobPlan(f"Scoring {', '.join(t for t, _ in tagged)} with {lm.name}", signature, run, models=lm)
-    long_run = needs_confirmation(cost["seconds"])
-    job = model_job_panel(
-        SUMMARY("quality_job"), plan,
-        run_label=f"Compute BC, CS and DS for {', '.join(t for t, _ in tagged)} with {lm.name}: {cost_label(cost)}",
-        run_key=SUMMARY("quality_run"), cancel_key=SUMMARY("quality_cancel"), auto=False, what="Scoring",
-        confirm=(
-            f"Yes, run for ≈ {format_seconds(cost['seconds'])} (over {format_seconds(CONFIRM_SECONDS)} at this speed)"
-            if long_run else None
-        ),
-        confirm_key=SUMMARY("quality_confirm"),
-    )
-    if job is None:
-        return
-    for ch, (table, vectors) in zip(chunkings, job.result.results):
-        if table is not None:
-            store[table_key(ch, lm.identity, complete=True, window=window)] = table
-        if vectors is not None:
-            store[vectors_key(ch, emb_fp)] = vectors
-    st.session_state[QUALITY_THROUGHPUT] = speed.after_run(cost["tokens"], job.result.seconds)
-    st.session_state.pop(SUMMARY("quality_job"), None)
-    st.rerun()
 
 
 def _question_sets(doc: Document) -> tuple[dict[str, str], str]:
@@ -275,17 +179,20 @@ def retrieval_job_panel(doc: Document, entries: Sequence[ConfigEntry], missing: 
 # --- figures and the report ----------------------------------------------------------------------------
 
 
-def small_multiples(doc: Document, tagged: Sequence[tuple[str, Chunking]], colors: Sequence[str]) -> None:
+def small_multiples(doc: Document, chunked: Sequence[tuple[ConfigEntry, Chunking]]) -> None:
     """The boundary strip (one row per configuration) and each configuration's chunk-size histogram side by side."""
-    chunkings = [ch for _, ch in tagged]
-    tags = [t for t, _ in tagged]
+    chunkings = [ch for _, ch in chunked]
+    tags = [e.tag for e, _ in chunked]
     st.plotly_chart(
         boundary_strip(chunkings, tags, len(doc.text), revision=f"{doc.id}:summary:" + ",".join(tags)),
         key=SUMMARY("strip"), config=_PLOT,
     )
-    for col, (tag, ch, color) in grid(list(zip(tags, chunkings, colors)), HISTOGRAMS_PER_ROW):
+    for col, (e, ch) in grid(list(chunked), HISTOGRAMS_PER_ROW):
         with col:
-            st.plotly_chart(size_histogram([ch], [tag], [color], "tokens"), key=SUMMARY(f"hist_{tag}"), config=_PLOT)
+            st.plotly_chart(
+                size_histogram([ch], [e.tag], [config_color(e.uid)], "tokens"), key=SUMMARY(f"hist_{e.tag}"),
+                config=_PLOT,
+            )
 
 
 def report_button(
@@ -300,9 +207,6 @@ def report_button(
     """"Download report": the one-file HTML report of this Summary, built only when clicked."""
 
     def build() -> str:
-        from backend.report.html import cached_curves, report_html
-        from components.lm_runs import session_models
-
         lm = session_models()
         curves, ppl = cached_curves(doc, chunkings, lm.cache_only() if lm.error is None else None)
         return report_html(summary, doc, chunkings, benchmark=benchmark, quality=quality, curves=curves, ppl=ppl,

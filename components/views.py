@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import streamlit as st
 
 from backend.chunking import Chunking, ConfigEntry
+from backend.figures.export import export_name
 from components.keys import COMPARE
-from components.render import chunk_detail_html, esc, tag_badge_html
+from backend.figures.text import esc, inspector_html, tag_badge_html
+from backend.lab.compare import neighbours
 from components.state import last_removed, remove_configuration, undo_remove
 
 __all__ = ["grid", "export_name", "export_stem", "config_title", "config_card", "undo_remove_bar", "chunk_inspector"]
@@ -38,22 +38,6 @@ def export_stem(doc_source: str, tag: str, chunking: Chunking) -> str:
     cfg = chunking.config
     params = "_".join(f"{k}{v}" for k, v in cfg.params)
     return export_name(doc_source, f"{tag}-{cfg.name}-{params}-{cfg.tokenizer}")
-
-
-def export_name(doc_source: str, view: str) -> str:
-    """A file name (without extension): the document's name, then what the file holds, both made safe.
-
-    >>> export_name("My report.pdf", "quality-K0.80")
-    'My-report__quality-K0.80'
-    """
-    name = doc_source.replace("\\", "/").rsplit("/", 1)[-1]
-    stem = _safe(os.path.splitext(name)[0]) or "document"
-    return f"{stem}__{_safe(view)}"
-
-
-def _safe(text: str) -> str:
-    """Letters, digits, ``.``, ``_`` and ``-`` only (any script), no leading or trailing separators."""
-    return re.sub(r"[^\w.-]+", "-", text).strip("-.")
 
 
 def config_title(entry: ConfigEntry, color: str) -> None:
@@ -131,27 +115,13 @@ def chunk_inspector(entry: ConfigEntry, chunking: Chunking, text: str, key: str)
         text: The document text.
         key: Session-state key of the picker (the strip's click handler writes it too).
     """
-    chunks = chunking.chunks
-    if not chunks:
+    if not len(chunking):
         st.caption(f"{entry.tag}: no chunks")
         return
-    i = st.number_input(
-        f"{entry.tag} · chunk index",
-        min_value=0,
-        max_value=len(chunks) - 1,
-        step=1,
-        key=key,
-        persist_state="session",
-        help=f"0 to {len(chunks) - 1:,}: the index used in the exports",
+    last = len(chunking) - 1
+    index = st.number_input(
+        f"{entry.tag} · chunk index", min_value=0, max_value=last, step=1, key=key, persist_state="session",
+        help=f"0 to {last:,}: the index used in the exports",
     )
-    cur = chunks[i]
-    prev = chunks[i - 1] if i > 0 else None
-    nxt = chunks[i + 1] if i + 1 < len(chunks) else None
-    # Neighbours mark only what they share with the picked chunk.
-    parts = []
-    if prev is not None:
-        parts.append(chunk_detail_html(text, prev, None, cur, "previous"))
-    parts.append(chunk_detail_html(text, cur, prev, nxt, "current"))
-    if nxt is not None:
-        parts.append(chunk_detail_html(text, nxt, cur, None, "next"))
-    st.html("".join(parts))
+    view = neighbours(chunking, int(index))
+    st.html(inspector_html(text, view.previous, view.current, view.next))

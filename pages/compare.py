@@ -4,28 +4,27 @@ import pandas as pd
 import streamlit as st
 
 from backend.chunkers.multi import is_retriever
-from backend.chunkers.run import chunk_all, needs_model
 from backend.errors import ChunkLabError, one_line
+from backend.figures.charts import boundary_strip, config_color, size_histogram
+from backend.figures.text import STYLE, ChunkIndex, legend_html, window_html
+from backend.lab.compare import chunk_entries, focus_on, needs_models, pending, ready, text_window, window_count
 from components.cached import chunk_document, specs, stats_rows
 from components.config_form import add_config_form
 from components.curves import curves_section, partial_curve_preview
-from backend.figures.charts import boundary_strip, config_color, size_histogram
 from components.keys import COMPARE
 from components.layout import ensure_routed
 from components.lm_runs import model_chunking, pending_runs_panel, session_models, waiting_note
 from components.match import match_lengths_panel
-from components.render import STYLE, ChunkIndex, legend_html, window_html
+from components.settings import prepare, spec
 from components.state import add_configuration, configurations, normalized_config, require_document
 from components.views import chunk_inspector, config_card, config_title, grid, undo_remove_bar
 
 ensure_routed()
 
-WINDOW_CHOICES = (5_000, 10_000, 15_000, 20_000, 30_000)
-DEFAULT_WINDOW = 15_000
 MAX_PER_ROW = 4
 _PAGE = COMPARE("page")  # the side-by-side window's page (1-based); the pagination widget follows it
 _PAGER = COMPARE("pager")  # the pagination widget's key is _PAGER + its generation, see _set_page
-_WINDOW = COMPARE("window_chars")
+_WINDOW = prepare("compare", "window_chars")
 _WINDOW_START = COMPARE("window_start")
 _FOCUS = COMPARE("pending_focus")
 _STRIP = COMPARE("strip")
@@ -70,20 +69,15 @@ def _on_strip_select() -> None:
         st.session_state[_FOCUS] = (tag, index)
 
 
-def _apply_focus(results: list, window: int) -> None:
+def _apply_focus(columns: list, window: int) -> None:
     """Select the clicked chunk, the chunks at the same offset in the other rows, and its window."""
     tag, index = st.session_state.pop(_FOCUS)
-    clicked = next((ch for e, ch, _ in results if ch is not None and e.tag == tag), None)
-    if clicked is None or not 0 <= index < len(clicked.chunks):
+    focus = focus_on(columns, tag, index, window)
+    if focus is None:
         return
-    offset = clicked.chunks[index].start
-    for e, ch, _ in results:
-        if ch is None or not ch.chunks:
-            continue
-        hit = ch.chunks[index] if ch is clicked else ch.chunk_at(offset)
-        if hit is not None:
-            st.session_state[_sel_key(e.uid)] = hit.index
-    _set_page(offset // window + 1)
+    for uid, chunk in focus.selected.items():
+        st.session_state[_sel_key(uid)] = chunk
+    _set_page(focus.page)
 
 
 def _sidebar() -> None:
@@ -126,7 +120,7 @@ if st.session_state.get(COMPARE("doc_id")) != doc.id:
         st.session_state.pop(_sel_key(e.uid), None)
 
 # Model-backed configurations never run inline: from the cache, else in a background job (below).
-lm = session_models() if any(needs_model(e.config) for e in entries) else None
+lm = session_models() if needs_models(entries) else None
 
 
 def _chunk(d, config):
@@ -142,31 +136,30 @@ def _with_model(d, config):
     return model_chunking(d, config, lm, COMPARE)
 
 
-outcomes = chunk_all(doc, [e.config for e in entries], _chunk, with_model=_with_model)
-pending = [e for e, o in zip(entries, outcomes) if o.state == "pending"]  # entries waiting for a model run
-results = [(e, o.chunking, o.error) for e, o in zip(entries, outcomes)]  # (entry, chunking or None, error or None)
-ok = [(e, ch) for e, ch, _ in results if ch is not None]
+columns = chunk_entries(doc, entries, _chunk, _with_model)
+ok = ready(columns)  # (entry, chunking) of the configurations that have chunks
 
-window = st.session_state.setdefault(_WINDOW, DEFAULT_WINDOW)
-n_pages = max(1, -(-len(doc.text) // window))
+window = st.session_state[_WINDOW]
+n_pages = window_count(doc, window)
 if _FOCUS in st.session_state:
-    _apply_focus(results, window)
+    _apply_focus(columns, window)
 if st.session_state.get(_PAGE, 1) > n_pages:
     _set_page(n_pages)
 for e, ch in ok:
     key = _sel_key(e.uid)
-    if st.session_state.get(key, 0) > len(ch.chunks) - 1:
-        st.session_state[key] = max(len(ch.chunks) - 1, 0)
+    if st.session_state.get(key, 0) > len(ch) - 1:
+        st.session_state[key] = max(len(ch) - 1, 0)
 
 # --- configuration cards: what each column is, with downloads and remove ----------------------
-if pending:
-    pending_configs = [e.config for e in pending]
-    pending_runs_panel(doc, lm, pending_configs, COMPARE, partial_curve_preview(doc, lm, pending_configs, COMPARE))
-waiting = {e.uid for e in pending}
-for col, (e, ch, err) in grid(results, MAX_PER_ROW):
+waiting = pending(columns)
+if waiting:
+    configs = [e.config for e in waiting]
+    pending_runs_panel(doc, lm, configs, COMPARE, partial_curve_preview(doc, lm, configs, COMPARE))
+for col, column in grid(columns, MAX_PER_ROW):
+    e = column.entry
     with col:
-        note, retry = waiting_note(doc, lm, e.config, COMPARE) if e.uid in waiting else (None, None)
-        config_card(e, ch, err, doc.source, config_color(e.uid), note=note, on_retry=retry)
+        note, retry = waiting_note(doc, lm, e.config, COMPARE) if column.pending else (None, None)
+        config_card(e, column.chunking, column.error, doc.source, config_color(e.uid), note=note, on_retry=retry)
         if is_retriever(e.config.name):
             st.caption(RETRIEVER_CAPTION)
 
@@ -180,11 +173,9 @@ if not ok:
 
 # --- summary statistics ----------------------------------------------------------------------
 st.subheader("Summary", anchor=False)
-rows = stats_rows(tuple(ch for _, ch in ok), tuple((doc.id, e.config) for e, _ in ok))
-table = pd.DataFrame(rows, index=[e.tag for e, _ in ok])
-table["overlap_pct"] = table["overlap_chars"] / max(len(doc.text), 1) * 100
+rows = stats_rows(doc, tuple(ch for _, ch in ok), tuple((doc.id, e.config) for e, _ in ok))
 st.dataframe(
-    table.drop(columns=["configuration", "overlap_chars"]),
+    pd.DataFrame(rows, index=[e.tag for e, _ in ok]),
     key=COMPARE("stats"),
     column_config={
         "_index": st.column_config.TextColumn("", width=40),
@@ -205,18 +196,15 @@ st.dataframe(
 )
 
 # --- boundary strip --------------------------------------------------------------------------
-page = st.session_state.get(_PAGE, 1)
-win_start = (page - 1) * window
-win_end = min(win_start + window, len(doc.text))
-st.session_state[_WINDOW_START] = win_start
+shown = text_window(doc, window, st.session_state.get(_PAGE, 1))
+st.session_state[_WINDOW_START] = shown.start
 
 head, switch = st.columns([5, 1], vertical_alignment="bottom")
 head.subheader("Chunk boundaries", anchor=False)
-total_chunks = sum(len(ch.chunks) for _, ch in ok)
+total_chunks = sum(len(ch) for _, ch in ok)
 show_strip = switch.toggle(
     "Show strip",
-    value=True,
-    key=COMPARE("show_strip"),
+    key=prepare("compare", "show_strip"),
     persist_state="session",
     help=f"{total_chunks:,} chunks in all; with tens of thousands the browser needs a few seconds to draw them.",
 )
@@ -228,7 +216,7 @@ if show_strip:
     )
     selected = [st.session_state.get(_sel_key(e.uid), 0) for e, _ in ok]
     strip = boundary_strip(
-        [ch for _, ch in ok], [e.tag for e, _ in ok], len(doc.text), (win_start, win_end), selected,
+        [ch for _, ch in ok], [e.tag for e, _ in ok], len(doc.text), (shown.start, shown.end), selected,
         revision=f"{doc.id}:" + ",".join(str(e.uid) for e, _ in ok),
     )
     st.plotly_chart(
@@ -244,24 +232,19 @@ st.subheader("Side by side", anchor=False)
 nav, size = st.columns([5, 1], vertical_alignment="center")
 with nav:
     pager = COMPARE(f"pager_{st.session_state.get(_PAGER, 0)}")
-    st.pagination(n_pages, default=page, key=pager, on_change=_on_page, args=(pager,), max_visible_pages=11)
+    st.pagination(n_pages, default=shown.page, key=pager, on_change=_on_page, args=(pager,), max_visible_pages=11)
 with size:
     st.selectbox(
         "Characters per page",
-        WINDOW_CHOICES,
+        spec("compare", "window_chars").choices,
         format_func=lambda n: f"{n // 1000}k characters",
         key=_WINDOW,
         on_change=_on_window_change,
         persist_state="session",
         label_visibility="collapsed",
     )
-pages_note = ""
-page_starts = [p.start for p in doc.pages] if len(doc.pages) > 1 else []
-if page_starts:
-    first, last = doc.page_of(win_start), doc.page_of(max(win_start, win_end - 1))
-    pages_note = f" · document page {first}" + (f"–{last}" if last != first else "")
-st.caption(f"Characters {win_start:,}–{win_end:,} of {len(doc.text):,} (page {page} of {n_pages}){pages_note}")
-st.html(legend_html(paged=bool(page_starts)))
+st.caption(shown.caption(len(doc.text)))
+st.html(legend_html(paged=bool(shown.page_starts)))
 
 for col, (e, ch) in grid(ok, MAX_PER_ROW):
     with col:
@@ -269,8 +252,8 @@ for col, (e, ch) in grid(ok, MAX_PER_ROW):
         with st.container(height=600, border=True, key=COMPARE(f"view_{e.uid}")):
             st.html(
                 window_html(
-                    doc.text, ch.chunks, win_start, win_end, index=ChunkIndex.build(ch.chunks),
-                    selected=st.session_state.get(_sel_key(e.uid), 0), page_starts=page_starts,
+                    doc.text, ch.chunks, shown.start, shown.end, index=ChunkIndex.build(ch.chunks),
+                    selected=st.session_state.get(_sel_key(e.uid), 0), page_starts=shown.page_starts,
                 )
             )
 
@@ -284,8 +267,8 @@ for col, (e, ch) in grid(ok, MAX_PER_ROW):
 # --- chunk-size distribution -------------------------------------------------------------------
 st.subheader("Chunk sizes", anchor=False)
 unit = st.segmented_control(
-    "Measure sizes in", ["tokens", "characters"], default="tokens", required=True,
-    key=COMPARE("hist_unit"), persist_state="session",
+    "Measure sizes in", spec("compare", "hist_unit").choices, required=True,
+    key=prepare("compare", "hist_unit"), persist_state="session",
 )
 st.plotly_chart(
     size_histogram([ch for _, ch in ok], [e.tag for e, _ in ok], [config_color(e.uid) for e, _ in ok], unit),
@@ -294,4 +277,4 @@ st.plotly_chart(
 )
 
 # --- curves: what each chunker with a curve (registry: has_curve) cut on; components/curves.py ----------
-curves_section(doc, results, lm, config_color, COMPARE)
+curves_section(doc, columns, lm, config_color, COMPARE)

@@ -2,17 +2,17 @@
 
 import streamlit as st
 
+from backend.figures.text import STYLE, text_html
+from backend.lab.document import preview, preview_count
 from components.cached import document_stats, samples
 from components.documents import current_sample, load_bundled_sample, load_upload, upload_limit_mb, upload_types
 from components.keys import DOCUMENT
 from components.layout import ensure_routed, landing_intro
-from components.render import STYLE, text_html
 from components.retrieval import md_text
 from components.state import current_document
 
 ensure_routed()
 
-PREVIEW_CHARS = 10_000  # characters per preview page for documents without pages
 _ERROR = DOCUMENT("error")
 _LAST_UPLOAD = DOCUMENT("last_upload")
 _UPLOAD_GEN = DOCUMENT("upload_gen")  # the uploader's key is DOCUMENT(f"upload_{generation}"), see below
@@ -95,26 +95,18 @@ row2[3].metric("Encoding", stats["encoding"] or "—", help="Detected text encod
 
 st.subheader("Text", anchor=False)
 # Paged documents (PDF) are read page by page; others by windows of PREVIEW_CHARS characters.
-if len(doc.pages) > 1:
-    spans = [(p.start, p.end) for p in doc.pages]
-    unit = "Page"
-else:
-    n = len(doc.text)
-    spans = [(s, min(s + PREVIEW_CHARS, n)) for s in range(0, max(n, 1), PREVIEW_CHARS)]
-    unit = "Part"
 if st.session_state.get(DOCUMENT("preview_doc")) != doc.id:
     st.session_state[DOCUMENT("preview_doc")] = doc.id
     st.session_state.pop(DOCUMENT("preview_page"), None)  # back to the first page
-if st.session_state.get(DOCUMENT("preview_page"), 1) > len(spans):
-    st.session_state[DOCUMENT("preview_page")] = len(spans)
+count = preview_count(doc)
+if st.session_state.get(DOCUMENT("preview_page"), 1) > count:
+    st.session_state[DOCUMENT("preview_page")] = count
 
 nav, where = st.columns([3, 2], vertical_alignment="center")
 with nav:
-    number = st.pagination(
-        len(spans), key=DOCUMENT("preview_page"), persist_state="session", max_visible_pages=11
-    )
-start, end = spans[number - 1]
+    number = st.pagination(count, key=DOCUMENT("preview_page"), persist_state="session", max_visible_pages=11)
+part = preview(doc, number)
 with where:
-    st.caption(f"{unit} {number} of {len(spans):,} · characters {start:,}–{end:,} of {len(doc.text):,}")
+    st.caption(part.caption(len(doc.text)))
 with st.container(height=520, border=True, key=DOCUMENT("preview")):
-    st.html(STYLE + text_html(doc.text[start:end]))
+    st.html(STYLE + text_html(doc.text[part.start : part.end]))

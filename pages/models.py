@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from backend.jobs import start_job
+from backend.figures.text import esc
+from backend.lab.document import plan_sentence_scores
 from backend.models.cache import default_cache
 from backend.models.devices import PRECISIONS, default_precision
-from backend.models.scoring import sentence_scores
 from components.keys import CHAT_CHOICE, CHAT_KEY, MODELS
 from components.layout import ensure_routed
 from components.models import (
@@ -19,7 +19,7 @@ from components.models import (
     score_results,
     scorer_in_use,
 )
-from components.render import esc
+from components.lm_runs import start_plan
 from components.state import current_document
 
 ensure_routed()
@@ -204,27 +204,22 @@ if doc is None:
 elif job is not None and job.running:
     job_progress(_JOB, MODELS("score_cancel"))
 else:
+    plan = plan_sentence_scores(doc, scorer, default_cache()) if scorer is not None else None
     if st.button(
         "Score the current document", key=MODELS("score"), icon=":material/play_arrow:", type="primary",
-        disabled=scorer is None, help=None if scorer is not None else _NO_LM,
+        disabled=plan is None, help=None if plan is not None else _NO_LM,
     ):
-        cache = default_cache()
-        job = st.session_state[_JOB] = start_job(
-            f"Scoring {doc.source}",
-            lambda progress, d=doc, s=scorer, c=cache: sentence_scores(d, s, cache=c, progress=progress),
-            doc_id=doc.id,
-            model=scorer.info.name,
-        )
+        job = st.session_state[_JOB] = start_plan(plan)
         st.rerun()  # draw the progress view
-    if scorer is None:
+    if plan is None:
         st.caption(_NO_LM)  # a disabled button's tooltip may never show: say why beside it
-    if job is not None and job.meta.get("doc_id") == doc.id:
+    if job is not None and plan is not None and job.meta.get("signature") == plan.signature:
         if job.state == "cancelled":
             st.warning("Scoring was cancelled.", icon=":material/stop_circle:")
         elif job.state == "failed":
             st.error(job.error, icon=":material/error:")
         elif job.state == "done":
-            score_results(job.result, job.seconds, job.meta.get("model", ""))
+            score_results(job.result, job.seconds)
 
 # --- the output cache ----------------------------------------------------------------------------
 st.divider()

@@ -14,6 +14,7 @@ import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
 from backend.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
+from backend.figures.text import STYLE
 from backend.lab.ppl import PPLSettings, held_margin, held_scores, margin_plan, margin_view, ppl_view, scoring_plan
 from components.config_form import TOKENIZER_HELP
 from components.keys import PPL
@@ -29,7 +30,6 @@ from components.ppl import (
     partial_curve,
     theta_controls,
 )
-from components.render import STYLE
 from components.settings import get, prepare, put, section_values, spec
 from components.state import add_configuration, require_document
 from components.views import export_stem

@@ -34,7 +34,7 @@ from components.layout import ensure_routed
 from components.lm_runs import model_chunking, session_models, start_plan
 from components.models import job_outcome
 from components.multi import RETRIEVER_NOTE, picks_html, picks_layer, picks_texts, retriever_panel
-from components.render import STYLE, esc, tag_badge_html
+from backend.figures.text import STYLE, esc, tag_badge_html
 from components.retrieval import (
     RET_STYLE,
     Layer,

@@ -31,10 +31,6 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _quiet(done: int, total: int) -> None:
-    """A progress callback that reports nothing."""
-
-
 def generate(work: Path) -> Path:
     """Run every demo computation with caches under ``work``; the folder of entries it wrote."""
     # Read by the backend at call time: everything below writes under ``work`` only.
@@ -48,6 +44,7 @@ def generate(work: Path) -> Path:
     from backend.models.cache import default_cache
     from backend.models.embedder import load_embedder
     from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
+    from backend.progress import Progress
     from backend.retrieval.jobs import benchmark_job, search_job
     from backend.retrieval.questions import load_sample_question_set
     from backend.samples import DEMO, load_sample
@@ -72,9 +69,9 @@ def generate(work: Path) -> Path:
     questions = load_sample_question_set(DEMO.sample)
     query = questions.questions[DEMO.question].question
     tags = [chr(ord("A") + i) for i in range(len(configs))]
-    search_job(doc, dict(zip(tags, chunkings)), None, query, DEMO.k)(_quiet)
+    search_job(doc, dict(zip(tags, chunkings)), None, query, DEMO.k)(Progress())  # a silent progress
     # Benchmark: the bundled question set (its questions' embeddings; the chunks' are shared).
-    benchmark_job(questions, configs, None, DEMO.k, True)(scorer, _quiet)
+    benchmark_job(questions, configs, None, DEMO.k, True)(scorer, Progress())
     _say("retrieval and benchmark embeddings done")
 
     # Quality with the page's default metrics (BC: the adjacent pairs; DS: the chunks' embeddings).

@@ -20,7 +20,7 @@ LAYERS = ("backend", "components", "pages")  # a layer imports only itself and t
 # Inside backend, the data's one way: file → Document → spans → chunkers → Chunking → metrics / store → CLI.
 # A module imports only its own layer and the layers before it (the package root may import anything).
 BACKEND_LAYERS = (
-    ("errors", "config", "chunking", "curves"),  # types and settings every layer shares
+    ("errors", "config", "chunking", "curves", "progress"),  # types, settings and progress every layer shares
     ("tokenizers", "text"),  # Document, spans, segmentation, token counts
     ("loaders", "samples"),  # file → Document
     ("models",),  # language models, embedders, chat, the output cache

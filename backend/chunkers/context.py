@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from backend.models.cache import OutputCache
     from backend.models.chat import ChatModel
     from backend.models.embeddings import TextEmbedder
-    from backend.models.types import ModelInfo, Progress, Scorer, TokenScores
+    from backend.models.types import ModelInfo, Scorer, TokenScores
+    from backend.progress import Progress
 
 __all__ = ["ModelContext", "unloaded_model_info"]
 
@@ -43,7 +44,8 @@ class ModelContext:
         device: Where to load it (None: ``CHUNKLAB_DEVICE`` or automatic).
         use_cache: Read and write the on-disk cache of model outputs.
         window: Context window for document scoring (None: the model's).
-        progress: ``progress(done, total)``; a ``ProgressTracker`` with a cancel token stops the work.
+        progress: The model work's progress (tokens scored, texts embedded); one with a cancel
+            token stops the work.
         on_load: Called with no argument just before a model is loaded (e.g. to show "loading…").
         chat: The chat model of LLM chunkers (``needs = ("chat",)``); None picks one on first
             use: an OpenAI-compatible API when one is configured, else ``lm`` as a local chat
@@ -130,7 +132,6 @@ class ModelContext:
     def token_scores(self, text: str) -> TokenScores:
         """Per-token NLLs of ``text``: from the cache when possible (without loading the model), else scored."""
         from backend.models.scoring import cached_token_scores, document_token_scores, scored_tokens
-        from backend.models.types import set_unit
 
         cache = self.cache
         if cache is not None and self.scorer is None:
@@ -139,7 +140,7 @@ class ModelContext:
                 hit = cached_token_scores(cache, fp, text, self.window)
                 if hit is not None:
                     if self.progress is not None:
-                        set_unit(self.progress, "tokens")
+                        self.progress.set_unit("tokens")
                         self.progress(scored_tokens(hit), scored_tokens(hit))
                     return hit
         scores, _hit = document_token_scores(
@@ -182,9 +183,7 @@ class ModelContext:
                 hit = cache.get(embeddings_key(fp, texts))
                 if hit is not None and len(hit.get("vectors", ())) == len(texts):
                     if self.progress is not None:
-                        from backend.models.types import set_unit
-
-                        set_unit(self.progress, "texts")
+                        self.progress.set_unit("texts")
                         self.progress(len(texts), len(texts))
                     import numpy as np
 

@@ -25,7 +25,8 @@ from backend.errors import Cancelled, ChunkLabError, NotCached, one_line
 
 if TYPE_CHECKING:
     from backend.chunking import ChunkerConfig, Chunking
-    from backend.models.types import Progress, Scorer
+    from backend.models.types import Scorer
+    from backend.progress import Progress
     from backend.text.document import Document
 
 __all__ = ["ChunkOutcome", "ChunkFn", "needs_model", "chunk_all", "run_configs"]
@@ -137,11 +138,10 @@ def run_configs(
     """
     from backend.chunkers.base import run_chunker
     from backend.chunkers.context import ModelContext
-    from backend.jobs import scaled_progress
 
     out = []
     for k, config in enumerate(configs):
-        part = scaled_progress(progress, k, len(configs), "configuration")
+        part = progress.part(k, len(configs), "configuration")
         context = ModelContext(scorer=scorer, embedder_spec=embedder_spec, chat=chat, progress=part)
         out.append(_outcome(doc, config, lambda d, c, ctx=context: run_chunker(d, c, ctx)))
     return out

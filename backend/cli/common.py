@@ -17,6 +17,7 @@ from typing import Any, Callable, NoReturn, Sequence, TextIO, TypeVar
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 from backend.models.devices import PRECISIONS, set_precision
+from backend.progress import Progress
 
 _T = TypeVar("_T")
 
@@ -180,7 +181,6 @@ class model_context:  # noqa: N801  (used as a context manager, reads like a fun
 
     def __init__(self, args: argparse.Namespace, chunkers: Sequence[Any] | None) -> None:
         from backend.chunkers.context import ModelContext
-        from backend.models.types import ProgressTracker
 
         self._active = chunkers is None or any(c.needs for c in chunkers)
         self._line = StderrProgress("scoring")
@@ -189,7 +189,7 @@ class model_context:  # noqa: N801  (used as a context manager, reads like a fun
             device=args.device,
             use_cache=not args.no_cache,
             window=args.window,
-            progress=ProgressTracker(report=self._line.report) if self._active else None,
+            progress=self._line if self._active else None,
             on_load=self._loading,
             embedder_spec=embedder_spec(getattr(args, "embedder", None)),
         )
@@ -223,21 +223,26 @@ def show_resume_notes(stream: TextIO | None = None) -> None:
         logger.setLevel(logging.INFO)
 
 
-class StderrProgress:
-    """Progress on stderr: one updating line on a terminal; a plain line every 30 s otherwise."""
+class StderrProgress(Progress):
+    """Progress drawn on stderr: one updating line on a terminal; a plain line every 30 s otherwise.
+
+    Used as a context manager around the work (it leaves the terminal line clean) and handed
+    to the backend as its ``progress``; the line shows the fraction and the ETA.
+    """
 
     _TTY_INTERVAL = 0.1
     _LOG_INTERVAL = 30.0
 
     def __init__(self, what: str, stream: TextIO | None = None) -> None:
+        super().__init__(self.report)
         self._what = what
         self._stream = stream if stream is not None else sys.stderr
         self._tty = self._stream.isatty()
-        self._last = 0.0
+        self._drawn = 0.0  # when the line was last written
         self._dirty = False
 
     def __enter__(self) -> StderrProgress:
-        self._last = time.monotonic()
+        self._drawn = time.monotonic()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -253,14 +258,14 @@ class StderrProgress:
             self._dirty = True
 
     def report(self, fraction: float, eta: float | None, _label: str) -> None:
-        """A :class:`~backend.models.types.ProgressTracker` report callback."""
+        """This progress's report callback: draw the fraction and the ETA."""
         now = time.monotonic()
         eta_text = f", ETA {eta:.0f}s" if eta is not None and fraction < 1 else ""
         text = f"{self._what}: {fraction:6.1%}{eta_text}"
         if self._tty:
-            if now - self._last >= self._TTY_INTERVAL or fraction >= 1:
-                self._last = now
+            if now - self._drawn >= self._TTY_INTERVAL or fraction >= 1:
+                self._drawn = now
                 self.status(text)
-        elif now - self._last >= self._LOG_INTERVAL:
-            self._last = now
+        elif now - self._drawn >= self._LOG_INTERVAL:
+            self._drawn = now
             print(text, file=self._stream, flush=True)

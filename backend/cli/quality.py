@@ -85,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
     from backend.chunkers.match_length import match_length
     from backend.metrics.quality import LazyScorer, estimate_cost
     from backend.metrics.report import QualitySettings, model_needs, quality_report
-    from backend.models.types import ProgressTracker
 
     chunker = make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer)  # bad arguments fail first
     doc = load_input(args.file)
@@ -98,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             use_cache=not args.no_cache,
             window=args.lm_window,
             embedder_spec=None if args.embedder.strip().lower() == "default" else args.embedder,
-            progress=ProgressTracker(report=line.report),
+            progress=line,
             on_load=lambda: line.status("loading model…"),
         )
         match = None

@@ -40,9 +40,19 @@ from backend.cli.common import (
     value_type,
     write,
 )
+from backend.chunkers import make_chunker
+from backend.chunkers.context import ModelContext, unloaded_model_info
+from backend.chunking import ConfigEntry, tag_for
 from backend.config import quiet_hub_progress_bars
-from backend.errors import InputError, NotCached, ParameterError
-from backend.chunking import tag_for
+from backend.errors import InputError, ParameterError
+from backend.lab.models import SessionModels
+from backend.lab.quality import plan_quality
+from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
+from backend.report.html import cached_curves, report_html
+from backend.report.session import load_session, question_set_from_json, resolve_document
+from backend.report.summary import METRIC_INFO, METRICS, collect
+from backend.retrieval.evaluate import evaluate
+from backend.retrieval.questions import load_question_set, load_sample_question_set
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -54,8 +64,6 @@ _retrieve = value_type(int, lambda v: v == -1 or v > 0, "a positive integer or -
 
 def add_commands(sub: Any) -> None:
     """Register ``report`` on the ``python -m backend`` subparsers."""
-    from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
-
     p = sub.add_parser("report", help="write the one-file HTML report of a comparison (verdict, table, figures)")
     p.add_argument("file", nargs="?", help="document path, or sample:NAME (optional with a session on a bundled sample)")
     p.add_argument("--config", action="append", default=[], metavar="SPEC",
@@ -100,8 +108,6 @@ def _document(args: argparse.Namespace, session: Any) -> Any:
     """FILE, or the session's document (its bundled sample, or FILE once its hash matches)."""
     if session is None:
         return load_input(args.file)
-    from backend.report.session import resolve_document
-
     candidate = load_input(args.file) if args.file is not None and session.doc.sample is None else None
     doc = resolve_document(session.doc, candidate)
     if args.file is not None and session.doc.sample is not None:
@@ -113,8 +119,6 @@ def _document(args: argparse.Namespace, session: Any) -> Any:
 
 def _question_set(args: argparse.Namespace, session: Any) -> tuple[Any, str | None]:
     """``--questions``/``--corpora``, else the session's question set; ``(set or None, its name)``."""
-    from backend.retrieval.questions import load_question_set, load_sample_question_set
-
     if args.questions is not None:
         if args.questions.startswith("sample:"):
             if args.corpora is not None:
@@ -127,8 +131,6 @@ def _question_set(args: argparse.Namespace, session: Any) -> tuple[Any, str | No
     if isinstance(ref, str) and ref.startswith("sample:"):
         return load_sample_question_set(ref.removeprefix("sample:")), ref
     if isinstance(ref, Mapping):
-        from backend.report.session import question_set_from_json
-
         questions = question_set_from_json(ref, source=str(args.session.name))
         return questions, (f"session set {ref.get('sha')}" if questions is not None else None)
     return None, None
@@ -155,17 +157,12 @@ def _figure_data(doc: Any, tagged: list[tuple[str, Any]], context: Any, window: 
     """Chunkings, pair tables, curves and document scores for the figures, from what is cached.
 
     :func:`collect` has just computed (or found) the model outputs; they are read back here
-    through a cache-only context with the same model identity, so nothing is computed twice
-    and, with ``--no-quality``, nothing is computed at all. A pair table, a curve or the
+    through a cache-only context with the same model identity (the pair tables as the Quality
+    page's plan finds them, :func:`~backend.lab.quality.plan_quality`), so nothing is computed
+    twice and, with ``--no-quality``, nothing is computed at all. A pair table, a curve or the
     document's per-sentence scores that no run produced are left out (the report says
     "not computed yet").
     """
-    from backend.chunkers import make_chunker
-    from backend.chunkers.context import ModelContext, unloaded_model_info
-    from backend.metrics.report import QualityData
-    from backend.metrics.scores import cached_pair_table
-    from backend.report.html import cached_curves
-
     chunkers = {tag: make_chunker(c.name, c.params_dict, c.tokenizer) for tag, c in tagged}
     chunkings = {tag: chunkers[tag].chunk(doc, context) for tag, _ in tagged}
     quality: dict[str, Any] = {}
@@ -174,26 +171,20 @@ def _figure_data(doc: Any, tagged: list[tuple[str, Any]], context: Any, window: 
     fp = context.fingerprint
     if fp is not None and context.cache is not None:
         info = context.scorer.info if context.scorer is not None else unloaded_model_info(context.lm or "SmolLM2", fp)
+        models = SessionModels(info.name, fp, info.kind, context.scorer)
+        boundaries = [  # a chunking of one chunk has no pair to draw
+            (ConfigEntry(i, tag, config), chunkings[tag]) for i, (tag, config) in enumerate(tagged)
+            if len(chunkings[tag].chunks) >= 2
+        ]
+        plan = plan_quality(doc, boundaries, models, metrics=("bc", "cs"), window=window, store={}, cache=context.cache)
+        quality = {c.entry.tag: c.data for c in plan.configs if c.table is not None}
         lookup = ModelContext.cache_only(info)
         lookup.window = context.window
-        for tag, config in tagged:
-            texts = [c.text for c in chunkings[tag].chunks]
-            if len(texts) < 2:
-                continue
-            for complete in (True, False):  # every pair (BC and CS), else the adjacent ones (BC)
-                try:
-                    table = cached_pair_table(texts, lookup.scorer, complete=complete, window=window, cache=context.cache)
-                except NotCached:
-                    continue
-                quality[tag] = QualityData(tag, config, chunkings[tag], table)
-                break
         curves, ppl = cached_curves(doc, chunkings, lookup)
     return {"chunkings": chunkings, "quality": quality, "curves": curves, "ppl": ppl}
 
 
 def _one_line_summary(summary: Any) -> str:
-    from backend.report.summary import METRIC_INFO, METRICS
-
     known = sum(1 for r in summary.rows for m in METRICS if r.values.get(m) is not None)
     total = len(summary.rows) * len(METRICS)
     best = [f"{METRIC_INFO[m].label} {t}" for m in METRICS if (t := summary.best(m)) is not None]
@@ -205,12 +196,6 @@ def _one_line_summary(summary: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``report``; errors propagate as :class:`~backend.errors.ChunkLabError` for the CLI to print."""
-    from backend.chunkers.context import ModelContext
-    from backend.metrics.quality import DEFAULT_K
-    from backend.models.types import ProgressTracker
-    from backend.report.html import report_html
-    from backend.report.summary import collect
-
     if not args.config and args.session is None:
         raise ParameterError("report needs --config SPEC (repeatable) or --session FILE")
     if args.file is None and args.session is None:
@@ -218,8 +203,6 @@ def run(args: argparse.Namespace) -> int:
     tagged = [(tag_for(i), parse_config(spec).config) for i, spec in enumerate(args.config)]  # bad specs: exit 2 first
     session = None
     if args.session is not None:
-        from backend.report.session import load_session
-
         session = load_session(args.session)
         if not tagged:
             tagged = list(session.configs)
@@ -241,18 +224,16 @@ def run(args: argparse.Namespace) -> int:
                            embedder_spec=embedder)
     benchmark = None
     if questions is not None:
-        from backend.retrieval.evaluate import evaluate
-
         with StderrProgress("benchmark") as line:
             line.status("benchmark: loading the embedder…")
             benchmark = evaluate(
                 questions, list(dict.fromkeys(c for _, c in tagged)), embedder=context.get_embedder(),
                 retrieve=retrieve, cache=context.cache, use_cache=not args.no_cache, context=context,
-                progress=ProgressTracker(report=line.report),
+                progress=line,
             )
     with StderrProgress("scoring") as line:
         context.on_load = lambda: line.status("loading model…")
-        context.progress = ProgressTracker(report=line.report)
+        context.progress = line
         summary = collect(
             doc, tagged, context=context, question_set=questions, embedder_spec=embedder, K=K, delta=delta,
             window=window, cs_rule=cs_rule, bc_mode=bc_mode, retrieve=retrieve, compute=not args.no_quality,

@@ -212,7 +212,6 @@ def _question_set(args: argparse.Namespace) -> Any:
 
 
 def _eval(args: argparse.Namespace) -> None:
-    from backend.models.types import ProgressTracker
     from backend.retrieval.evaluate import evaluate
     from backend.retrieval.store import open_store
 
@@ -231,7 +230,7 @@ def _eval(args: argparse.Namespace) -> None:
             cache=_cache(args),
             use_cache=not args.no_cache,
             chunk_spans=args.chunk_spans,
-            progress=ProgressTracker(report=line.report),
+            progress=line,
         ).results[0]
     if args.json:
         write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
@@ -260,7 +259,6 @@ def _eval(args: argparse.Namespace) -> None:
 
 
 def _generate(args: argparse.Namespace) -> None:
-    from backend.models.types import ProgressTracker
     from backend.retrieval.generation import generate_questions
     from backend.retrieval.questions import save_question_set
 
@@ -280,7 +278,7 @@ def _generate(args: argparse.Namespace) -> None:
             excerpt_threshold=args.excerpt_threshold,
             max_attempts=args.max_attempts,
             seed=args.seed,
-            progress=ProgressTracker(report=line.report),
+            progress=line,
         )
     written = save_question_set(result.question_set(), args.out / "questions.csv", args.out / "corpora")
     summary = {**result.to_json(), "questions_csv": str(written[0]), "corpora": str(args.out / "corpora")}
@@ -295,7 +293,6 @@ def _check(args: argparse.Namespace) -> None:
 
 def _index(args: argparse.Namespace) -> None:
     from backend.chunkers import run_chunker
-    from backend.models.types import ProgressTracker
     from backend.retrieval.store import open_store
 
     from backend.chunkers.multi import is_retriever
@@ -310,7 +307,7 @@ def _index(args: argparse.Namespace) -> None:
             from backend.retrieval.multi.index import build_index
 
             index = build_index(doc, config, store, embedder, cache=_cache(args),
-                                progress=ProgressTracker(report=line.report))
+                                progress=line)
             out = {
                 "levels": [{"level": lv.number, "name": lv.name, "name_in_store": lv.collection, "entries": len(lv)}
                            for lv in index.levels],
@@ -323,7 +320,7 @@ def _index(args: argparse.Namespace) -> None:
                 out["graph_edges"] = len(index.graph.edges)
         else:
             chunking = run_chunker(doc, config)
-            info = store.index(doc, chunking, embedder, cache=_cache(args), progress=ProgressTracker(report=line.report))
+            info = store.index(doc, chunking, embedder, cache=_cache(args), progress=line)
             out = info.to_json()
     out = {**out, "store": store.location, "config": config.to_json(), "embedder": embedder.info.name}
     write(json.dumps(out, ensure_ascii=False) + "\n")
@@ -357,14 +354,13 @@ def _query(args: argparse.Namespace) -> None:
 def _query_retriever(args: argparse.Namespace, config: Any, doc: Any, store: Any) -> None:
     import sys
 
-    from backend.models.types import ProgressTracker
     from backend.retrieval.multi.retrievers import live_retrieve
 
     with _progress("indexing") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
         live = live_retrieve(doc, config, store, embedder, args.query, args.k, cache=_cache(args),
-                             progress=ProgressTracker(report=line.report))
+                             progress=line)
     sel = live.selection
     write("".join(
         json.dumps({
@@ -386,7 +382,6 @@ def _router_train(args: argparse.Namespace) -> None:
     import time
 
     from backend.chunkers import make_chunker
-    from backend.models.types import ProgressTracker
     from backend.retrieval.multi import router as rt
     from backend.retrieval.multi.retrievers import training_data
     from backend.retrieval.store import open_store
@@ -400,7 +395,7 @@ def _router_train(args: argparse.Namespace) -> None:
         line.status("loading embedder…")
         embedder = _embedder(args)
         data = training_data(questions, config, store, embedder, retrieve=args.retrieve, cache=_cache(args),
-                             progress=ProgressTracker(report=line.report))
+                             progress=line)
         line.status("training…")
         router, report = rt.train_router(
             data.vectors, data.labels, epochs=args.epochs, seed=args.seed, base=chunker.shape(), embedder=embedder.info.name, embedder_fingerprint=embedder.info.fingerprint,

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 # One colour per configuration (tag badges, histogram); chunks inside a row alternate CHUNK_EDGES.
-CHUNK_EDGES = ("#3b82f6", "#f59e0b")  # alternating chunk colours (the strip here, badges in components.render)
+CHUNK_EDGES = ("#3b82f6", "#f59e0b")  # alternating chunk colours (the strip here, badges in backend.figures.text)
 CONFIG_COLORS = ("#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")
 
 

@@ -1,5 +1,8 @@
 """Exporting figures: a self-contained HTML file (plotly.js inlined, so it opens offline), PNG when possible.
 
+Every exported file (a figure, a table's CSV, the report) is named by :func:`export_name`: the
+document's name, then what the file holds.
+
 A page of several figures (the one-file report) inlines plotly.js once (:func:`plotly_js`) and
 each figure as a bare ``<div>`` (:func:`figure_div`), the way :func:`figure_html` does for one.
 Both draw with Plotly's own template (:data:`STANDALONE_TEMPLATE`): once Streamlit is imported,
@@ -10,13 +13,34 @@ frontend fills in, so outside the app they would draw wrong (and a heat map not 
 from __future__ import annotations
 
 import importlib.util
+import os
+import re
 
 import plotly.graph_objects as go
 
-__all__ = ["FIGURE_CONFIG", "STANDALONE_TEMPLATE", "figure_div", "figure_html", "plotly_js", "png_export_available"]
+__all__ = [
+    "FIGURE_CONFIG", "STANDALONE_TEMPLATE", "export_name", "figure_div", "figure_html", "plotly_js",
+    "png_export_available",
+]
 
 FIGURE_CONFIG = {"displaylogo": False, "responsive": True}  # no link to plotly's site in the mode bar
 STANDALONE_TEMPLATE = "plotly"
+
+
+def export_name(doc_source: str, view: str) -> str:
+    """A file name (without extension): the document's name, then what the file holds, both made safe.
+
+    >>> export_name("My report.pdf", "quality-K0.80")
+    'My-report__quality-K0.80'
+    """
+    name = doc_source.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = _safe(os.path.splitext(name)[0]) or "document"
+    return f"{stem}__{_safe(view)}"
+
+
+def _safe(text: str) -> str:
+    """Letters, digits, ``.``, ``_`` and ``-`` only (any script), no leading or trailing separators."""
+    return re.sub(r"[^\w.-]+", "-", text).strip("-.")
 
 
 def _standalone(fig: go.Figure) -> go.Figure:

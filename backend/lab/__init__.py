@@ -11,6 +11,12 @@ or job plan is written twice.
 - ``settings``: every page setting (section, name, type, default, range or choices), written once;
 - ``runs``: model-backed configurations' chunkings and the job that runs the missing ones;
 - ``match``: match lengths (tune configurations to one mean chunk length);
+- ``compare``: each configuration's chunking or why there is none, the statistics table, the
+  text window, a click on the boundary strip, the chunk inspector;
+- ``curves``: what each chunker cut on, read without a model call;
+- ``document``: the text preview's parts and one scoring pass's per-sentence summary (Document, Models);
+- ``quality``: quality scoring (what is known, missing, its cost, its job) and the Quality table;
+- ``summary``: the Summary page's rows, verdict and notes, and the plan of its missing scores;
 - ``ppl``: the Meta-Chunking view (the PPL chunker the settings choose, its cut, θ's range and
   curve, the per-sentence CSV) and its scoring and margin-sampling jobs;
 - ``session``: a saved session's settings, written and read back through ``settings``.
@@ -18,4 +24,7 @@ or job plan is written twice.
 Import what you need from its module.
 """
 
-__all__ = ["jobs", "match", "models", "ppl", "runs", "session", "settings"]
+__all__ = [
+    "compare", "curves", "document", "jobs", "match", "models", "ppl", "quality", "runs", "session", "settings",
+    "summary",
+]

@@ -16,7 +16,8 @@ from typing import Any, Callable, Hashable
 from backend.errors import NotCached
 from backend.jobs import Job, start_job
 from backend.lab.models import SessionModels
-from backend.models.types import Progress, Scorer
+from backend.models.types import Scorer
+from backend.progress import Progress
 
 __all__ = ["JobPlan"]
 

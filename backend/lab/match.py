@@ -18,10 +18,10 @@ from backend.chunkers.context import ModelContext
 from backend.chunkers.match_length import DEFAULT_TOLERANCE, MatchResult, match_length
 from backend.chunking import ChunkerConfig, ConfigEntry
 from backend.errors import Cancelled, ChunkLabError, one_line
-from backend.jobs import scaled_progress
 from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
-from backend.models.types import Progress, Scorer
+from backend.models.types import Scorer
+from backend.progress import Progress
 from backend.text.document import Document
 
 __all__ = ["DEFAULT_TARGET", "MatchOutcome", "run_matches", "needs_model", "plan_match", "match_rows", "tuned_entries"]
@@ -92,7 +92,7 @@ def plan_match(
 
     def body(scorer: Scorer | None, progress: Progress) -> MatchOutcome:
         def context(k: int, n: int) -> ModelContext:
-            part = scaled_progress(progress, k, n, "configuration")
+            part = progress.part(k, n, "configuration")
             return ModelContext(scorer=scorer, embedder_spec=models.embedder_spec, chat=models.chat, progress=part)
 
         return run_matches(doc, configs, float(target), context=context)

@@ -23,18 +23,20 @@ from typing import Any
 from backend.chunkers import REGISTRY
 from backend.chunkers.context import ModelContext, unloaded_model_info
 from backend.chunking import ChunkerConfig
-from backend.config import default_lm_spec
+from backend.config import default_embedder_spec, default_lm_spec
 from backend.errors import ModelError, NotCached, one_line
 from backend.models.cache import default_cache
 from backend.models.chat import LocalChat, remote_llm_configured
-from backend.models.embedder import embedder_name
-from backend.models.identity import fingerprint_without_loading
+from backend.models.embedder import embedder_name, load_embedder
+from backend.models.embeddings import TextEmbedder
+from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
 from backend.models.lm import resolve_spec
 from backend.models.scorer import load_scorer
 from backend.models.scoring import scored_tokens, scoring_checkpoint
-from backend.models.types import ModelInfo, Progress, Scorer, TokenScores
+from backend.models.types import ModelInfo, Scorer, TokenScores
+from backend.progress import Progress
 
-__all__ = ["SessionModels", "default_lm_identity"]
+__all__ = ["SessionModels", "default_lm_identity", "unloaded_embedder_fingerprint"]
 
 
 @lru_cache(maxsize=4)
@@ -56,6 +58,19 @@ def default_lm_identity(env_spec: str | None) -> tuple[str, str | None, str | No
     return name, fingerprint, None
 
 
+@lru_cache(maxsize=8)
+def unloaded_embedder_fingerprint(spec: str | None, env_spec: str) -> str | None:
+    """The weights' fingerprint of the embedder ``spec`` (None: ``CHUNKLAB_EMBEDDER`` = ``env_spec``), never loaded.
+
+    None when it cannot be known without loading the embedder (a hub id) or ``spec`` names
+    none: a job then loads it. Remembered per ``(spec, env_spec)`` (hashing the weights takes a moment).
+    """
+    try:
+        return embedder_fingerprint_without_loading(spec)
+    except (ModelError, OSError):  # no way to know it without loading: the job will load it
+        return None
+
+
 @dataclass(frozen=True)
 class SessionModels:
     """The language model, embedder and chat model a session's model-backed work uses.
@@ -71,6 +86,7 @@ class SessionModels:
         embedder_spec: The session's embedder (None: the default).
         chat: The session's chat model (a ``ChatModel``); None: the default.
         embedder_loaded: The session's loaded embedder's display name (None: not loaded; named from its spec).
+        embedder_loaded_fingerprint: The session's loaded embedder's weights' fingerprint (with ``embedder_loaded``).
     """
 
     name: str
@@ -82,14 +98,16 @@ class SessionModels:
     embedder_spec: str | None = None
     chat: Any = field(default=None, compare=False, repr=False)
     embedder_loaded: str | None = None
+    embedder_loaded_fingerprint: str | None = None
 
     @classmethod
     def of(
         cls, scorer: Scorer | None, *, embedder_spec: str | None = None, chat: Any = None,
-        embedder_loaded: str | None = None,
+        embedder_loaded: str | None = None, embedder_loaded_fingerprint: str | None = None,
     ) -> SessionModels:
         """The models of a session that loaded ``scorer`` (None: the default language model, not loaded)."""
-        extra = {"embedder_spec": embedder_spec, "chat": chat, "embedder_loaded": embedder_loaded}
+        extra = {"embedder_spec": embedder_spec, "chat": chat, "embedder_loaded": embedder_loaded,
+                 "embedder_loaded_fingerprint": embedder_loaded_fingerprint}
         if scorer is not None:
             info = scorer.info
             return cls(info.name, info.fingerprint, info.kind, scorer, **extra)
@@ -125,6 +143,17 @@ class SessionModels:
         if self.embedder_loaded is not None:
             return self.embedder_loaded
         return embedder_name(self.embedder_spec) + (" (default)" if self.embedder_spec is None else "")
+
+    @property
+    def embedder_fingerprint(self) -> str | None:
+        """The embedder's weights' fingerprint (what its cached vectors are keyed by), never loading it.
+
+        The loaded embedder's; else the one its spec names, read from its files; None when that
+        cannot be known without loading it (a hub id).
+        """
+        if self.embedder_loaded is not None:
+            return self.embedder_loaded_fingerprint
+        return unloaded_embedder_fingerprint(self.embedder_spec, default_embedder_spec())
 
     @property
     def chat_label(self) -> str:
@@ -183,3 +212,7 @@ class SessionModels:
         if self.scorer is not None:
             return self.scorer
         return load_scorer(None, progress=progress)
+
+    def job_embedder(self) -> TextEmbedder:
+        """The embedder to compute with, in a job's thread: the session's (loaded once per process) or the default."""
+        return load_embedder(self.embedder_spec)

@@ -52,7 +52,8 @@ from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.lab.settings import setting
 from backend.models.scoring import partial_sentence_scores
-from backend.models.types import PartialTokenScores, Progress, Scorer
+from backend.models.types import PartialTokenScores, Scorer
+from backend.progress import Progress
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 

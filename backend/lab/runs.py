@@ -17,7 +17,8 @@ from backend.chunkers.run import ChunkOutcome, run_configs
 from backend.chunking import ChunkerConfig
 from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
-from backend.models.types import Progress, Scorer
+from backend.models.types import Scorer
+from backend.progress import Progress
 from backend.text.document import Document
 
 __all__ = ["plan_model_runs", "runs_cover", "ModelRuns"]

@@ -1,4 +1,4 @@
-"""A session's settings: what a saved session writes of the page settings and its question set, and what opening one gives back.
+"""A session's settings: what a saved session writes of them and its question set, and what opening one gives back.
 
 A session file keeps every page setting by section and name (``quality.K``, ``ppl.threshold``…,
 as :mod:`backend.lab.settings` declares them) and the session's own question set under

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Mapping
 from backend.chunkers import REGISTRY
 from backend.chunkers.base import Param
 from backend.errors import ParameterError
+from backend.lab.compare import DEFAULT_WINDOW, WINDOW_CHOICES
 from backend.metrics.cost import DEFAULT_METRICS, DEFAULT_PAIR_WINDOW
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
 from backend.metrics.report import METRICS
@@ -191,9 +192,11 @@ SETTINGS: tuple[Setting, ...] = (
     # Compare.
     Setting("compare", Param("show_strip", "bool", True, "Draw the boundary strip (tens of thousands of chunks take "
                              "the browser a few seconds).")),
-    Setting("compare", Param("show_curves", "bool", False, "Draw what each configuration with a curve cut on.")),
+    Setting("compare", Param("show_curves", "bool", True, "Draw what each configuration with a curve cut on.")),
     Setting("compare", Param("hist_unit", "str", "tokens", "Measure chunk sizes in tokens or characters.",
                              choices=HISTOGRAM_UNITS)),
+    Setting("compare", Param("window_chars", "int", DEFAULT_WINDOW, "Characters of the text shown side by side at "
+                             "once.", choices=WINDOW_CHOICES)),
     # Retrieval.
     Setting("retrieval", Param("k", "int", 5, "Chunks (entries, runs) each configuration returns.", min=1, max=50), step=1),
     # Benchmark (and the Summary's benchmark, run as the Benchmark page would).

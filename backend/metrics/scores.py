@@ -13,15 +13,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from backend.chunking import Chunking
 from backend.metrics.quality import PairTable, pair_requests, pair_table, table_from_values
-
-if TYPE_CHECKING:
-    from backend.models.types import Progress
+from backend.progress import Progress
 
 __all__ = ["ScoringRun", "cached_pair_table", "cached_vectors", "score_chunkings", "table_key", "vectors_key"]
 
@@ -122,8 +120,8 @@ def score_chunkings(
     """
     from backend.models.embeddings import embed_texts
     from backend.models.scoring import conditional_scores
-    from backend.models.types import Share, check_cancel, set_unit
 
+    progress = progress or Progress()
     started = time.perf_counter()
     texts = [[c.text for c in ch.chunks] for ch in chunkings]
     tables: list[PairTable | None] = [None] * len(chunkings)
@@ -138,14 +136,14 @@ def score_chunkings(
     if embedder is not None:
         loaded = None
         total, done = sum(len(t) for t in texts), 0
-        counted = progress if scorer is None else None  # with a scorer the count is the pairs (embedding takes seconds)
-        if counted is not None:
-            set_unit(counted, "texts")
+        counted = scorer is None  # with a scorer the count is the pairs (embedding takes seconds)
+        if counted:
+            progress.set_unit("texts")
         for k, t in enumerate(texts):
-            check_cancel(progress)
+            progress.check()
             if loaded is None:
                 loaded = embedder()
-            part = Share(counted, done, len(t), total) if counted is not None and t else None
+            part = progress.slice(done, len(t), total) if counted else None
             vectors[k], _hit = embed_texts(loaded, t, cache=cache, progress=part)
             done += len(t)
     return ScoringRun(results=tuple(zip(tables, vectors, strict=True)), seconds=time.perf_counter() - started)

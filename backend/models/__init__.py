@@ -3,7 +3,7 @@
 Modules (heavy libraries load inside functions, never on import):
 
 - ``types``: the shared result types and protocols (:class:`ModelInfo`, :class:`TokenScores`,
-  :class:`Scorer`, :class:`Progress`, :class:`CancelToken`).
+  :class:`PartialTokenScores`, :class:`Scorer`); progress and cancel live in :mod:`backend.progress`.
 - ``devices``: device selection (``CHUNKLAB_DEVICE``), dtypes, memory-sized batches, OOM back-off.
 - ``lm``: loading causal LMs (the bundled SmolLM2 GGUF, a local directory or a hub id), with the
   dequantized weights of the GGUF cached on disk; one instance per process.
@@ -24,6 +24,6 @@ Modules (heavy libraries load inside functions, never on import):
 - ``scoring``: document, sentence and pair scores through that cache (used by pages and CLI).
 """
 
-from backend.models.types import CancelToken, ModelInfo, Progress, Scorer, TokenScores
+from backend.models.types import ModelInfo, Scorer, TokenScores
 
-__all__ = ["CancelToken", "ModelInfo", "Progress", "Scorer", "TokenScores"]
+__all__ = ["ModelInfo", "Scorer", "TokenScores"]

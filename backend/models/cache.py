@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from backend.config import cache_dir, cache_max_bytes, demo
-from backend.models.types import Progress, acquired
+from backend.progress import Progress, acquired
 
 __all__ = [
     "DEMO_CACHE_DIR",

@@ -33,7 +33,8 @@ from backend.config import default_embedder_spec, hub_offline_variable
 from backend.errors import ModelError, ParameterError
 from backend.models.hub import hub_reachable
 from backend.models.lm import file_sha256
-from backend.models.types import ModelInfo, Progress
+from backend.models.types import ModelInfo
+from backend.progress import Progress
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

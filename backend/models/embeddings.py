@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 import numpy as np
 
 from backend.models.cache import text_digest
-from backend.models.types import set_unit
+from backend.progress import Progress
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
-    from backend.models.types import ModelInfo, Progress
+    from backend.models.types import ModelInfo
 
 __all__ = [
     "TextEmbedder",
@@ -150,10 +150,9 @@ def _in_parts(
     key: dict[str, str | int],
     parts: list[tuple[int, int]],
     cache: OutputCache,
-    progress: Progress | None,
+    progress: Progress,
 ) -> Callable[[], dict[str, np.ndarray]]:
     """``compute`` for :func:`embed_texts` that stores each part as it is done and reuses the parts stored before."""
-    from backend.models.types import Share
 
     def compute() -> dict[str, np.ndarray]:
         rows: list[np.ndarray] = []
@@ -162,13 +161,12 @@ def _in_parts(
             got = cache.get(_part_key(key, (lo, hi)))
             vectors = None if got is None else np.asarray(got.get("vectors"), dtype=np.float32)
             if vectors is None or vectors.ndim != 2 or vectors.shape[0] != hi - lo:
-                sub = Share(progress, lo, hi - lo, len(texts)) if progress is not None else None
+                sub = progress.slice(lo, hi - lo, len(texts))
                 vectors = np.asarray(embedder.embed(texts[lo:hi], progress=sub), dtype=np.float32)
                 cache.put(_part_key(key, (lo, hi)), {"vectors": vectors})
             else:
                 reused += hi - lo
-                if progress is not None:
-                    progress(hi, len(texts))
+                progress(hi, len(texts))
             rows.append(vectors)
         if reused:
             log.info("resumed: %d of %d texts were already embedded", reused, len(texts))
@@ -214,7 +212,8 @@ def embed_texts(
     texts = list(texts)
     if not texts:
         return np.zeros((0, getattr(embedder, "dimension", 0)), dtype=np.float32), False
-    set_unit(progress, "texts")
+    progress = progress or Progress()
+    progress.set_unit("texts")
 
     def compute() -> dict[str, np.ndarray]:
         return {"vectors": np.asarray(embedder.embed(texts, progress=progress), dtype=np.float32)}
@@ -231,6 +230,5 @@ def embed_texts(
     vectors = np.asarray(value["vectors"], dtype=np.float32)
     if vectors.shape[0] != len(texts):  # a foreign entry under our key: recompute rather than trust it
         vectors, hit = compute()["vectors"], False
-    if progress is not None:
-        progress(len(texts), len(texts))  # all done (a hit, or an embedder that reports less often)
+    progress(len(texts), len(texts))  # all done (a hit, or an embedder that reports less often)
     return vectors, hit

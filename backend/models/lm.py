@@ -57,7 +57,8 @@ from backend.models.devices import (
 )
 from backend.models.hub import hub_reachable
 from backend.models.jsonstore import read_json_dict, write_json_atomic
-from backend.models.types import ModelInfo, Progress, acquired
+from backend.models.types import ModelInfo
+from backend.progress import Progress, acquired
 
 __all__ = ["LanguageModel", "load_lm", "loaded_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
 
@@ -148,8 +149,8 @@ def load_lm(
         spec: ``None``/``smollm2`` (the bundled GGUF; ``CHUNKLAB_LM`` overrides), a checkpoint
             folder, a ``.gguf`` file or a hub id.
         device: As for :func:`~backend.models.devices.select_device` (default ``CHUNKLAB_DEVICE``).
-        progress: Says ``queued behind another run`` while another thread loads a model (a
-            :class:`~backend.models.types.ProgressTracker`'s cancel ends the wait).
+        progress: Says ``queued behind another run`` while another thread loads a model (its
+            cancel token ends the wait).
         precision: On the CPU: float32, float16, bfloat16 or auto (default: the process's, see
             :func:`~backend.models.devices.select_precision`). Anything but float32 adds
             ``+precision`` to the fingerprint, so its cached outputs never mix with float32's.

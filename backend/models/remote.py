@@ -87,7 +87,8 @@ import numpy as np
 from backend import config
 from backend.errors import ModelError, ParameterError
 from backend.models.openai_compat import Endpoint, Service
-from backend.models.types import ModelInfo, Progress, TokenScores
+from backend.models.types import ModelInfo, TokenScores
+from backend.progress import Progress
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -291,6 +292,7 @@ class RemoteScorer:
             ParameterError: ``window`` below 16 or above the server's context length.
             ModelError: the server fails or returns no prompt log-probs.
         """
+        progress = progress or Progress()
         ctx_len = self.info.context_length
         w = int(window) if window is not None else (ctx_len or DEFAULT_WINDOW)
         if w < _MIN_WINDOW:
@@ -340,8 +342,7 @@ class RemoteScorer:
                     starts.append(ctx + o)
                     nll.append(math.nan if v is None else -float(v))
             pos = end
-            if progress is not None:
-                progress(pos, n)
+            progress(pos, n)
         s = np.asarray(starts, dtype=np.int64)
         ends = np.append(s[1:], n).astype(np.int64) if s.size else np.zeros(0, dtype=np.int64)
         return TokenScores(starts=s, ends=ends, nll=np.asarray(nll, dtype=np.float64), window=w)
@@ -369,8 +370,8 @@ class RemoteScorer:
         out = [math.nan] * len(pairs)
         contexts = [d if d else " " for d, _ in pairs]
         todo = [i for i, (_, q) in enumerate(pairs) if q]
-        if progress is not None:
-            progress(len(pairs) - len(todo), len(pairs))
+        progress = progress or Progress()
+        progress(len(pairs) - len(todo), len(pairs))
         batches = [todo[b : b + PAIRS_PER_REQUEST] for b in range(0, len(todo), PAIRS_PER_REQUEST)]
         requests = [[contexts[i] + pairs[i][1] for i in batch] for batch in batches]
 
@@ -380,8 +381,7 @@ class RemoteScorer:
                 ends = [*starts[1:], len(prompt)]
                 kept = [-float(v) for e, v in zip(ends, values) if e > cut and v is not None]
                 out[i] = float(np.mean(kept)) if kept else math.nan
-            if progress is not None:
-                progress(len(pairs) - len(todo) + min((k + 1) * PAIRS_PER_REQUEST, len(todo)), len(pairs))
+            progress(len(pairs) - len(todo) + min((k + 1) * PAIRS_PER_REQUEST, len(todo)), len(pairs))
 
         self._echo_in_order(requests, take)
         return out

@@ -67,7 +67,8 @@ import numpy as np
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import run_batched, suggest_batch_size
 from backend.models.lm import LanguageModel, load_lm
-from backend.models.types import ModelInfo, PartialTokenScores, Progress, TokenScores, acquired, publish_partial
+from backend.models.types import ModelInfo, PartialTokenScores, TokenScores
+from backend.progress import Progress, acquired
 
 __all__ = ["LocalScorer", "load_scorer", "sliding_windows"]
 
@@ -140,7 +141,7 @@ class _Prefix:
 class _Ticker:
     """Turns per-chunk token counts into monotonic ``progress(done, total)`` calls."""
 
-    def __init__(self, progress: Progress | None, total: int) -> None:
+    def __init__(self, progress: Progress, total: int) -> None:
         self.progress, self.total = progress, total
         self.base = 0  # tokens of finished batches
         self.partial = 0  # tokens of the running batch
@@ -169,7 +170,7 @@ class _Ticker:
 
     def report(self) -> None:
         done = min(self.total, self.base + self.partial + self.inflight)
-        if self.progress is not None and done > self.reported:
+        if done > self.reported:
             self.reported = done
             self.progress(done, self.total)
 
@@ -282,9 +283,9 @@ class LocalScorer:
             text: The text, tokenized once without special tokens.
             window: Most tokens in one forward pass (default and maximum: the context length).
             block: Tokens scored per window after the first (default ``window // 2``).
-            progress: ``progress(tokens scored, tokens to score)``; may raise ``Cancelled``. A
-                progress with ``publish`` (a job's tracker) is handed a
-                :class:`~backend.models.types.PartialTokenScores` after each batch of windows.
+            progress: ``progress(tokens scored, tokens to score)``; may raise ``Cancelled``. It is
+                handed a :class:`~backend.models.types.PartialTokenScores` after each batch of
+                windows (:meth:`~backend.progress.Progress.publish`).
             resume: A partial result of an earlier pass over the same text and window (one
                 published as above): its scored tokens are kept and only the windows after
                 them run. Ignored when it does not fit (other tokens, or not on a window's end).
@@ -293,11 +294,12 @@ class LocalScorer:
             Scores aligned with the tokens' character offsets; the first token's is ``nan``.
         """
         w, b = self.resolve_window(window, block)
+        progress = progress or Progress()
         with acquired(self.lm.lock, progress):  # tokenizing needs the model's lock too
             return self._token_nll(text, w, b, progress, resume)
 
     def _token_nll(
-        self, text: str, w: int, b: int, progress: Progress | None, resume: PartialTokenScores | None = None
+        self, text: str, w: int, b: int, progress: Progress, resume: PartialTokenScores | None = None
     ) -> TokenScores:
         """:meth:`token_nll` with the window resolved, under the model's lock."""
         ids_list, starts, ends = self.tokenize_with_offsets(text)
@@ -313,18 +315,17 @@ class LocalScorer:
             nll[:done] = resume.scores.nll[:done]
             wins = [win for win in wins if win[2] > done]
             ticker.base = done - 1
-        publish = getattr(progress, "publish", None) is not None
 
         def run(batch: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
             ticker.start_batch()
             rows = [ids[lo:hi] for lo, _, hi in batch]
             first = [s - lo for lo, s, _ in batch]
             out = self._score_rows(rows, first, tick=ticker.add, within=ticker.within)
-            if publish:  # the windows come in order: tokens 0 … hi-1 are final now
-                for (_, s, hi), row in zip(batch, out):
-                    nll[s:hi] = row
-                upto = batch[-1][2]
-                publish_partial(progress, PartialTokenScores(TokenScores(starts, ends, nll.copy(), w), upto, text))
+            # The windows come in order: tokens 0 … hi-1 are final now.
+            for (_, s, hi), row in zip(batch, out):
+                nll[s:hi] = row
+            upto = batch[-1][2]
+            progress.publish(PartialTokenScores(TokenScores(starts, ends, nll.copy(), w), upto, text))
             ticker.finish_batch(sum(hi - s for _, s, hi in batch))
             return out
 
@@ -355,6 +356,7 @@ class LocalScorer:
             if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
                 raise ParameterError(f"pair {i} must be a (context, continuation) pair of strings, got {pair!r}")
         out = [math.nan] * len(pairs)
+        progress = progress or Progress()
         ticker = _Ticker(progress, len(pairs))
         ctx = self.info.context_length
         with acquired(self.lm.lock, progress):

@@ -19,18 +19,8 @@ from typing import Any
 import numpy as np
 
 from backend.models.cache import OutputCache, text_digest
-from backend.models.types import (
-    ModelInfo,
-    PartialTokenScores,
-    Progress,
-    Scorer,
-    Share,
-    TokenScores,
-    check_cancel,
-    publish_partial,
-    set_queued,
-    set_unit,
-)
+from backend.models.types import ModelInfo, PartialTokenScores, Scorer, TokenScores
+from backend.progress import Progress
 from backend.text.document import Document
 
 __all__ = [
@@ -152,16 +142,15 @@ def document_token_scores(
         scorer: A :class:`~backend.models.types.Scorer`.
         window: Context window in tokens; None lets the scorer choose (its default).
         cache: Where to look up and store the result; None computes without caching.
-        progress: ``progress(done, total)``, passed to the scorer; a
-            :class:`~backend.models.types.ProgressTracker` with a cancel token stops the work
+        progress: Counts tokens, passed to the scorer; one with a cancel token stops the work
             by raising :class:`~backend.errors.Cancelled`.
 
     Returns:
         The scores, and whether they came from the cache.
     """
-    if progress is not None:
-        set_unit(progress, "tokens")
-        check_cancel(progress)  # honours a cancel before anything starts
+    progress = progress or Progress()
+    progress.set_unit("tokens")
+    progress.check()  # honours a cancel before anything starts
     if cache is None:
         return scorer.token_nll(doc_text, window=window, progress=progress), False
 
@@ -180,7 +169,7 @@ def document_token_scores(
         compute = _checkpointed(doc_text, scorer, window, cache, progress)
     value, hit = cache.get_or_compute(key, compute, progress=progress)
     scores = _scores_from_value(value)
-    if hit and progress is not None:
+    if hit:
         progress(scored_tokens(scores), scored_tokens(scores))
     return scores, hit
 
@@ -210,31 +199,21 @@ def scoring_checkpoint(
         return None
 
 
-class _Checkpoint:
-    """The progress a resumable scorer gets: passes everything on and stores its partial results now and then."""
+class _Checkpoint(Progress):
+    """The progress a resumable scorer gets: its parent's, and it stores the partial results now and then."""
 
-    def __init__(self, cache: OutputCache, key: dict[str, Any], progress: Progress | None) -> None:
-        self.cache, self.key, self.progress = cache, key, progress
+    def __init__(self, cache: OutputCache, key: dict[str, Any], progress: Progress) -> None:
+        super().__init__()
+        self._follow(progress)  # counts, unit, queued state and cancel go to ``progress`` unchanged
+        self.cache, self.key = cache, key
         self.latest: PartialTokenScores | None = None
         self.saved = 0  # tokens in the stored checkpoint
         self.at: float | None = None  # when it was stored (None: not yet, so the first batch is kept at once)
         self.cost = 0.0  # seconds the last store took: a long text's checkpoints come less often (≤ 5 % of the time)
 
-    def __call__(self, done: int, total: int) -> None:
-        if self.progress is not None:
-            self.progress(done, total)
-
-    def set_unit(self, unit: str) -> None:
-        set_unit(self.progress, unit)
-
-    def set_queued(self, queued: bool) -> None:
-        set_queued(self.progress, queued)
-
-    def check(self) -> None:
-        check_cancel(self.progress)
-
     def publish(self, value: Any) -> None:
-        publish_partial(self.progress, value)
+        """Pass ``value`` on; keep it (and store it when due) if it is an unfinished scoring pass."""
+        super().publish(value)
         if isinstance(value, PartialTokenScores) and not value.complete:
             self.latest = value
             if self.at is None or time.monotonic() - self.at >= max(CHECKPOINT_SECONDS, 20 * self.cost):
@@ -260,7 +239,7 @@ class _Checkpoint:
 
 
 def _checkpointed(
-    doc_text: str, scorer: Scorer, window: int | None, cache: OutputCache, progress: Progress | None
+    doc_text: str, scorer: Scorer, window: int | None, cache: OutputCache, progress: Progress
 ) -> Callable[[], dict[str, Any]]:
     """``compute`` for :func:`document_token_scores` that checkpoints its finished windows and resumes from them."""
     info = scorer.info
@@ -397,15 +376,15 @@ def conditional_scores(
         pairs: ``(context, continuation)`` pairs.
         scorer: A :class:`~backend.models.types.Scorer`.
         cache: Where to look up and store the values; None computes without caching.
-        progress: ``progress(done, total)``, passed to the scorer.
+        progress: Counts pairs, passed to the scorer.
 
     Returns:
         One value per pair, in order.
     """
     pairs = [(str(d), str(q)) for d, q in pairs]
-    if progress is not None:
-        set_unit(progress, "pairs")
-        check_cancel(progress)  # honours a cancel before anything starts
+    progress = progress or Progress()
+    progress.set_unit("pairs")
+    progress.check()  # honours a cancel before anything starts
     out: list[float | None] = [None] * len(pairs)
     keys = [_pair_key(scorer.info, d, q) for d, q in pairs] if cache is not None else []
     missing: dict[tuple[str, str], list[int]] = {}
@@ -422,13 +401,9 @@ def conditional_scores(
         # error late in a long run keeps everything scored before it.
         groups = _context_groups(todo, GROUP_PAIRS) if cache is not None else [todo]
         done = 0
-        if progress is not None:
-            progress(0, len(todo))
+        progress(0, len(todo))
         for group in groups:
-            sub = None
-            if progress is not None:
-                sub = Share(progress, done, len(group), len(todo))
-            values = scorer.conditional_nll(group, progress=sub)
+            values = scorer.conditional_nll(group, progress=progress.slice(done, len(group), len(todo)))
             if len(values) != len(group):
                 raise RuntimeError(f"scorer returned {len(values)} values for {len(group)} pairs")
             for pair, value in zip(group, values, strict=True):
@@ -438,6 +413,5 @@ def conditional_scores(
                 if cache is not None:
                     cache.put(keys[indices[0]], {"nll": np.array(float(value), dtype=np.float64)})
             done += len(group)
-            if progress is not None:
-                progress(done, len(todo))
+            progress(done, len(todo))
     return [float(v) for v in out]  # type: ignore[arg-type]

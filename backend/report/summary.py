@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from backend.chunkers.context import ModelContext
     from backend.metrics.quality import PairTable
-    from backend.models.types import Progress
+    from backend.progress import Progress
     from backend.retrieval.evaluate import Benchmark
     from backend.retrieval.questions import QuestionSet
     from backend.text.document import Document

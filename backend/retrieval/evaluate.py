@@ -43,6 +43,7 @@ import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import ParameterError
+from backend.progress import Progress
 from backend.retrieval.metrics import (
     containing_chunks,
     coverage_profile,
@@ -58,7 +59,6 @@ if TYPE_CHECKING:
     from backend.retrieval.multi.retrievers import Routing
     from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
-    from backend.models.types import Progress
     from backend.retrieval.store import ChunkStore
 
 __all__ = [
@@ -322,32 +322,6 @@ def coverage_rows(
     return np.vstack(rows) if rows else np.zeros((0, len(excerpts))), excerpts
 
 
-class _Steps:
-    """Maps sub-step progress onto one ``progress(done, total)`` in thousandths."""
-
-    def __init__(self, progress: Progress | None, weights: Sequence[float]) -> None:
-        self._progress = progress
-        total = float(sum(weights)) or 1.0
-        self._starts = np.concatenate([[0.0], np.cumsum(weights)]) / total
-        self._sizes = np.asarray(weights, dtype=np.float64) / total
-
-    def sub(self, step: int) -> Progress | None:
-        if self._progress is None:
-            return None
-        progress, base, size = self._progress, self._starts[step], self._sizes[step]
-
-        def report(done: int, total: int) -> None:
-            frac = min(1.0, done / total) if total else 1.0
-            progress(int(1000 * (base + size * frac)), 1000)
-
-        return report
-
-    def done(self, step: int) -> None:
-        sub = self.sub(step)
-        if sub is not None:
-            sub(1, 1)
-
-
 def _check_retrieve(retrieve: int) -> None:
     if retrieve != -1 and retrieve < 1:
         raise ParameterError(f"retrieve ({retrieve}) must be a positive number of chunks, or -1")
@@ -388,7 +362,7 @@ def evaluate(
         chunk_spans: Score chunks where the reference's chunk search places them
             (``"reference"``, the default) or on the chunker's own spans (``"exact"``); see
             the module docstring.
-        progress: ``progress(done, total)`` over the whole run; may raise ``Cancelled``.
+        progress: The whole run's progress (one weighted part per step); may raise ``Cancelled``.
 
     Raises:
         ParameterError: no configuration, no question, a bad ``retrieve`` or ``chunk_spans``, a bad
@@ -409,6 +383,7 @@ def evaluate(
         raise ParameterError("the question set has no questions")
     _check_retrieve(retrieve)
     _check_chunk_spans(chunk_spans)
+    progress = progress or Progress()
     t_all = time.perf_counter()
     if use_cache and cache is None:
         from backend.models.cache import default_cache
@@ -425,9 +400,10 @@ def evaluate(
     weights = [0.02 * sum(sizes) + 1]
     for _ in configs:
         weights += [s + 1 for s in sizes] + [0.02 * sum(sizes) + 1]
-    steps = _Steps(progress, weights)
-    q_vectors, _ = embed_texts(emb, [q.question for q in questions.questions], cache=cache, progress=steps.sub(0))
-    steps.done(0)
+    # A step done reports 1 of 1: its share is full even when its work came from the cache and counted nothing.
+    steps = [progress.part(i, len(weights), None, weights=weights) for i in range(len(weights))]
+    q_vectors, _ = embed_texts(emb, [q.question for q in questions.questions], cache=cache, progress=steps[0])
+    steps[0](1, 1)
 
     results = []
     step = 1
@@ -436,11 +412,11 @@ def evaluate(
         if is_retriever(config.name):
             run = run_retriever(
                 questions, config, store, emb, q_vectors, retrieve=retrieve, cross_corpus=cross_corpus,
-                cache=cache, progress=steps.sub(step),
+                cache=cache, progress=steps[step],
             )
             step += len(corpora)
             results.append(_score_retriever(questions, config, run, t0))
-            steps.done(step)
+            steps[step](1, 1)
             step += 1
             continue
         chunkings: dict[str, Chunking] = {}
@@ -449,17 +425,17 @@ def evaluate(
         for cid in corpora:
             doc = questions.document(cid)
             chunking = run_chunker(doc, config, context)
-            info = store.index(doc, chunking, counting, cache=cache, progress=steps.sub(step))
+            info = store.index(doc, chunking, counting, cache=cache, progress=steps[step])
             reused = reused and info.reused
             chunkings[cid] = chunking
-            steps.done(step)
+            steps[step](1, 1)
             step += 1
         index_seconds = time.perf_counter() - t0
         results.append(
             _score(questions, config, chunkings, store, fp, q_vectors, retrieve, cross_corpus, reused, t0,
                    index_seconds=index_seconds, texts_embedded=counting.texts, chunk_spans=chunk_spans)
         )
-        steps.done(step)
+        steps[step](1, 1)
         step += 1
     return Benchmark(
         results=tuple(results),

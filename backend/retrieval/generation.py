@@ -41,7 +41,7 @@ from backend.text.document import Document
 
 if TYPE_CHECKING:
     from backend.models.embeddings import TextEmbedder
-    from backend.models.types import Progress
+    from backend.progress import Progress
 
 __all__ = [
     "Candidate",

@@ -5,7 +5,7 @@ Each function here checks nothing and loads nothing: it captures its arguments a
 work in the job's thread — opening the Chroma store, loading the embedder, indexing,
 scoring. So a page run never waits on a model or a slow Chroma server: it only starts the
 job and reads its result. Nothing here touches a UI; a script can call the closures directly
-with any :data:`~backend.models.types.Progress`.
+with any :class:`~backend.progress.Progress`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from backend.chunking import ChunkerConfig, Chunking
-from backend.models.types import check_cancel
 from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
 
 if TYPE_CHECKING:
-    from backend.models.types import Progress, Scorer
+    from backend.models.types import Scorer
+    from backend.progress import Progress
     from backend.retrieval.generation import GeneratedQuestions
     from backend.retrieval.multi.retrievers import LiveRetrieval
     from backend.retrieval.store import Hit
@@ -42,15 +42,6 @@ class SearchResult:
     tags: tuple[str, ...]
     hits: Mapping[str, list[Hit]]
     retrievals: Mapping[str, LiveRetrieval]
-
-
-def _part(progress: Progress, i: int, n: int) -> Progress:
-    """Progress of part ``i`` of ``n`` equal parts, as one count to ``1000 * n``."""
-
-    def report(done: int, total: int) -> None:
-        progress(1000 * i + (1000 * done // total if total else 1000), 1000 * n)
-
-    return report
 
 
 def search_job(
@@ -94,7 +85,7 @@ def search_job(
         from backend.retrieval.multi.retrievers import live_retrieve
         from backend.retrieval.store import open_store
 
-        check_cancel(progress)  # before anything loads; reports nothing (no count yet)
+        progress.check()  # before anything loads; reports nothing (no count yet)
         store = open_store()
         emb = lazy_text_embedder(embedder_spec)  # loaded only if a text is not in the output cache
         cache = default_cache()
@@ -108,19 +99,20 @@ def search_job(
         parts = (1 if plain else 0) + len(multi)
         found = {}
         if plain:
-            found = store.search(doc, list(plain.values()), emb, query, k, cache=cache, progress=_part(progress, 0, parts))
+            step = progress.part(0, parts, "step")
+            found = store.search(doc, list(plain.values()), emb, query, k, cache=cache, progress=step)
         answered: dict[ChunkerConfig, LiveRetrieval] = {}
         for i, (config, tag) in enumerate(multi.items(), 1 if plain else 0):
+            step = progress.part(i, parts, "step")
             try:
                 answered[config] = live_retrieve(
-                    doc, config, store, emb, query, k, marks=marks, train_on=train_on, cache=cache,
-                    progress=_part(progress, i, parts),
+                    doc, config, store, emb, query, k, marks=marks, train_on=train_on, cache=cache, progress=step
                 )
             except Cancelled:
                 raise
             except ChunkLabError as e:
                 raise type(e)(f"{tag}: {e}") from e
-            progress(1000 * (i + 1), 1000 * parts)
+            step(1, 1)  # done, even when everything came from the cache
         return SearchResult(
             tuple(chunkings),
             {t: found[ch.config] for t, ch in chunkings.items() if ch.config in plain},
@@ -194,7 +186,7 @@ def benchmark_job(
         from backend.retrieval.evaluate import evaluate
         from backend.retrieval.store import open_store
 
-        check_cancel(progress)  # before anything loads; reports nothing (no count yet)
+        progress.check()  # before anything loads; reports nothing (no count yet)
         context = ModelContext(scorer=scorer) if scorer is not None else None
         embedder = lazy_text_embedder(embedder_spec)  # loaded only if a text is not in the output cache
         bm = evaluate(

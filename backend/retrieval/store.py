@@ -45,13 +45,13 @@ import numpy as np
 from backend.chunking import ChunkerConfig, Chunking
 from backend.config import chroma_host, chroma_port, chroma_timeout, data_dir
 from backend.errors import ParameterError, StoreError
+from backend.progress import Progress
 from backend.text.document import Document
 from backend.text.spans import MultiRange
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
-    from backend.models.types import Progress
 
 __all__ = [
     "ChunkStore",
@@ -452,17 +452,16 @@ class ChunkStore:
             ModelError: the embedder fails.
         """
         from backend.models.embeddings import embed_texts
-        from backend.models.types import set_unit
 
+        progress = progress or Progress()
         if chunking.doc_id != doc.id:
             raise ParameterError(f"the chunking is of document {chunking.doc_id}, not of {doc.source} ({doc.id})")
         t0 = time.perf_counter()
         name = collection_name(doc.id, chunking, embedder.info.fingerprint)
         col = self._get(name)
         if col is not None and int(self._call("counting", col.count)) == len(chunking):
-            if progress is not None:
-                set_unit(progress, "texts")
-                progress(len(chunking), len(chunking))
+            progress.set_unit("texts")
+            progress(len(chunking), len(chunking))
             return IndexInfo(name, len(chunking), True, False, time.perf_counter() - t0)
         if col is None:
             col = self._create(name, doc, chunking, embedder)
@@ -583,8 +582,8 @@ class ChunkStore:
             ModelError: the embedder fails.
         """
         from backend.models.embeddings import embed_texts
-        from backend.models.types import set_unit
 
+        progress = progress or Progress()
         n = len(doc.text)
         for i, entry in enumerate(ranges):
             if not entry or any(not 0 <= s < e <= n for s, e in entry):
@@ -593,9 +592,8 @@ class ChunkStore:
         name = entries_collection_name(doc.id, key, embedder.info.fingerprint, ranges)
         col = self._get(name)
         if col is not None and int(self._call("counting", col.count)) == len(ranges):
-            if progress is not None:
-                set_unit(progress, "texts")
-                progress(len(ranges), len(ranges))
+            progress.set_unit("texts")
+            progress(len(ranges), len(ranges))
             return IndexInfo(name, len(ranges), True, False, time.perf_counter() - t0)
         if col is None:
             info = embedder.info
@@ -683,25 +681,12 @@ class ChunkStore:
             raise ParameterError("the query is empty")
         if k < 1:
             raise ParameterError(f"k ({k}) must be at least 1")
+        progress = progress or Progress()
         for i, chunking in enumerate(chunkings):
-            step = None
-            if progress is not None:
-                step = _sub_progress(progress, i, len(chunkings))
-            self.index(doc, chunking, embedder, cache=cache, progress=step)
+            self.index(doc, chunking, embedder, cache=cache, progress=progress.part(i, len(chunkings), "configuration"))
         vector, _ = embed_texts(embedder, [query], cache=cache)
         fp = embedder.info.fingerprint
         return {c.config: self.query(doc, c, fp, vector, k)[0] for c in chunkings}
-
-
-def _sub_progress(progress: Progress, i: int, n: int) -> Progress:
-    """A progress callback reporting step ``i`` of ``n`` as a share of the whole."""
-    scale = 1000
-
-    def report(done: int, total: int) -> None:
-        frac = done / total if total else 1.0
-        progress(int(scale * (i + frac)), scale * n)
-
-    return report
 
 
 def _is_not_found(e: BaseException) -> bool:

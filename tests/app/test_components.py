@@ -10,7 +10,7 @@ import components.keys as keys
 from backend.chunking import Chunk, ChunkerConfig, Chunking
 from components.config_form import default_chunker
 from backend.figures.charts import boundary_strip, size_histogram, strip_lanes
-from components.render import CHUNK_EDGES, ChunkIndex, chunk_detail_html, esc, legend_html, window_html
+from backend.figures.text import CHUNK_EDGES, ChunkIndex, chunk_detail_html, esc, legend_html, window_html
 from backend.chunking import tag_for
 
 TEXT = "Alpha beta. <script>x</script> gamma & delta.\n\nEpsilon zeta eta theta."

@@ -155,7 +155,7 @@ def test_while_the_first_pass_runs_compare_draws_the_part_already_scored(monkeyp
     import components.lm_runs as lm_runs
     from backend.jobs import start_job
     from backend.models.scoring import partial_sentence_scores
-    from backend.models.types import PartialTokenScores, publish_partial
+    from backend.models.types import PartialTokenScores
     from tests.support.fake_scores import fake_token_scores
 
     doc = Document.from_text(f"Partial {uuid.uuid4().hex[:8]}. " + TEXT, source="partial.txt")
@@ -167,7 +167,7 @@ def test_while_the_first_pass_runs_compare_draws_the_part_already_scored(monkeyp
         def run(progress):
             nll = ts.nll.copy()
             nll[half:] = np.nan
-            publish_partial(progress, PartialTokenScores(type(ts)(ts.starts, ts.ends, nll, ts.window), half, doc.text))
+            progress.publish(PartialTokenScores(type(ts)(ts.starts, ts.ends, nll, ts.window), half, doc.text))
             while not release.wait(0.05):
                 progress(half, len(ts))  # honours a cancel
             return []

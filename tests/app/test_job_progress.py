@@ -8,7 +8,7 @@ import time
 from streamlit.testing.v1 import AppTest
 
 from backend.jobs import start_job
-from backend.models.types import QUEUED, acquired, set_unit
+from backend.progress import QUEUED, acquired
 
 
 def _script() -> None:
@@ -34,7 +34,7 @@ def test_the_bar_says_queued_while_another_run_holds_the_model_then_counts() -> 
 
     def work(progress):
         with acquired(model_lock, progress):  # as the scorer does around its forward passes
-            set_unit(progress, "tokens")
+            progress.set_unit("tokens")
             progress(0, 4152)
             progress(1234, 4152)
             counted.set()

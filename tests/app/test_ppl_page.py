@@ -419,7 +419,7 @@ def test_while_the_first_pass_runs_the_page_draws_the_part_already_scored(monkey
     from backend.chunkers.meta.results import PPLScores
     from backend.jobs import start_job
     from backend.models.scoring import partial_sentence_scores
-    from backend.models.types import PartialTokenScores, publish_partial
+    from backend.models.types import PartialTokenScores
     from tests.support.fake_scores import fake_token_scores
 
     doc = Document.from_text(f"Partial {uuid.uuid4().hex[:8]} starts here. " + TEXT, source="partial.txt")
@@ -431,11 +431,11 @@ def test_while_the_first_pass_runs_the_page_draws_the_part_already_scored(monkey
         def run(progress):
             nll = ts.nll.copy()
             nll[half:] = np.nan
-            publish_partial(progress, PartialTokenScores(type(ts)(ts.starts, ts.ends, nll, ts.window), half))
+            progress.publish(PartialTokenScores(type(ts)(ts.starts, ts.ends, nll, ts.window), half))
             progress(half, len(ts))
             while not release.wait(0.05):
                 progress(half, len(ts))  # honours a cancel
-            publish_partial(progress, PartialTokenScores(ts, len(ts)))
+            progress.publish(PartialTokenScores(ts, len(ts)))
             return PPLScores.build(doc, ts, plan.signature[1], "fake")
 
         return start_job(plan.title, run, signature=plan.signature, model=plan.model)

@@ -157,21 +157,3 @@ def test_graph_exports_as_self_contained_html() -> None:
     page = figure_html(stickiness_figure(quality_data("A", 1), 0.3, "#2563eb"))
     assert page.lstrip().lower().startswith(("<!doctype html>", "<html")) and page.rstrip().endswith("</html>")
     assert "<script src=" not in page and len(page) > 1_000_000  # plotly.js inlined: opens offline
-
-
-@pytest.mark.parametrize(
-    ("source", "settings", "expected"),
-    [
-        ("My report.pdf", QualitySettings(K=0.8), "My-report__quality-K0.80-cs_paper-bc_reference.csv"),
-        (
-            "../报告 v2.txt",
-            QualitySettings(K=1.25, bc_mode="paper", cs_rule="reference", delta=2, window=5),
-            "报告-v2__quality-K1.25-cs_reference-bc_paper-delta2-w5.csv",
-        ),
-        ("<>.md", QualitySettings(K=0.0), "document__quality-K0.00-cs_paper-bc_reference.csv"),
-    ],
-)
-def test_csv_file_name_names_the_document_and_the_view(source: str, settings: QualitySettings, expected: str) -> None:
-    from components.quality import csv_file_name
-
-    assert csv_file_name(source, settings) == expected

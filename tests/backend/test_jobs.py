@@ -1,11 +1,11 @@
-"""Background jobs (``backend.jobs``): result, one-line failure, cancel, split progress."""
+"""Background jobs (``backend.jobs``): result, one-line failure, cancel, the progress of a part."""
 
 from __future__ import annotations
 
 import threading
 
 from backend.errors import ModelError
-from backend.jobs import Job, scaled_progress, start_job
+from backend.jobs import Job, start_job
 
 
 def test_a_job_returns_its_result_and_meta():
@@ -51,13 +51,13 @@ def test_a_finished_job_can_be_built_without_a_thread():
     assert job.wait() and not job.running
 
 
-def test_scaled_progress_gives_each_part_its_share():
-    seen = []
-    report = scaled_progress(lambda done, total: seen.append((done, total)), 1, 4)
-    report(0, 10)
-    report(5, 10)
-    report(10, 10)
-    report(3, 0)
-    assert seen == [(1000, 4000), (1500, 4000), (2000, 4000), (1000, 4000)]
-    whole = lambda done, total: None  # noqa: E731
-    assert scaled_progress(whole, 0, 1) is whole
+def test_a_part_of_the_jobs_progress_moves_its_share_of_the_bar():
+    def work(progress):
+        part = progress.part(1, 4, "configuration")
+        part.set_unit("pairs")
+        part(5, 10)
+        return "done"
+
+    job = start_job("parts", work)
+    assert job.wait(10)
+    assert (job.fraction, job.label) == (0.375, "configuration 2 of 4 · 5 / 10 pairs")

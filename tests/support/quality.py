@@ -9,7 +9,7 @@ from backend.metrics.quality import PairTable
 from backend.metrics.report import QualityData
 from backend.models.types import ModelInfo
 
-__all__ = ["TEXTS", "Counting", "LengthScorer", "chunking_of", "quality_data", "random_table"]
+__all__ = ["TEXTS", "Counting", "LengthScorer", "SeededEmbedder", "chunking_of", "quality_data", "random_table"]
 
 TEXTS = (
     "The cat sat on the mat.",
@@ -33,6 +33,21 @@ class LengthScorer:
         if progress is not None:
             progress(len(pairs), len(pairs))
         return out
+
+
+class SeededEmbedder:
+    """A model-free embedder: a seeded unit vector per text; counts its calls."""
+
+    info = ModelInfo("seeded-embedder", "tests", "embedder", 0, "cpu", "float32", "fp-seeded-embedder")
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts, *, progress=None):
+        self.calls += 1
+        rows = [np.random.default_rng(sum(map(ord, t))).normal(size=8) for t in texts]
+        vectors = np.array(rows, dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 class Counting:

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
+from backend.progress import Progress
 from backend.text.document import Document
 from backend.text.spans import MultiRange
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
-    from backend.models.types import ModelInfo, Progress
+    from backend.models.types import ModelInfo
     from backend.retrieval.multi.graph import Graph
     from backend.retrieval.store import ChunkStore
 
@@ -146,17 +147,6 @@ def _level_key(chunker: Any, level: int, vectors: str) -> dict[str, Any]:
     return {**chunker.shape(), "level": level, "vectors": vectors}
 
 
-def _sub(progress: Progress | None, i: int, n: int) -> Progress | None:
-    if progress is None:
-        return None
-
-    def report(done: int, total: int) -> None:
-        frac = done / total if total else 1.0
-        progress(int(1000 * (i + frac)), 1000 * n)
-
-    return report
-
-
 def build_index(
     doc: Document,
     config: ChunkerConfig,
@@ -174,7 +164,7 @@ def build_index(
         store: The Chroma store.
         embedder: The embedder (vectors and collection names depend on it).
         cache: The output cache of embeddings (None: no caching).
-        progress: ``progress(done, total)`` over the levels; may raise ``Cancelled``.
+        progress: One part per level (``level 2 of 3 · …``); may raise ``Cancelled``.
 
     Raises:
         ParameterError: not a retriever, or a bad parameter.
@@ -184,6 +174,8 @@ def build_index(
     from backend.chunkers.multi import RetrieverChunker
     from backend.errors import ParameterError
     from backend.tokenizers import SpanCounter
+
+    progress = progress or Progress()
 
     chunker = make_chunker(config.name, config.params_dict, config.tokenizer)
     if not isinstance(chunker, RetrieverChunker):
@@ -215,7 +207,7 @@ def build_index(
         ]
         info = store.index_entries(
             doc, _level_key(chunker, j, kind), ranges, tokens, counting, vectors=make_vectors, cache=cache,
-            progress=_sub(progress, j - 1, len(plans)),
+            progress=progress.part(j - 1, len(plans), "level"),
         )
         reused = reused and info.reused
         name = names[j - 1] if not size else ("unit" if size == 1 else f"{size} units")

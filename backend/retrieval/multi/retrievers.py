@@ -33,12 +33,12 @@ import numpy as np
 
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
+from backend.progress import Progress
 from backend.retrieval.multi.select import Candidates, Selection, chosen_level, freechunker_select, level_similarities, mog_select
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
-    from backend.models.types import Progress
     from backend.retrieval.multi.index import MultiIndex
     from backend.retrieval.multi.router import TrainReport
     from backend.retrieval.questions import QuestionSet
@@ -309,20 +309,13 @@ def _build_all(
     from backend.retrieval.multi.index import build_index
 
     t0 = time.perf_counter()
+    progress = progress or Progress()
     indexes: dict[str, MultiIndex] = {}
     ids = questions.corpus_ids
-    sizes = [len(questions.corpora[c]) + 1 for c in ids]
-    total, done = float(sum(sizes)), 0.0
-    for cid, size in zip(ids, sizes):
-        sub = None
-        if progress is not None:
-            base = done
-
-            def sub(d: int, t: int, base: float = base, size: float = size) -> None:
-                progress(int(1000 * (base + size * (d / t if t else 1.0)) / total), 1000)
-
-        indexes[cid] = build_index(questions.document(cid), config, store, embedder, cache=cache, progress=sub)
-        done += size
+    sizes = [len(questions.corpora[c]) + 1 for c in ids]  # each corpus's share of the bar: its length
+    for i, cid in enumerate(ids):
+        part = progress.part(i, len(ids), "corpus", weights=sizes)
+        indexes[cid] = build_index(questions.document(cid), config, store, embedder, cache=cache, progress=part)
     texts = sum(ix.texts_embedded for ix in indexes.values())
     return indexes, time.perf_counter() - t0, texts, all(ix.reused for ix in indexes.values())
 

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.lib.npyio import NpzFile
 
 from backend.errors import InputError, ParameterError, one_line
-from backend.models.types import Progress, set_unit
+from backend.progress import Progress
 
 __all__ = [
     "SOFT_LABELS",
@@ -373,7 +373,8 @@ def train_router(
     import torch  # heavy: only when training
 
     started = time.perf_counter()
-    set_unit(progress, "epochs")
+    progress = progress or Progress()
+    progress.set_unit("epochs")
     train_loss: list[float] = []
     val_loss: list[float] = []
     # A generator of our own, not torch.manual_seed: the global generator is shared with
@@ -407,8 +408,7 @@ def train_router(
             train_loss.append(float(loss_fn(logits(xt, False), yt)) / n_train)
             if n_val:
                 val_loss.append(float(loss_fn(logits(xv, False), yv)) / n_val)
-        if progress is not None:
-            progress(epoch, epochs)
+        progress(epoch, epochs)
     weights = [p.detach().numpy().astype(np.float32).copy() for p in params]
 
     meta = RouterMeta(
@@ -496,7 +496,8 @@ def cross_fit(
         raise ParameterError(f"folds ({folds}) must be at least 2")
     n, levels = y.shape
     epochs = int(train_kwargs.get("epochs", DEFAULT_EPOCHS))
-    set_unit(progress, "epochs")
+    progress = progress or Progress()
+    progress.set_unit("epochs")
     usable = y.max(axis=1) > 0
     out = np.full((n, levels), 0.5, dtype=np.float64)
     parts = np.array_split(np.random.default_rng(seed).permutation(n), folds)
@@ -507,19 +508,10 @@ def cross_fit(
         rest[held] = False
         if int((rest & usable).sum()) < 2:
             continue  # nothing to learn from: the fold keeps the uniform 0.5
-        inner = _offset(progress, k * epochs, folds * epochs) if progress is not None else None
+        inner = progress.slice(k * epochs, epochs, folds * epochs)  # this fold's epochs of all folds'
         router, _ = train_router(x[rest], y[rest], seed=seed, progress=inner, **train_kwargs)
         out[held] = router.predict(x[held])
     return out
-
-
-def _offset(progress: Progress, done: int, total: int) -> Progress:
-    """``progress`` for one fold: its ``(epoch, epochs)`` becomes ``(done + epoch, total)``."""
-
-    def inner(epoch: int, _epochs: int) -> None:
-        progress(done + epoch, total)
-
-    return inner
 
 
 def save_router(router: Router, path: str | Path) -> Path:

@@ -20,7 +20,7 @@ from backend.chunkers import ModelContext, make_chunker
 from backend.chunkers.meta.algorithms import MarginStep, boundary_candidates, find_minima, sentence_values
 from backend.chunkers.meta.results import MarginResult, PPLScores, values_csv
 from backend.errors import Cancelled, ParameterError
-from backend.models.types import CancelToken, ProgressTracker
+from backend.progress import CancelToken, Progress
 from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
@@ -188,9 +188,9 @@ def test_progress_is_reported_and_cancel_stops_scoring(cache_dir):
     token = CancelToken()
     token.cancel()
     with pytest.raises(Cancelled):
-        make_chunker("ppl").chunk(doc, ModelContext(progress=ProgressTracker(cancel=token)))
+        make_chunker("ppl").chunk(doc, ModelContext(progress=Progress(cancel=token)))
     seen = []
-    make_chunker("ppl").chunk(doc, ModelContext(progress=ProgressTracker(report=lambda f, eta, label: seen.append(f))))
+    make_chunker("ppl").chunk(doc, ModelContext(progress=Progress(report=lambda f, eta, label: seen.append(f))))
     assert seen and seen[-1] == 1.0
 
 

@@ -17,7 +17,8 @@ from backend.chunkers.run import ChunkOutcome, chunk_all, needs_model, run_confi
 from backend.chunking import ChunkerConfig
 from backend.errors import Cancelled, NotCached
 from backend.models.cache import OutputCache
-from backend.models.types import CancelToken, ModelInfo, ProgressTracker
+from backend.models.types import ModelInfo
+from backend.progress import CancelToken, Progress
 from backend.text.document import Document
 from tests.support.fake_scores import fake_token_scores
 
@@ -112,13 +113,13 @@ def test_chunk_all_stops_at_a_cancel():
 def test_run_configs_fills_the_cache_a_cache_only_context_reads_back(cache):
     scorer = _FakeScorer()
     done = []
-    outcomes = run_configs(DOC, [PPL, BAD], scorer, lambda d, t: done.append((d, t)))
+    outcomes = run_configs(DOC, [PPL, BAD], scorer, Progress(lambda f, eta, label: done.append((f, label))))
     assert [(o.config, o.state, o.error) for o in outcomes] == [
         (PPL, "done", None),
         (BAD, "failed", "chunk_overlap (20) must be smaller than chunk_size (10)"),  # the other still ran
     ]
     assert scorer.calls == 1
-    assert done and all(t == 2000 for _, t in done)  # each configuration reports its half of one bar
+    assert done[-1] == (0.5, "configuration 1 of 2 · 35 / 35 tokens")  # each configuration reports its half of one bar
     again = chunk_all(DOC, [PPL], with_model=lambda d, c: run_chunker(d, c, _lookup()))
     assert [(o.state, _spans(o)) for o in again] == [("done", _spans(outcomes[0]))]
     assert scorer.calls == 1
@@ -126,7 +127,7 @@ def test_run_configs_fills_the_cache_a_cache_only_context_reads_back(cache):
 
 def test_one_model_configuration_counts_its_tokens_as_it_goes(cache):
     seen = []
-    tracker = ProgressTracker(lambda f, eta, label: seen.append((f, eta, label)), clock=iter(range(100)).__next__)
+    tracker = Progress(lambda f, eta, label: seen.append((f, eta, label)), clock=iter(range(100)).__next__)
     (outcome,) = run_configs(DOC, [PPL], _FakeScorer(), tracker)
     assert outcome.state == "done"
     n = len(fake_token_scores(TEXT)) - 1  # 35 tokens scored: reported at 0, 10, 20, 30, 35, one second apart
@@ -142,7 +143,7 @@ def test_one_model_configuration_counts_its_tokens_as_it_goes(cache):
 
 def test_several_configurations_keep_the_inner_unit(cache):
     seen = []
-    run_configs(DOC, [PPL, SENTENCE], _FakeScorer(), ProgressTracker(lambda f, eta, label: seen.append((f, label))))
+    run_configs(DOC, [PPL, SENTENCE], _FakeScorer(), Progress(lambda f, eta, label: seen.append((f, label))))
     assert seen[0] == (0.0, "configuration 1 of 2 · 0 / 35 tokens")
     assert seen[-1][1].startswith("configuration 1 of 2 · 35 / 35 tokens") and seen[-1][0] == 0.5
 
@@ -151,7 +152,7 @@ def test_run_configs_stops_all_at_a_cancel(cache):
     token = CancelToken()
     token.cancel()
     with pytest.raises(Cancelled):
-        run_configs(DOC, [PPL, PPL], _FakeScorer(), ProgressTracker(lambda *a: None, token))
+        run_configs(DOC, [PPL, PPL], _FakeScorer(), Progress(cancel=token))
 
 
 def test_cache_only_context_refuses_every_model_call(cache):

@@ -25,7 +25,8 @@ from backend.lab.ppl import (
     span_counter,
 )
 from backend.models.scoring import SentenceScore
-from backend.models.types import PartialTokenScores, ProgressTracker
+from backend.models.types import PartialTokenScores
+from backend.progress import Progress
 from backend.text.document import Document
 from tests.support.fake_scores import FakeScorer, fake_token_scores
 
@@ -159,7 +160,7 @@ def test_scores_are_held_then_cached_then_planned(cache_dir) -> None:
     assert held_scores(None, doc, models) is None  # nothing cached yet: no model call here
     plan = scoring_plan(doc, models)
     assert plan.signature == (doc.id, models.identity) and plan.needs_lm
-    scores = plan.run(ProgressTracker())
+    scores = plan.run(Progress())
     assert isinstance(scores, PPLScores) and scores.doc_id == doc.id and scores.model == models.identity
     assert len(scores.sentences) == 4
     assert held_scores(scores, doc, models) is scores
@@ -173,7 +174,7 @@ def test_margin_sampling_plan_and_view(cache_dir) -> None:
     assert plan.signature == (doc.id, models.identity, "chunk")
     with pytest.raises(NotCached):
         plan.from_cache()  # the fake model's fingerprint is unknown: nothing to read
-    result = plan.run(ProgressTracker())
+    result = plan.run(Progress())
     assert isinstance(result, MarginResult) and [s.index for s in result.steps] == [1, 2]
     assert held_margin(result, doc, models, "chunk") is result
     assert held_margin(result, doc, models, "sentence") is None

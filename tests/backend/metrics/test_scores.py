@@ -15,6 +15,7 @@ from backend.metrics.scores import cached_pair_table, cached_vectors, score_chun
 from backend.models.cache import OutputCache
 from backend.models.embeddings import embeddings_key
 from backend.models.types import ModelInfo
+from backend.progress import Progress
 from tests.support.quality import TEXTS, Counting, LengthScorer, chunking_of
 
 
@@ -110,7 +111,7 @@ def test_progress_reaches_the_end_and_vectors_come_from_the_embedder(tmp_path) -
     chs = [chunking_of(), chunking_of(TEXTS[:3])]
     out = score_chunkings(
         chs, scorer=LengthScorer(), embedder=Embedder, complete=False, window=None, cache=cache,
-        progress=lambda done, total: seen.append((done, total)),
+        progress=Progress(counts=lambda done, total: seen.append((done, total))),
     ).results
     assert seen[-1][0] == seen[-1][1]
     assert [v.shape for _, v in out] == [(5, 3), (3, 3)]
@@ -139,7 +140,6 @@ class _PairByPair(LengthScorer):
 
 def test_the_job_counts_the_pairs_its_cost_estimate_counts(tmp_path) -> None:
     from backend.metrics.cost import cost_estimate
-    from backend.models.types import ProgressTracker
 
     # The second chunking shares three chunks (and their pairs) with the first: each distinct pair counts once.
     chs = [chunking_of(), chunking_of(TEXTS[:3] + ("A closing line of its own.",))]
@@ -149,7 +149,7 @@ def test_the_job_counts_the_pairs_its_cost_estimate_counts(tmp_path) -> None:
     )
     assert cost["pairs"] == (5 + 20) + (1 + 6)  # uncond + ordered pairs of the first; the new chunk's of the second
     labels = []
-    tracker = ProgressTracker(lambda f, eta, label: labels.append((f, label)))
+    tracker = Progress(lambda f, eta, label: labels.append((f, label)))
     score_chunkings(
         chs, scorer=_PairByPair(), embedder=None, complete=True, window=None, cache=OutputCache(tmp_path),
         progress=tracker,
@@ -161,8 +161,6 @@ def test_the_job_counts_the_pairs_its_cost_estimate_counts(tmp_path) -> None:
 
 
 def test_embedding_alone_counts_texts(tmp_path) -> None:
-    from backend.models.types import ProgressTracker
-
     class Embedder:
         info = ModelInfo("emb", "tests", "embedder", 0, "cpu", "float32", "fp-emb-count")
 
@@ -172,6 +170,6 @@ def test_embedding_alone_counts_texts(tmp_path) -> None:
     labels = []
     score_chunkings(
         [chunking_of(), chunking_of(TEXTS[:3])], scorer=None, embedder=Embedder, complete=False, window=None,
-        cache=OutputCache(tmp_path), progress=ProgressTracker(lambda f, eta, label: labels.append((f, label))),
+        cache=OutputCache(tmp_path), progress=Progress(lambda f, eta, label: labels.append((f, label))),
     )
     assert labels == [(5 / 8, "5 / 8 texts"), (1.0, "8 / 8 texts")]

@@ -16,7 +16,7 @@ from backend.models.embedder import (
     resolve_embedder_spec,
     weights_fingerprint,
 )
-from backend.models.types import CancelToken, ProgressTracker
+from backend.progress import CancelToken, Progress
 from backend.tokenizers import minilm_dir
 
 SENTENCES = [
@@ -116,12 +116,12 @@ def test_bad_arguments_are_parameter_errors(embedder):
 
 def test_progress_is_reported_and_cancel_stops(embedder):
     calls = []
-    embedder.embed(SENTENCES, batch_size=2, progress=lambda done, total: calls.append((done, total)))
+    embedder.embed(SENTENCES, batch_size=2, progress=Progress(counts=lambda done, total: calls.append((done, total))))
     assert calls and calls[-1] == (len(SENTENCES), len(SENTENCES))
     token = CancelToken()
     token.cancel()
     with pytest.raises(Cancelled):
-        embedder.embed(SENTENCES, batch_size=2, progress=ProgressTracker(cancel=token))
+        embedder.embed(SENTENCES, batch_size=2, progress=Progress(cancel=token))
 
 
 def test_plain_transformers_folder_uses_mean_pooling(tmp_path, embedder):

@@ -21,6 +21,7 @@ from backend.config import data_dir
 from backend.errors import Cancelled, ModelError, ParameterError
 from backend.models.lm import converted_dir, file_sha256, load_lm, loaded_lm
 from backend.models.scorer import LocalScorer, load_scorer, sliding_windows
+from backend.progress import Progress
 from backend.samples import load_sample
 from backend.text.segment import sentence_spans
 from backend.tokenizers import smollm2_gguf
@@ -278,7 +279,7 @@ def test_progress_counts_tokens_and_cancellation_propagates(scorer, text):
     short = text[:400]
     n = len(_ids(scorer, short))
     seen: list[tuple[int, int]] = []
-    LocalScorer(scorer.lm, chunk_tokens=16).token_nll(short, window=32, progress=lambda d, t: seen.append((d, t)))
+    LocalScorer(scorer.lm, chunk_tokens=16).token_nll(short, window=32, progress=Progress(counts=lambda d, t: seen.append((d, t))))
     assert seen[0] == (0, n - 1) and seen[-1] == (n - 1, n - 1)
     assert all(t == n - 1 for _, t in seen) and [d for d, _ in seen] == sorted({d for d, _ in seen})
     assert len(seen) >= 3
@@ -288,7 +289,7 @@ def test_progress_counts_tokens_and_cancellation_propagates(scorer, text):
             raise Cancelled("cancelled")
 
     with pytest.raises(Cancelled):
-        LocalScorer(scorer.lm, chunk_tokens=16).token_nll(short, progress=cancel)
+        LocalScorer(scorer.lm, chunk_tokens=16).token_nll(short, progress=Progress(counts=cancel))
     assert scorer.lm.lock.acquire(blocking=False)  # released on the way out
     scorer.lm.lock.release()
 
@@ -374,7 +375,7 @@ def test_out_of_memory_on_a_shared_context_is_a_model_error(scorer, monkeypatch)
 
 def test_conditional_progress_and_bad_pairs(scorer):
     seen: list[tuple[int, int]] = []
-    scorer.conditional_nll(PAIRS, progress=lambda d, t: seen.append((d, t)))
+    scorer.conditional_nll(PAIRS, progress=Progress(counts=lambda d, t: seen.append((d, t))))
     assert seen[0] == (0, len(PAIRS)) and seen[-1] == (len(PAIRS), len(PAIRS))
     with pytest.raises(ParameterError, match="pair 1 must be a"):
         scorer.conditional_nll([("a", "b"), ("only one",)])

@@ -9,7 +9,8 @@ import pytest
 
 from backend.jobs import start_job
 from backend.models.scoring import document_token_scores, partial_sentence_scores, score_sentences
-from backend.models.types import PartialTokenScores, ProgressTracker
+from backend.models.types import PartialTokenScores
+from backend.progress import Progress
 from backend.text.document import Document
 from tests.support.fake_scores import fake_token_scores
 
@@ -42,7 +43,7 @@ def _is_prefix(part, final) -> bool:
 def test_partial_scores_arrive_in_order_and_are_a_prefix_of_the_final_values(scorer):
     doc = Document.from_text(" ".join([TEXT] * 3), source="partial.txt")
     seen: list[PartialTokenScores] = []
-    tracker = ProgressTracker(partial=seen.append)
+    tracker = Progress(partial=seen.append)
     # A 16-token window (8 scored per later window) makes many windows of a short text,
     # more than one CPU batch (at most 8 windows), so several partial results.
     final_ts, hit = document_token_scores(doc.text, scorer, window=16, progress=tracker)

@@ -20,7 +20,7 @@ import pytest
 from backend.errors import Cancelled, ModelError, ParameterError
 from backend.models.remote import RemoteScorer, _align
 from backend.models.scorer import load_scorer
-from backend.models.types import CancelToken, ProgressTracker
+from backend.progress import CancelToken, Progress
 from tests.support.openai_compat_server import Engine, start_server
 
 KEY = "sk-chunklab-test-5f3a9c1e7d"
@@ -82,7 +82,7 @@ def _sample(name: str, chars: int) -> str:
 def test_long_text_is_scored_once_per_token_in_windows(remote, local):
     text = _sample("narrative", 1500)
     calls = []
-    got = remote.token_nll(text, window=64, progress=lambda done, total: calls.append((done, total)))
+    got = remote.token_nll(text, window=64, progress=Progress(counts=lambda done, total: calls.append((done, total))))
     want = local.token_nll(text, window=64)
     assert len(calls) > 3 and calls[-1] == (len(text), len(text))  # several requests
     assert got.window == 64
@@ -165,7 +165,7 @@ def test_conditional_nll_matches_the_local_scorer(remote, local):
 def test_conditional_nll_in_several_requests_reports_progress(remote, local):
     pairs = [(f"Sentence number {i} is here.", f" It is followed by {i + 1}.") for i in range(11)]
     calls = []
-    got = remote.conditional_nll(pairs, progress=lambda done, total: calls.append((done, total)))
+    got = remote.conditional_nll(pairs, progress=Progress(counts=lambda done, total: calls.append((done, total))))
     np.testing.assert_allclose(got, local.conditional_nll(pairs), atol=1e-4)
     assert calls[-1] == (11, 11) and len(calls) >= 2
 
@@ -207,7 +207,7 @@ def test_cancel_stops_between_requests(remote):
         token.cancel()  # cancel after the first request
 
     with pytest.raises(Cancelled):
-        remote.token_nll(" ".join([TEXT] * 4), window=48, progress=ProgressTracker(report, token))
+        remote.token_nll(" ".join([TEXT] * 4), window=48, progress=Progress(report, token))
     assert len(seen) == 1
 
 

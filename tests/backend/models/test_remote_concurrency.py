@@ -14,7 +14,7 @@ import pytest
 
 from backend.errors import Cancelled, ModelError, ParameterError
 from backend.models.remote import PAIRS_PER_REQUEST, RemoteScorer
-from backend.models.types import CancelToken, ProgressTracker
+from backend.progress import CancelToken, Progress
 from tests.support.openai_compat_server import start_server
 
 DELAY = 0.15  # seconds per answer: long enough for requests to overlap, short enough for CI
@@ -60,7 +60,7 @@ def test_concurrency_is_bounded(server):
 
 def test_progress_arrives_in_order(server):
     seen: list[tuple[int, int]] = []
-    RemoteScorer(server.url, concurrency=4, timeout=WAIT).conditional_nll(PAIRS, progress=lambda done, total: seen.append((done, total)))
+    RemoteScorer(server.url, concurrency=4, timeout=WAIT).conditional_nll(PAIRS, progress=Progress(counts=lambda done, total: seen.append((done, total))))
     assert seen == [(0, len(PAIRS))] + [
         (min((k + 1) * PAIRS_PER_REQUEST, len(PAIRS)), len(PAIRS)) for k in range(REQUESTS)
     ]
@@ -78,7 +78,7 @@ def test_cancel_stops_submitting_and_leaves_no_thread(server):
     scorer = RemoteScorer(server.url, concurrency=2, timeout=WAIT)
     server.reset_counts()
     with pytest.raises(Cancelled):
-        scorer.conditional_nll(PAIRS * 4, progress=ProgressTracker(report, token))
+        scorer.conditional_nll(PAIRS * 4, progress=Progress(report, token))
     # The first answer, the one already in flight beside it, and the one sent to replace it.
     assert server.posts <= 3 < 4 * REQUESTS
     assert _pool_threads() == []

@@ -24,7 +24,8 @@ from backend.models.scoring import (
     score_sentences,
     sentence_scores,
 )
-from backend.models.types import QUEUED, CancelToken, ModelInfo, ProgressTracker, TokenScores
+from backend.models.types import ModelInfo, TokenScores
+from backend.progress import QUEUED, CancelToken, Progress
 from backend.text.document import Document
 
 TEXT = (
@@ -172,14 +173,14 @@ def test_progress_reaches_the_end_and_cancel_stops_before_the_model(
     doc: Document, scorer: CountingScorer, cache: OutputCache
 ):
     seen: list[tuple[int, int]] = []
-    document_token_scores(doc.text, scorer, cache=cache, progress=lambda done, total: seen.append((done, total)))
+    document_token_scores(doc.text, scorer, cache=cache, progress=Progress(counts=lambda done, total: seen.append((done, total))))
     assert seen and seen[-1][0] == seen[-1][1]
     token = CancelToken()
     token.cancel()
     with pytest.raises(Cancelled):
-        sentence_scores(doc, scorer, cache=None, progress=ProgressTracker(cancel=token))
+        sentence_scores(doc, scorer, cache=None, progress=Progress(cancel=token))
     with pytest.raises(Cancelled):
-        conditional_scores([("a", "b")], scorer, cache=cache, progress=ProgressTracker(cancel=token))
+        conditional_scores([("a", "b")], scorer, cache=cache, progress=Progress(cancel=token))
     assert len(scorer.token_calls) == 1 and scorer.pair_calls == []
 
 
@@ -215,7 +216,7 @@ def test_long_pair_runs_are_cached_group_by_group_and_a_cancel_keeps_what_was_do
     # The rerun asks only for what the cancelled run had not finished.
     second = _ArithmeticScorer()
     seen: list[float] = []
-    values = conditional_scores(pairs, second, cache=cache, progress=lambda d, t: seen.append(d / t))
+    values = conditional_scores(pairs, second, cache=cache, progress=Progress(counts=lambda d, t: seen.append(d / t)))
     asked = [p for call in second.calls for p in call]
     assert sorted(asked) == sorted(p for p in pairs if p not in first.calls[0])
     assert values == [len(d) + len(q) / 1000 for d, q in pairs]

@@ -11,7 +11,8 @@ from backend.errors import Cancelled
 from backend.models.cache import OutputCache
 from backend.models.embeddings import embed_texts, embedded_in_parts, embeddings_key
 from backend.models.scoring import document_token_scores, scoring_checkpoint
-from backend.models.types import CancelToken, ModelInfo, PartialTokenScores, ProgressTracker
+from backend.models.types import ModelInfo, PartialTokenScores
+from backend.progress import CancelToken, Progress
 
 TEXT = "The cat sat on the mat. It was warm by the fire. Stock prices fell sharply on Monday. Gluons bind quarks."
 
@@ -39,13 +40,13 @@ def test_a_cancelled_pass_keeps_its_windows_and_the_next_one_scores_only_the_res
 
     with pytest.raises(Cancelled):
         document_token_scores(TEXT, scorer, window=4, cache=cache,
-                              progress=ProgressTracker(cancel=token, partial=first_batch_then_cancel))
+                              progress=Progress(cancel=token, partial=first_batch_then_cancel))
     left = scoring_checkpoint(cache, scorer.info.fingerprint, TEXT, 4)
     assert left is not None and 1 < left.scored < len(full)
     np.testing.assert_array_equal(left.scores.nll[1 : left.scored], full.nll[1 : left.scored])
 
     counts: list[int] = []
-    scores, hit = document_token_scores(TEXT, scorer, window=4, cache=cache, progress=lambda d, t: counts.append(d))
+    scores, hit = document_token_scores(TEXT, scorer, window=4, cache=cache, progress=Progress(counts=lambda d, t: counts.append(d)))
     assert not hit
     assert counts[0] == left.scored - 1  # the count starts at the kept tokens: only the rest was scored
     np.testing.assert_array_equal(scores.nll, full.nll)

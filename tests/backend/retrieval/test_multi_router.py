@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from backend.errors import InputError, ParameterError
+from backend.progress import Progress
 from backend.retrieval.multi import router as router_module
 from backend.retrieval.multi.router import (
     SOFT_LABELS,
@@ -170,7 +171,7 @@ def test_mismatched_shapes():
 def test_progress_is_called_each_epoch_and_may_cancel():
     x, y, _ = clusters(3)
     calls = []
-    train_router(x, y, epochs=4, progress=lambda done, total: calls.append((done, total)))
+    train_router(x, y, epochs=4, progress=Progress(counts=lambda done, total: calls.append((done, total))))
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
     class Stop(Exception):
@@ -180,7 +181,7 @@ def test_progress_is_called_each_epoch_and_may_cancel():
         raise Stop
 
     with pytest.raises(Stop):
-        train_router(x, y, epochs=4, progress=cancel)
+        train_router(x, y, epochs=4, progress=Progress(counts=cancel))
 
 
 # -- cross-fitting -------------------------------------------------------------------
@@ -215,7 +216,7 @@ def test_cross_fit_predicts_unlabelled_rows_and_falls_back_to_uniform():
 def test_cross_fit_reports_progress_over_all_folds():
     x, y, _ = clusters(4)
     calls = []
-    cross_fit(x, y, folds=2, epochs=3, progress=lambda done, total: calls.append((done, total)))
+    cross_fit(x, y, folds=2, epochs=3, progress=Progress(counts=lambda done, total: calls.append((done, total))))
     assert calls == [(i, 6) for i in range(1, 7)]
 
 

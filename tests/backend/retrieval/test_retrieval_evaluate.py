@@ -16,6 +16,7 @@ import pytest
 from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
+from backend.progress import Progress
 from backend.retrieval.evaluate import (
     Benchmark,
     ConfigResult,
@@ -192,12 +193,13 @@ def test_reruns_take_embeddings_from_the_cache_and_reuse_the_index(questions, em
 
 
 def test_tables_matrix_progress_and_arguments(questions, embedder, store, cache):
-    calls = []
+    fractions = []
     bench = evaluate(
-        questions, CONFIGS, embedder=embedder, store=store, cache=cache, progress=lambda d, t: calls.append((d, t))
+        questions, CONFIGS, embedder=embedder, store=store, cache=cache,
+        progress=Progress(lambda f, eta, label: fractions.append(f)),
     )
-    assert calls and calls[-1] == (1000, 1000)
-    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    assert fractions and fractions[-1] == 1.0
+    assert fractions == sorted(fractions)
     assert bench.matrix("iou").shape == (10, 3) and bench.matrix("recall").max() <= 1.0
     rows = bench.table()
     assert rows[1]["chunker"] == "fixed_token" and rows[1]["param_chunk_overlap"] == 10

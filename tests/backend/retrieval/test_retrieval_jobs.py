@@ -10,6 +10,7 @@ import pytest
 
 from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig
+from backend.progress import Progress
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.jobs import benchmark_job, search_job
 from backend.retrieval.questions import load_question_set
@@ -25,6 +26,17 @@ CONFIGS = [
 QUERY = "How was the granite brought to the headland?"
 
 
+def _recorded() -> tuple[Progress, list[tuple[float, str]]]:
+    """A progress recording each report's fraction and label."""
+    seen: list[tuple[float, str]] = []
+    return Progress(lambda f, eta, label: seen.append((f, label))), seen
+
+
+def _counted_to_the_end(seen: list[tuple[float, str]]) -> bool:
+    """Reports came, the last fills the bar, and none is a placeholder ``0 / 1``."""
+    return bool(seen) and seen[-1][0] == 1.0 and not any("0 / 1" in label.split(" · ") for _, label in seen)
+
+
 @pytest.fixture(autouse=True)
 def embedded_store(monkeypatch):
     for name in ("CHROMA_HOST", "CHROMA_PORT", "CHUNKLAB_EMBEDDER"):
@@ -36,9 +48,10 @@ def test_search_job_answers_every_tag_like_the_store() -> None:
 
     doc = Document.from_text((DATA / "corpora" / "lighthouses.md").read_text(encoding="utf-8"), source="lights.md")
     a, b = (run_chunker(doc, c) for c in CONFIGS)
-    calls: list[tuple[int, int]] = []
-    result = search_job(doc, {"A": a, "B": b, "C": a}, None, QUERY, 3)(lambda d, t: calls.append((d, t)))
-    assert calls and (0, 1) not in calls and calls[-1][0] == calls[-1][1]  # no placeholder 0/1; counted to the end
+    progress, seen = _recorded()
+    result = search_job(doc, {"A": a, "B": b, "C": a}, None, QUERY, 3)(progress)
+    assert _counted_to_the_end(seen)
+    assert seen[-1][1].startswith("configuration 2 of 2 · ")  # A and C share a configuration: indexed once
     want = open_store().search(doc, [a, b], load_text_embedder(None), QUERY, 3)
     expected = {"A": want[a.config], "B": want[b.config], "C": want[a.config]}  # C shares A's configuration
     assert result.tags == ("A", "B", "C") and list(result.hits) == ["A", "B", "C"] and not result.retrievals
@@ -51,9 +64,10 @@ def test_search_job_answers_every_tag_like_the_store() -> None:
 
 def test_benchmark_job_is_evaluate_plus_the_chunkings_it_scored() -> None:
     qset = load_question_set(DATA / "questions.csv", DATA / "corpora")
-    calls: list[tuple[int, int]] = []
-    run = benchmark_job(qset, CONFIGS, None, 3, True)(None, lambda d, t: calls.append((d, t)))
-    assert calls and (0, 1) not in calls and calls[-1][0] == calls[-1][1]  # no placeholder 0/1; counted to the end
+    progress, seen = _recorded()
+    run = benchmark_job(qset, CONFIGS, None, 3, True)(None, progress)
+    assert _counted_to_the_end(seen)
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen)
     want = evaluate(qset, CONFIGS, retrieve=3, store=open_store())
     assert run.benchmark.matrix("iou") == pytest.approx(want.matrix("iou"))
     assert [r.summary for r in run.benchmark.results] == [r.summary for r in want.results]
@@ -73,10 +87,11 @@ def test_search_job_answers_retrievers_through_live_retrieve() -> None:
     doc = Document.from_text(text, source="lights-short.md")
     mog = ChunkerConfig.make("mog", {"chunk_size": 40, "levels": 3, "router": "level:2"})
     chunkings = {"A": run_chunker(doc, CONFIGS[0]), "M": run_chunker(doc, mog)}
-    calls: list[tuple[int, int]] = []
-    result = search_job(doc, chunkings, None, QUERY, 2)(lambda d, t: calls.append((d, t)))
+    progress, seen = _recorded()
+    result = search_job(doc, chunkings, None, QUERY, 2)(progress)
     assert result.tags == ("A", "M") and list(result.hits) == ["A"] and list(result.retrievals) == ["M"]
-    assert calls[-1][0] == calls[-1][1]
+    assert seen[-1] == (1.0, "step 2 of 2 · 1 / 1")
+    assert any(label.startswith("step 2 of 2 · level ") for _, label in seen)  # the retriever's levels, named
     live = result.retrievals["M"]
     want = live_retrieve(doc, mog, open_store(), load_text_embedder(None), QUERY, 2)
     assert live.selection.level == want.selection.level == 2
@@ -89,4 +104,4 @@ def test_a_missing_router_file_fails_the_search_with_one_line_naming_the_tag(tmp
     doc = Document.from_text("One short line about granite. Another about the railway.", source="tiny.md")
     mog = ChunkerConfig.make("mog", {"chunk_size": 8, "levels": 2, "router": str(tmp_path / "none.npz")})
     with pytest.raises(InputError, match=r"^M: router file .*none\.npz does not exist$"):
-        search_job(doc, {"M": run_chunker(doc, mog)}, None, QUERY, 2)(lambda d, t: None)
+        search_job(doc, {"M": run_chunker(doc, mog)}, None, QUERY, 2)(Progress())

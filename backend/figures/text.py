@@ -1,4 +1,4 @@
-"""HTML for document text and chunk spans.
+"""HTML views of document text and chunk spans: the side-by-side windows, the inspector, legends and badges.
 
 Documents are untrusted input: every piece of document text goes through :func:`esc`
 before it is placed in markup, and only the markup written here is left unescaped.
@@ -25,6 +25,7 @@ __all__ = [
     "text_html",
     "window_html",
     "chunk_detail_html",
+    "inspector_html",
     "legend_html",
     "tag_badge_html",
 ]
@@ -231,6 +232,17 @@ def chunk_detail_html(text: str, chunk: Chunk, prev: Chunk | None, nxt: Chunk | 
         parts.append(f'<span class="cl-ov" title="shared with a neighbour">{seg}</span>' if shared else seg)
     cls = "cl-block cl-cur" if role == "current" else "cl-block cl-dim"
     return f'{head}<div class="{cls}"><div class="cl-doc">{"".join(parts)}</div></div>'
+
+
+def inspector_html(text: str, previous: Chunk | None, current: Chunk, following: Chunk | None) -> str:
+    """The inspector: the picked chunk between its neighbours; a neighbour marks only what it shares with it."""
+    parts = []
+    if previous is not None:
+        parts.append(chunk_detail_html(text, previous, None, current, "previous"))
+    parts.append(chunk_detail_html(text, current, previous, following, "current"))
+    if following is not None:
+        parts.append(chunk_detail_html(text, following, current, None, "next"))
+    return "".join(parts)
 
 
 def legend_html(paged: bool = False) -> str:

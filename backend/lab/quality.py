@@ -1,0 +1,454 @@
+"""Quality scoring as one task: what is known, what is missing, what it costs, the job that computes it, the table.
+
+MoC's metrics (BC, CS, DS) stand on each chunking's pair table (the language model's NLLs of
+chunk pairs) and its chunks' embeddings. A page never scores inline: :func:`plan_quality`
+looks each configuration's scores up in what the session holds (its *store*, keyed by
+:func:`~backend.metrics.scores.table_key` / :func:`~backend.metrics.scores.vectors_key`),
+else in the output cache with no model call, and returns a :class:`QualityPlan`: per
+configuration what is known and what is missing, the cost of the missing pairs at the
+session's measured speed, the words the page shows, and the :class:`~backend.lab.jobs.JobPlan`
+that scores them (:func:`~backend.metrics.scores.score_chunkings`). :func:`fold_scoring` puts
+a finished job's tables and vectors into the store and returns the speed it measured.
+
+The Quality page and the Summary (its "compute the missing BC, CS and DS") both plan here, so
+they look up, count and key the same scores; :func:`quality_view` is what the Quality page's
+table shows (its rows are what ``python -m backend metrics`` prints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from backend.chunkers.run import needs_model
+from backend.chunking import ChunkerConfig, Chunking, ConfigEntry
+from backend.errors import NotCached
+from backend.figures.charts import config_color
+from backend.figures.export import export_name
+from backend.lab.jobs import JobPlan
+from backend.lab.models import SessionModels
+from backend.metrics.cost import (
+    CONFIRM_SECONDS,
+    Throughput,
+    cost_estimate,
+    cost_label,
+    format_seconds,
+    needs_confirmation,
+)
+from backend.metrics.quality import PairTable
+from backend.metrics.report import ModelNeeds, QualityData, QualitySettings, model_needs, table_csv, table_rows
+from backend.metrics.scores import (
+    ScoringRun,
+    cached_pair_table,
+    cached_vectors,
+    score_chunkings,
+    table_key,
+    vectors_key,
+)
+from backend.models.cache import OutputCache, default_cache
+from backend.models.types import Scorer
+from backend.progress import Progress
+from backend.text.document import Document
+
+__all__ = [
+    "DEFAULT_EMBEDDER_NAME",
+    "ConfigScores",
+    "QualityCost",
+    "QualityPlan",
+    "QualityView",
+    "csv_file_name",
+    "fold_scoring",
+    "needs_models",
+    "plan_quality",
+    "quality_settings",
+    "quality_view",
+]
+
+_KIND = "quality"
+DEFAULT_EMBEDDER_NAME = "default embedder"  # how the page names the embedder DS uses until the session loads one
+
+
+@dataclass(frozen=True)
+class QualityCost:
+    """What scoring the missing pairs costs: distinct pairs, tokens read, seconds at the session's speed."""
+
+    pairs: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def label(self) -> str:
+        """``1,234 pairs, ≈ 6.5 min`` (:func:`~backend.metrics.cost.cost_label`)."""
+        return cost_label({"pairs": self.pairs, "tokens": self.tokens, "seconds": self.seconds})
+
+
+@dataclass(frozen=True, eq=False)
+class ConfigScores:
+    """One configuration's chunking and what is known of its scores.
+
+    Attributes:
+        entry: The session's configuration.
+        chunking: Its chunks on the document.
+        table: Its pair table: the one the metrics need, else (CS picked, only BC's adjacent
+            pairs known) the adjacent one, which gives BC; None when none is known.
+        vectors: Its chunks' embeddings (None: not known, or DS not picked).
+        table_missing: The metrics need a pair table that is not known (a job scores it).
+        vectors_missing: The metrics need the embeddings and they are not known.
+        table_key: The store's key of the pair table the metrics need.
+        vectors_key: The store's key of the embeddings.
+    """
+
+    entry: ConfigEntry
+    chunking: Chunking
+    table: PairTable | None
+    vectors: np.ndarray | None
+    table_missing: bool
+    vectors_missing: bool
+    table_key: tuple
+    vectors_key: tuple
+
+    @property
+    def missing(self) -> bool:
+        """Whether anything the metrics need is still to compute."""
+        return self.table_missing or self.vectors_missing
+
+    @property
+    def data(self) -> QualityData:
+        """The chunking and its known scores, as the table and the figures take them."""
+        return QualityData(self.entry.tag, self.entry.config, self.chunking, self.table, self.vectors)
+
+
+@dataclass(frozen=True, eq=False)
+class QualityPlan:
+    """What the session knows of its configurations' quality scores, and the job that computes the rest.
+
+    Attributes:
+        doc_id: The document's id.
+        metrics: The metrics picked (any of ``bc``, ``cs``, ``ds``).
+        window: The pair window (None: every pair).
+        needs: What the metrics take from the models (a language model, every pair, embeddings).
+        models: The session's models.
+        embedder_fingerprint: The embedder's fingerprint the vectors are keyed by (None: not
+            known without loading it, or DS not picked).
+        configs: Per configuration, in order, what is known.
+        found: Scores read from the output cache just now, by store key: add them to the store.
+        cost: What scoring the missing pair tables costs.
+        throughput: The scoring speed the cost was estimated at.
+        job: The job that scores every configuration (those known are read back at once, so its
+            signature stays the same while it fills the cache; it loads the language model only
+            when a pair table is missing); None when nothing is missing.
+    """
+
+    doc_id: str
+    metrics: tuple[str, ...]
+    window: int | None
+    needs: ModelNeeds
+    models: SessionModels
+    embedder_fingerprint: str | None
+    configs: tuple[ConfigScores, ...]
+    found: Mapping[Hashable, Any] = field(repr=False)
+    cost: QualityCost
+    throughput: Throughput
+    job: JobPlan | None
+
+    @property
+    def missing(self) -> tuple[ConfigScores, ...]:
+        """The configurations with something still to compute."""
+        return tuple(c for c in self.configs if c.missing)
+
+    @property
+    def ready(self) -> tuple[ConfigScores, ...]:
+        """The configurations whose every needed score is known."""
+        return tuple(c for c in self.configs if not c.missing)
+
+    @property
+    def to_score(self) -> tuple[ConfigScores, ...]:
+        """The configurations whose pair table the language model must score."""
+        return tuple(c for c in self.configs if c.table_missing)
+
+    @property
+    def missing_tags(self) -> str:
+        """``A, C``: the configurations with something still to compute."""
+        return ", ".join(c.entry.tag for c in self.missing)
+
+    @property
+    def embedder_name(self) -> str:
+        """The embedder DS uses, as the page names it: the session's loaded one, else ``default embedder``."""
+        return self.models.embedder_loaded or DEFAULT_EMBEDDER_NAME
+
+    @property
+    def cost_note(self) -> str:
+        """What the job does and costs, in a sentence or two (Markdown: the numbers in bold)."""
+        if not self.to_score:
+            return (
+                f"{self.missing_tags}: the chunks need embedding for DS ({self.embedder_name}); it takes seconds."
+            )
+        speed, cost = self.throughput, self.cost
+        measured = "measured on your last run" if speed.measured else "a rough CPU figure"
+        return (
+            f"Scoring {self.missing_tags} costs **{cost.pairs:,}** pairs over about **{cost.tokens:,}** tokens: "
+            f"≈ {format_seconds(cost.seconds)} at {speed.tokens_per_s:,.0f} tokens/s ({measured}). "
+            + ("A pair window w cuts the cost of CS. " if self.needs.complete and not self.window and cost.seconds > 60
+               else "")
+            + ("Embedding the chunks for DS takes seconds." if self.needs.embedder else "")
+        )
+
+    @property
+    def run_label(self) -> str:
+        """The run button's label: ``Score with SmolLM2: 1,234 pairs, ≈ 6.5 min``, or ``Embed the chunks``."""
+        return f"Score with {self.models.name}: {self.cost.label}" if self.to_score else "Embed the chunks"
+
+    @property
+    def confirm_label(self) -> str | None:
+        """The checkbox a run over :data:`~backend.metrics.cost.CONFIRM_SECONDS` needs ticked first; None: one click."""
+        if not self.to_score or not needs_confirmation(self.cost.seconds):
+            return None
+        seconds = format_seconds(self.cost.seconds)
+        return f"Yes, run for ≈ {seconds} (over {format_seconds(CONFIRM_SECONDS)} at this speed)"
+
+
+def needs_models(metrics: Sequence[str], configs: Sequence[ChunkerConfig]) -> bool:
+    """Whether the Quality page's work runs a model: the metrics need the language model, or a chunker runs one.
+
+    Raises:
+        ParameterError: an unknown metric.
+    """
+    return model_needs(metrics).scorer or any(needs_model(c) for c in configs)
+
+
+def quality_settings(values: Mapping[str, Any]) -> QualitySettings:
+    """The settings the metrics are computed under, from the Quality page's settings (``K``, ``window``…).
+
+    A window of 0 (every pair) is None.
+    """
+    return QualitySettings(
+        K=float(values["K"]), bc_mode=str(values["bc_mode"]), cs_rule=str(values["cs_rule"]),
+        delta=int(values["delta"]), window=int(values["window"] or 0) or None,
+    )
+
+
+def _texts(chunking: Chunking) -> list[str]:
+    return [c.text for c in chunking.chunks]
+
+
+def _known_table(
+    chunking: Chunking, models: SessionModels, needs: ModelNeeds, window: int | None, store: Mapping[Hashable, Any],
+    refusing: Scorer | None, cache: OutputCache, found: dict[Hashable, Any],
+) -> PairTable | None:
+    """The pair table the metrics need, else the adjacent one (BC), from the store, else the cache; None."""
+    for complete in (True, False) if needs.complete else (False,):
+        key = table_key(chunking, models.identity, complete=complete, window=window)
+        if key in store:
+            return store[key]
+        if refusing is None:
+            continue
+        try:
+            table = cached_pair_table(_texts(chunking), refusing, complete=complete, window=window, cache=cache)
+        except NotCached:
+            continue
+        found[key] = table
+        return table
+    return None
+
+
+def plan_quality(
+    doc: Document,
+    chunkings: Sequence[tuple[ConfigEntry, Chunking]],
+    models: SessionModels,
+    *,
+    metrics: Sequence[str],
+    window: int | None,
+    store: Mapping[Hashable, Any],
+    throughput: Throughput | None = None,
+    cache: OutputCache | None = None,
+) -> QualityPlan:
+    """What is known of each configuration's quality scores, what is missing, its cost and the job for it.
+
+    Nothing here calls a model: a score is known when the store holds it or the output cache
+    answers through the session's cache-only context.
+
+    Args:
+        doc: The document.
+        chunkings: ``(entry, chunking)`` of each configuration chunked, in order.
+        models: The session's models (the language model only matters when BC or CS is picked,
+            the embedder when DS is).
+        metrics: Any of ``bc``, ``cs``, ``ds``.
+        window: The pair window of CS (0 or None: every pair).
+        store: What the session holds, by :func:`~backend.metrics.scores.table_key` and
+            :func:`~backend.metrics.scores.vectors_key` (only read here: add :attr:`QualityPlan.found`).
+        throughput: The speed measured on the session's last scoring job (None: the default figure).
+        cache: The output cache (None: the process's default one).
+
+    Raises:
+        ParameterError: an unknown metric.
+    """
+    metrics = tuple(metrics)
+    needs = model_needs(metrics)
+    window = window or None
+    throughput = throughput or Throughput()
+    cache = cache if cache is not None else default_cache()
+    context = models.cache_only() if needs.scorer else None
+    refusing = context.scorer if context is not None else None  # raises NotCached on any model call
+    emb_fp = models.embedder_fingerprint if needs.embedder else None
+    found: dict[Hashable, Any] = {}
+    configs = []
+    for entry, chunking in chunkings:
+        table = _known_table(chunking, models, needs, window, store, refusing, cache, found) if needs.scorer else None
+        vkey = vectors_key(chunking, emb_fp)
+        vectors = store.get(vkey) if needs.embedder else None
+        if needs.embedder and vectors is None and emb_fp is not None:
+            vectors = cached_vectors(cache, emb_fp, _texts(chunking))
+            if vectors is not None:
+                found[vkey] = vectors
+        configs.append(ConfigScores(
+            entry, chunking, table, vectors,
+            table_missing=needs.scorer and (table is None or (needs.complete and not table.complete)),
+            vectors_missing=needs.embedder and vectors is None,
+            table_key=table_key(chunking, models.identity, complete=needs.complete, window=window),
+            vectors_key=vkey,
+        ))
+    to_score = [c.chunking for c in configs if c.table_missing]
+    estimate = cost_estimate(
+        [ch.token_counts for ch in to_score], complete=needs.complete, window=window,
+        tokens_per_s=throughput.tokens_per_s, chunk_texts=[_texts(ch) for ch in to_score],  # the pairs the job counts
+    )
+    cost = QualityCost(int(estimate["pairs"]), int(estimate["tokens"]), float(estimate["seconds"]))
+    job = None
+    if any(c.missing for c in configs):
+        job = _scoring_job(
+            doc, [ch for _, ch in chunkings], models, needs, metrics, window, emb_fp, cache, score_pairs=bool(to_score)
+        )
+    return QualityPlan(
+        doc.id, metrics, window, needs, models, emb_fp, tuple(configs), found, cost, throughput, job
+    )
+
+
+def _scoring_job(
+    doc: Document, chunkings: Sequence[Chunking], models: SessionModels, needs: ModelNeeds, metrics: Sequence[str],
+    window: int | None, emb_fp: str | None, cache: OutputCache, score_pairs: bool,
+) -> JobPlan:
+    """The job that scores every chunking's pairs and embeds its chunks (what is cached is read back at once)."""
+    chunkings = tuple(chunkings)
+    embedder = models.job_embedder if needs.embedder else None
+
+    def body(scorer: Scorer | None, progress: Progress) -> ScoringRun:
+        # Called once the model has loaded: the run's seconds are the scoring's own.
+        return score_chunkings(
+            chunkings, scorer=scorer, embedder=embedder, complete=needs.complete, window=window, cache=cache,
+            progress=progress,
+        )
+
+    n = len(chunkings)
+    title = f"Scoring {n} configuration{'s' if n != 1 else ''}"
+    signature = (
+        _KIND, doc.id, models.models_key if needs.scorer else None, emb_fp, tuple(ch.config for ch in chunkings),
+        needs.complete, window, tuple(sorted(metrics)),
+    )
+    # Without a pair table to score (embeddings only) the language model is not loaded: the job computes no
+    # table, and the known ones stay in the store.
+    return JobPlan(
+        f"{title} with {models.name}" if score_pairs else title, signature, body,
+        models=models if score_pairs else None,
+    )
+
+
+def fold_scoring(plan: QualityPlan, run: ScoringRun, store: MutableMapping[Hashable, Any]) -> Throughput:
+    """Put a finished scoring job's tables and vectors into ``store``; the speed it measured.
+
+    Args:
+        plan: The plan whose :attr:`QualityPlan.job` ran.
+        run: The job's result.
+        store: The session's store (see :func:`plan_quality`).
+
+    Returns:
+        The session's scoring speed from now on (unchanged after a run too short to tell).
+    """
+    for scores, (table, vectors) in zip(plan.configs, run.results, strict=True):
+        if table is not None:
+            store[scores.table_key] = table
+        if vectors is not None:
+            store[scores.vectors_key] = vectors
+    return plan.throughput.after_run(plan.cost.tokens, run.seconds)
+
+
+# --- the Quality page's table -------------------------------------------------------------------
+
+
+def csv_file_name(doc_source: str, settings: QualitySettings) -> str:
+    """The table's CSV file name: the document, then the settings it was computed under.
+
+    >>> csv_file_name("My report.pdf", QualitySettings(K=0.8))
+    'My-report__quality-K0.80-cs_paper-bc_reference.csv'
+    """
+    view = f"quality-K{settings.K:.2f}-cs_{settings.cs_rule}-bc_{settings.bc_mode}"
+    if settings.delta:
+        view += f"-delta{settings.delta}"
+    if settings.window:
+        view += f"-w{settings.window}"
+    return f"{export_name(doc_source, view)}.csv"
+
+
+@dataclass(frozen=True, eq=False)
+class QualityView:
+    """What the Quality page shows of the configurations whose scores are all known.
+
+    Attributes:
+        entries: Those configurations, in order.
+        data: Each one's chunking and scores (what the figures draw).
+        colors: Each one's colour.
+        settings: K, the CS rule, the BC mode, δ and the window the numbers are computed under.
+        rows: The table (MoC Table 3): :func:`~backend.metrics.report.table_rows`, what the CLI's
+            ``metrics`` prints for one chunking.
+        notes: The line under the table (the settings, the window, DS's embedder, unequal lengths).
+        csv_name: The CSV's file name.
+    """
+
+    entries: tuple[ConfigEntry, ...]
+    data: tuple[QualityData, ...]
+    colors: tuple[str, ...]
+    settings: QualitySettings
+    rows: tuple[dict[str, Any], ...]
+    notes: str
+    csv_name: str
+
+    def csv(self) -> str:
+        """The table as CSV, with the settings as extra columns."""
+        return table_csv(self.rows, self.settings)
+
+
+def quality_view(plan: QualityPlan, settings: QualitySettings, doc_source: str) -> QualityView:
+    """The table, its notes and the figures' data of ``plan``'s configurations whose scores are all known.
+
+    Args:
+        plan: The plan (:func:`plan_quality`).
+        settings: K, the CS rule, the BC mode and δ (:func:`quality_settings`); no model call.
+        doc_source: The document's name (for the CSV's file name).
+    """
+    ready = plan.ready
+    data = tuple(c.data for c in ready)
+    rows = tuple(table_rows(data, metrics=plan.metrics, settings=settings))
+    notes = [
+        f"best value per column in green; K = {settings.K:.2f}, CS rule {settings.cs_rule}, "
+        f"BC mode {settings.bc_mode}, δ = {settings.delta}"
+    ]
+    if plan.window and plan.needs.complete:
+        notes.append(f"pair window w = {plan.window}: pairs further apart are not scored and count as no edge")
+    if plan.needs.embedder:
+        notes.append(
+            f"DS with {plan.embedder_name}; the paper finds DS does not follow QA quality — it is shown for context"
+        )
+    means = [float(row["mean_tokens"]) for row in rows]
+    if len(means) > 1 and max(means) > 1.1 * min(means):
+        notes.append("mean lengths differ by more than 10 %: match lengths (above) for a fair comparison")
+    return QualityView(
+        entries=tuple(c.entry for c in ready),
+        data=data,
+        colors=tuple(config_color(c.entry.uid) for c in ready),
+        settings=settings,
+        rows=rows,
+        notes="Best " + " · ".join(notes)[len("best ") :],
+        csv_name=csv_file_name(doc_source, settings),
+    )

@@ -1,0 +1,143 @@
+"""The Summary page's data in one call: the rows, the verdict, the notes, what is missing and the plan to score it.
+
+One row per configuration (:func:`backend.report.summary.summarize`): chunks, tokens and time
+from its chunking; BC, CS and DS from the scores the Quality page's plan knows
+(:func:`backend.lab.quality.plan_quality` with all three metrics, under the Quality page's
+settings), preferring a pair table of every pair within the window and falling back to the
+adjacent pairs' (BC only); recall, precision, IoU and precision-Ω from the last benchmark the
+caller passes. The missing BC, CS and DS are computed by that plan's job, so the Quality page
+and the Summary score, key and store the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from backend.chunkers.run import needs_model
+from backend.chunking import Chunking, ConfigEntry
+from backend.lab.models import SessionModels
+from backend.lab.quality import QualityPlan, plan_quality, quality_settings
+from backend.metrics.cost import Throughput
+from backend.metrics.report import METRICS, QualityData, QualitySettings
+from backend.models.cache import OutputCache
+from backend.report.summary import Summary, summarize, verdict
+from backend.retrieval.evaluate import Benchmark
+from backend.text.document import Document
+
+__all__ = ["SummaryView", "summary_view"]
+
+
+@dataclass(frozen=True, eq=False)
+class SummaryView:
+    """What the Summary page shows.
+
+    Attributes:
+        summary: The rows, each column's best, and the settings the numbers were computed under.
+        verdict: What the numbers show, in at most five plain sentences.
+        notes: The line under the table, plain text (configuration, question-set and model
+            names are user input: render it escaped).
+        settings: The Quality page's settings the BC, CS and DS are computed under.
+        chunkings: Each chunked configuration's chunking, by tag.
+        quality: The quality scoring plan of every chunked configuration (its job computes what is missing).
+        quality_data: Each chunked configuration's chunking and known scores, by tag (what the report draws).
+        to_score: The tags whose BC, CS or DS is not computed yet (a chunking of fewer than two
+            chunks has none to compute).
+    """
+
+    summary: Summary
+    verdict: tuple[str, ...]
+    notes: str
+    settings: QualitySettings
+    chunkings: Mapping[str, Chunking]
+    quality: QualityPlan
+    quality_data: Mapping[str, QualityData]
+    to_score: tuple[str, ...]
+
+    @property
+    def missing(self) -> dict[str, list[str]]:
+        """Per group (``quality``, ``retrieval``), the tags lacking any of its metrics."""
+        return self.summary.missing()
+
+    @property
+    def quality_run_label(self) -> str:
+        """The label of the button that scores :attr:`to_score`, with its cost."""
+        return (
+            f"Compute BC, CS and DS for {', '.join(self.to_score)} with {self.quality.models.name}: "
+            f"{self.quality.cost.label}"
+        )
+
+
+def summary_view(
+    doc: Document,
+    entries: Sequence[ConfigEntry],
+    chunked: Sequence[tuple[ConfigEntry, Chunking]],
+    models: SessionModels,
+    *,
+    quality: Mapping[str, Any],
+    store: Mapping[Hashable, Any],
+    throughput: Throughput | None = None,
+    benchmark: Benchmark | None = None,
+    question_set_name: str | None = None,
+    pending: Sequence[ConfigEntry] = (),
+    cache: OutputCache | None = None,
+) -> SummaryView:
+    """The Summary of the session's configurations: from what is chunked, scored or benchmarked, no model call.
+
+    Args:
+        doc: The document.
+        entries: Every configuration of the session, in order (one row each).
+        chunked: ``(entry, chunking)`` of those chunked (the others' rows hold their configuration only).
+        models: The session's models.
+        quality: The Quality page's settings (``K``, ``bc_mode``, ``cs_rule``, ``delta``, ``window``).
+        store: The Quality page's store of pair tables and vectors (see
+            :func:`~backend.lab.quality.plan_quality`; add ``view.quality.found`` to it).
+        throughput: The speed measured on the session's last scoring job (None: the default figure).
+        benchmark: The session's last benchmark (None: no retrieval numbers).
+        question_set_name: How that benchmark's question set is named.
+        pending: The configurations waiting for a model run.
+        cache: The output cache (None: the process's default one).
+    """
+    settings = quality_settings(quality)
+    plan = plan_quality(
+        doc, chunked, models, metrics=METRICS, window=settings.window, store=store, throughput=throughput, cache=cache
+    )
+    data = {c.entry.tag: c.data for c in plan.configs}
+    chunkings = {e.tag: ch for e, ch in chunked}
+    summary = summarize(
+        doc, [(e.tag, chunkings.get(e.tag, e.config)) for e in entries],
+        quality={tag: d.report(settings=settings) for tag, d in data.items()}, benchmark=benchmark,
+        settings={
+            **settings.to_json(),
+            "retrieve": benchmark.retrieve if benchmark is not None else None,
+            "embedder": benchmark.embedder if benchmark is not None else None,
+            "lm": models.name,
+            "question_set": question_set_name,
+            "question_set_size": benchmark.questions if benchmark is not None else None,
+        },
+    )
+    notes = [
+        f"best of each column in green; BC, CS (complete graph) and DS under the Quality page's settings: K = "
+        f"{settings.K:.2f}, CS rule {settings.cs_rule}, BC mode {settings.bc_mode}, δ = {settings.delta}"
+        + (f", pair window w = {settings.window}" if settings.window else "")
+    ]
+    if benchmark is not None:
+        notes.append(
+            f"retrieval on {question_set_name or 'a question set'} ({benchmark.questions} questions, "
+            f"{benchmark.embedder}, "
+            + ("as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"{benchmark.retrieve} chunks")
+            + " per question)"
+        )
+    if any(needs_model(e.config) for e in pending):
+        notes.append(f"{', '.join(e.tag for e in pending)} wait for their model run")
+    return SummaryView(
+        summary=summary,
+        verdict=tuple(verdict(summary)),
+        notes="Best " + " · ".join(notes)[len("best ") :],
+        settings=settings,
+        chunkings=chunkings,
+        quality=plan,
+        quality_data=data,
+        to_score=tuple(t for t in summary.missing().get("quality", ()) if t in chunkings),
+    )

@@ -1,0 +1,134 @@
+"""The Summary page's data in one call (backend/lab/summary.py): rows, verdict, notes, and the plan of what is missing.
+
+A short real document cut by two real chunkers, the real output cache in a temporary folder and
+the model-free scorer and embedder of the quality tests: the Summary's BC, CS and DS are the
+Quality plan's, and its "compute the missing" job is that plan's job.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.chunkers import run_chunker
+from backend.chunking import ChunkerConfig, ConfigEntry
+from backend.lab.models import SessionModels
+from backend.lab.quality import plan_quality
+from backend.lab.summary import summary_view
+from backend.metrics.cost import Throughput
+from backend.metrics.report import QualitySettings, quality_row
+from backend.metrics.scores import score_chunkings
+from backend.models.cache import OutputCache
+from backend.retrieval.evaluate import Benchmark
+from backend.text.document import Document
+from tests.support.quality import Counting, LengthScorer, SeededEmbedder
+
+TEXT = (
+    "The cat sat on the mat. It was warm by the fire. Stock prices fell sharply on Monday. "
+    "Investors worried about inflation. The cat went back to sleep."
+)
+CONFIGS = (  # four chunks each
+    ChunkerConfig.make("recursive", {"chunk_size": 12, "chunk_overlap": 0}),
+    ChunkerConfig.make("fixed_token", {"chunk_size": 10, "chunk_overlap": 0}),
+)
+QUALITY = {"K": 0.8, "bc_mode": "reference", "cs_rule": "paper", "delta": 0, "window": 2}  # the Quality page's
+
+
+@pytest.fixture(scope="module")
+def doc() -> Document:
+    return Document.from_text(TEXT, source="summary.txt")
+
+
+@pytest.fixture(scope="module")
+def entries() -> list[ConfigEntry]:
+    return [ConfigEntry(i, "AB"[i], c) for i, c in enumerate(CONFIGS)]
+
+
+@pytest.fixture(scope="module")
+def chunked(doc, entries) -> list:
+    return [(e, run_chunker(doc, e.config)) for e in entries]
+
+
+@pytest.fixture
+def cache(tmp_path) -> OutputCache:
+    return OutputCache(tmp_path / "cache")
+
+
+def _models(scorer=None) -> SessionModels:
+    return SessionModels.of(
+        scorer or LengthScorer(), embedder_loaded="seeded-embedder", embedder_loaded_fingerprint="fp-seeded-embedder"
+    )
+
+
+def _score(chunked, cache, *, complete=True, embed=True) -> None:
+    embedder = SeededEmbedder()
+    score_chunkings(
+        [ch for _, ch in chunked], scorer=LengthScorer(), embedder=(lambda: embedder) if embed else None,
+        complete=complete, window=2, cache=cache,
+    )
+
+
+def test_nothing_computed_yet_plans_the_quality_pages_job(doc, entries, chunked, cache) -> None:
+    view = summary_view(doc, entries, chunked, _models(), quality=QUALITY, store={},
+                        throughput=Throughput(10.0, measured=True), cache=cache)
+    assert [r.tag for r in view.summary.rows] == ["A", "B"]
+    assert view.missing == {"quality": ["A", "B"], "retrieval": ["A", "B"]} and view.to_score == ("A", "B")
+    assert view.verdict == (
+        "Not computed yet: quality metrics (BC, CS, DS) for A and B; retrieval metrics for A and B.",
+    )
+    assert view.quality_run_label == "Compute BC, CS and DS for A, B with length-scorer: 28 pairs, ≈ 31 s"
+    # The same plan as the Quality page's with BC, CS and DS picked under the same settings: one job, not two.
+    quality_page = plan_quality(doc, chunked, _models(), metrics=["bc", "cs", "ds"], window=2, store={}, cache=cache)
+    assert view.quality.job.signature == quality_page.job.signature
+    assert view.quality.job.title == "Scoring 2 configurations with length-scorer"
+
+
+def test_numbers_are_the_quality_rows_of_the_cached_scores(doc, entries, chunked, cache) -> None:
+    _score(chunked, cache)
+    scorer = Counting(LengthScorer())
+    view = summary_view(doc, entries, chunked, _models(scorer), quality=QUALITY | {"K": 0.3}, store={}, cache=cache)
+    assert scorer.calls == 0 and view.to_score == () and view.quality.job is None
+    assert "quality" not in view.missing
+    settings = QualitySettings(K=0.3, window=2)
+    for e, ch in chunked:
+        data = view.quality_data[e.tag]
+        row = quality_row(ch.token_counts, table=data.table, vectors=data.vectors, settings=settings)
+        values = view.summary.row(e.tag).values
+        assert (values["bc"], values["cs"], values["ds"]) == (
+            row.values["bc"], row.values["cs_complete"], row.values["ds"]
+        )
+        assert values["chunks"] == 4.0
+    assert view.summary.settings == {
+        "K": 0.3, "bc_mode": "reference", "cs_rule": "paper", "delta": 0, "window": 2, "retrieve": None,
+        "embedder": None, "lm": "length-scorer", "question_set": None, "question_set_size": None,
+    }
+    assert view.notes == (
+        "Best of each column in green; BC, CS (complete graph) and DS under the Quality page's settings: "
+        "K = 0.30, CS rule paper, BC mode reference, δ = 0, pair window w = 2"
+    )
+    assert set(view.quality.found) == {k for c in view.quality.configs for k in (c.table_key, c.vectors_key)}
+
+
+def test_an_adjacent_table_gives_bc_and_leaves_cs_to_compute(doc, entries, chunked, cache) -> None:
+    _score(chunked, cache, complete=False, embed=False)
+    view = summary_view(doc, entries, chunked, _models(), quality=QUALITY, store={}, cache=cache)
+    a = view.summary.row("A").values
+    assert a["bc"] is not None and a["cs"] is None and a["ds"] is None
+    assert view.to_score == ("A", "B") and [c.table_missing for c in view.quality.configs] == [True, True]
+
+
+def test_unchunked_configurations_benchmark_and_notes(doc, entries, chunked, cache) -> None:
+    waiting = ConfigEntry(2, "C", ChunkerConfig.make("semantic"))
+    benchmark = Benchmark(results=(), embedder="all-MiniLM-L6-v2", embedder_fingerprint="fp", retrieve=-1,
+                          questions=12, corpora=(), seconds=0.0)
+    view = summary_view(doc, [*entries, waiting], chunked[:1], _models(), quality=QUALITY | {"window": 0}, store={},
+                        benchmark=benchmark, question_set_name="sample:narrative", pending=[waiting], cache=cache)
+    assert [r.tag for r in view.summary.rows] == ["A", "B", "C"]
+    assert view.summary.row("B").values["chunks"] is None and view.to_score == ("A",)
+    assert list(view.chunkings) == ["A"] and list(view.quality_data) == ["A"]
+    assert view.summary.settings["question_set"] == "sample:narrative"
+    assert view.summary.settings["retrieve"] == -1 and view.summary.settings["question_set_size"] == 12
+    assert view.notes == (
+        "Best of each column in green; BC, CS (complete graph) and DS under the Quality page's settings: "
+        "K = 0.80, CS rule paper, BC mode reference, δ = 0 · retrieval on sample:narrative (12 questions, "
+        "all-MiniLM-L6-v2, as many chunks as hold excerpts per question) · C wait for their model run"
+    )
