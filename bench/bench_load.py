@@ -331,12 +331,12 @@ class Walker:
             await self.idle()
 
         async def theta() -> None:
-            number = page.locator(".st-key-ppl_theta input")
+            number = page.locator(".st-key-ppl_threshold input")
             before = await number.input_value()
-            await page.locator(".st-key-ppl_theta_slider input[type=range]").focus()
+            await page.locator(".st-key-ppl_threshold_slider input[type=range]").focus()
             await page.keyboard.press("ArrowRight")
             await page.wait_for_function(
-                "(b) => { const i = document.querySelector('.st-key-ppl_theta input'); return i && i.value !== b; }",
+                "(b) => { const i = document.querySelector('.st-key-ppl_threshold input'); return i && i.value !== b; }",
                 arg=before, timeout=self.timeout,
             )
             await self.idle()

@@ -1,29 +1,25 @@
-"""The Meta-Chunking page's widgets: the θ controls, the chunk statistics line, the document view, the exports.
+"""The Meta-Chunking page's widgets: the θ controls, the statistics line, the document view, the exports.
 
-Everything the page computes goes through the backend — the chunks through the registered
-chunkers' ``chunk_from_means`` / ``chunk_from_steps`` (the code path of ``python -m backend chunk``),
-the candidates, boundaries and θ curve through :mod:`backend.chunkers.meta.algorithms`, the
-per-sentence CSV through :mod:`backend.chunkers.meta.results` — and its figures are in
-:mod:`backend.figures.ppl`. What is left here is Streamlit.
+Everything the page shows is computed by :mod:`backend.lab.ppl` in one call (the chunker the
+settings choose, its cut, θ's range and curve, the per-sentence CSV) and drawn by
+:mod:`backend.figures.ppl`; what is left here is Streamlit.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from typing import Any
+from typing import Callable
 
 import streamlit as st
 
-from backend.chunkers.meta.algorithms import boundaries_at, boundary_candidates, sentence_values
-from backend.chunkers.meta.results import PPLScores
 from backend.chunking import Chunking
 from backend.figures.ppl import values_chart
-from backend.jobs import Job
-from backend.models.scoring import partial_sentence_scores
-from backend.models.types import PartialTokenScores
-from backend.text.document import Document
 from backend.figures.text import ChunkIndex, legend_html, window_html
+from backend.jobs import Job
+from backend.lab.ppl import ChunkStats, PPLSettings, ThresholdRange, partial_view
+from backend.text.document import Document
+from components.settings import prepare, put, spec
 
 __all__ = [
     "REFERENCE_RULE",
@@ -84,29 +80,33 @@ def theta_options(theta: float, low: float, high: float, step: float) -> list[fl
     return grid
 
 
-def _from_slider(theta_key: str, slider_key: str) -> None:
-    st.session_state[theta_key] = float(st.session_state[slider_key])
+def _from_slider(slider_key: str) -> None:
+    put("ppl", "threshold", float(st.session_state[slider_key]))
 
 
-def theta_controls(theta_key: str, slider_key: str, bounds: tuple[float, float, float], default: float) -> float:
+def theta_controls(slider_key: str, slider: ThresholdRange, threshold: float) -> float:
     """A θ slider over this document's drops and an exact number input, kept in sync both ways; returns θ.
 
-    The number input holds θ (any value, typed exactly). The slider's positions are the grid of
-    ``bounds`` plus θ itself, so it always stands on the exact θ and shows it. Moving the slider
-    writes the number. The slider's value is written here only when θ came from elsewhere (typed, a
-    click on the θ curve): a value written back while the user moves it would undo key presses
-    the browser has not yet sent.
+    θ lives in the session's setting ``ppl.threshold`` (the number input's key, kept across
+    pages): a session with no θ yet gets ``threshold``, the θ the view used (the chosen
+    chunker's default), so what the input shows is what the chunks were cut at. The slider's
+    positions are the grid of ``slider`` plus θ itself, so it always stands on the exact θ and
+    shows it. Moving the slider writes θ. The slider's value is written here only when θ came
+    from elsewhere (typed, a click on the θ curve): a value written back while the user moves
+    it would undo key presses the browser has not yet sent.
 
     Args:
-        theta_key: Session key of θ (the number input's).
-        slider_key: Session key of the slider.
-        bounds: ``(low, high, step)`` from :func:`backend.chunkers.meta.algorithms.suggest_thresholds`.
-        default: θ before the user sets one.
+        slider_key: Session key of the slider (a view of θ, not a setting).
+        slider: θ's range and step for this document (:attr:`backend.lab.ppl.PPLView.slider`).
+        threshold: The θ the view used.
     """
-    low, high, step = bounds
-    theta = float(st.session_state.setdefault(theta_key, float(default)))
+    key = prepare("ppl", "threshold")
+    if st.session_state.get(key) is None:
+        st.session_state[key] = float(threshold)  # before the number input exists in this run: allowed
+    theta = float(st.session_state[key])
     if st.session_state.get(slider_key) != theta:
-        st.session_state[slider_key] = theta  # before the slider exists in this run: allowed
+        st.session_state[slider_key] = theta
+    low, high, step = slider.low, slider.high, slider.step
     left, right = st.columns([5, 1], vertical_alignment="bottom")
     left.select_slider(
         "Threshold θ",
@@ -114,33 +114,32 @@ def theta_controls(theta_key: str, slider_key: str, bounds: tuple[float, float, 
         format_func=theta_label,
         key=slider_key,
         on_change=_from_slider,
-        args=(theta_key, slider_key),
-        help=f"From {low:g} to {high:g} (just past this document's largest drop: no boundary at all), "
-        f"in steps of {step:g}, and the θ in use wherever it falls. Larger θ, fewer and longer chunks.",
+        args=(slider_key,),
+        help=f"{spec('ppl', 'threshold').help} From {low:g} to {high:g} (just past this document's largest drop: "
+        f"no boundary at all), in steps of {step:g}, and the θ in use wherever it falls.",
     )
     right.number_input(
         "θ (exact)",
         step=step,
         format=f"%.{_decimals(step) + 2}f",
-        key=theta_key,
+        key=key,
+        persist_state="session",
         help="Type any value: the chunks follow it exactly, and the slider shows it.",
     )
-    return float(st.session_state[theta_key])
+    return float(st.session_state[key])
 
 
-def chunk_stats(chunking: Chunking, target: int = 0) -> str:
+def chunk_stats(stats: ChunkStats) -> str:
     """``12 chunks · mean 84.3 tokens · max 160`` (plus how many stand alone over the target)."""
-    counts = chunking.token_counts
-    if not counts:
+    if not stats.chunks:
         return "no chunks"
     line = (
-        f"**{len(counts):,}** chunk{'s' if len(counts) != 1 else ''} · mean **{sum(counts) / len(counts):,.1f}** tokens"
-        f" · max **{max(counts):,}** · {chunking.config.tokenizer} tokens"
+        f"**{stats.chunks:,}** chunk{'s' if stats.chunks != 1 else ''} · mean **{stats.mean_tokens:,.1f}** tokens"
+        f" · max **{stats.max_tokens:,}** · {stats.tokenizer} tokens"
     )
-    if target:
-        over = sum(1 for n in counts if n > target)
-        if over:
-            line += f" · {over} meta-chunk{'s' if over != 1 else ''} over {target:,} stand alone"
+    if stats.over_target:
+        n = stats.over_target
+        line += f" · {n} meta-chunk{'s' if n != 1 else ''} over {stats.target_length:,} stand alone"
     return line
 
 
@@ -162,7 +161,7 @@ def document_view(doc: Document, chunking: Chunking, page_key: str, view_key: st
         st.caption(f"Characters {start:,}–{end:,} of {len(text):,} (page {page} of {n_pages})")
 
 
-def export_buttons(stem: str, values_data: Any, chunking: Chunking, prefix: str) -> None:
+def export_buttons(stem: str, values_data: Callable[[], str] | None, chunking: Chunking, prefix: str) -> None:
     """Download buttons: per-sentence values (CSV, built on click) and the chunks (JSONL)."""
     with st.container(horizontal=True, gap="small"):
         if values_data is not None:
@@ -179,31 +178,36 @@ def export_buttons(stem: str, values_data: Any, chunking: Chunking, prefix: str)
 
 
 def partial_curve(
-    doc: Document, job: Job, model: str, model_name: str, *, key: str, value: str = "nll", rule: str = "reference",
-    theta: float = 0.5, value_name: str = "NLL",
+    doc: Document, job: Job, model: str, model_name: str, *, key: str, settings: PPLSettings | None = None
 ) -> int | None:
     """The per-sentence curve of the sentences a running scoring job has fully scored, and a caption.
 
     The same figure as the finished page (:func:`~backend.figures.ppl.values_chart`) with
-    fewer points: the scores arrive in order (:class:`~backend.models.types.PartialTokenScores`),
-    and a sentence is drawn only once every one of its tokens is scored, so each point is final.
+    fewer points (:func:`backend.lab.ppl.partial_view`): a sentence is drawn only once every
+    one of its tokens is scored, so each point is final.
+
+    Args:
+        doc: The document being scored.
+        job: The scoring job.
+        model: The model's identity.
+        model_name: Its display name.
+        key: The chart's widget key.
+        settings: The value, rule and θ to draw with (None: the ``ppl`` chunker's defaults).
 
     Returns:
         How many sentences it drew (None: nothing published yet).
     """
-    partial = job.partial
-    if not isinstance(partial, PartialTokenScores) or (partial.text and partial.text != doc.text):
-        return None  # nothing yet, or the scores of another text (a chunk, a query) the job scores
-    sentences = partial_sentence_scores(doc, partial)
-    total = len(doc.sentences)
-    if sentences:
-        scores = PPLScores(doc.id, model, model_name, tuple(sentences))
-        values = sentence_values(scores.nll, value)
-        cuts = boundaries_at(boundary_candidates(values, rule), theta, rule)
-        st.plotly_chart(values_chart(scores, values, cuts, value_name, revision=f"{doc.id}:partial"), key=key)
+    view = partial_view(doc, job.partial, model, model_name, settings or PPLSettings())
+    if view is None:
+        return None
+    if view.sentences:
+        st.plotly_chart(
+            values_chart(view.scores, view.values, view.boundaries, view.value_name, revision=f"{doc.id}:partial"),
+            key=key,
+        )
     st.caption(
-        f"Scored {len(sentences):,} of {total:,} sentences ({partial.scored:,} of {len(partial.scores):,} tokens) "
-        "so far: the curve grows as the model reads on. Every point drawn is final; the chunks come once "
-        "the pass ends."
+        f"Scored {view.sentences:,} of {view.total_sentences:,} sentences ({view.tokens_scored:,} of "
+        f"{view.total_tokens:,} tokens) so far: the curve grows as the model reads on. Every point drawn is final; "
+        "the chunks come once the pass ends."
     )
-    return len(sentences)
+    return view.sentences

@@ -6,22 +6,23 @@ writes one back. Opening is all or nothing: the file, its configurations and its
 checked first, and a refused session (newer format, damaged file, hash mismatch) leaves the
 current one exactly as it was, with one line saying why.
 
-Settings are saved under plain names (``quality.K``, ``ppl.theta``…), each tied here to the
-widget key that holds it and checked on the way back in, so a hand-edited file can give a
-widget no value it would reject.
+Settings are saved under their names in :mod:`backend.lab.settings` (``quality.K``,
+``ppl.threshold``…): :func:`components.settings.capture` reads them from the session and
+:func:`backend.lab.session.settings_to_save` writes them; opening goes back through
+:func:`backend.lab.session.opened_settings` (each value checked by its setting, so a hand-edited
+file can give a widget no value it would reject) and :func:`components.settings.restore`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any
 
 import streamlit as st
 
-from backend.chunkers.meta.algorithms import RULES, VALUES
 from backend.errors import ChunkLabError, one_line
+from backend.lab.session import opened_settings, settings_to_save
 from backend.loaders import load_bytes
-from backend.metrics.quality import BC_MODES, CS_RULES
 from backend.report.session import (
     DocRef,
     Session,
@@ -29,33 +30,25 @@ from backend.report.session import (
     configs_to_query,
     load_session,
     parse_session,
-    question_set_from_json,
-    question_set_to_json,
     resolve_document,
     save_session,
     session_path,
     session_to_json,
 )
-from backend.samples import list_question_sets
 from backend.text.document import Document
-from backend.tokenizers import TOKENIZER_NAMES
 from components.documents import current_sample, load_bundled_sample
 from components.keys import (
-    BENCHMARK,
     CHAT_CHOICE,
-    COMPARE,
     EMB_CHOICE,
     EMB_INFO,
     LM_CHOICE,
     LM_INFO,
-    PPL,
     QSET,
-    QUALITY,
     REMOTE_SCORER,
-    RETRIEVAL,
     SESSION,
 )
 from components.models import load_embedding_model, load_language_model
+from components.settings import capture, restore
 from components.state import configurations, current_document, replace_configurations, set_document
 
 __all__ = ["capture_session", "open_session", "open_from_query", "sync_query_params", "sidebar_session"]
@@ -66,58 +59,6 @@ _MESSAGE = SESSION("message")  # ("error" | "info", one line) shown under the pa
 _PENDING = SESSION("pending")  # a parsed Session waiting for its document
 _GEN = SESSION("gen")  # bumped to empty the uploaders once a file is handled
 _URL_DONE = SESSION("url_done")  # ?session= / ?configs= are read on a session's first run only
-
-
-def _number(kind: type, low: float, high: float) -> Callable[[Any], bool]:
-    def ok(v: Any) -> bool:
-        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int):
-            return False
-        return low <= v <= high
-
-    return ok
-
-
-def _choice(options: Any) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, str) and v in tuple(options)
-
-
-def _bool(v: Any) -> bool:
-    return isinstance(v, bool)
-
-
-def _metrics(v: Any) -> bool:
-    return isinstance(v, list) and all(m in ("bc", "cs", "ds") for m in v) and len(set(v)) == len(v)
-
-
-# (section, name) → (widget key, check). Only what a page can be given back without a model run.
-_SETTINGS: dict[tuple[str, str], tuple[str, Callable[[Any], bool]]] = {
-    ("quality", "K"): ("qual_K", _number(float, 0.0, 1.5)),
-    ("quality", "cs_rule"): (QUALITY("cs_rule"), _choice(CS_RULES)),
-    ("quality", "bc_mode"): (QUALITY("bc_mode"), _choice(BC_MODES)),
-    ("quality", "delta"): (QUALITY("delta"), _number(int, 0, 1_000)),
-    ("quality", "window"): (QUALITY("window"), _number(int, 0, 10_000)),
-    ("quality", "metrics"): (QUALITY("metrics"), _metrics),
-    ("quality", "graph"): (QUALITY("graph"), _choice(("complete", "incomplete"))),
-    ("quality", "show_graphs"): (QUALITY("show_graphs"), _bool),
-    ("ppl", "theta"): (PPL("theta"), _number(float, -1e9, 1e9)),
-    ("ppl", "rule"): (PPL("rule"), _choice(RULES)),
-    ("ppl", "value"): (PPL("value"), _choice(VALUES)),
-    ("ppl", "tokenizer"): (PPL("tokenizer"), _choice(TOKENIZER_NAMES)),
-    ("ppl", "target_length"): (PPL("target"), _number(int, 0, 100_000)),
-    ("ppl", "overlap"): (PPL("overlap"), _bool),
-    ("ppl", "guide"): (PPL("guide"), _bool),
-    ("ppl", "margin_unit"): (PPL("margin_unit"), _choice(("chunk", "sentence"))),
-    ("compare", "show_strip"): (COMPARE("show_strip"), _bool),
-    ("compare", "show_curves"): (COMPARE("show_curves"), _bool),
-    ("compare", "hist_unit"): (COMPARE("hist_unit"), _choice(("tokens", "characters"))),
-    ("retrieval", "k"): (RETRIEVAL("k"), _number(int, 1, 50)),
-    # The question set's source (pages/benchmark.py's SOURCES) and, for a bundled one, its sample's name.
-    ("benchmark", "source"): (BENCHMARK("source"), _choice(("Session set", "Bundled sample set", "Import", "Generated"))),
-    ("benchmark", "sample"): (BENCHMARK("sample"), lambda v: v in {q.name for q in list_question_sets()}),
-    ("benchmark", "retrieve"): (BENCHMARK("retrieve"), _number(int, 1, 100)),
-    ("benchmark", "auto"): (BENCHMARK("auto"), _bool),
-    ("benchmark", "cross"): (BENCHMARK("cross"), _bool),
-}
 
 
 # --- state → Session ---------------------------------------------------------------------------------
@@ -146,16 +87,8 @@ def _models() -> dict[str, Any]:
 
 
 def _settings() -> dict[str, Any]:
-    """The thresholds, modes and view settings the session holds, and its question set."""
-    out: dict[str, Any] = {}
-    for (section, name), (key, ok) in _SETTINGS.items():
-        value = st.session_state.get(key)
-        if value is not None and ok(value):
-            out.setdefault(section, {})[name] = value
-    qset = st.session_state.get(QSET)
-    if qset is not None and len(qset):
-        out["questions"] = question_set_to_json(qset)
-    return out
+    """The page settings the session holds, and its question set."""
+    return settings_to_save(capture(), st.session_state.get(QSET))
 
 
 def capture_session() -> Session | None:
@@ -173,26 +106,15 @@ def capture_session() -> Session | None:
 
 def _apply(session: Session, doc: Document) -> list[str]:
     """Make ``session`` (already validated, with its document) the app's; returns notes on what was not restored."""
-    notes: list[str] = []
-    qset = None
-    questions = session.settings.get("questions")
-    if isinstance(questions, dict):
-        qset = question_set_from_json(questions)  # raises before anything changes
-        if qset is None:
-            notes.append(
-                f"the session's question set ({questions.get('count', '?')} questions, hash {questions.get('sha')}) "
-                "was too large to embed: import it on the Benchmark page"
-            )
+    opened = opened_settings(session.settings)  # raises before anything changes
+    notes = list(opened.notes)
     current = current_document()
     if current is None or current.id != doc.id or current.source != doc.source:
         set_document(doc)
     replace_configurations(session.configs)
-    for (section, name), (key, ok) in _SETTINGS.items():
-        group = session.settings.get(section)
-        if isinstance(group, dict) and name in group and ok(group[name]):
-            st.session_state[key] = group[name]
-    if qset is not None:
-        st.session_state[QSET] = qset
+    restore(opened.values)
+    if opened.questions is not None:
+        st.session_state[QSET] = opened.questions
     notes.extend(_apply_models(session.models))
     return notes
 

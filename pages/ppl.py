@@ -1,37 +1,25 @@
 """Meta-Chunking page: the per-sentence perplexity curve, θ by slider, the chunks it gives, margin sampling.
 
 The model scores the document once (a background job, or the output cache); every control
-below re-chunks from those values in session state, with no model call, through the
-registered chunker's own ``chunk_from_means`` / ``chunk_from_steps``: the chunks shown are the
-ones ``python -m backend chunk FILE --chunker NAME`` prints for the same parameters and model.
+below re-chunks from those values with no model call, through one call to
+:func:`backend.lab.ppl.ppl_view`: the registered chunker the settings choose cuts the held
+scores itself, so the chunks shown are the ones ``python -m backend chunk FILE --chunker NAME``
+prints for the same parameters and model, and the chart draws the very cuts it made. θ and
+every other control are the session's settings (``ppl.threshold``…): leaving the page and
+coming back, or saving the session from any page, keeps them.
 """
 
 
 import streamlit as st
 
-from backend.chunkers import ModelContext, make_chunker
-from backend.chunkers.meta.algorithms import (
-    RULES,
-    VALUES,
-    ThetaCurve,
-    boundaries_at,
-    boundary_candidates,
-    sentence_values,
-    suggest_thresholds,
-    theta_curve,
-)
-from backend.chunkers.meta.results import MarginResult, PPLScores, values_csv
-from backend.errors import ChunkLabError, NotCached, one_line
-from backend.lab.jobs import JobPlan
-from backend.tokenizers import TOKENIZER_NAMES, SpanCounter, get_tokenizer
-from components.config_form import TOKENIZER_HELP
+from backend.errors import ChunkLabError, one_line
 from backend.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
+from backend.figures.text import STYLE
+from backend.lab.ppl import PPLSettings, held_margin, held_scores, margin_plan, margin_view, ppl_view, scoring_plan
+from components.config_form import TOKENIZER_HELP
 from components.keys import PPL
 from components.layout import ensure_routed
-from components.lm_runs import (
-    model_job_panel,
-    session_models,
-)
+from components.lm_runs import model_job_panel, session_models
 from components.ppl import (
     PAPER_ADVICE,
     PAPER_RULE,
@@ -42,7 +30,7 @@ from components.ppl import (
     partial_curve,
     theta_controls,
 )
-from backend.figures.text import STYLE
+from components.settings import get, prepare, put, section_values, spec
 from components.state import add_configuration, require_document
 from components.views import export_stem
 
@@ -52,43 +40,35 @@ _SCORES = PPL("scores")  # PPLScores of the current document and model
 _JOB = PPL("score_job")
 _MARGIN = PPL("margin")  # MarginResult
 _MARGIN_JOB = PPL("margin_job")
-_COUNTER = PPL("counter")  # (doc id, tokenizer, SpanCounter): token counts of any span, one tokenization
-_CURVE_DATA = PPL("curve_data")  # the ThetaCurve last drawn, for the aim button
+_COUNTER = PPL("counter")  # the SpanCounter of the last view (its document and tokenizer), reused by the next
+_SHOWN = PPL("shown")  # the PPLView last drawn, for the aim button and the curve's clicks
 _NOTE = PPL("note")
-_THETA, _SLIDER = PPL("theta"), PPL("theta_slider")
-_CURVE, _AIM = PPL("curve"), PPL("aim")
-DEFAULT_THETA = 0.5  # the ppl chunker's default
-VALUE_LABELS = {"nll": "mean NLL", "ppl": "perplexity"}
+_SLIDER = PPL("threshold_slider")
+_CURVE = PPL("curve")
+VALUE_LABELS = {"nll": "NLL", "ppl": "PPL"}
+UNIT_LABELS = {"chunk": "the chunk so far", "sentence": "the previous sentence"}
 
 
-def _counter(doc, tokenizer: str) -> SpanCounter:
-    """One SpanCounter per document and tokenizer, kept across reruns (each θ move re-counts spans)."""
-    held = st.session_state.get(_COUNTER)
-    if held is None or held[0] != doc.id or held[1] != tokenizer:
-        held = st.session_state[_COUNTER] = (doc.id, tokenizer, SpanCounter(get_tokenizer(tokenizer), doc.text))
-    return held[2]
-
-
-def _set_theta(theta: float) -> None:
-    """Set θ exactly (the θ controls move the slider onto it)."""
-    st.session_state[_THETA] = float(theta)
+def _settings() -> PPLSettings:
+    """The chunking settings as the session holds them (θ None until the page first shows one)."""
+    return PPLSettings.of(section_values("ppl"))
 
 
 def _on_curve_click() -> None:
     """Use the θ of the clicked point of the θ curve."""
     points = st.session_state[_CURVE].selection.points
     if points:
-        _set_theta(float(points[0]["x"]))
+        put("ppl", "threshold", float(points[0]["x"]))
 
 
 def _on_aim() -> None:
     """Set θ to the curve's point whose mean chunk length is closest to the aim."""
-    curve: ThetaCurve | None = st.session_state.get(_CURVE_DATA)
-    aim = st.session_state.get(_AIM)
-    if curve is None or not len(curve.thresholds) or not aim:
+    view = st.session_state.get(_SHOWN)
+    aim = get("ppl", "aim")
+    if view is None or not len(view.curve.thresholds):
         return
-    theta, mean = curve.theta_for_length(aim)
-    _set_theta(theta)
+    theta, mean = view.aim(aim)
+    put("ppl", "threshold", theta)
     st.session_state[_NOTE] = f"θ = {theta:.4g}: about {mean:,.0f} tokens per chunk (aimed at {aim:,})."
 
 
@@ -122,47 +102,25 @@ if lm.error:
     st.error(lm.error, icon=":material/error:")
     st.stop()
 
-def _partial_curve(doc, job, model: str, model_name: str) -> None:
-    """While the first scoring pass runs: the curve of the sentences scored so far, with the page's value and rule."""
-    value = st.session_state.get(PPL("value"))
-    value = value if value in VALUES else "nll"
-    rule = st.session_state.get(PPL("rule"))
-    rule = rule if rule in RULES else "reference"
-    theta = st.session_state.get(_THETA)
-    theta = float(theta) if isinstance(theta, (int, float)) else DEFAULT_THETA
-    partial_curve(
-        doc, job, model, model_name, key=PPL("partial_chart"), value=value, rule=rule, theta=theta,
-        value_name=VALUE_LABELS[value],
-    )
-
-
 # --- the per-sentence scores: session state, else the output cache, else a background job ---------
-scores: PPLScores | None = st.session_state.get(_SCORES)
-if scores is None or scores.doc_id != doc.id or scores.model != lm.identity:
-    scores = None
-    cached = lm.cached_document_scores(doc.text)
-    if cached is not None:
-        scores = st.session_state[_SCORES] = PPLScores.build(doc, cached, lm.identity, lm.name)
-    else:
-
-        def _score(scorer, progress, d=doc, model=lm.identity):
-            # The chunkers' own scoring pass (ModelContext.token_scores): output cache included.
-            ts = ModelContext(scorer=scorer, progress=progress).token_scores(d.text)
-            return PPLScores.build(d, ts, model, scorer.info.name)
-
-        job = model_job_panel(
-            _JOB,
-            JobPlan(f"Scoring {doc.source} with {lm.name}", (doc.id, lm.identity), _score, models=lm),
-            run_label=f"Score with {lm.name}",
-            run_key=PPL("score"),
-            cancel_key=PPL("score_cancel"),
-            what="Scoring",
-            preview=lambda job, d=doc, m=lm.identity, name=lm.name: _partial_curve(d, job, m, name),
-            resume=lm.scoring_resume_note(doc.text),
-        )
-        if job is None:
-            st.stop()
-        scores = st.session_state[_SCORES] = job.result
+scores = held_scores(st.session_state.get(_SCORES), doc, lm)
+if scores is None:
+    job = model_job_panel(
+        _JOB,
+        scoring_plan(doc, lm),
+        run_label=f"Score with {lm.name}",
+        run_key=PPL("score"),
+        cancel_key=PPL("score_cancel"),
+        what="Scoring",
+        preview=lambda job: partial_curve(
+            doc, job, lm.identity, lm.name, key=PPL("partial_chart"), settings=_settings()
+        ),
+        resume=lm.scoring_resume_note(doc.text),
+    )
+    if job is None:
+        st.stop()
+    scores = job.result
+st.session_state[_SCORES] = scores
 n = len(scores.sentences)
 if n < 3:
     st.info(
@@ -173,65 +131,49 @@ if n < 3:
 
 # --- controls ----------------------------------------------------------------------------------------
 cols = st.columns([1.1, 1.3, 1.6, 1.1, 1], vertical_alignment="bottom")
-value = cols[0].segmented_control(
-    "Value", list(VALUES), default="nll", required=True, key=PPL("value"), persist_state="session",
-    format_func=lambda v: {"nll": "NLL", "ppl": "PPL"}[v],
-    help="NLL: each sentence's mean token NLL (the authors' code). PPL: its exponential (the paper's notation). "
-    "The minima are the same; the drops, and so θ, are on another scale.",
+cols[0].segmented_control(
+    "Value", spec("ppl", "value").choices, required=True, key=prepare("ppl", "value"), persist_state="session",
+    format_func=VALUE_LABELS.get, help=spec("ppl", "value").help,
 )
-rule = cols[1].segmented_control(
-    "Rule", list(RULES), default="reference", required=True, key=PPL("rule"), persist_state="session",
-    help="reference: the authors' code — the larger drop reaches θ. paper: eq. 3 — the smaller drop passes θ "
-    "(fewer cuts at the same θ). Both are explained under the chart.",
+cols[1].segmented_control(
+    "Rule", spec("ppl", "rule").choices, required=True, key=prepare("ppl", "rule"), persist_state="session",
+    help=f"{spec('ppl', 'rule').help} Both are explained under the chart.",
 )
-tokenizer = cols[2].selectbox(
-    "Tokenizer", list(TOKENIZER_NAMES), key=PPL("tokenizer"), persist_state="session",
-    format_func=lambda t: f"{t} — {TOKENIZER_HELP.get(t, t)}",
-    help="Counts chunk sizes and the target length (the model's own tokens only score).",
+cols[2].selectbox(
+    "Tokenizer", spec("ppl", "tokenizer").choices, key=prepare("ppl", "tokenizer"), persist_state="session",
+    format_func=lambda t: f"{t} — {TOKENIZER_HELP.get(t, t)}", help=spec("ppl", "tokenizer").help,
 )
-target = int(
-    cols[3].number_input(
-        "Target length", min_value=0, max_value=100_000, value=0, step=10, key=PPL("target"),
-        persist_state="session",
-        help="0: plain meta-chunks (ppl). Above 0: dynamic combination (ppl_combined) — adjacent meta-chunks "
-        "merged while a chunk stays within this many tokens; a longer meta-chunk stands alone.",
-    )
+target_spec = spec("ppl", "target_length")
+cols[3].number_input(
+    "Target length", min_value=target_spec.low, max_value=target_spec.high, step=target_spec.step,
+    key=prepare("ppl", "target_length"), persist_state="session", help=target_spec.help,
 )
-overlap = cols[4].toggle(
-    "Overlap", key=PPL("overlap"), persist_state="session", disabled=target > 0,
-    help="ppl_overlap: the sentence at a boundary ends one chunk and also opens the next (section 4.2.1). "
-    "Not combined with a target length.",
+cols[4].toggle(
+    "Overlap", key=prepare("ppl", "overlap"), persist_state="session", disabled=get("ppl", "target_length") > 0,
+    help=spec("ppl", "overlap").help,
 )
 
-values = sentence_values(scores.nll, value)
-candidates = boundary_candidates(values, rule)
-bounds = suggest_thresholds(candidates)
-theta = theta_controls(_THETA, _SLIDER, bounds, DEFAULT_THETA)
-
-# Which registered chunker the controls describe; it chunks the held scores itself.
-name = "ppl_combined" if target > 0 else ("ppl_overlap" if overlap else "ppl")
-params = {"threshold": theta, "rule": rule, "value": value}
-if target > 0:
-    params["target_length"] = target
+# The settings are read back through components.settings, never from a widget's return value: a widget
+# that comes back without a value (a new widget id) counts as its setting's default.
+# Which registered chunker the controls describe, its cut of the held scores, θ's range and curve: one call.
 try:
-    chunker = make_chunker(name, params, tokenizer)
-    config = chunker.config
-    counter = _counter(doc, tokenizer)
-    chunking = chunker.chunk_from_means(doc, scores.nll, counter)
+    view = ppl_view(doc, scores, _settings(), st.session_state.get(_COUNTER))
 except ChunkLabError as e:
     st.error(one_line(str(e)), icon=":material/error:")
     st.stop()
-cuts = boundaries_at(candidates, theta, rule)
+st.session_state[_COUNTER] = view.counter
+st.session_state[_SHOWN] = view
+theta = theta_controls(_SLIDER, view.slider, view.threshold)
 
 # --- the curve -----------------------------------------------------------------------------------------
-value_name = VALUE_LABELS[value]
+cuts = view.boundaries
 n_cut = len(cuts.kept)
 st.markdown(
-    f"{chunk_stats(chunking, target)} · {n_cut:,} boundar{'y' if n_cut == 1 else 'ies'} of {cuts.minima:,} minima · "
-    f"re-chunked in {chunking.elapsed_s * 1000:,.1f} ms, no model call"
+    f"{chunk_stats(view.stats)} · {n_cut:,} boundar{'y' if n_cut == 1 else 'ies'} of {cuts.minima:,} minima · "
+    f"re-chunked in {view.stats.elapsed_ms:,.1f} ms, no model call"
 )
 st.plotly_chart(
-    values_chart(scores, values, cuts, value_name, revision=f"{doc.id}:{value}"),
+    values_chart(scores, view.cut.values, cuts, view.value_name, revision=f"{doc.id}:{view.settings.value}"),
     key=PPL("chart"),
     config={"displaylogo": False},
 )
@@ -254,27 +196,27 @@ with st.expander("The two boundary rules", icon=":material/rule:"):
     )
 
 # --- choosing θ -------------------------------------------------------------------------------------
-if st.toggle("Help me choose θ", value=True, key=PPL("guide"), persist_state="session"):
+if st.toggle("Help me choose θ", key=prepare("ppl", "guide"), persist_state="session", help=spec("ppl", "guide").help):
     st.caption(PAPER_ADVICE)
-    total = counter.count(doc.sentences[0].start, doc.sentences[-1].end)
-    curve = st.session_state[_CURVE_DATA] = theta_curve(candidates, rule, n, total, bounds[0], bounds[1])
     left, right = st.columns(2, gap="medium")
     with left:
-        st.plotly_chart(drops_histogram(candidates, cuts), key=PPL("drops"), config={"displaylogo": False})
+        st.plotly_chart(drops_histogram(view.cut.candidates, cuts), key=PPL("drops"), config={"displaylogo": False})
     with right:
         st.plotly_chart(
-            chunk_curve(curve, theta, f"{tokenizer} tokens"), key=_CURVE,
+            chunk_curve(view.curve, theta, f"{view.settings.tokenizer} tokens"), key=_CURVE,
             on_select=_on_curve_click, selection_mode="points",
             config={"displaylogo": False, "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
         )
     st.caption(
         f"The curve is plain PPL chunking (no overlap, no combination). Mean length ≈ the document's "
-        f"{total:,} {tokenizer} tokens ÷ chunks. Click a point to use its θ, or aim at a length:"
+        f"{view.total_tokens:,} {view.settings.tokenizer} tokens ÷ chunks. Click a point to use its θ, "
+        "or aim at a length:"
     )
+    aim_spec = spec("ppl", "aim")
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         st.number_input(
-            "Mean chunk length to aim at", min_value=1, max_value=1_000_000, value=200, step=10,
-            key=_AIM, persist_state="session", width=220,
+            "Mean chunk length to aim at", min_value=aim_spec.low, max_value=aim_spec.high, step=aim_spec.step,
+            key=prepare("ppl", "aim"), persist_state="session", width=220, help=aim_spec.help,
         )
         st.button("Set θ", key=PPL("aim_apply"), icon=":material/target:", on_click=_on_aim)
 
@@ -282,16 +224,12 @@ if st.toggle("Help me choose θ", value=True, key=PPL("guide"), persist_state="s
 st.subheader("Chunks", anchor=False)
 with st.container(horizontal=True, vertical_alignment="center", gap="small"):
     st.button(
-        f"Add {name} to Compare", key=PPL("add"), icon=":material/add:", type="primary", on_click=_add, args=(config,),
-        help=config.label,
+        f"Add {view.chunker} to Compare", key=PPL("add"), icon=":material/add:", type="primary", on_click=_add,
+        args=(view.config,), help=view.config.label,
     )
     st.page_link("pages/compare.py", label="Open Compare", icon=":material/compare:")
-    stem = export_stem(doc.source, "ppl", chunking)
-    export_buttons(
-        stem, lambda: values_csv(scores, values, candidates, cuts.kept, chunking, value), chunking,
-        prefix=PPL.prefix,
-    )
-document_view(doc, chunking, PPL("view_page"), PPL("view"))
+    export_buttons(export_stem(doc.source, "ppl", view.chunking), view.values_csv, view.chunking, prefix=PPL.prefix)
+document_view(doc, view.chunking, PPL("view_page"), PPL("view"))
 
 # --- margin sampling ------------------------------------------------------------------------------------
 st.subheader("Margin sampling", anchor=False)
@@ -300,63 +238,40 @@ st.caption(
     'template): margin = P("1": split) − P("2": keep). A sentence starts a chunk when its margin reaches the '
     "threshold, which starts at 0 and follows the mean of the last five margins. One model call per sentence."
 )
-unit = st.segmented_control(
-    "Compare each sentence with", ["chunk", "sentence"], default="chunk", required=True, key=PPL("margin_unit"),
-    persist_state="session", format_func=lambda u: {"chunk": "the chunk so far", "sentence": "the previous sentence"}[u],
+st.segmented_control(
+    "Compare each sentence with", spec("ppl", "margin_unit").choices, required=True,
+    key=prepare("ppl", "margin_unit"), persist_state="session", format_func=UNIT_LABELS.get,
+    help=spec("ppl", "margin_unit").help,
 )
-margin_sig = (doc.id, lm.identity, unit)
-result: MarginResult | None = st.session_state.get(_MARGIN)
-if result is None or (result.doc_id, result.model, result.unit) != margin_sig:
-    result = None
-
-
-# The decisions depend on the unit and language only; target length and tokenizer re-chunk them below.
-margin_decider = make_chunker("margin_sampling", {"unit": unit, "language": "auto"})
-
-
-def _margin_plan() -> JobPlan:
-    """The margins: read from the cache when it holds them all (instant), else computed in a job."""
-    context = lm.cache_only()
-
-    def cached(d=doc, decider=margin_decider):
-        if context is None:
-            raise NotCached("the model's fingerprint is unknown")
-        return tuple(decider.steps(d, context))
-
-    def run(scorer, progress, d=doc, decider=margin_decider):
-        return tuple(decider.steps(d, ModelContext(scorer=scorer, progress=progress)))
-
-    return JobPlan(f"Margin sampling {doc.source} with {lm.name}", margin_sig, run, models=lm, from_cache=cached)
-
-
+unit = get("ppl", "margin_unit")
+result = held_margin(st.session_state.get(_MARGIN), doc, lm, unit)
 if result is None and n > 1:
     job = model_job_panel(
-        _MARGIN_JOB, _margin_plan(),
+        _MARGIN_JOB, margin_plan(doc, lm, unit),
         run_label=f"Run margin sampling ({n - 1:,} model calls)", run_key=PPL("margin_run"),
         cancel_key=PPL("margin_cancel"), auto=False, what="Margin sampling",
     )
     if job is not None:
-        result = st.session_state[_MARGIN] = MarginResult(doc.id, lm.identity, unit, job.result)
+        result = st.session_state[_MARGIN] = job.result
 if result is not None:
-    mparams = {"unit": unit, "language": "auto", "target_length": target}
     try:
-        mchunker = make_chunker("margin_sampling", mparams, tokenizer)
-        mconfig = mchunker.config
-        mchunking = mchunker.chunk_from_steps(doc, result.steps, counter)
+        margin = margin_view(doc, result, view.settings, view.counter)
     except ChunkLabError as e:
         st.error(one_line(str(e)), icon=":material/error:")
     else:
+        merged = margin.stats.target_length
         st.markdown(
-            chunk_stats(mchunking, target)
-            + (f" · merged up to {target:,} tokens (the target length above)" if target else "")
+            chunk_stats(margin.stats)
+            + (f" · merged up to {merged:,} tokens (the target length above)" if merged else "")
         )
         st.plotly_chart(margin_chart(doc, result.steps), key=PPL("margin_chart"), config={"displaylogo": False})
         with st.container(horizontal=True, vertical_alignment="center", gap="small"):
             st.button(
                 "Add margin_sampling to Compare", key=PPL("margin_add"), icon=":material/add:", on_click=_add,
-                args=(mconfig,), help=mconfig.label,
+                args=(margin.config,), help=margin.config.label,
             )
-            export_buttons(export_stem(doc.source, "margin", mchunking), None, mchunking, prefix=PPL("margin"))
-        document_view(doc, mchunking, PPL("margin_page"), PPL("margin_view"), height=420)
+            stem = export_stem(doc.source, "margin", margin.chunking)
+            export_buttons(stem, None, margin.chunking, prefix=PPL("margin"))
+        document_view(doc, margin.chunking, PPL("margin_page"), PPL("margin_view"), height=420)
 elif n <= 1:
     st.caption("One sentence: nothing to decide.")

@@ -13,7 +13,11 @@ Subcommands:
     ppl FILE    Per-sentence perplexity under a causal LM, one JSON object per sentence and line:
                 {"index","start","end","text","tokens","nll_mean","ppl"}. Served from the on-disk
                 cache of model outputs when this model has scored this exact text before (the
-                model is then not even loaded); ``--no-cache`` bypasses the cache.
+                model is then not even loaded); ``--no-cache`` bypasses the cache. ``--csv`` prints
+                the Meta-Chunking page's per-sentence CSV instead: see :mod:`backend.cli.ppl`.
+    theta-curve FILE
+                JSON of the θ → chunk-count curve of PPL chunking (``--aim N``: the θ for a mean
+                chunk length of N tokens), as the Meta-Chunking page draws it.
     cache info  JSON statistics of that cache; ``cache clear`` empties it.
     eval, questions, index, query
                 The retrieval lab (Chroma store, question sets, the Chroma report's
@@ -46,6 +50,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from backend.chunkers import REGISTRY, chunker_specs, make_chunker
+from backend.chunkers.match_length import match_length
+from backend.cli import ppl as cli_ppl
 from backend.cli import quality as cli_quality
 from backend.cli import report as cli_report
 from backend.cli import retrieval as cli_retrieval
@@ -63,13 +70,15 @@ from backend.cli.common import (
 )
 from backend.config import debug
 from backend.errors import ChunkLabError, ParameterError
+from backend.metrics.stats import chunking_stats, document_stats
+from backend.models.cache import default_cache
+from backend.samples import list_samples
+from backend.tokenizers import TOKENIZER_NAMES
 
 __all__ = ["main", "build_parser"]
 
 
 def _registry_params() -> dict[str, dict[str, Any]]:
-    from backend.chunkers import REGISTRY
-
     params: dict[str, dict[str, Any]] = {}
     for name, cls in sorted(REGISTRY.items()):
         for p in cls.params:
@@ -80,8 +89,6 @@ def _registry_params() -> dict[str, dict[str, Any]]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser; the chunk flags come from the chunker registry."""
-    from backend.tokenizers import TOKENIZER_NAMES
-
     parser = Parser(prog="python -m backend", description="Chunk Lab command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     sub.add_parser("chunkers", help="list chunkers and their parameters (JSON)")
@@ -136,19 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_flags(p_curve)
     add_embedder_flag(p_curve)
 
-    _add_model_commands(sub)
+    _add_cache_commands(sub)
+    cli_ppl.add_commands(sub)
     cli_retrieval.add_commands(sub)
     cli_quality.add_commands(sub)
     cli_report.add_commands(sub)
     return parser
 
 
-def _add_model_commands(sub: Any) -> None:
-    """The subcommands that run models (``ppl``) or manage their output cache (``cache``)."""
-    p_ppl = sub.add_parser("ppl", help="per-sentence perplexity under a causal LM; one JSON object per line")
-    p_ppl.add_argument("file", help="document path, or sample:NAME")
-    add_model_flags(p_ppl)
-
+def _add_cache_commands(sub: Any) -> None:
+    """The subcommands that manage the output cache of model outputs (``cache``)."""
     p_cache = sub.add_parser("cache", help="the on-disk cache of model outputs (CHUNKLAB_CACHE_DIR)")
     cache_sub = p_cache.add_subparsers(dest="cache_command", required=True, parser_class=Parser)
     cache_sub.add_parser("info", help="entries, bytes, directory and size bound (JSON)")
@@ -157,6 +161,8 @@ def _add_model_commands(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     show_resume_notes()
+    if args.command in cli_ppl.COMMANDS:
+        return cli_ppl.run(args)
     if args.command in cli_retrieval.COMMANDS:
         return cli_retrieval.run(args)
     if args.command in cli_quality.COMMANDS:
@@ -164,27 +170,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in cli_report.COMMANDS:
         return cli_report.run(args)
     if args.command == "chunkers":
-        from backend.chunkers import chunker_specs
-
         write(json.dumps(chunker_specs(), indent=2, ensure_ascii=False) + "\n")
     elif args.command == "tokenizers":
-        from backend.tokenizers import TOKENIZER_NAMES
-
         write(json.dumps(list(TOKENIZER_NAMES)) + "\n")
     elif args.command == "samples":
-        from backend.samples import list_samples
-
         rows = [{"name": s.name, "title": s.title, "description": s.description} for s in list_samples()]
         write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
     elif args.command == "text":
         write(load_input(args.file).text)
     elif args.command == "info":
-        from backend.metrics.stats import document_stats
-
         write(json.dumps(document_stats(load_input(args.file), args.tokenizer), ensure_ascii=False, indent=2) + "\n")
     elif args.command == "chunk":
-        from backend.chunkers import make_chunker
-
         params = parse_pairs(args.param)
         for key, value in vars(args).items():
             if key.startswith("param__") and value is not None:
@@ -200,11 +196,7 @@ def _run(args: argparse.Namespace) -> int:
         _compare(args)
     elif args.command == "curve":
         _curve(args)
-    elif args.command == "ppl":
-        _ppl(args)
     elif args.command == "cache":
-        from backend.models.cache import default_cache
-
         cache = default_cache()
         if args.cache_command == "info":
             write(json.dumps(cache.stats(), indent=2) + "\n")
@@ -215,15 +207,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> None:
-    from backend.metrics.stats import chunking_stats
-
     chunkers = [parse_config(spec) for spec in args.config]
     doc = load_input(args.file)
     matches = None
     with model_context(args, chunkers) as context:
         if args.match_length is not None:
-            from backend.chunkers.match_length import match_length
-
             matches = [match_length(doc, c.config, args.match_length, context=context) for c in chunkers]
             results = [m.chunking for m in matches]
         else:
@@ -245,8 +233,6 @@ def _compare(args: argparse.Namespace) -> None:
 
 
 def _curve(args: argparse.Namespace) -> None:
-    from backend.chunkers import REGISTRY
-
     chunker = parse_config(args.config)
     if not chunker.has_curve():
         with_curve = ", ".join(sorted(name for name, cls in REGISTRY.items() if cls.has_curve()))
@@ -255,15 +241,6 @@ def _curve(args: argparse.Namespace) -> None:
     with model_context(args, [chunker]) as context:
         curve = chunker.curve(doc, context)
     write(json.dumps(curve.to_json(), ensure_ascii=False) + "\n")
-
-
-def _ppl(args: argparse.Namespace) -> None:
-    from backend.models.scoring import score_sentences
-
-    doc = load_input(args.file)
-    with model_context(args, None) as context:
-        scores = context.token_scores(doc.text)
-    write("".join(json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in score_sentences(doc, scores)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,9 +16,15 @@ or job plan is written twice.
 - ``curves``: what each chunker cut on, read without a model call;
 - ``document``: the text preview's parts and one scoring pass's per-sentence summary (Document, Models);
 - ``quality``: quality scoring (what is known, missing, its cost, its job) and the Quality table;
-- ``summary``: the Summary page's rows, verdict and notes, and the plan of its missing scores.
+- ``summary``: the Summary page's rows, verdict and notes, and the plan of its missing scores;
+- ``ppl``: the Meta-Chunking view (the PPL chunker the settings choose, its cut, θ's range and
+  curve, the per-sentence CSV) and its scoring and margin-sampling jobs;
+- ``session``: a saved session's settings, written and read back through ``settings``.
 
 Import what you need from its module.
 """
 
-__all__ = ["compare", "curves", "document", "jobs", "match", "models", "quality", "runs", "settings", "summary"]
+__all__ = [
+    "compare", "curves", "document", "jobs", "match", "models", "ppl", "quality", "runs", "session", "settings",
+    "summary",
+]

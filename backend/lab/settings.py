@@ -178,7 +178,9 @@ SETTINGS: tuple[Setting, ...] = (
     # Meta-Chunking: the PPL chunkers' own parameters, and the page's view.
     Setting("ppl", _chunker_param("ppl", "threshold", default=None)),
     Setting("ppl", _chunker_param("ppl", "rule")),
-    Setting("ppl", _chunker_param("ppl", "value")),
+    Setting("ppl", _chunker_param("ppl", "value", help="NLL: each sentence's mean token NLL (the authors' code). PPL: "
+                                  "its exponential (the paper's notation). The minima are the same; the drops, and so "
+                                  "θ, are on another scale.")),
     Setting("ppl", Param("tokenizer", "str", "cl100k", "Counts chunk sizes and the target length (the model's own "
                          "tokens only score).", choices=TOKENIZER_NAMES)),
     Setting("ppl", _TARGET, step=10),

@@ -82,7 +82,7 @@ def _chunks(at: AppTest, view: str = "ppl_view") -> list[tuple[int, int, int]]:
 
 
 def _set_theta(at: AppTest, theta: float) -> None:
-    at.number_input(key="ppl_theta").set_value(theta)
+    at.number_input(key="ppl_threshold").set_value(theta)
     _run(at)
 
 
@@ -119,12 +119,12 @@ def test_a_cached_document_opens_without_a_job(scored: Document) -> None:
     at = _open(scored)
     assert "ppl_score_job" not in at.session_state
     assert at.session_state["ppl_scores"].doc_id == scored.id
-    assert float(at.select_slider(key="ppl_theta_slider").options[-1]) > 0
+    assert float(at.select_slider(key="ppl_threshold_slider").options[-1]) > 0
     assert _n_chunks(at) >= 1
 
 
 def _slider(at: AppTest):
-    return at.select_slider(key="ppl_theta_slider")
+    return at.select_slider(key="ppl_threshold_slider")
 
 
 def test_theta_input_and_slider_rechunk_without_a_model_call(scored: Document, monkeypatch) -> None:
@@ -146,7 +146,7 @@ def test_theta_input_and_slider_rechunk_without_a_model_call(scored: Document, m
     mid = options[len(options) // 2]
     _slider(at).set_value(mid)
     _run(at)
-    assert at.number_input(key="ppl_theta").value == mid == _slider(at).value
+    assert at.number_input(key="ppl_threshold").value == mid == _slider(at).value
     assert 1 <= _n_chunks(at) <= many
 
     # A θ between two slider steps is kept exactly; the chunks follow it, and the slider stands on it.
@@ -156,8 +156,8 @@ def test_theta_input_and_slider_rechunk_without_a_model_call(scored: Document, m
     drops = sorted(c.drop for c in boundary_candidates(values, "reference"))
     exact = drops[0] + 1e-7  # just above the smallest drop: that minimum is no longer a boundary
     _set_theta(at, exact)
-    assert at.number_input(key="ppl_theta").value == pytest.approx(exact, abs=1e-12)
-    assert _slider(at).value == at.number_input(key="ppl_theta").value
+    assert at.number_input(key="ppl_threshold").value == pytest.approx(exact, abs=1e-12)
+    assert _slider(at).value == at.number_input(key="ppl_threshold").value
     assert _n_chunks(at) == len(find_minima(values, exact, "reference")) + 1
     assert "ppl_score_job" not in at.session_state  # no job, no model call: only re-chunking
 
@@ -180,7 +180,7 @@ def test_the_slider_shows_the_exact_theta_in_use(scored: Document, monkeypatch) 
     _no_model_calls(monkeypatch)
     slider = _slider(at)
     # Opened at the default θ = 0.5: the slider stands on 0.5 and reads "0.5", whatever its step.
-    assert at.number_input(key="ppl_theta").value == 0.5
+    assert at.number_input(key="ppl_threshold").value == 0.5
     assert slider.value == 0.5 and slider.format_func(slider.value) == "0.5" and "0.5" in slider.options
     step = float(slider.options[1]) - float(slider.options[0])
     _set_theta(at, 0.1237)  # between two steps
@@ -194,7 +194,7 @@ def test_the_slider_shows_the_exact_theta_in_use(scored: Document, monkeypatch) 
     step_up = slider.options[slider.options.index("0.123") + 1]
     slider.set_value(float(step_up))
     _run(at)
-    assert at.number_input(key="ppl_theta").value == float(step_up) == _slider(at).value
+    assert at.number_input(key="ppl_threshold").value == float(step_up) == _slider(at).value
     assert not _slider(at).proto.set_value
 
 
@@ -222,7 +222,7 @@ def test_target_length_keeps_chunks_within_the_target(scored: Document, monkeypa
     _no_model_calls(monkeypatch)
     _set_theta(at, 0.0)
     target = 25
-    at.number_input(key="ppl_target").set_value(target)
+    at.number_input(key="ppl_target_length").set_value(target)
     _run(at)
     assert at.toggle(key="ppl_overlap").disabled  # overlap does not combine with a target
     assert at.button(key="ppl_add").label == "Add ppl_combined to Compare"
@@ -464,3 +464,70 @@ def test_while_the_first_pass_runs_the_page_draws_the_part_already_scored(monkey
     assert not _has(at, "ppl_partial_chart")
     assert len(at.get("plotly_chart")) == 3  # the full page
     assert len(at.session_state["ppl_scores"].sentences) == len(doc.sentences)
+
+
+# --- θ is the session's: it survives leaving the page, and a saved session keeps it -----------------
+
+
+def test_theta_survives_leaving_the_page_and_a_session_saved_from_compare_holds_it(
+    scored: Document, monkeypatch, tmp_path
+) -> None:
+    import json
+
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path))
+    at = _open(scored)
+    _no_model_calls(monkeypatch)
+    assert "ppl_threshold" in at.session_state and at.number_input(key="ppl_threshold").value == 0.5
+    theta = 0.0123  # between two slider steps
+    _set_theta(at, theta)
+    chunks = _n_chunks(at)
+
+    # The browser's bug: leaving Meta-Chunking put θ back to 0.5. Now it is the session's setting.
+    at.switch_page("pages/compare.py")
+    _run(at)
+    assert at.session_state["ppl_threshold"] == theta
+    at.text_input(key="ses_name").set_value("theta")  # saved from Compare, where no θ widget exists
+    _run(at)
+    at.button(key="ses_save").click()
+    _run(at)
+    saved = json.loads((tmp_path / "sessions" / "theta.json").read_text(encoding="utf-8"))
+    assert saved["settings"]["ppl"]["threshold"] == theta and "theta" not in saved["settings"]["ppl"]
+
+    at.switch_page("pages/ppl.py")
+    _run(at)
+    assert at.number_input(key="ppl_threshold").value == theta == _slider(at).value
+    assert _n_chunks(at) == chunks
+
+
+def _open_session_file(at: AppTest, name: str, data: bytes, doc: Document) -> AppTest:
+    """Open a session file on an uploaded document, as the sidebar's panel does (file, then its document)."""
+    gen = at.session_state["ses_gen"] if "ses_gen" in at.session_state else 0
+    at.file_uploader(key=f"ses_open_{gen}").set_value((name, data, "application/json"))
+    _run(at)
+    gen = at.session_state["ses_gen"]
+    at.file_uploader(key=f"ses_doc_{gen}").set_value((doc.source, doc.text.encode(), "text/plain"))
+    return _run(at)
+
+
+@pytest.mark.parametrize(("name", "saved_as"), [("threshold", "threshold"), ("theta", "theta")])
+def test_a_restored_session_puts_theta_back(scored: Document, monkeypatch, tmp_path, name, saved_as) -> None:
+    """A session file's ``ppl.threshold`` (or an older file's ``ppl.theta``) is the θ the page opens with."""
+    import json
+
+    from backend.report.session import DocRef, Session, session_to_json
+
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path))
+    theta, target = 0.0123, 25
+    settings = {"ppl": {saved_as: theta, "target_length": target, "rule": "paper"}}
+    data = session_to_json(Session.make(DocRef.of(scored), [], {"lm": None}, settings)).encode()
+    assert json.loads(data)["settings"]["ppl"][saved_as] == theta
+
+    at = _open(scored, "pages/compare.py")
+    _open_session_file(at, f"{name}.json", data, scored)
+    assert not at.error, [e.value for e in at.error]
+    assert (at.session_state["ppl_threshold"], at.session_state["ppl_target_length"]) == (theta, target)
+    at.switch_page("pages/ppl.py")
+    _run(at)
+    assert at.number_input(key="ppl_threshold").value == theta == _slider(at).value
+    assert at.segmented_control(key="ppl_rule").value == "paper"
+    assert at.button(key="ppl_add").label == "Add ppl_combined to Compare"

@@ -9,6 +9,7 @@ sentence's end, so the whitespace between two chunks belongs to neither.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,8 @@ from backend.chunkers.context import ModelContext
 from backend.chunkers.meta.algorithms import (
     RULES,
     VALUES,
+    Boundaries,
+    Candidate,
     MarginStep,
     boundaries_at,
     boundary_candidates,
@@ -39,6 +42,7 @@ from backend.text.document import Document
 from backend.tokenizers import SpanCounter, Tokenizer
 
 __all__ = [
+    "PPLCut",
     "PPLChunker",
     "PPLCombinedChunker",
     "PPLOverlapChunker",
@@ -119,11 +123,27 @@ def ppl_spans(
     Returns:
         ``(start, end, tokens)`` per chunk.
     """
+    _check_length(doc, values)
+    return _spans_at(doc, find_minima(values, threshold, rule), tokenizer, target_length, overlap, counter)
+
+
+def _check_length(doc: Document, values: Sequence[float]) -> None:
+    """One value per sentence, or a one-line error."""
+    if len(values) != len(doc.sentences):
+        raise ParameterError(f"{len(values)} values for {len(doc.sentences)} sentences")
+
+
+def _spans_at(
+    doc: Document,
+    minima: Sequence[int],
+    tokenizer: Tokenizer,
+    target_length: int | None,
+    overlap: bool,
+    counter: SpanCounter | None,
+) -> list[tuple[int, int, int]]:
+    """``(start, end, tokens)`` of the chunks that end at the sentences ``minima`` (combined, or overlapping)."""
     sentences = doc.sentences
-    if len(values) != len(sentences):
-        raise ParameterError(f"{len(values)} values for {len(sentences)} sentences")
     counter = checked_counter(doc, tokenizer, counter)
-    minima = find_minima(values, threshold, rule)
     ranges = (overlap_ranges if overlap else meta_chunk_ranges)(len(sentences), minima)
     spans = [(sentences[a].start, sentences[b].end) for a, b in ranges]
     if target_length is not None:
@@ -149,11 +169,43 @@ def checked_counter(doc: Document, tokenizer: Tokenizer, counter: SpanCounter | 
     return counter
 
 
+@dataclass(frozen=True, eq=False)
+class PPLCut:
+    """One PPL chunker's cut of a document from its per-sentence mean NLLs: what it compared, where it cut, the chunks.
+
+    Computed once (:meth:`_PPLBase.cut_from_means`): the page draws these very candidates and
+    cuts, and shows these very chunks, so a chart cannot disagree with the chunking.
+
+    Attributes:
+        values: The compared value per sentence (mean NLL, or perplexity for ``value="ppl"``).
+        candidates: Every sentence that closes a chunk at some threshold, with its drop.
+        boundaries: The cuts at the chunker's θ under its rule, and the minima a θ bar is drawn on.
+        chunking: The chunks, timed and checked as :meth:`~backend.chunkers.base.Chunker.chunk` does.
+    """
+
+    values: np.ndarray
+    candidates: tuple[Candidate, ...]
+    boundaries: Boundaries
+    chunking: Chunking
+
+
 class _PPLBase(Chunker):
     family = "meta-chunking"
     needs = ("lm",)
     _overlap = False
     _combined = False
+
+    def _cut(
+        self, doc: Document, nll_means: Sequence[float], counter: SpanCounter | None
+    ) -> tuple[np.ndarray, list[Candidate], Boundaries, list[tuple[int, int, int]]]:
+        """Values, candidates, the cuts at θ and the spans: one pass, shared by every entry below."""
+        values = sentence_values(nll_means, self.values["value"])
+        _check_length(doc, values)
+        rule = self.values["rule"]
+        candidates = boundary_candidates(values, rule)
+        cuts = boundaries_at(candidates, self.values["threshold"], rule)
+        target = self.values["target_length"] if self._combined else None
+        return values, candidates, cuts, _spans_at(doc, cuts.kept, self.tokenizer, target, self._overlap, counter)
 
     def spans_from_means(
         self, doc: Document, nll_means: Sequence[float], counter: SpanCounter | None = None
@@ -165,24 +217,16 @@ class _PPLBase(Chunker):
             nll_means: :func:`sentence_nll_means` (or :attr:`~backend.chunkers.meta.results.PPLScores.nll`).
             counter: A :class:`SpanCounter` of ``doc.text`` with this chunker's tokenizer to reuse.
         """
-        return ppl_spans(
-            doc,
-            sentence_values(nll_means, self.values["value"]),
-            self.tokenizer,
-            threshold=self.values["threshold"],
-            rule=self.values["rule"],
-            target_length=self.values["target_length"] if self._combined else None,
-            overlap=self._overlap,
-            counter=counter,
-        )
+        return self._cut(doc, nll_means, counter)[3]
 
-    def chunk_from_means(
+    def cut_from_means(
         self, doc: Document, nll_means: Sequence[float], counter: SpanCounter | None = None
-    ) -> Chunking:
-        """What :meth:`chunk` gives when the per-sentence mean NLLs are already known: timed and checked alike.
+    ) -> PPLCut:
+        """The chunks :meth:`chunk_from_means` gives, with the values, candidates and cuts they were cut at.
 
-        The PPL page re-chunks on every θ move from the scores it holds; this is the same
-        code path as ``python -m backend chunk --chunker NAME`` after the scoring pass.
+        One computation: what a page draws beside the chunks (the minima, the θ bars, the
+        boundaries, the drop histogram) is what the chunker cut at, never a second
+        :func:`~backend.chunkers.meta.algorithms.boundaries_at` beside it.
 
         Args:
             doc: The document.
@@ -192,7 +236,35 @@ class _PPLBase(Chunker):
         Raises:
             ParameterError: not one value per sentence, or a counter of another text or tokenizer.
         """
-        return self.chunk_with(doc, lambda d: self.spans_from_means(d, nll_means, counter))
+        found: list[tuple[np.ndarray, list[Candidate], Boundaries]] = []
+
+        def split(d: Document) -> list[tuple[int, int, int]]:
+            values, candidates, cuts, spans = self._cut(d, nll_means, counter)
+            found.append((values, candidates, cuts))
+            return spans
+
+        chunking = self.chunk_with(doc, split)  # timed and checked like chunk(), the cut included
+        values, candidates, cuts = found[0]
+        return PPLCut(values, tuple(candidates), cuts, chunking)
+
+    def chunk_from_means(
+        self, doc: Document, nll_means: Sequence[float], counter: SpanCounter | None = None
+    ) -> Chunking:
+        """What :meth:`chunk` gives when the per-sentence mean NLLs are already known: timed and checked alike.
+
+        The PPL page re-chunks on every θ move from the scores it holds (through
+        :meth:`cut_from_means`, which also keeps where it cut); this is the same code path as
+        ``python -m backend chunk --chunker NAME`` after the scoring pass.
+
+        Args:
+            doc: The document.
+            nll_means: One mean NLL per sentence (nan or None: no scored token).
+            counter: A :class:`SpanCounter` of ``doc.text`` with this chunker's tokenizer to reuse.
+
+        Raises:
+            ParameterError: not one value per sentence, or a counter of another text or tokenizer.
+        """
+        return self.cut_from_means(doc, nll_means, counter).chunking
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         if not doc.sentences:
@@ -205,11 +277,7 @@ class _PPLBase(Chunker):
             self.context = context
         units = tuple((s.start, s.end) for s in doc.sentences)
         means = sentence_nll_means(doc, self.context) if units else []
-        values = sentence_values(means, self.values["value"])
-        spans = self.spans_from_means(doc, means) if units else []
-        theta, rule = self.values["threshold"], self.values["rule"]
-        drawn = boundaries_at(boundary_candidates(values, rule), theta, rule).drawn
-        candidates = tuple(c.index for c in drawn)
+        values, _candidates, cuts, spans = self._cut(doc, means, None)
         return Curve(
             units,
             values,
@@ -217,8 +285,8 @@ class _PPLBase(Chunker):
             y_label="mean token NLL" if self.values["value"] == "nll" else "perplexity",
             point_label="sentence",
             boundaries=chunk_end_points(units, spans),
-            drop_threshold=float(theta),
-            candidates=candidates,
+            drop_threshold=float(self.values["threshold"]),
+            candidates=tuple(c.index for c in cuts.drawn),
         )
 
 
