@@ -16,6 +16,7 @@ from backend.cli.main import main
 from backend.lab.ppl import PPLSettings, ppl_view, score_document
 from backend.text.document import Document
 from tests.backend.cli.test_cli_models import run_cli
+from tests.support.patching import patch_everywhere
 from tests.support.fake_scores import FakeScorer
 
 TEXT = "Tea is hot. Rain fell on the roof. Stocks crashed today. We went home early. The night was cold and long."
@@ -31,10 +32,8 @@ def doc_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def fake_model(monkeypatch, tmp_path):
     """Every model the CLI loads is the FakeScorer; the output cache is a fresh folder."""
-    import backend.models.scorer as scorer_module
-
     monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(scorer_module, "load_scorer", lambda *_a, **_k: FakeScorer())
+    patch_everywhere(monkeypatch, "backend.models.scorer.load_scorer", lambda *_a, **_k: FakeScorer())
 
 
 def _cli(capsys, *args: str) -> str:
