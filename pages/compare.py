@@ -5,9 +5,9 @@ import streamlit as st
 
 from backend.chunkers.multi import is_retriever
 from backend.errors import ChunkLabError, one_line
-from backend.figures.charts import boundary_strip, config_color, size_histogram
-from backend.figures.text import STYLE, ChunkIndex, legend_html, window_html
-from backend.lab.compare import chunk_entries, focus_on, needs_models, pending, ready, text_window, window_count
+from backend.figures.charts import config_color
+from backend.figures.text import STYLE
+from backend.lab.compare import chunk_entries, compare_view, focus_on, needs_models
 from components.cached import chunk_document, specs, stats_rows
 from components.config_form import add_config_form
 from components.curves import curves_section, partial_curve_preview
@@ -137,21 +137,20 @@ def _with_model(d, config):
 
 
 columns = chunk_entries(doc, entries, _chunk, _with_model)
-ok = ready(columns)  # (entry, chunking) of the configurations that have chunks
-
 window = st.session_state[_WINDOW]
-n_pages = window_count(doc, window)
 if _FOCUS in st.session_state:
     _apply_focus(columns, window)
-if st.session_state.get(_PAGE, 1) > n_pages:
-    _set_page(n_pages)
-for e, ch in ok:
-    key = _sel_key(e.uid)
-    if st.session_state.get(key, 0) > len(ch) - 1:
-        st.session_state[key] = max(len(ch) - 1, 0)
+view = compare_view(doc, columns, window, st.session_state.get(_PAGE, 1))
+if st.session_state.get(_PAGE, 1) != view.window.page:
+    _set_page(view.window.page)  # the text got shorter (another document, a larger window)
+selected = view.clip({e.uid: st.session_state.get(_sel_key(e.uid), 0) for e in entries})
+for uid, index in selected.items():
+    if st.session_state.get(_sel_key(uid), 0) != index:  # a chunking got shorter: back inside it
+        st.session_state[_sel_key(uid)] = index
+ok = view.ready  # (entry, chunking) of the configurations that have chunks
 
 # --- configuration cards: what each column is, with downloads and remove ----------------------
-waiting = pending(columns)
+waiting = view.pending
 if waiting:
     configs = [e.config for e in waiting]
     pending_runs_panel(doc, lm, configs, COMPARE, partial_curve_preview(doc, lm, configs, COMPARE))
@@ -196,17 +195,16 @@ st.dataframe(
 )
 
 # --- boundary strip --------------------------------------------------------------------------
-shown = text_window(doc, window, st.session_state.get(_PAGE, 1))
+shown = view.window
 st.session_state[_WINDOW_START] = shown.start
 
 head, switch = st.columns([5, 1], vertical_alignment="bottom")
 head.subheader("Chunk boundaries", anchor=False)
-total_chunks = sum(len(ch) for _, ch in ok)
 show_strip = switch.toggle(
     "Show strip",
     key=prepare("compare", "show_strip"),
     persist_state="session",
-    help=f"{total_chunks:,} chunks in all; with tens of thousands the browser needs a few seconds to draw them.",
+    help=f"{view.total_chunks:,} chunks in all; with tens of thousands the browser needs a few seconds to draw them.",
 )
 if show_strip:
     st.caption(
@@ -214,13 +212,8 @@ if show_strip:
         "Hover for details, drag to zoom, double-click to reset, click a chunk to open it below. "
         "The dotted band is the part of the text shown side by side."
     )
-    selected = [st.session_state.get(_sel_key(e.uid), 0) for e, _ in ok]
-    strip = boundary_strip(
-        [ch for _, ch in ok], [e.tag for e, _ in ok], len(doc.text), (shown.start, shown.end), selected,
-        revision=f"{doc.id}:" + ",".join(str(e.uid) for e, _ in ok),
-    )
     st.plotly_chart(
-        strip,
+        view.strip(selected),
         key=_STRIP,
         on_select=_on_strip_select,
         selection_mode="points",
@@ -232,7 +225,7 @@ st.subheader("Side by side", anchor=False)
 nav, size = st.columns([5, 1], vertical_alignment="center")
 with nav:
     pager = COMPARE(f"pager_{st.session_state.get(_PAGER, 0)}")
-    st.pagination(n_pages, default=shown.page, key=pager, on_change=_on_page, args=(pager,), max_visible_pages=11)
+    st.pagination(shown.pages, default=shown.page, key=pager, on_change=_on_page, args=(pager,), max_visible_pages=11)
 with size:
     st.selectbox(
         "Characters per page",
@@ -244,18 +237,13 @@ with size:
         label_visibility="collapsed",
     )
 st.caption(shown.caption(len(doc.text)))
-st.html(legend_html(paged=bool(shown.page_starts)))
+st.html(view.legend())
 
 for col, (e, ch) in grid(ok, MAX_PER_ROW):
     with col:
         config_title(e, config_color(e.uid))
         with st.container(height=600, border=True, key=COMPARE(f"view_{e.uid}")):
-            st.html(
-                window_html(
-                    doc.text, ch.chunks, shown.start, shown.end, index=ChunkIndex.build(ch.chunks),
-                    selected=st.session_state.get(_sel_key(e.uid), 0), page_starts=shown.page_starts,
-                )
-            )
+            st.html(view.text_html(ch, selected.get(e.uid)))
 
 # --- chunk inspector ---------------------------------------------------------------------------
 st.subheader("Chunk inspector", anchor=False)
@@ -271,7 +259,7 @@ unit = st.segmented_control(
     key=prepare("compare", "hist_unit"), persist_state="session",
 )
 st.plotly_chart(
-    size_histogram([ch for _, ch in ok], [e.tag for e, _ in ok], [config_color(e.uid) for e, _ in ok], unit),
+    view.histogram(unit),
     key=COMPARE("hist"),
     config={"displaylogo": False},
 )

@@ -10,10 +10,14 @@ one configuration is chunked is the caller's (the app passes its cached lookups;
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
+
+import plotly.graph_objects as go
 
 from backend.chunkers.run import ChunkFn, chunk_all, needs_model
 from backend.chunking import Chunk, Chunking, ConfigEntry
+from backend.figures.charts import boundary_strip, config_color, size_histogram
+from backend.figures.text import ChunkIndex, legend_html, window_html
 from backend.metrics.stats import chunking_stats
 from backend.text.document import Document
 
@@ -33,6 +37,8 @@ __all__ = [
     "focus_on",
     "Neighbours",
     "neighbours",
+    "CompareView",
+    "compare_view",
 ]
 
 WINDOW_CHOICES = (5_000, 10_000, 15_000, 20_000, 30_000)  # characters per page of the side-by-side view
@@ -187,3 +193,67 @@ def neighbours(chunking: Chunking, index: int) -> Neighbours | None:
         return None
     i = min(max(0, index), len(chunks) - 1)
     return Neighbours(chunks[i - 1] if i > 0 else None, chunks[i], chunks[i + 1] if i + 1 < len(chunks) else None)
+
+
+@dataclass(frozen=True)
+class CompareView:
+    """What the Compare page draws of its configurations, for one window of text.
+
+    Attributes:
+        doc: The document.
+        columns: Every configuration with its chunking, or why there is none.
+        window: The part of the text shown side by side.
+    """
+
+    doc: Document
+    columns: tuple[Column, ...]
+    window: TextWindow
+
+    @property
+    def ready(self) -> list[tuple[ConfigEntry, Chunking]]:
+        """``(entry, chunking)`` of the configurations that have chunks."""
+        return ready(self.columns)
+
+    @property
+    def pending(self) -> list[ConfigEntry]:
+        """The configurations waiting for a model run."""
+        return pending(self.columns)
+
+    @property
+    def total_chunks(self) -> int:
+        """Chunks over every configuration (the strip draws them all)."""
+        return sum(len(ch) for _, ch in self.ready)
+
+    def clip(self, selected: Mapping[int, int]) -> dict[int, int]:
+        """The selected chunk per configuration (entry uid → index), each kept inside its chunking."""
+        return {e.uid: min(max(0, int(selected.get(e.uid, 0))), max(len(ch) - 1, 0)) for e, ch in self.ready}
+
+    def strip(self, selected: Mapping[int, int]) -> go.Figure:
+        """The boundary strip: every chunk of every configuration, the window and the selected chunks outlined."""
+        done = self.ready
+        return boundary_strip(
+            [ch for _, ch in done], [e.tag for e, _ in done], len(self.doc.text), (self.window.start, self.window.end),
+            [selected.get(e.uid, 0) for e, _ in done], revision=f"{self.doc.id}:" + ",".join(str(e.uid) for e, _ in done),
+        )
+
+    def legend(self) -> str:
+        """The key to the side-by-side colours (with the page marker for a paged document)."""
+        return legend_html(paged=bool(self.window.page_starts))
+
+    def text_html(self, chunking: Chunking, selected: int | None) -> str:
+        """One configuration's chunks over the window of text, the selected chunk marked."""
+        w = self.window
+        return window_html(
+            self.doc.text, chunking.chunks, w.start, w.end, index=ChunkIndex.build(chunking.chunks), selected=selected,
+            page_starts=w.page_starts,
+        )
+
+    def histogram(self, unit: str) -> go.Figure:
+        """Every configuration's chunk sizes in ``unit`` (tokens or characters), in its colour."""
+        done = self.ready
+        return size_histogram([ch for _, ch in done], [e.tag for e, _ in done], [config_color(e.uid) for e, _ in done], unit)
+
+
+def compare_view(doc: Document, columns: Sequence[Column], window: int, page: int) -> CompareView:
+    """The Compare page's view of ``columns`` with window ``page`` (clipped) of ``window`` characters."""
+    return CompareView(doc, tuple(columns), text_window(doc, window, page))
