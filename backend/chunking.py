@@ -3,6 +3,9 @@ session's :class:`ConfigEntry` (a configuration with its letter)."""
 
 from __future__ import annotations
 
+import bisect
+import csv
+import io
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
@@ -161,8 +164,6 @@ class Chunking:
 
     def chunk_at(self, offset: int) -> Chunk | None:
         """The first chunk whose span holds ``offset``, if any."""
-        import bisect
-
         i = bisect.bisect_right([c.start for c in self.chunks], offset) - 1
         while i >= 0:
             c = self.chunks[i]
@@ -179,9 +180,6 @@ class Chunking:
 
     def to_csv(self) -> str:
         """CSV with a header row: index,start,end,tokens,text."""
-        import csv
-        import io
-
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(["index", "start", "end", "tokens", "text"])

@@ -15,6 +15,7 @@ several parts (one per chunker configuration, say); each part's label keeps its 
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 import time
@@ -125,8 +126,6 @@ def start_job(title: str, fn: Callable[[Progress], Any], **meta: Any) -> Job:
     Returns:
         The running job.
     """
-    import importlib
-
     for name in _PRE_IMPORTED:
         importlib.import_module(name)
     job = Job(title, meta)

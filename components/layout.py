@@ -15,6 +15,7 @@ from typing import Any
 
 import streamlit as st
 
+from backend.models.cache import default_cache
 from components.demo import demo_sidebar, init_demo, tour_caption
 from components.documents import load_default_sample
 from components.keys import CACHE_PROBLEM_SHOWN, LEGACY_RERUN, ROUTED
@@ -64,8 +65,6 @@ def cache_notice() -> None:
 
     The app keeps working without it; the Models page's cache panel says the same while it lasts.
     """
-    from backend.models.cache import default_cache
-
     cache = default_cache()
     shown = st.session_state.get(CACHE_PROBLEM_SHOWN)
     problem = cache.probe() if shown is None else cache.problem  # a session's first run tries a write

@@ -36,8 +36,24 @@ import streamlit as st
 from backend.errors import ChunkLabError, one_line
 from backend.figures.models import sentence_nll_chart
 from backend.lab.document import ScoreSummary
+from backend.models.chat import LocalChat, RemoteChat
+from backend.models.devices import check_precision
+from backend.models.embedder import load_embedder, loaded_embedder
+from backend.models.lm import loaded_lm
+from backend.models.remote import RemoteScorer
+from backend.models.scorer import load_scorer
 from backend.models.types import ModelInfo, Scorer
-from components.keys import CHAT_CHOICE, CHAT_KEY, EMB_CHOICE, EMB_INFO, LM_CHOICE, LM_INFO, LM_PRECISION, MODELS, REMOTE_SCORER
+from components.keys import (
+    CHAT_CHOICE,
+    CHAT_KEY,
+    EMB_CHOICE,
+    EMB_INFO,
+    LM_CHOICE,
+    LM_INFO,
+    LM_PRECISION,
+    MODELS,
+    REMOTE_SCORER,
+)
 
 if TYPE_CHECKING:
 
@@ -74,16 +90,12 @@ _log = logging.getLogger(__name__)
 @st.cache_resource(show_spinner=False, max_entries=4)
 def local_scorer(spec: str | None, precision: str | None = None) -> Scorer:
     """The local language model ``spec`` as a scorer (None: bundled SmolLM2 or ``CHUNKLAB_LM``) at ``precision`` (CPU)."""
-    from backend.models.scorer import load_scorer
-
     return load_scorer(spec, precision=precision)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def embedder(spec: str | None) -> Embedder:
     """The embedder ``spec`` (None: bundled all-MiniLM-L6-v2 or ``CHUNKLAB_EMBEDDER``)."""
-    from backend.models.embedder import load_embedder
-
     return load_embedder(spec)
 
 
@@ -122,8 +134,6 @@ def load_language_model(spec: str | None, precision: str | None = None) -> str |
     """
     spec = (spec or "").strip() or None
     if precision is not None:
-        from backend.models.devices import check_precision
-
         try:
             check_precision(precision)  # a bad name fails here, in one line
         except ChunkLabError as e:
@@ -143,8 +153,6 @@ def load_remote_model(base_url: str, model: str, api_key: str) -> str | None:
     Empty fields fall back to the environment (``CHUNKLAB_REMOTE_*``). The scorer, and with
     it the key, stays in this session's state: never in a shared cache, a file or a log.
     """
-    from backend.models.remote import RemoteScorer
-
     scorer, error = _attempt(
         "the remote scorer",
         lambda: RemoteScorer(base_url.strip() or None, model.strip() or None, api_key.strip() or None),
@@ -175,8 +183,6 @@ def session_chat() -> Any:
     choice = st.session_state.get(CHAT_CHOICE)
     if choice is None:
         return None
-    from backend.models.chat import LocalChat, RemoteChat
-
     kind, spec = choice
     if kind == "local":
         return LocalChat(None)
@@ -229,11 +235,7 @@ def model_in_use(kind: str) -> tuple[ModelInfo | None, bool]:
     if info is not None:
         return info, True
     if kind == "lm":
-        from backend.models.lm import loaded_lm
-
         return loaded_lm(None), False
-    from backend.models.embedder import loaded_embedder
-
     return loaded_embedder(None), False
 
 

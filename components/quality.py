@@ -16,6 +16,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from backend.lab.quality import QualityPlan, fold_scoring
@@ -26,7 +27,6 @@ from components.keys import QUALITY_STORE, QUALITY_THROUGHPUT
 from components.lm_runs import model_job_panel
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pandas.io.formats.style import Styler
 
 __all__ = [
@@ -51,8 +51,6 @@ _FORMATS = {"mean_tokens": "{:.1f}", "bc": "{:.4f}", "cs_complete": "{:.3f}", "c
 
 def quality_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """The rows of :func:`~backend.metrics.report.table_rows` as a DataFrame indexed by tag; a missing metric is ``nan``."""
-    import pandas as pd
-
     frame = pd.DataFrame(list(rows), columns=list(COLUMNS))
     metrics = [m.name for m in METRIC_TABLE]
     frame[metrics] = frame[metrics].astype(float)  # None (not computed) → nan

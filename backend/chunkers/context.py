@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from backend.errors import ModelError, NotCached
 from backend.models.cache import default_cache
 from backend.models.chat import default_chat_model
@@ -29,8 +31,6 @@ from backend.models.scoring import cached_token_scores, document_token_scores, s
 from backend.models.types import ModelInfo
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from backend.models.cache import OutputCache
     from backend.models.chat import ChatModel
     from backend.models.embeddings import TextEmbedder
@@ -180,8 +180,6 @@ class ModelContext:
                     if self.progress is not None:
                         self.progress.set_unit("texts")
                         self.progress(len(texts), len(texts))
-                    import numpy as np
-
                     return np.asarray(hit["vectors"], dtype=np.float32)
         vectors, _hit = embed_texts(self.get_embedder(), texts, cache=cache, progress=self.progress)
         return vectors

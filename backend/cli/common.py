@@ -7,6 +7,7 @@ Public names only, so each subcommand module (:mod:`backend.cli.main`, :mod:`bac
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import shlex
 import sys
@@ -205,8 +206,6 @@ class model_context:  # noqa: N801  (used as a context manager, reads like a fun
 
 def show_resume_notes(stream: TextIO | None = None) -> None:
     """Print the backend's "resumed: N of M … already …" lines on stderr (once per process)."""
-    import logging
-
     for name in _NOTE_LOGGERS:
         logger = logging.getLogger(name)
         if any(getattr(h, "_chunklab_notes", False) for h in logger.handlers):

@@ -17,6 +17,7 @@ import os
 import re
 
 import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
 
 __all__ = [
     "FIGURE_CONFIG", "STANDALONE_TEMPLATE", "export_name", "figure_div", "figure_html", "plotly_js",
@@ -57,8 +58,6 @@ def figure_html(fig: go.Figure) -> str:
 
 def plotly_js() -> str:
     """The plotly.js bundle shipped with the ``plotly`` package, for one inline ``<script>`` (no CDN)."""
-    from plotly.offline import get_plotlyjs
-
     return get_plotlyjs()
 
 

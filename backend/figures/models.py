@@ -5,9 +5,9 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import plotly.graph_objects as go
+import plotly.graph_objects as go
 
+if TYPE_CHECKING:
     from backend.models.scoring import SentenceScore
 
 __all__ = ["sentence_nll_chart"]
@@ -15,8 +15,6 @@ __all__ = ["sentence_nll_chart"]
 
 def sentence_nll_chart(scores: list[SentenceScore]) -> go.Figure:
     """Mean NLL per sentence as a line, with each sentence's start in the hover label."""
-    import plotly.graph_objects as go
-
     def preview(text: str) -> str:
         flat = " ".join(text[:160].split())
         return html.escape(flat[:79] + "…" if len(flat) > 80 else flat, quote=False)

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 
 from backend.figures.quality import arc_diagram, head_preview
 
 if TYPE_CHECKING:
-    import plotly.graph_objects as go
-
     from backend.retrieval.multi.graph import Graph
     from backend.retrieval.multi.retrievers import LiveRetrieval
 
@@ -76,8 +76,6 @@ def ladder_parts(live: LiveRetrieval) -> tuple[list[Rung], list[Outline]]:
 
 def _shade(similarity: float, low: float, high: float) -> str:
     """A colour of the Blues scale: the weakest candidate shown lightest, the best darkest."""
-    from plotly.colors import sample_colorscale
-
     t = 0.5 if high <= low else (similarity - low) / (high - low)
     return sample_colorscale(_SCALE, [0.25 + 0.75 * float(np.clip(t, 0.0, 1.0))])[0]
 
@@ -97,8 +95,6 @@ def ladder_figure(rungs: Sequence[Rung], outlines: Sequence[Outline], length: in
         length: The document's length in characters.
         title: The figure's title.
     """
-    import plotly.graph_objects as go
-
     sims = [s for r in rungs for _, s in r.candidates]
     low, high = (min(sims), max(sims)) if sims else (0.0, 1.0)
     shapes: list[dict] = []
@@ -166,8 +162,6 @@ def weights_figure(
         chosen: The chosen level, 1-based.
         similarities: Each level's top-1 IoU with the marked answer (None: not marked).
     """
-    import plotly.graph_objects as go
-
     names = list(level_names)
     w = [float(x) for x in weights]
     colors = [_CHOSEN_COLOR if i == chosen - 1 else _WEIGHT_COLOR for i in range(len(w))]
@@ -222,8 +216,6 @@ def graph_figure(
 
 def degree_histogram(degrees: Sequence[int], color: str) -> go.Figure:
     """How many nodes have each degree (0 … the largest)."""
-    import plotly.graph_objects as go
-
     counts = np.bincount(np.asarray(degrees, dtype=np.int64)) if len(degrees) else np.zeros(1, np.int64)
     fig = go.Figure(go.Bar(
         x=list(range(len(counts))), y=counts.tolist(), marker={"color": color},

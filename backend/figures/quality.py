@@ -10,15 +10,12 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
+import plotly.graph_objects as go
 
 from backend.metrics.quality import boundary_clarity, cs_curve, stickiness_edges, structural_entropy
 from backend.metrics.report import QualityData
-
-if TYPE_CHECKING:
-    import plotly.graph_objects as go
 
 __all__ = ["bc_figure", "cs_k_figure", "arc_diagram", "stickiness_figure", "head_preview"]
 
@@ -48,8 +45,6 @@ def bc_figure(datas: Sequence[QualityData], colors: Sequence[str], *, bc_mode: s
     x is the character offset where chunk i+1 starts; the hover shows the end of chunk i
     and the start of chunk i+1.
     """
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for d, color in zip(datas, colors):
         if d.table is None or d.n < 2:
@@ -89,8 +84,6 @@ def cs_k_figure(
     delta: int = 0,
 ) -> go.Figure:
     """CS against K per configuration (MoC Table 4, live): complete graph solid, incomplete dashed."""
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for d, color in zip(datas, colors):
         if d.table is None or not d.table.complete:
@@ -154,8 +147,6 @@ def arc_diagram(
         highlight: Nodes drawn in ``highlight_color`` with the arcs that touch them.
         highlight_color: Their colour.
     """
-    import plotly.graph_objects as go
-
     degree = np.zeros(n, dtype=np.int64)
     for i, j in edges:
         degree[i] += 1

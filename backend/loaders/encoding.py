@@ -29,6 +29,8 @@ import codecs
 import re
 import unicodedata
 
+from charset_normalizer import from_bytes
+
 from backend.errors import BinaryDataError
 
 __all__ = ["decode_text", "sniff_binary", "declared_html_charset"]
@@ -183,8 +185,6 @@ def _reads_as_cjk_utf16(text: str) -> bool:
 
 def _guess_with_charset_normalizer(data: bytes, candidates: list[str] | None = None) -> str | None:
     """charset-normalizer's best guess (a Python codec name), or ``None``."""
-    from charset_normalizer import from_bytes
-
     best = from_bytes(data[: 4 * _SAMPLE_CHARS], cp_isolation=candidates).best()
     if best is None:
         return None

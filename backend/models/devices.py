@@ -10,10 +10,17 @@ torch is imported inside the functions: importing this module stays light.
 
 from __future__ import annotations
 
+import gc
+import hashlib
+import platform
 import re
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+
+import psutil
 
 from backend.config import data_dir, default_device_spec, default_precision_spec, torch_threads
 from backend.errors import ModelError, ParameterError
@@ -211,8 +218,6 @@ def cpu_has_bfloat16() -> bool:
     Native is not the same as faster (see :data:`PRECISIONS`'s notes): only the measurement in
     :func:`auto_precision` decides, and only between float32 and float16.
     """
-    import platform
-
     if platform.system() == "Darwin":
         return platform.machine() == "arm64"
     try:
@@ -263,8 +268,6 @@ def measure_precision_speed(precision: str, rows: int = 512, repeat: int = 5) ->
 
 def best_seconds(fn: Callable[[], object], repeat: int) -> float:
     """The fastest of ``repeat`` timed calls of ``fn``, after one untimed warm-up call."""
-    import time
-
     fn()
     best = float("inf")
     for _ in range(max(1, repeat)):
@@ -276,9 +279,6 @@ def best_seconds(fn: Callable[[], object], repeat: int) -> float:
 
 def _machine_key() -> str:
     """This CPU (model name and flags), the torch version and its thread count, hashed."""
-    import hashlib
-    import platform
-
     import torch
 
     try:
@@ -369,10 +369,6 @@ def free_memory_bytes(device: str) -> int | None:
             return max(0, int(torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory()))
         except (AttributeError, RuntimeError):
             return None
-    try:
-        import psutil
-    except ImportError:
-        return None
     return int(psutil.virtual_memory().available)
 
 
@@ -402,8 +398,6 @@ def suggest_batch_size(device: str, bytes_per_item: int, cap: int = 64) -> int:
 
 def is_out_of_memory(error: BaseException) -> bool:
     """Whether ``error`` is a device out-of-memory error (CUDA, MPS or the CPU allocator)."""
-    import sys
-
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(error, getattr(torch, "OutOfMemoryError", ())):
         return True
@@ -414,9 +408,6 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 def empty_cache() -> None:
     """Give the allocator's cached blocks back (CUDA and MPS), so a retry starts clean."""
-    import gc
-    import sys
-
     gc.collect()
     torch = sys.modules.get("torch")
     if torch is None:

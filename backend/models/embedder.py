@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+from huggingface_hub import snapshot_download
+from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
 from backend.config import default_embedder_spec, hub_offline_variable
 from backend.errors import ModelError, ParameterError
@@ -308,9 +310,6 @@ def _model_folder(resolved: str) -> Path:
 
 def _hub_snapshot(repo_id: str) -> Path:
     """The local snapshot of ``repo_id``: from the Hugging Face cache, else downloaded if online."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
     # Probing first keeps an unreachable hub from stalling in the hub client's retries.
     offline_by = hub_offline_variable()
     online = offline_by is None and hub_reachable()

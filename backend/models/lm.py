@@ -33,6 +33,8 @@ scorers hold around forward passes. torch and transformers are imported inside f
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import json
 import re
@@ -43,6 +45,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from huggingface_hub import snapshot_download
 
 from backend.config import data_dir, default_lm_spec, hub_offline
 from backend.errors import ModelError, ParameterError
@@ -225,8 +229,6 @@ def _float16_decoder(model: Any) -> None:
     Everything else (embeddings, norms, attention, the residual stream, the output head) stays
     float32; see ``backend.models.devices`` for the measured accuracy.
     """
-    import functools
-
     torch = _torch()
     head = model.get_output_embeddings()
     for module in model.modules():
@@ -322,8 +324,6 @@ def _save_converted(model: Any, tokenizer: Any, folder: Path, gguf: Path, finger
     Returns False when the data dir cannot take it (read-only, full): the caller then keeps
     the dequantized model it has, and the next process converts again.
     """
-    import copy
-
     from safetensors.torch import save_model
 
     try:
@@ -388,8 +388,6 @@ def _load_checkpoint(folder: Path, dtype: Any, spec: str) -> tuple[Any, Any]:
 
 def _hub_snapshot(repo_id: str) -> Path:
     """The local folder of a hub model: from the hub cache, downloading it where the hub is reachable."""
-    from huggingface_hub import snapshot_download
-
     unreachable = f"cannot load model {repo_id!r}: not a local path and the model hub is unreachable (offline)"
     patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.jinja"]
     online = not hub_offline() and hub_reachable()

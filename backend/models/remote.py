@@ -80,6 +80,7 @@ import logging
 import math
 import re
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
@@ -258,8 +259,6 @@ class RemoteScorer:
             for k, prompts in enumerate(requests):
                 each(k, self._echo(prompts))
             return
-        from concurrent.futures import ThreadPoolExecutor
-
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chunklab-remote")
         pending: deque[Future[_Answer]] = deque()
         sent = 0

@@ -20,15 +20,24 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from backend import __version__
+from backend.chunkers import REGISTRY, make_chunker
+from backend.chunkers.meta.algorithms import boundaries_at, boundary_candidates, sentence_values
+from backend.errors import ModelError, NotCached
 from backend.figures.charts import PREVIEW_CHARS, boundary_strip, config_color, size_histogram
+from backend.figures.curves import curve_chart
 from backend.figures.export import figure_div, plotly_js
+from backend.figures.ppl import values_chart
+from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
+from backend.figures.retrieval import agreement_heatmaps, coverage_strip, metric_bars, question_heatmap
+from backend.metrics.quality import DEFAULT_K
 from backend.report.summary import METRIC_INFO, METRICS, Summary, format_value, verdict
+from backend.retrieval.evaluate import coverage_rows
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from backend.chunking import Chunking, ChunkerConfig
     from backend.chunkers.meta.results import PPLScores
+    from backend.chunking import ChunkerConfig, Chunking
     from backend.curves import Curve
     from backend.metrics.report import QualityData
     from backend.retrieval.evaluate import Benchmark
@@ -174,8 +183,6 @@ def _models_of(summary: Summary, models: Mapping[str, str] | None, benchmark: Be
 
 
 def _needs(config: ChunkerConfig) -> tuple[str, ...]:
-    from backend.chunkers import REGISTRY
-
     cls = REGISTRY.get(config.name)
     return tuple(cls.needs) if cls is not None else ()
 
@@ -227,8 +234,6 @@ def _tags_colors(summary: Summary) -> tuple[list[str], list[str]]:
 
 def _boundaries(summary: Summary, doc: Document, chunkings: Mapping[str, Chunking], figs: _Figures,
                 tolerance: int) -> str:
-    from backend.figures.retrieval import agreement_heatmaps
-
     tags = [t for t, _ in zip(*_tags_colors(summary)) if t in chunkings]
     if not tags:
         return _missing(f"No chunking: {NOT_COMPUTED}.")
@@ -271,10 +276,6 @@ def _ppl_setting(summary: Summary) -> tuple[float, str, str, str | None]:
 
 def _ppl(summary: Summary, doc: Document, ppl: PPLScores | None, curves: Mapping[str, Curve] | None,
          figs: _Figures) -> str:
-    from backend.chunkers.meta.algorithms import boundaries_at, boundary_candidates, sentence_values
-    from backend.figures.curves import curve_chart
-    from backend.figures.ppl import values_chart
-
     out = []
     if ppl is not None:
         theta, rule, value, tag = _ppl_setting(summary)
@@ -301,9 +302,6 @@ def _ppl(summary: Summary, doc: Document, ppl: PPLScores | None, curves: Mapping
 
 
 def _quality(summary: Summary, quality: Mapping[str, QualityData] | None, figs: _Figures) -> str:
-    from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
-    from backend.metrics.quality import DEFAULT_K
-
     tags, colors = _tags_colors(summary)
     pairs = [(quality[t], c) for t, c in zip(tags, colors) if quality and t in quality and quality[t].table is not None]
     if not pairs:
@@ -334,9 +332,6 @@ def _quality(summary: Summary, quality: Mapping[str, QualityData] | None, figs: 
 
 def _retrieval(summary: Summary, doc: Document, benchmark: Benchmark | None, questions: QuestionSet | None,
                figs: _Figures) -> str:
-    from backend.figures.retrieval import coverage_strip, metric_bars, question_heatmap
-    from backend.retrieval.evaluate import coverage_rows
-
     if benchmark is None or not benchmark.results:
         return _missing(f"Retrieval on a question set: {NOT_COMPUTED}.")
     by_config = {row.config: (row.tag, i) for i, row in enumerate(summary.rows)}
@@ -464,10 +459,6 @@ def cached_curves(
     Returns:
         ``(curves by tag, ppl)``.
     """
-    from backend.chunkers import make_chunker
-    from backend.chunkers.meta.results import PPLScores
-    from backend.errors import ModelError, NotCached
-
     curves: dict[str, Any] = {}
     ppl = None
     if lookup is None:

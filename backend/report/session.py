@@ -32,6 +32,8 @@ from backend.chunkers import REGISTRY, make_chunker
 from backend.chunking import ChunkerConfig, tag_for
 from backend.config import data_dir, default_embedder_spec, default_lm_spec
 from backend.errors import ChunkLabError, InputError, ParameterError, one_line
+from backend.retrieval.questions import parse_questions_csv, questions_to_csv
+from backend.samples import load_sample
 from backend.text.document import Document
 
 __all__ = [
@@ -370,8 +372,6 @@ def resolve_document(ref: DocRef, candidate: Document | None = None) -> Document
             given one has another hash.
     """
     if ref.sample is not None:
-        from backend.samples import load_sample
-
         try:
             doc = load_sample(ref.sample)
         except ParameterError as e:
@@ -421,8 +421,6 @@ def session_path(name: str) -> Path:
 
 def question_set_hash(questions: Any) -> str:
     """A 16-hex-digit hash of a question set's CSV and corpora (names the set in a session)."""
-    from backend.retrieval.questions import questions_to_csv
-
     h = hashlib.sha256(questions_to_csv(questions).encode("utf-8"))
     for cid in sorted(questions.corpora):
         h.update(b"\0" + cid.encode("utf-8") + b"\0" + questions.corpora[cid].encode("utf-8", "surrogatepass"))
@@ -431,8 +429,6 @@ def question_set_hash(questions: Any) -> str:
 
 def question_set_to_json(questions: Any, limit: int = MAX_EMBEDDED_QUESTIONS_BYTES) -> dict[str, Any]:
     """A session's reference to its own question set: its hash, and the set itself when under ``limit`` bytes."""
-    from backend.retrieval.questions import questions_to_csv
-
     csv_text = questions_to_csv(questions)
     corpora = {cid: questions.corpora[cid] for cid in questions.corpus_ids}
     out: dict[str, Any] = {"sha": question_set_hash(questions), "count": len(questions)}
@@ -449,8 +445,6 @@ def question_set_from_json(ref: Mapping[str, Any], source: str = "session") -> A
     Raises:
         InputError: the embedded set is damaged or does not match its hash.
     """
-    from backend.retrieval.questions import parse_questions_csv
-
     if "csv" not in ref:
         return None
     csv_text, corpora, suffixes = ref.get("csv"), ref.get("corpora"), ref.get("suffixes", {})

@@ -6,6 +6,7 @@ are :class:`~backend.text.spans.Span`; sentences come from :mod:`backend.text.se
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -52,8 +53,6 @@ class Document:
 
     def page_of(self, offset: int) -> int:
         """The 1-based page number holding ``offset`` (the last page for offsets past the end)."""
-        import bisect
-
         starts = [p.start for p in self.pages]
         return max(1, bisect.bisect_right(starts, offset))
 
