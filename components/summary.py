@@ -109,9 +109,9 @@ def summary_column_config() -> dict[str, Any]:
     return config
 
 
-def verdict_markdown(sentences: Sequence[str]) -> str:
-    """The verdict as a Markdown list (every sentence escaped: configuration labels are user input)."""
-    return "\n".join(f"- {md_text(s)}" for s in sentences)
+def verdict_markdown(verdict: Sequence[str]) -> str:
+    """The verdict as a Markdown list (every line escaped: configuration labels are user input)."""
+    return "\n".join(f"- {md_text(line)}" for line in verdict)
 
 
 def summary_notes(notes: str) -> None:
