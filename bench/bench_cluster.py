@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from backend.chunkers import make_chunker  # noqa: E402
 from backend.chunkers.semantic import (  # noqa: E402
     DistanceCurve,
-    _allowed,
+    allowed_windows,
     capped_threshold,
     cluster_segmentation,
     forced_cuts,
@@ -74,7 +74,7 @@ def main() -> None:
     vectors = rng.normal(size=(n, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
 
-    t_allowed, allowed = best(lambda: _allowed(pieces, counter, args.cap), args.repeat)
+    t_allowed, allowed = best(lambda: allowed_windows(pieces, counter, args.cap), args.repeat)
     t_dp, segments = best(lambda: cluster_segmentation(vectors, allowed), args.repeat)
     total = t_pieces + t_allowed + t_dp
     print(f"cluster {args.cap}: {n:,} pieces, band {allowed.shape[1]}; pieces {t_pieces:.2f} s, "

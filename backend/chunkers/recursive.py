@@ -24,6 +24,7 @@ __all__ = [
     "enforce_size",
     "CHROMA_SEPARATORS",
     "SUBSENTENCE_SEPARATORS",
+    "split_before",
 ]
 
 CHROMA_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", ".", "?", "!", " ", "")
@@ -31,7 +32,7 @@ CHROMA_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", ".", "?", "!", " ", "")
 SUBSENTENCE_SEPARATORS: tuple[str, ...] = ("\n", "; ", "；", ", ", "，", "、", ": ", "：", " ", "")
 
 
-def _cut(text: str, lo: int, hi: int, sep: str) -> list[tuple[int, int]]:
+def split_before(text: str, lo: int, hi: int, sep: str) -> list[tuple[int, int]]:
     """Split ``text[lo:hi]`` before each occurrence of ``sep`` (the separator starts the next piece)."""
     if sep == "":
         return [(i, i + 1) for i in range(lo, hi)]
@@ -130,7 +131,7 @@ def _recurse(text, lo, hi, separators, counter, size, overlap, out) -> None:
         batch: list[tuple[int, int]] = []
         for node in level:
             sep, node.rest = _pick(text, node.lo, node.hi, node.separators)
-            node.splits = _cut(text, node.lo, node.hi, sep)
+            node.splits = split_before(text, node.lo, node.hi, sep)
             batch.extend(node.splits)
         lens = counter.count_many(batch)
         deeper: list[_Node] = []

@@ -71,6 +71,8 @@ __all__ = [
     "semantic_distances",
     "semantic_spans",
     "window_spans",
+    "unit_groups",
+    "allowed_windows",
 ]
 
 BREAKPOINTS = ("percentile", "std", "iqr", "gradient")
@@ -210,7 +212,7 @@ def semantic_distances(
 # --- from breakpoints to capped spans --------------------------------------------------------
 
 
-def _groups(n_units: int, cuts: np.ndarray) -> list[tuple[int, int]]:
+def unit_groups(n_units: int, cuts: np.ndarray) -> list[tuple[int, int]]:
     """Unit index ranges ``(a, b)`` (inclusive) ending at each cut and at the last unit."""
     ends = [int(c) for c in cuts if 0 <= c < n_units - 1] + [n_units - 1]
     out, a = [], 0
@@ -282,7 +284,7 @@ def semantic_spans(
     """
     if not curve.units:
         return []
-    groups = _groups(len(curve.units), curve.breakpoints)
+    groups = unit_groups(len(curve.units), curve.breakpoints)
     return _capped(text, curve.units, curve.distances, groups, counter, max_tokens)
 
 
@@ -316,7 +318,7 @@ def capped_threshold(
     always[list(forced)] = True
 
     def fits(t: float) -> bool:
-        groups = [(a, b) for a, b in _groups(n, np.flatnonzero((d > t) | always)) if b > a]
+        groups = [(a, b) for a, b in unit_groups(n, np.flatnonzero((d > t) | always)) if b > a]
         counts = counter.count_many([(units[a][0], units[b][1]) for a, b in groups])
         return all(c <= cap for c in counts)
 
@@ -431,7 +433,7 @@ def cluster_segmentation(vectors: np.ndarray, allowed: np.ndarray) -> list[tuple
     return out
 
 
-def _allowed(pieces: Spans, counter: SpanCounter, cap: int) -> np.ndarray:
+def allowed_windows(pieces: Spans, counter: SpanCounter, cap: int) -> np.ndarray:
     """``allowed[i, w]``: the span of pieces ``i-w..i`` counts at most ``cap`` tokens alone.
 
     Real counts are taken for every chunk whose pieces' own counts sum to at most twice the
@@ -617,5 +619,5 @@ class ClusterChunker(Chunker):
         if not pieces:
             return []
         vectors = self.context.embed([doc.text[s:e] for s, e in pieces])
-        segments = cluster_segmentation(vectors, _allowed(pieces, counter, cap))
+        segments = cluster_segmentation(vectors, allowed_windows(pieces, counter, cap))
         return _capped(doc.text, pieces, np.zeros(len(pieces)), segments, counter, cap)

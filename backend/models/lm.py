@@ -65,7 +65,10 @@ from backend.models.types import ModelInfo
 from backend.progress import Progress, acquired
 from backend.tokenizers import smollm2_gguf
 
-__all__ = ["LanguageModel", "load_lm", "loaded_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM"]
+__all__ = [
+    "LanguageModel", "load_lm", "loaded_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM",
+    "remove_stale_temporaries",
+]
 
 DEFAULT_LM = "smollm2"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -328,7 +331,7 @@ def _save_converted(model: Any, tokenizer: Any, folder: Path, gguf: Path, finger
 
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_temporaries(folder)
+        remove_stale_temporaries(folder)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     except OSError:
         return False
@@ -361,7 +364,7 @@ def _save_converted(model: Any, tokenizer: Any, folder: Path, gguf: Path, finger
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _remove_stale_temporaries(folder: Path, older_than_s: float = 3600.0) -> None:
+def remove_stale_temporaries(folder: Path, older_than_s: float = 3600.0) -> None:
     """Delete half-written conversions a killed process left behind (each is a full model)."""
     now = time.time()
     for p in folder.parent.glob(f".{folder.name}.*"):

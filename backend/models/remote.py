@@ -98,7 +98,7 @@ if TYPE_CHECKING:
 
 _Answer = list[tuple[list[int], list["float | None"]]]
 
-__all__ = ["RemoteScorer", "SCORER_SERVICE", "DEFAULT_WINDOW", "PAIRS_PER_REQUEST", "REMOTE_LM", "is_remote_lm"]
+__all__ = ["RemoteScorer", "SCORER_SERVICE", "DEFAULT_WINDOW", "PAIRS_PER_REQUEST", "REMOTE_LM", "is_remote_lm", "token_starts"]
 
 log = logging.getLogger(__name__)
 
@@ -507,13 +507,13 @@ def _prompt_tokens(prompt: str, echoed: str, lp: Any, n_prompt: int | None) -> t
     if n_prompt is not None and first <= n_prompt <= len(tokens):
         k = n_prompt - first
     else:
-        k = sum(1 for x in _align(echoed, toks) if x < len(prompt))
+        k = sum(1 for x in token_starts(echoed, toks) if x < len(prompt))
         k = min(k, max(0, len(toks) - 1))  # max_tokens=1: the last token is the generated one
     toks = toks[:k]
     if "".join(toks) == prompt and [o - lead for o in offsets[first : first + k]] == _running(toks):
         starts = _running(toks)  # text_offset is exact: the tokens spell the text
     else:
-        starts = _align(prompt, toks)
+        starts = token_starts(prompt, toks)
     return starts, values[first : first + k]
 
 
@@ -533,7 +533,7 @@ def _readable(token: str) -> str:
     return token.translate(_MARKERS).replace("\ufffd", "")
 
 
-def _align(text: str, tokens: list[str]) -> list[int]:
+def token_starts(text: str, tokens: list[str]) -> list[int]:
     """Start of each token in ``text`` when the tokens do not spell it exactly.
 
     A token that reads as the text at the current position starts there. Fragments (part of

@@ -107,7 +107,7 @@ class Offline:
         assert failed == [], f"failed requests: {failed}"
 
 
-def _in_ci() -> bool:
+def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
 
 
@@ -133,7 +133,7 @@ def _document() -> str:
 def server(tmp_path_factory: pytest.TempPathFactory):
     """A Chunk Lab server on a free port; stopped when the module's tests are done."""
     if not CHROMIUM.exists():
-        if _in_ci():
+        if in_ci():
             pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
         pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
     port = _free_port()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.test_e2e_browser import CHROMIUM, _in_ci, offline_page
+from tests.app.test_e2e_browser import CHROMIUM, in_ci, offline_page
 from tests.backend.report.test_report_html import (  # noqa: F401  (fixtures)
     CREATED,
     PAYLOAD,
@@ -42,7 +42,7 @@ def report_file(tmp_path: Path, summary, doc, chunkings, quality, benchmark, ppl
 
 def test_report_opens_offline_and_draws_every_figure(report_file: Path, tmp_path: Path) -> None:
     if not CHROMIUM.exists():
-        if _in_ci():
+        if in_ci():
             pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
         pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
     from playwright.sync_api import expect, sync_playwright

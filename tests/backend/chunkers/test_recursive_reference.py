@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backend.chunkers.recursive import CHROMA_SEPARATORS, SUBSENTENCE_SEPARATORS, _cut, recursive_spans
+from backend.chunkers.recursive import CHROMA_SEPARATORS, SUBSENTENCE_SEPARATORS, split_before, recursive_spans
 from backend.text.segment import strip_span
 from backend.tokenizers import get_tokenizer
 
@@ -43,7 +43,7 @@ def _reference(text, count, size, overlap, separators, lo, hi):
                 sep, rest = s, (seps[i + 1 :] if s else ())
                 break
         good = []
-        for a, b in _cut(text, lo, hi, sep):
+        for a, b in split_before(text, lo, hi, sep):
             n = count(text[a:b])
             if n < size:
                 good.append((a, b, n))

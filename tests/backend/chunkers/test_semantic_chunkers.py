@@ -22,8 +22,8 @@ from backend.chunkers.semantic import (
     ClusterChunker,
     SemanticChunker,
     SemanticMaxChunker,
-    _allowed,
-    _groups,
+    allowed_windows,
+    unit_groups,
     breakpoint_threshold,
     capped_threshold,
     cluster_segmentation,
@@ -177,7 +177,7 @@ def test_semantic_spans_respect_max_tokens_and_split_at_the_largest_distance(n, 
     uncapped = {e for _s, e, _c in semantic_spans(text, curve, counter, None)}
     assert uncapped <= {e for _s, e, _c in got} | {len(text)}
     # A group over the cap whose sentences all fit alone is cut at its largest distance first.
-    for a, b in _groups(n, curve.breakpoints):
+    for a, b in unit_groups(n, curve.breakpoints):
         if b > a and counter.count(units[a][0], units[b][1]) > cap and all(w <= cap for w in words[a : b + 1]):
             k = a + int(np.argmax(distances[a:b]))
             assert units[k][1] in {e for _s, e, _c in got}
@@ -301,7 +301,7 @@ def test_semantic_max_threshold_is_the_largest_that_fits(unit, cap, context):
         forced = np.zeros(d.size, dtype=bool)
         forced[list(curve.forced)] = True
         t = higher.min()
-        groups = [(a, b) for a, b in _groups(len(units), np.flatnonzero((d > t) | forced)) if b > a]
+        groups = [(a, b) for a, b in unit_groups(len(units), np.flatnonzero((d > t) | forced)) if b > a]
         assert max(counter.count(units[a][0], units[b][1]) for a, b in groups) > cap
 
 
@@ -414,7 +414,7 @@ def test_cluster_allowed_mask_uses_real_counts():
     counter = SpanCounter(get_tokenizer("words"), text)
     pieces = piece_spans(text, counter, 3)
     assert [text[s:e] for s, e in pieces] == ["alpha beta", ". gamma delta", ". epsilon zeta", ". eta theta", "."]
-    allowed = _allowed(pieces, counter, 7)
+    allowed = allowed_windows(pieces, counter, 7)
     assert allowed.shape == (5, 5)  # every piece count sums to 12 <= 2 x 7: the band holds all chunks
     for i in range(len(pieces)):
         for w in range(allowed.shape[1]):

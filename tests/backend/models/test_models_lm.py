@@ -153,7 +153,7 @@ def test_bad_specs_are_named(tmp_path, monkeypatch):
 
 
 def test_stale_half_written_conversions_are_removed(tmp_path):
-    from backend.models.lm import _remove_stale_temporaries
+    from backend.models.lm import remove_stale_temporaries
 
     target = tmp_path / "Model-0123456789abcdef"
     old, fresh, other = tmp_path / f".{target.name}.abc", tmp_path / f".{target.name}.def", tmp_path / ".other.abc"
@@ -161,7 +161,7 @@ def test_stale_half_written_conversions_are_removed(tmp_path):
         p.mkdir()
     os.utime(old, (time.time() - 7200, time.time() - 7200))
     os.utime(other, (time.time() - 7200, time.time() - 7200))
-    _remove_stale_temporaries(target)
+    remove_stale_temporaries(target)
     assert not old.exists() and fresh.exists() and other.exists()
 
 

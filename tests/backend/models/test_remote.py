@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from backend.errors import Cancelled, ModelError, ParameterError
-from backend.models.remote import RemoteScorer, _align
+from backend.models.remote import RemoteScorer, token_starts
 from backend.models.scorer import load_scorer
 from backend.progress import CancelToken, Progress
 from tests.support.openai_compat_server import Engine, start_server
@@ -378,6 +378,6 @@ def test_concurrent_requests(remote, local):
 def test_align_spreads_fragments_over_the_characters_they_stand_for():
     text = "ab 北京."
     tokens = ["ab", " \ufffd", "\ufffd", "\ufffd", "\ufffd", "."]
-    assert _align(text, tokens) == [0, 2, 3, 3, 4, 5]
+    assert token_starts(text, tokens) == [0, 2, 3, 3, 4, 5]
     # SentencePiece markers read as spaces; a leading special token is handled by the caller.
-    assert _align("a b", ["a", "\u2581b"]) == [0, 1]
+    assert token_starts("a b", ["a", "\u2581b"]) == [0, 1]
