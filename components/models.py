@@ -28,17 +28,18 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import pandas as pd
 import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
 from backend.figures.models import sentence_nll_chart
+from backend.jobs import Job
 from backend.lab.document import ScoreSummary
 from backend.models.chat import LocalChat, RemoteChat
 from backend.models.devices import check_precision
-from backend.models.embedder import load_embedder, loaded_embedder
+from backend.models.embedder import Embedder, load_embedder, loaded_embedder
 from backend.models.lm import loaded_lm
 from backend.models.remote import RemoteScorer
 from backend.models.scorer import load_scorer
@@ -54,11 +55,6 @@ from components.keys import (
     MODELS,
     REMOTE_SCORER,
 )
-
-if TYPE_CHECKING:
-
-    from backend.jobs import Job
-    from backend.models.embedder import Embedder
 
 __all__ = [
     "session_chat",

@@ -23,6 +23,9 @@ from backend.figures.export import export_name
 from backend.metrics.report import QualityData
 from backend.report.html import cached_curves, report_html
 from backend.report.summary import METRIC_INFO, METRICS, Summary, format_value
+from backend.retrieval.evaluate import Benchmark
+from backend.retrieval.questions import QuestionSet
+from backend.text.document import Document
 from components.cached import sample_question_sets, sample_questions
 from components.documents import current_sample
 from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET, SUMMARY
@@ -35,9 +38,6 @@ from components.views import grid
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
 
-    from backend.retrieval.evaluate import Benchmark
-    from backend.retrieval.questions import QuestionSet
-    from backend.text.document import Document
 
 __all__ = [
     "NOT_COMPUTED",

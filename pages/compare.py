@@ -147,7 +147,7 @@ selected = view.clip({e.uid: st.session_state.get(_sel_key(e.uid), 0) for e in e
 for uid, index in selected.items():
     if st.session_state.get(_sel_key(uid), 0) != index:  # a chunking got shorter: back inside it
         st.session_state[_sel_key(uid)] = index
-ok = view.ready  # (entry, chunking) of the configurations that have chunks
+chunked = view.ready  # (entry, chunking) of the configurations that have chunks
 
 # --- configuration cards: what each column is, with downloads and remove ----------------------
 waiting = view.pending
@@ -167,14 +167,14 @@ with st.expander("Match lengths", icon=":material/straighten:"):
     st.caption("Compare chunkers at the same mean chunk length: tune each one's size or threshold to a target.")
     match_lengths_panel(doc, entries, COMPARE)
 
-if not ok:
+if not chunked:
     st.stop()
 
 # --- summary statistics ----------------------------------------------------------------------
 st.subheader("Summary", anchor=False)
-rows = stats_rows(doc, tuple(ch for _, ch in ok), tuple((doc.id, e.config) for e, _ in ok))
+rows = stats_rows(doc, tuple(ch for _, ch in chunked), tuple((doc.id, e.config) for e, _ in chunked))
 st.dataframe(
-    pd.DataFrame(rows, index=[e.tag for e, _ in ok]),
+    pd.DataFrame(rows, index=[e.tag for e, _ in chunked]),
     key=COMPARE("stats"),
     column_config={
         "_index": st.column_config.TextColumn("", width=40),
@@ -239,7 +239,7 @@ with size:
 st.caption(shown.caption(len(doc.text)))
 st.html(view.legend())
 
-for col, (e, ch) in grid(ok, MAX_PER_ROW):
+for col, (e, ch) in grid(chunked, MAX_PER_ROW):
     with col:
         config_title(e, config_color(e.uid))
         with st.container(height=600, border=True, key=COMPARE(f"view_{e.uid}")):
@@ -248,7 +248,7 @@ for col, (e, ch) in grid(ok, MAX_PER_ROW):
 # --- chunk inspector ---------------------------------------------------------------------------
 st.subheader("Chunk inspector", anchor=False)
 st.caption("Pick a chunk per configuration (or click one on the strip) to read it with its neighbours.")
-for col, (e, ch) in grid(ok, MAX_PER_ROW):
+for col, (e, ch) in grid(chunked, MAX_PER_ROW):
     with col:
         chunk_inspector(e, ch, doc.text, _sel_key(e.uid))
 

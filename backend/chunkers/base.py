@@ -12,16 +12,14 @@ import inspect
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from backend.chunkers.context import ModelContext
 from backend.chunking import Chunk, ChunkerConfig, Chunking
+from backend.curves import Curve
 from backend.errors import ParameterError
 from backend.text.document import Document
 from backend.tokenizers import Tokenizer, get_tokenizer
-
-if TYPE_CHECKING:
-    from backend.curves import Curve
 
 __all__ = ["Param", "Chunker", "size_params", "REGISTRY", "register", "make_chunker", "run_chunker", "chunker_specs"]
 

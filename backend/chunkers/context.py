@@ -15,27 +15,21 @@ a miss never freezes the page; the model run then happens in a background job.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from backend.errors import ModelError, NotCached
-from backend.models.cache import default_cache
-from backend.models.chat import default_chat_model
+from backend.models.cache import OutputCache, default_cache
+from backend.models.chat import ChatModel, default_chat_model
 from backend.models.embedder import load_embedder
-from backend.models.embeddings import embed_texts, embeddings_key
+from backend.models.embeddings import TextEmbedder, embed_texts, embeddings_key
 from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
 from backend.models.remote import RemoteScorer, is_remote_lm
 from backend.models.scorer import load_scorer
 from backend.models.scoring import cached_token_scores, document_token_scores, scored_tokens
-from backend.models.types import ModelInfo
-
-if TYPE_CHECKING:
-    from backend.models.cache import OutputCache
-    from backend.models.chat import ChatModel
-    from backend.models.embeddings import TextEmbedder
-    from backend.models.types import Scorer, TokenScores
-    from backend.progress import Progress
+from backend.models.types import ModelInfo, Scorer, TokenScores
+from backend.progress import Progress
 
 __all__ = ["ModelContext", "unloaded_model_info"]
 

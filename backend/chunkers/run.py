@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 from backend.chunkers.base import REGISTRY, run_chunker
 from backend.chunkers.context import ModelContext
+from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import Cancelled, ChunkLabError, NotCached, one_line
-
-if TYPE_CHECKING:
-    from backend.chunking import ChunkerConfig, Chunking
-    from backend.models.types import Scorer
-    from backend.progress import Progress
-    from backend.text.document import Document
+from backend.models.types import Scorer
+from backend.progress import Progress
+from backend.text.document import Document
 
 __all__ = ["ChunkOutcome", "ChunkFn", "needs_model", "chunk_all", "run_configs"]
 

@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
+from backend.chunkers import make_chunker
+from backend.chunkers.context import ModelContext, unloaded_model_info
+from backend.chunking import ConfigEntry, tag_for
 from backend.cli.common import (
     StderrProgress,
     add_model_flags,
@@ -40,16 +43,14 @@ from backend.cli.common import (
     value_type,
     write,
 )
-from backend.chunkers import make_chunker
-from backend.chunkers.context import ModelContext, unloaded_model_info
-from backend.chunking import ConfigEntry, tag_for
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 from backend.lab.models import SessionModels
 from backend.lab.quality import plan_quality
+from backend.lab.session import OpenedSettings, model_spec, opened_settings
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
 from backend.report.html import cached_curves, report_html
-from backend.report.session import load_session, question_set_from_json, resolve_document
+from backend.report.session import load_session, question_set_hash, resolve_document
 from backend.report.summary import METRIC_INFO, METRICS, collect
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.questions import load_question_set, load_sample_question_set
@@ -90,18 +91,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the HTML file to write")
 
 
-def _setting(flag: Any, session: Any, key: str, default: Any) -> Any:
-    """A flag given on the command line, else the session's setting, else ``default``."""
+def _setting(flag: Any, saved: OpenedSettings | None, section: str, name: str, default: Any) -> Any:
+    """A flag given on the command line, else the session's setting ``section.name``, else ``default``."""
     if flag is not None:
         return flag
-    if session is not None and session.settings.get(key) is not None:
-        return session.settings[key]
-    return default
-
-
-def _session_model(session: Any, role: str) -> str | None:
-    value = session.models.get(role) if session is not None else None
-    return value if isinstance(value, str) and value else None
+    return saved.get(section, name, default) if saved is not None else default
 
 
 def _document(args: argparse.Namespace, session: Any) -> Any:
@@ -117,8 +111,11 @@ def _document(args: argparse.Namespace, session: Any) -> Any:
     return doc
 
 
-def _question_set(args: argparse.Namespace, session: Any) -> tuple[Any, str | None]:
-    """``--questions``/``--corpora``, else the session's question set; ``(set or None, its name)``."""
+def _question_set(args: argparse.Namespace, saved: OpenedSettings | None) -> tuple[Any, str | None]:
+    """``--questions``/``--corpora``, else the session's question set; ``(set or None, its name)``.
+
+    The session's own set when it embeds one, else the bundled sample set its benchmark ran on.
+    """
     if args.questions is not None:
         if args.questions.startswith("sample:"):
             if args.corpora is not None:
@@ -127,12 +124,12 @@ def _question_set(args: argparse.Namespace, session: Any) -> tuple[Any, str | No
         return load_question_set(Path(args.questions).expanduser(), args.corpora), Path(args.questions).name
     if args.corpora is not None:
         raise ParameterError("--corpora needs --questions")
-    ref = session.settings.get("question_set") if session is not None else None
-    if isinstance(ref, str) and ref.startswith("sample:"):
-        return load_sample_question_set(ref.removeprefix("sample:")), ref
-    if isinstance(ref, Mapping):
-        questions = question_set_from_json(ref, source=str(args.session.name))
-        return questions, (f"session set {ref.get('sha')}" if questions is not None else None)
+    if saved is None:
+        return None, None
+    if saved.questions is not None:
+        return saved.questions, f"session set {question_set_hash(saved.questions)}"
+    if saved.sample_questions is not None:
+        return load_sample_question_set(saved.sample_questions.removeprefix("sample:")), saved.sample_questions
     return None, None
 
 
@@ -209,15 +206,17 @@ def run(args: argparse.Namespace) -> int:
     if not tagged:
         raise ParameterError("the session has no configuration; add --config SPEC")
     doc = _document(args, session)
-    questions, questions_name = _question_set(args, session)
-    K = float(_setting(args.K, session, "K", DEFAULT_K))
-    delta = int(_setting(args.delta, session, "delta", 0))
-    window = _setting(args.window, session, "window", None)
-    bc_mode = str(_setting(args.bc_mode, session, "bc_mode", "reference"))
-    cs_rule = str(_setting(args.cs_rule, session, "cs_rule", "paper"))
-    retrieve = int(_setting(args.retrieve, session, "retrieve", DEFAULT_RETRIEVE))
-    embedder = embedder_spec(args.embedder if args.embedder is not None else _session_model(session, "embedder"))
-    lm = args.lm if args.lm is not None else _session_model(session, "lm")
+    saved = opened_settings(session.settings, str(args.session.name)) if session is not None else None
+    questions, questions_name = _question_set(args, saved)
+    cs_threshold = float(_setting(args.K, saved, "quality", "K", DEFAULT_K))
+    delta = int(_setting(args.delta, saved, "quality", "delta", 0))
+    window = _setting(args.window, saved, "quality", "window", None) or None  # a saved 0 scores every pair
+    bc_mode = str(_setting(args.bc_mode, saved, "quality", "bc_mode", "reference"))
+    cs_rule = str(_setting(args.cs_rule, saved, "quality", "cs_rule", "paper"))
+    retrieve = int(args.retrieve if args.retrieve is not None else (saved and saved.retrieve) or DEFAULT_RETRIEVE)
+    models = session.models if session is not None else {}
+    embedder = embedder_spec(args.embedder if args.embedder is not None else model_spec(models, "embedder"))
+    lm = args.lm if args.lm is not None else model_spec(models, "lm")
 
     quiet_hub_progress_bars()  # our progress lines replace transformers' bars
     context = ModelContext(lm=lm, device=args.device, use_cache=not args.no_cache, window=args.lm_window,
@@ -235,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         context.on_load = lambda: line.status("loading model…")
         context.progress = line
         summary = collect(
-            doc, tagged, context=context, question_set=questions, embedder_spec=embedder, K=K, delta=delta,
+            doc, tagged, context=context, question_set=questions, embedder_spec=embedder, K=cs_threshold, delta=delta,
             window=window, cs_rule=cs_rule, bc_mode=bc_mode, retrieve=retrieve, compute=not args.no_quality,
             progress=context.progress, benchmark=benchmark, question_set_name=questions_name,
         )

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
-if TYPE_CHECKING:
-    from backend.models.scoring import SentenceScore
+from backend.models.scoring import SentenceScore
 
 __all__ = ["sentence_nll_chart"]
 

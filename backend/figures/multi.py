@@ -10,17 +10,15 @@ reaches hover labels only escaped (:func:`backend.figures.quality.head_preview`)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from backend.figures.quality import arc_diagram, head_preview
-
-if TYPE_CHECKING:
-    from backend.retrieval.multi.graph import Graph
-    from backend.retrieval.multi.retrievers import LiveRetrieval
+from backend.retrieval.multi.graph import Graph
+from backend.retrieval.multi.retrievers import LiveRetrieval
 
 __all__ = [
     "Rung",

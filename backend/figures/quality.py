@@ -39,14 +39,14 @@ def _tail(text: str, n: int = PREVIEW_CHARS) -> str:
     return html.escape(flat if len(flat) <= n else "…" + flat[-(n - 1) :], quote=False)
 
 
-def bc_figure(datas: Sequence[QualityData], colors: Sequence[str], *, bc_mode: str = "reference") -> go.Figure:
+def bc_figure(scored: Sequence[QualityData], colors: Sequence[str], *, bc_mode: str = "reference") -> go.Figure:
     """BC of every boundary along the document, one line per configuration.
 
     x is the character offset where chunk i+1 starts; the hover shows the end of chunk i
     and the start of chunk i+1.
     """
     fig = go.Figure()
-    for d, color in zip(datas, colors):
+    for d, color in zip(scored, colors):
         if d.table is None or d.n < 2:
             continue
         bc = boundary_clarity(d.table, bc_mode)
@@ -80,12 +80,12 @@ def bc_figure(datas: Sequence[QualityData], colors: Sequence[str], *, bc_mode: s
 
 
 def cs_k_figure(
-    datas: Sequence[QualityData], colors: Sequence[str], ks: Sequence[float], K: float, *, rule: str = "paper",
+    scored: Sequence[QualityData], colors: Sequence[str], ks: Sequence[float], K: float, *, rule: str = "paper",
     delta: int = 0,
 ) -> go.Figure:
     """CS against K per configuration (MoC Table 4, live): complete graph solid, incomplete dashed."""
     fig = go.Figure()
-    for d, color in zip(datas, colors):
+    for d, color in zip(scored, colors):
         if d.table is None or not d.table.complete:
             continue
         complete, incomplete = cs_curve(d.table, ks, rule=rule, delta=delta)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -19,10 +19,8 @@ from plotly.subplots import make_subplots
 
 from backend.errors import ParameterError
 from backend.figures.charts import config_color
-
-if TYPE_CHECKING:
-    from backend.retrieval.multi.retrievers import Routing
-    from backend.retrieval.multi.router import TrainReport
+from backend.retrieval.multi.retrievers import Routing
+from backend.retrieval.multi.router import TrainReport
 
 __all__ = ["level_choice_bars", "oracle_confusion_heatmap", "training_curve"]
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from backend.lab.settings import checked_settings
+from backend.lab.settings import QUESTION_SOURCES, checked_settings
 from backend.report.session import question_set_from_json, question_set_to_json
 from backend.retrieval.questions import QuestionSet
 
-__all__ = ["QUESTIONS", "OpenedSettings", "settings_to_save", "opened_settings"]
+__all__ = ["QUESTIONS", "OpenedSettings", "settings_to_save", "opened_settings", "model_spec"]
 
 QUESTIONS = "questions"  # the entry of a session's settings that holds its own question set
 
@@ -38,6 +38,25 @@ class OpenedSettings:
     values: dict[str, dict[str, Any]]
     questions: QuestionSet | None
     notes: tuple[str, ...] = ()
+
+    def get(self, section: str, name: str, default: Any = None) -> Any:
+        """The session's ``section.name``, else ``default`` (the session did not hold a valid one)."""
+        value = self.values.get(section, {}).get(name)
+        return default if value is None else value
+
+    @property
+    def retrieve(self) -> int | None:
+        """The benchmark's chunks per question as the session last ran it (-1: as many as hold excerpts)."""
+        if self.get("benchmark", "auto"):
+            return -1
+        return self.get("benchmark", "retrieve")
+
+    @property
+    def sample_questions(self) -> str | None:
+        """``sample:NAME`` when the session's benchmark used a bundled sample set, else None."""
+        if self.get("benchmark", "source") == QUESTION_SOURCES[1] and self.get("benchmark", "sample"):
+            return f"sample:{self.get('benchmark', 'sample')}"
+        return None
 
 
 def settings_to_save(values: Mapping[str, Mapping[str, Any]], questions: QuestionSet | None = None) -> dict[str, Any]:
@@ -75,3 +94,18 @@ def opened_settings(raw: Mapping[str, Any], source: str = "session") -> OpenedSe
                 "was too large to embed: import it on the Benchmark page"
             )
     return OpenedSettings(values, questions, tuple(notes))
+
+
+def model_spec(models: Mapping[str, Any], role: str) -> str | None:
+    """The spec of the session's local model for ``role`` (``lm``, ``embedder``), or None for the default.
+
+    A session saved by the app records ``{"kind": "local", "spec": …}`` for the language model and
+    ``{"spec": …}`` for the embedder; a plain string is read as a spec too. A remote model has no
+    spec (its key is never saved): None, the default, like a model the session did not choose.
+    """
+    value = models.get(role)
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, Mapping) and value.get("kind", "local") == "local" and isinstance(value.get("spec"), str):
+        return value["spec"] or None
+    return None

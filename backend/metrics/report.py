@@ -370,7 +370,7 @@ class QualityData:
 
 
 def table_rows(
-    datas: Sequence[QualityData], *, metrics: Sequence[str] = METRICS, settings: QualitySettings = QualitySettings()
+    scored: Sequence[QualityData], *, metrics: Sequence[str] = METRICS, settings: QualitySettings = QualitySettings()
 ) -> list[dict[str, Any]]:
     """The quality table (MoC Table 3): one row per configuration, keyed by :data:`COLUMNS`.
 
@@ -378,7 +378,7 @@ def table_rows(
     ``mean_tokens`` and each metric's :attr:`QualityReport.values` entry (None: not computed).
     """
     rows = []
-    for d in datas:
+    for d in scored:
         report = d.report(metrics=metrics, settings=settings)
         rows.append({"configuration": d.tag, "chunker": d.config.label, "chunks": report.chunks,
                      "mean_tokens": report.mean_tokens, **report.values})

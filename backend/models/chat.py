@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from backend import config
 from backend.errors import ModelError, ParameterError
-from backend.models.cache import text_digest
+from backend.models.cache import OutputCache, text_digest
 from backend.models.identity import fingerprint_without_loading
 from backend.models.lm import load_lm
 from backend.models.openai_compat import Endpoint, Service
@@ -45,7 +45,6 @@ from backend.models.openai_compat import Endpoint, Service
 if TYPE_CHECKING:
     from openai import OpenAI
 
-    from backend.models.cache import OutputCache
 
 __all__ = [
     "chat",

@@ -11,19 +11,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
 from backend.errors import ModelError
-from backend.models.cache import text_digest
+from backend.models.cache import OutputCache, text_digest
 from backend.models.embedder import embedder_name, load_embedder
 from backend.models.identity import embedder_fingerprint_without_loading
+from backend.models.types import ModelInfo
 from backend.progress import Progress
-
-if TYPE_CHECKING:
-    from backend.models.cache import OutputCache
-    from backend.models.types import ModelInfo
 
 __all__ = [
     "TextEmbedder",

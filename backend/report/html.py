@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 from backend import __version__
 from backend.chunkers import REGISTRY, make_chunker
 from backend.chunkers.meta.algorithms import boundaries_at, boundary_candidates, sentence_values
+from backend.chunkers.meta.results import PPLScores
+from backend.chunking import ChunkerConfig, Chunking
+from backend.curves import Curve
 from backend.errors import ModelError, NotCached
 from backend.figures.charts import PREVIEW_CHARS, boundary_strip, config_color, size_histogram
 from backend.figures.curves import curve_chart
@@ -30,19 +33,15 @@ from backend.figures.ppl import values_chart
 from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from backend.figures.retrieval import agreement_heatmaps, coverage_strip, metric_bars, question_heatmap
 from backend.metrics.quality import DEFAULT_K
+from backend.metrics.report import QualityData
 from backend.report.summary import METRIC_INFO, METRICS, Summary, format_value, verdict
-from backend.retrieval.evaluate import coverage_rows
+from backend.retrieval.evaluate import Benchmark, coverage_rows
+from backend.retrieval.questions import QuestionSet
+from backend.text.document import Document
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from backend.chunkers.meta.results import PPLScores
-    from backend.chunking import ChunkerConfig, Chunking
-    from backend.curves import Curve
-    from backend.metrics.report import QualityData
-    from backend.retrieval.evaluate import Benchmark
-    from backend.retrieval.questions import QuestionSet
-    from backend.text.document import Document
 
 __all__ = ["SECTIONS", "NOT_COMPUTED", "report_html", "cached_curves"]
 
@@ -309,10 +308,10 @@ def _quality(summary: Summary, quality: Mapping[str, QualityData] | None, figs: 
     s = summary.settings
     K = float(s.get("K", DEFAULT_K))
     bc_mode, cs_rule, delta = str(s.get("bc_mode", "reference")), str(s.get("cs_rule", "paper")), int(s.get("delta", 0) or 0)
-    datas, dcolors = [d for d, _ in pairs], [c for _, c in pairs]
+    scored, dcolors = [d for d, _ in pairs], [c for _, c in pairs]
     out = [
         f"<h3>BC at every boundary ({_e(bc_mode)} mode; higher is clearer)</h3>",
-        figs.div(bc_figure(datas, dcolors, bc_mode=bc_mode)),
+        figs.div(bc_figure(scored, dcolors, bc_mode=bc_mode)),
     ]
     complete = [(d, c) for d, c in pairs if d.table.complete]
     if complete:

@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 
 from backend.chunking import ChunkerConfig
+from backend.figures.export import figure_html
+from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from backend.metrics.quality import PairTable, chunk_stickiness, cs_curve, edge_values, kept_edges
 from backend.metrics.report import QualityData, QualitySettings, table_rows
 from backend.metrics.scores import score_chunkings
 from backend.models.cache import OutputCache
-from backend.figures.export import figure_html
-from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from components.quality import best_cells, column_config, quality_frame, styled_table
 from tests.support.quality import TEXTS, Counting, LengthScorer, chunking_of, quality_data
 
@@ -26,8 +26,8 @@ from tests.support.quality import TEXTS, Counting, LengthScorer, chunking_of, qu
 
 
 def test_frame_is_the_backend_rows_indexed_by_tag() -> None:
-    datas = [quality_data("A", 1), quality_data("B", 2, vectors=False)]
-    rows = table_rows(datas, metrics=["bc", "ds"], settings=QualitySettings(K=0.3))
+    scored = [quality_data("A", 1), quality_data("B", 2, vectors=False)]
+    rows = table_rows(scored, metrics=["bc", "ds"], settings=QualitySettings(K=0.3))
     frame = quality_frame(rows)
     assert list(frame.index) == ["A", "B"]
     assert list(frame.columns) == ["configuration", "chunker", "chunks", "mean_tokens", "bc", "cs_complete",
@@ -144,13 +144,13 @@ def test_bc_hover_shows_the_end_of_one_chunk_and_the_start_of_the_next() -> None
 
 
 def test_cs_against_k_is_one_solid_and_one_dashed_line_per_configuration() -> None:
-    datas = [quality_data("A", 1), quality_data("B", 2)]
+    scored = [quality_data("A", 1), quality_data("B", 2)]
     ks = [0.0, 0.25, 0.5, 0.75, 1.0]
-    fig = cs_k_figure(datas, ["#111", "#222"], ks, 0.5, rule="paper")
+    fig = cs_k_figure(scored, ["#111", "#222"], ks, 0.5, rule="paper")
     assert [t.name for t in fig.data] == ["A complete", "A incomplete", "B complete", "B incomplete"]
-    complete, incomplete = cs_curve(datas[0].table, ks)
+    complete, incomplete = cs_curve(scored[0].table, ks)
     assert list(fig.data[0].y) == complete and list(fig.data[1].y) == incomplete
-    assert complete == [chunk_stickiness(datas[0].table, k) for k in ks]
+    assert complete == [chunk_stickiness(scored[0].table, k) for k in ks]
 
 
 def test_graph_exports_as_self_contained_html() -> None:

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-
-
 from backend.cli.main import main  # noqa: E402
 from backend.report.html import SECTIONS  # noqa: E402
 from backend.samples import load_sample  # noqa: E402
@@ -132,7 +130,9 @@ def _save(tmp_path: Path, doc, sample: str | None, sha: str | None = None) -> Pa
     ref = session.DocRef(sample=sample, name=doc.source, sha=sha or doc.id)
     configs = [("A", ChunkerConfig.make("recursive", {"chunk_size": 300})),
                ("C", ChunkerConfig.make("paragraph", {"chunk_size": 300}))]
-    return session.save_session(session.Session.make(ref, configs, settings={"K": 0.7}), tmp_path / "s.json")
+    # What the app saves: settings by page (quality.K…), models by role.
+    settings = {"quality": {"K": 0.7, "window": 2}, "benchmark": {"source": "Bundled sample set", "sample": "technical"}}
+    return session.save_session(session.Session.make(ref, configs, settings=settings), tmp_path / "s.json")
 
 
 def test_a_session_on_a_sample_needs_no_file(capsys, tmp_path):
@@ -146,7 +146,8 @@ def test_a_session_on_a_sample_needs_no_file(capsys, tmp_path):
     data = json.loads(parsed.summary)
     assert data["doc_id"] == doc.id
     assert [(r["tag"], r["config"]["name"]) for r in data["rows"]] == [("A", "recursive"), ("C", "paragraph")]
-    assert data["settings"]["K"] == 0.7
+    assert data["settings"]["K"] == 0.7 and data["settings"]["window"] == 2
+    assert data["settings"]["question_set"] == "sample:technical"  # the session's benchmark ran on it
 
 
 def test_a_session_whose_document_hash_differs_exits_1(capsys, tmp_path):

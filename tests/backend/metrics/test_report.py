@@ -76,11 +76,11 @@ def test_the_metric_table_gives_the_columns_and_the_best_direction() -> None:
 
 
 def test_rows_equal_the_backend_metrics() -> None:
-    datas = [quality_data("A", 1), quality_data("B", 2)]
+    scored = [quality_data("A", 1), quality_data("B", 2)]
     settings = QualitySettings(K=0.3, bc_mode="paper", cs_rule="reference", delta=1)
-    rows = table_rows(datas, settings=settings)
+    rows = table_rows(scored, settings=settings)
     assert [r["configuration"] for r in rows] == ["A", "B"]
-    for d, row in zip(datas, rows):
+    for d, row in zip(scored, rows):
         assert row["chunker"] == d.config.label
         assert row["chunks"] == d.n
         assert row["mean_tokens"] == pytest.approx(np.mean(d.chunking.token_counts))
