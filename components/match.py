@@ -19,7 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from backend.chunking import ConfigEntry
-from backend.lab.match import DEFAULT_TARGET, MatchOutcome, match_rows, needs_model, plan_match, run_matches, tuned_entries
+from backend.lab.match import TARGET, MatchOutcome, match_rows, needs_model, plan_match, run_matches, tuned_entries
 from backend.text.document import Document
 from components.keys import CONFIGS, PageKeys
 from components.lm_runs import model_job_panel, session_models
@@ -58,9 +58,8 @@ def match_lengths_panel(doc: Document, entries: Sequence[ConfigEntry], keys: Pag
     sel_key = keys("match_sel_" + "_".join(map(str, by_uid)))  # a configuration added or removed: all again
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         target = st.number_input(
-            "Target mean length (tokens)", min_value=1, max_value=100_000, value=DEFAULT_TARGET, step=10,
-            key=keys("match_target"), width=220,
-            help="Each configuration's own tokenizer counts the tokens.",
+            "Target mean length (tokens)", min_value=TARGET.min, max_value=TARGET.max, value=TARGET.default, step=10,
+            key=keys("match_target"), width=220, help=TARGET.help,
         )
         chosen = st.multiselect(
             "Configurations", list(by_uid), default=list(by_uid), key=sel_key,

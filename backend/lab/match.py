@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from backend.chunkers import REGISTRY
+from backend.chunkers.base import Param
 from backend.chunkers.context import ModelContext
 from backend.chunkers.match_length import DEFAULT_TOLERANCE, MatchResult, match_length
 from backend.chunking import ChunkerConfig, ConfigEntry
@@ -24,9 +25,12 @@ from backend.models.types import Scorer
 from backend.progress import Progress
 from backend.text.document import Document
 
-__all__ = ["DEFAULT_TARGET", "MatchOutcome", "run_matches", "needs_model", "plan_match", "match_rows", "tuned_entries"]
+__all__ = ["DEFAULT_TARGET", "TARGET", "MatchOutcome", "run_matches", "needs_model", "plan_match", "match_rows", "tuned_entries"]
 
 DEFAULT_TARGET = 200
+# The target mean length a user asks for (the Compare and Quality pages' input and its range).
+TARGET = Param("target", "int", DEFAULT_TARGET, "Each configuration's own tokenizer counts the tokens.", min=1,
+               max=100_000)
 
 
 @dataclass(frozen=True)
