@@ -21,7 +21,7 @@ from components.retrieval import md_text
 if TYPE_CHECKING:
     from backend.retrieval.evaluate import ConfigResult
     from backend.retrieval.multi.retrievers import Routing
-    from backend.retrieval.multi.router import TrainReport
+    from backend.retrieval.multi.level_router import TrainReport
 
 __all__ = ["oracle_note", "training_note", "routing_panel"]
 

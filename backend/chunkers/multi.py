@@ -9,7 +9,7 @@ its finest units, the level every other level is built from: MoG's level-1 chunk
 nodes of 1–2 sentences, FreeChunker's units. The Compare and Quality pages show those; the
 query-time part (levels, indexes, routing, selection) lives in :mod:`backend.retrieval.multi`.
 
-The router and granularity parsers are here, below the retrieval layer, so the registry can
+The level-routing and granularity parsers are here, below the retrieval layer, so the registry can
 validate ``router=…`` and ``granularities=…`` before anything is read or loaded.
 """
 
@@ -32,8 +32,8 @@ __all__ = [
     "MoGRetriever",
     "MoGGRetriever",
     "FreeChunkerRetriever",
-    "RouterSpec",
-    "parse_router",
+    "LevelRouting",
+    "parse_level_routing",
     "parse_granularities",
     "token_units",
     "MAX_GRANULARITY",
@@ -53,8 +53,12 @@ MAX_GRANULARITY = 64  # FreeChunker's largest window, in units
 
 
 @dataclass(frozen=True)
-class RouterSpec:
-    """A parsed ``router=`` value: ``kind`` is cv, uniform, oracle, level or path."""
+class LevelRouting:
+    """How MoG(G) weighs its granularity levels per query: a parsed ``router=`` value.
+
+    ``kind`` is cv, uniform, oracle, level or path (the user-facing parameter keeps the paper's
+    word, "router"; what it routes is a query to the levels).
+    """
 
     kind: str
     level: int = 0  # 1-based, for kind "level"
@@ -71,8 +75,8 @@ class RouterSpec:
         return self.kind
 
 
-def parse_router(raw: str, levels: int) -> RouterSpec:
-    """Parse ``router=`` for a retriever with ``levels`` levels.
+def parse_level_routing(raw: str, levels: int) -> LevelRouting:
+    """Parse ``router=`` (the level routing) for a retriever with ``levels`` levels.
 
     Raises:
         ParameterError: an empty value, or ``level:N`` outside 1..levels.
@@ -82,13 +86,13 @@ def parse_router(raw: str, levels: int) -> RouterSpec:
     if not text:
         raise ParameterError("router must be cv, uniform, oracle, level:N or a router file path, got ''")
     if low in {"cv", "uniform", "oracle"}:
-        return RouterSpec(low)
+        return LevelRouting(low)
     if low.startswith("level:"):
         tail = low[len("level:") :].strip()
         if not tail.isdigit() or not 1 <= int(tail) <= levels:
             raise ParameterError(f"router={text}: the level must be a number in 1..{levels}")
-        return RouterSpec("level", level=int(tail))
-    return RouterSpec("path", path=text)
+        return LevelRouting("level", level=int(tail))
+    return LevelRouting("path", path=text)
 
 
 def parse_granularities(raw: str) -> tuple[int, ...]:
@@ -185,7 +189,7 @@ class RetrieverChunker(Chunker):
     def validate(self) -> None:
         super().validate()
         if self.routed:
-            self.router_spec = parse_router(self.values["router"], self.values["levels"])
+            self.level_routing = parse_level_routing(self.values["router"], self.values["levels"])
 
     @property
     def soft(self) -> tuple[float, float]:

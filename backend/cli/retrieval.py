@@ -382,7 +382,7 @@ def _router_train(args: argparse.Namespace) -> None:
     import time
 
     from backend.chunkers import make_chunker
-    from backend.retrieval.multi import router as rt
+    from backend.retrieval.multi import level_router as rt
     from backend.retrieval.multi.retrievers import training_data
     from backend.retrieval.store import open_store
 

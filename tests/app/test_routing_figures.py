@@ -7,7 +7,7 @@ import pytest
 
 from backend.errors import ParameterError
 from backend.retrieval.multi.retrievers import Routing
-from backend.retrieval.multi.router import TrainReport
+from backend.retrieval.multi.level_router import TrainReport
 from backend.figures.routing import level_choice_bars, oracle_confusion_heatmap, training_curve
 from components.routing import oracle_note, training_note
 

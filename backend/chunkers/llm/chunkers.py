@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
 from backend.chunkers.llm.moc import moc_messages, parse_rules, recover_spans
-from backend.chunkers.llm.router import GRANULARITIES, GRANULARITY_NAMES, make_router
+from backend.chunkers.llm.granularity import GRANULARITIES, GRANULARITY_NAMES, make_router
 from backend.chunkers.recursive import enforce_size, recursive_spans
 from backend.chunking import Chunking
 from backend.errors import ParameterError
@@ -302,7 +302,7 @@ class MoCChunker(_LLMChunker):
 
     A router first picks the granularity ((0,120], (120,150], (150,180] or (180,∞) tokens
     per chunk; ``router``: ``paragraph``, ``trained`` or a class name, see
-    ``backend.chunkers.llm.router``), which the Table 7 prompt then asks for. The document is read in
+    ``backend.chunkers.llm.granularity``), which the Table 7 prompt then asks for. The document is read in
     windows under ``window_tokens`` (ending at a paragraph or sentence end where possible);
     each answer's rules are mapped back to exact spans by edit-distance recovery
     (``backend.chunkers.llm.moc``), anchors the model altered matched within ``anchor_tolerance`` × their
@@ -324,7 +324,7 @@ class MoCChunker(_LLMChunker):
 
     def validate(self) -> None:
         super().validate()
-        from backend.chunkers.llm.router import ROUTERS
+        from backend.chunkers.llm.granularity import ROUTERS
 
         router = self.values["router"]
         if router not in ROUTERS and router not in GRANULARITY_NAMES:

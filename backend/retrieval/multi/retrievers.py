@@ -7,7 +7,7 @@ One path for every caller: :func:`run_retriever` serves the benchmark
 Routing (``router=`` of ``mog``/``mogg``): the router's weights per question come from
 
 - ``cv`` — 5-fold cross-fitting on the question set's own soft labels: each question is routed
-  by a router trained on the other folds (:func:`backend.retrieval.multi.router.cross_fit`);
+  by a router trained on the other folds (:func:`backend.retrieval.multi.level_router.cross_fit`);
   one more router trained on every question gives the training curve shown;
 - ``uniform`` — all weights 1 (the chosen level is then level 1, the finest, by eq. 2's tie rule);
 - ``oracle`` — the question's own soft label (an upper bound; uniform where no level's top-1
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
     from backend.retrieval.multi.index import MultiIndex
-    from backend.retrieval.multi.router import TrainReport
+    from backend.retrieval.multi.level_router import TrainReport
     from backend.retrieval.questions import QuestionSet
     from backend.retrieval.store import ChunkStore
     from backend.text.document import Document
@@ -196,9 +196,9 @@ def router_weights(
     Raises:
         InputError: a router file that cannot be read or does not match.
     """
-    from backend.retrieval.multi import router as rt
+    from backend.retrieval.multi import level_router as rt
 
-    spec = chunker.router_spec
+    spec = chunker.level_routing
     n, levels = labels.shape[0], chunker.values["levels"]
     if spec.kind == "uniform":
         return np.ones((n, levels)), None
@@ -231,7 +231,7 @@ def _router_meta(chunker: Any, embedder_name: str, fingerprint: str) -> dict[str
 
 
 def _labels(chunker: Any, sims: np.ndarray) -> np.ndarray:
-    from backend.retrieval.multi.router import soft_labels
+    from backend.retrieval.multi.level_router import soft_labels
 
     top, second = chunker.soft
     return np.vstack([soft_labels(row, top, second) for row in sims]) if len(sims) else np.zeros((0, 0))
@@ -372,7 +372,7 @@ def run_retriever(
         t0 += time.perf_counter() - t_route  # training a router is not query time
         chosen = np.array([chosen_level(w) for w in weights], dtype=np.int64)
         oracle = np.where(labels.max(axis=1) > 0, labels.argmax(axis=1) + 1, 0) if labels.size else np.zeros(0, np.int64)
-        routing = Routing(tuple(chunker.level_names()), chunker.router_spec.label(), weights, chosen, sims, labels,
+        routing = Routing(tuple(chunker.level_names()), chunker.level_routing.label(), weights, chosen, sims, labels,
                           oracle.astype(np.int64), training)
     selections = []
     for i, q in enumerate(qs):
@@ -515,7 +515,7 @@ def live_retrieve(
     if not chunker.routed:
         selection = freechunker_select({cid: index}, [level[:k] for level in cand], k)
         return LiveRetrieval(config, index, selection, tuple(tuple(c) for c in cand), note, sims)
-    spec = chunker.router_spec
+    spec = chunker.level_routing
     levels = chunker.values["levels"]
     fp = embedder.info.fingerprint
     if spec.kind == "oracle":
@@ -546,7 +546,7 @@ def _live_cv(
     k: int,
 ) -> tuple[np.ndarray, str]:
     """``router=cv`` on a live query: a router trained on the session's question set, else uniform."""
-    from backend.retrieval.multi import router as rt
+    from backend.retrieval.multi import level_router as rt
 
     if train_on is None or len(train_on) == 0:
         return np.ones(levels), "no question set to train a router on: uniform weights"

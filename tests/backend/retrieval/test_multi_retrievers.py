@@ -10,7 +10,7 @@ from backend.errors import InputError, ParameterError
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.multi.index import build_index
 from backend.retrieval.multi.retrievers import live_retrieve, training_data
-from backend.retrieval.multi.router import save_router, train_router
+from backend.retrieval.multi.level_router import save_router, train_router
 from backend.retrieval.questions import load_sample_question_set
 from backend.retrieval.store import ChunkStore
 
