@@ -6,8 +6,10 @@ that one configuration (``ChunkerConfig``: name, parameters, tokenizer) names it
 chunker can be named — the CLI's ``--chunker mog --param router=oracle``, the app's forms, the
 benchmark — and its parameters are validated in one place. What it *splits* (:meth:`split`) is
 its finest units, the level every other level is built from: MoG's level-1 chunks, MoGG's
-nodes of 1–2 sentences, FreeChunker's units. The Compare and Quality pages show those; the
-query-time part (levels, indexes, routing, selection) lives in :mod:`backend.retrieval.multi`.
+nodes of 1–2 sentences, FreeChunker's units. The Compare and Quality pages show those; how each
+retrieves is the retriever registry's (:mod:`backend.retrieval.retriever`: a
+:class:`~backend.retrieval.retriever.levels.LevelRetriever` each), and the query-time part (levels,
+indexes, routing, selection) lives in :mod:`backend.retrieval.multi`.
 
 The level-routing and granularity parsers are here, below the retrieval layer, so the registry can
 validate ``router=…`` and ``granularities=…`` before anything is read or loaded.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,7 +40,6 @@ __all__ = [
     "parse_granularities",
     "token_units",
     "MAX_GRANULARITY",
-    "is_retriever",
     "RETRIEVER_FAMILY",
 ]
 
@@ -69,8 +71,6 @@ class LevelRouting:
         if self.kind == "level":
             return f"level:{self.level}"
         if self.kind == "path":
-            from pathlib import Path
-
             return f"router file {Path(self.path).name}"
         return self.kind
 
@@ -152,14 +152,6 @@ def token_units(text: str, tokenizer: Tokenizer, unit_tokens: int) -> list[Range
         else:
             out.append((a, b))
     return out
-
-
-def is_retriever(name: str) -> bool:
-    """Whether the registered name is a query-time retriever (family ``retriever``)."""
-    from backend.chunkers.base import REGISTRY
-
-    cls = REGISTRY.get(name)
-    return cls is not None and cls.family == RETRIEVER_FAMILY
 
 
 def _routing_params(levels_default: int) -> tuple[Param, ...]:

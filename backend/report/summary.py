@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Union
 
-from backend.chunkers.multi import is_retriever
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import NotCached
 from backend.metrics.report import BEST, QualityReport, QualitySettings, quality_row
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings
 from backend.metrics.stats import chunking_stats
+from backend.retrieval.retriever.registry import describe
 
 if TYPE_CHECKING:
     import numpy as np
@@ -291,10 +291,8 @@ def summarize(
         result = results.get(config)
         if result is not None:
             values.update({m: _finite(getattr(result.summary, f)) for m, f in _RETRIEVAL_FIELD.items()})
-            if result.omega_units != "chunks":
-                notes["precision_omega"] = f"on {result.omega_units}"
-        if is_retriever(config.name):
-            notes["chunks"] = "finest units"
+            notes.update(result.terms.result_notes)
+        notes.update(describe(config).terms.config_notes)
         rows.append(ConfigSummary(tag, config, values, notes))
     return Summary(doc.source, doc.id, tuple(rows), dict(settings or {}))
 
