@@ -142,7 +142,7 @@ class ChunkRetriever:
     ) -> None:
         self.config = config
         self.context = context
-        self._known = {c.doc_id: c for c in chunkings if c.config == config}
+        self._known = {c.doc_id: c for c in chunkings}
 
     def __repr__(self) -> str:
         return f"ChunkRetriever({self.config.label})"

@@ -146,7 +146,7 @@ class LevelRetriever:
             raise ParameterError(f"{config.name} is a chunker, not a retriever (mog, mogg, freechunker)")
         self.config = config
         self.chunker = chunker
-        self._known = {c.doc_id: c for c in chunkings if c.config == config}
+        self._known = {c.doc_id: c for c in chunkings}
 
     def __repr__(self) -> str:
         return f"LevelRetriever({self.config.label})"
