@@ -16,9 +16,14 @@ or job plan is written twice.
 - ``curves``: what each chunker cut on, read without a model call;
 - ``document``: the text preview's parts and one scoring pass's per-sentence summary (Document, Models);
 - ``quality``: quality scoring (what is known, missing, its cost, its job) and the Quality table;
-- ``summary``: the Summary page's rows, verdict and notes, and the plan of its missing scores.
+- ``summary``: the Summary page's rows, verdict and notes, and the plan of its missing scores;
+- ``retrieval``: the live search and CP plans and what the answers show (tables, scores, the document view);
+- ``benchmark``: the benchmark's plan, its results tables, the per-question export and the routing section.
 
 Import what you need from its module.
 """
 
-__all__ = ["compare", "curves", "document", "jobs", "match", "models", "quality", "runs", "settings", "summary"]
+__all__ = [
+    "benchmark", "compare", "curves", "document", "jobs", "match", "models", "quality", "retrieval", "runs", "settings",
+    "summary",
+]
