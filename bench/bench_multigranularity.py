@@ -96,7 +96,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import numpy as np  # noqa: E402
 
-from backend.chunkers import ModelContext, make_chunker, run_chunker  # noqa: E402
+from backend.chunkers import ModelContext, make_chunker  # noqa: E402
 from backend.chunking import ChunkerConfig  # noqa: E402
 from backend.models.cache import OutputCache, default_cache  # noqa: E402
 from backend.retrieval.evaluate import Benchmark, evaluate  # noqa: E402
