@@ -96,7 +96,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import numpy as np  # noqa: E402
 
-from backend.chunkers import ModelContext, make_chunker, run_chunker  # noqa: E402
+from backend.chunkers import ModelContext, make_chunker  # noqa: E402
 from backend.chunking import ChunkerConfig  # noqa: E402
 from backend.models.cache import OutputCache, default_cache  # noqa: E402
 from backend.retrieval.evaluate import Benchmark, evaluate  # noqa: E402
@@ -109,6 +109,8 @@ from backend.retrieval.questions import (  # noqa: E402
     merge_question_sets,
     save_question_set,
 )
+from backend.retrieval.multi.index import CountingEmbedder  # noqa: E402
+from backend.retrieval.retriever.registry import make_retriever  # noqa: E402
 from backend.retrieval.store import ChunkStore  # noqa: E402
 from backend.samples import load_sample  # noqa: E402
 from backend.text.document import Document  # noqa: E402
@@ -401,27 +403,20 @@ def cost_corpus(kchars: float) -> Document:
 
 
 def _timed_index(config: ChunkerConfig, doc: Document, embedder: Any, scorer: Any, folder: Path) -> dict[str, Any]:
-    """Document → index in a fresh store with a fresh output cache; what it took."""
-    from backend.chunkers.multi import is_retriever
-    from backend.retrieval.multi.index import CountingEmbedder, build_index
-
+    """Document → index in a fresh store with a fresh output cache; what it took (chunking timed apart for chunkers)."""
     os.environ["CHUNKLAB_CACHE_DIR"] = str(folder / "cache")  # the context's cache: fresh too
     cache = default_cache()
     store = ChunkStore(path=folder / "chroma")
     counting = CountingEmbedder(embedder)
+    context = ModelContext(scorer=scorer, embedder=counting)
+    retriever = make_retriever(config, context=context)
     t0 = time.perf_counter()
-    if is_retriever(config.name):
-        index = build_index(doc, config, store, counting, cache=cache)
-        chunk_s = math.nan
-        entries = sum(len(level) for level in index.levels)
-    else:
-        context = ModelContext(scorer=scorer, embedder=counting)
-        chunking = run_chunker(doc, config, context)
-        chunk_s = time.perf_counter() - t0
-        store.index(doc, chunking, counting, cache=cache)
-        entries = len(chunking)
+    # A chunking is its retriever's finest units: cutting them first times the chunker alone.
+    units = retriever.finest_units(doc)
+    chunk_s = time.perf_counter() - t0
+    index = make_retriever(config, context=context, chunkings=[units]).index(doc, store, counting, cache=cache)
     total = time.perf_counter() - t0
-    return {"seconds": total, "chunk_seconds": chunk_s, "entries": entries, "texts_embedded": counting.texts}
+    return {"seconds": total, "chunk_seconds": chunk_s, "entries": index.entries, "texts_embedded": counting.texts}
 
 
 def part2(args: argparse.Namespace, embedder: Any, tmp: Path) -> dict[str, Any]:
@@ -462,8 +457,8 @@ def part2(args: argparse.Namespace, embedder: Any, tmp: Path) -> dict[str, Any]:
         print(f"  {name:18s} {r['seconds']:8.2f} {chunk:>10s} {r['entries']:8d} {r['texts_embedded']:8d} "
               f"{r['seconds'] / base:9.2f}x")
     print("  (chunking s: the chunker alone — for semantic its sentence-window embedding, for ppl the LM "
-          "scoring; the rest is embedding the chunks and writing them. FreeChunker's time is units, windows "
-          "and their three collections)")
+          "scoring, for FreeChunker cutting its units; the rest is embedding the chunks and writing them. "
+          "FreeChunker's seconds are units, windows and their three collections)")
     fc, sem = results["FreeChunker mean"]["seconds"], results["semantic"]["seconds"]
     checks = {
         "FreeChunker ≈ sentence (within 2x)": 0.5 <= fc / base <= 2.0,

@@ -4,8 +4,9 @@ Nothing here computes a metric: the page's numbers are :func:`backend.lab.summar
 (BC, CS and DS from the Quality page's store or the output cache, under the Quality page's
 settings; the retrieval numbers from the last benchmark, ``BENCHMARK_JOB``, the Benchmark
 page's job). What is missing is computed by the same jobs those pages start — the Quality
-plan's scoring job (:func:`components.quality.scoring_job_panel`),
-:func:`components.retrieval.start_benchmark` — and their results go where those pages look, so
+plan's scoring job (:func:`components.quality.scoring_job_panel`), the benchmark that
+:func:`backend.lab.benchmark.plan_benchmark` plans under the Benchmark page's settings
+(:func:`components.retrieval.start_benchmark`) — and their results go where those pages look, so
 the three pages and the Summary always show the same numbers.
 """
 
@@ -18,8 +19,10 @@ import pandas as pd
 import streamlit as st
 
 from backend.chunking import Chunking, ConfigEntry
+from backend.errors import ChunkLabError, one_line
 from backend.figures.charts import boundary_strip, config_color, size_histogram
 from backend.figures.export import export_name
+from backend.lab.benchmark import plan_benchmark
 from backend.metrics.report import QualityData
 from backend.report.html import cached_curves, report_html
 from backend.report.summary import METRIC_INFO, METRICS, Summary, format_value
@@ -28,11 +31,12 @@ from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
 from components.cached import sample_question_sets, sample_questions
 from components.documents import current_sample
-from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET, SUMMARY
+from components.keys import BENCHMARK_JOB, EMB_CHOICE, QSET, SUMMARY
 from components.lm_runs import session_models
 from components.models import job_outcome
 from components.quality import CHUNKER_WIDTH, HIGHLIGHT
 from components.retrieval import md_text, start_benchmark
+from components.settings import get
 from components.views import grid
 
 if TYPE_CHECKING:
@@ -163,14 +167,16 @@ def retrieval_job_panel(doc: Document, entries: Sequence[ConfigEntry], missing: 
         "Run the benchmark", key=SUMMARY("bm_run"), icon=":material/play_arrow:", type="primary",
         help=f"All {n} configuration(s) on one question set, as on the Benchmark page (missing: {', '.join(missing)}).",
     ):
-        retrieve = -1 if st.session_state.get(BENCHMARK("auto")) else int(st.session_state.get(BENCHMARK("retrieve"), 5))
-        problem = start_benchmark(
-            _question_set(name), entries, embedder=st.session_state.get(EMB_CHOICE) or None, retrieve=retrieve,
-            cross_corpus=bool(st.session_state.get(BENCHMARK("cross"), True)), qset_name=name,
-        )
-        if problem is not None:
-            st.error(problem, icon=":material/error:")
+        try:
+            plan = plan_benchmark(
+                _question_set(name), entries, session_models(), embedder=st.session_state.get(EMB_CHOICE) or None,
+                retrieve=get("benchmark", "retrieve"), auto=get("benchmark", "auto"),
+                cross_corpus=get("benchmark", "cross"), name=name,
+            )
+        except ChunkLabError as e:
+            st.error(one_line(str(e)), icon=":material/error:")
             return
+        start_benchmark(plan)
         job_outcome(BENCHMARK_JOB, SUMMARY("bm_cancel"), "The benchmark")
     elif job is not None:
         job_outcome(BENCHMARK_JOB, SUMMARY("bm_cancel"), "The benchmark")  # a failed or cancelled run says so

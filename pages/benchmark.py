@@ -3,7 +3,9 @@
 The benchmark and question generation run in background jobs with progress and cancel;
 page runs only read their results, re-filter generated questions and draw. Query-time
 retrievers (MoG, MoGG, FreeChunker) are rows like any configuration; a routed one also gets
-a Routing section (chosen levels, oracle agreement, the router's training).
+a Routing section (chosen levels, oracle agreement, the router's training). What the page
+starts and shows is :mod:`backend.lab.benchmark`: the page reads widgets, makes one call per
+action and renders.
 """
 
 import json
@@ -13,14 +15,6 @@ import pandas as pd
 import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
-from backend.jobs import start_job
-from backend.models.chat import remote_llm_configured
-from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
-from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
-from backend.retrieval.jobs import generation_job
-from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
-from backend.samples import DEMO
-from components.cached import sample_question_sets, sample_questions
 from backend.figures.export import figure_html
 from backend.figures.retrieval import (
     agreement_heatmaps,
@@ -29,18 +23,31 @@ from backend.figures.retrieval import (
     question_heatmap,
     similarity_histogram,
 )
+from backend.lab.benchmark import (
+    benchmark_view,
+    generation_is_local,
+    per_question,
+    plan_benchmark,
+    plan_generation,
+    qset_name,
+)
+from backend.lab.settings import QUESTION_SOURCES
+from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
+from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
+from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
+from backend.samples import DEMO
+from components.cached import sample_question_sets, sample_questions
 from components.demo import take_demo_start
 from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET
 from components.layout import ensure_routed
+from components.lm_runs import session_models, start_plan
 from components.models import job_outcome
 from components.retrieval import (
     COST_COLUMNS,
-    OMEGA_MARK,
     SCORE_COLUMNS,
     candidates_frame,
     md_text,
     per_corpus_frame,
-    per_question_frame,
     question_set_upload,
     questions_frame,
     start_benchmark,
@@ -48,6 +55,7 @@ from components.retrieval import (
     summary_frame,
 )
 from components.routing import routing_panel
+from components.settings import get, prepare, put, spec
 from components.state import configurations, current_document
 
 ensure_routed()
@@ -56,7 +64,6 @@ _JOB = BENCHMARK_JOB
 _GEN_JOB = BENCHMARK("gen_job")
 _IMPORTED = BENCHMARK("imported")
 _DUP, _EXC = BENCHMARK("dup"), BENCHMARK("exc")
-SOURCES = ("Session set", "Bundled sample set", "Import", "Generated")
 _PLOT = {"displaylogo": False}
 
 
@@ -95,7 +102,8 @@ def _sample_panel():
     """A bundled sample's question set (questions with hand-copied excerpts over the sample text)."""
     sets = {entry.name: entry for entry in sample_question_sets()}
     name = st.selectbox(
-        "Sample", list(sets), key=BENCHMARK("sample"), persist_state="session", format_func=lambda n: sets[n].title,
+        "Sample", list(spec("benchmark", "sample").choices), key=prepare("benchmark", "sample"), persist_state="session",
+        format_func=lambda n: sets[n].title,
         help="Shipped with Chunk Lab: questions whose excerpts are copied exactly from the sample document.",
     )
     try:
@@ -123,7 +131,7 @@ def _generation_panel(doc):
         n = c4.number_input("Questions", min_value=1, max_value=200, value=10, step=1, key=BENCHMARK("gen_n"))
         local = c5.toggle("Use the local model instead of an API", key=BENCHMARK("gen_local"))
         go = st.form_submit_button("Generate", type="primary", icon=":material/auto_awesome:", key=BENCHMARK("gen_go"))
-    use_local = local or not remote_llm_configured(base_url.strip() or None, api_key.strip() or None)
+    use_local = generation_is_local(local, base_url, api_key)
     if use_local:
         st.warning(
             "No LLM API in use: the bundled small model will phrase one question per passage Chunk Lab picks. "
@@ -132,15 +140,11 @@ def _generation_panel(doc):
             icon=":material/warning:",
         )
     if go:
-        st.session_state[_GEN_JOB] = start_job(
-            f"Generating {int(n)} questions",
-            generation_job(
-                doc, int(n), local=use_local, base_url=base_url, api_key=api_key, model=model,
-                duplicate_threshold=st.session_state.get(_DUP, DEFAULT_DUPLICATE_THRESHOLD),
-                excerpt_threshold=st.session_state.get(_EXC, DEFAULT_EXCERPT_THRESHOLD),
-            ),
-            doc_id=doc.id,
-        )
+        st.session_state[_GEN_JOB] = start_plan(plan_generation(
+            doc, int(n), local=use_local, base_url=base_url, api_key=api_key, model=model,
+            duplicate_threshold=st.session_state.get(_DUP, DEFAULT_DUPLICATE_THRESHOLD),
+            excerpt_threshold=st.session_state.get(_EXC, DEFAULT_EXCERPT_THRESHOLD),
+        ))
     job = job_outcome(_GEN_JOB, BENCHMARK("gen_cancel"), "Generation")
     if job is None:
         return None
@@ -197,14 +201,16 @@ st.title("Benchmark")
 doc = current_document()
 demo_run = take_demo_start(BENCHMARK)  # demo mode's first visit: the bundled set, every configuration, run
 if demo_run:
-    st.session_state[BENCHMARK("source")] = SOURCES[1]
-    st.session_state[BENCHMARK("sample")] = DEMO.sample
+    put("benchmark", "source", QUESTION_SOURCES[1])
+    put("benchmark", "sample", DEMO.sample)
     st.session_state.pop(BENCHMARK("configs"), None)
 
 # --- the question set ---------------------------------------------------------------------------
 st.subheader("Question set", anchor=False)
+s_source = spec("benchmark", "source")
 source = st.segmented_control(
-    "Source", SOURCES, default=SOURCES[0], required=True, key=BENCHMARK("source"), persist_state="session"
+    "Source", list(s_source.choices), required=True, key=prepare("benchmark", "source"), persist_state="session",
+    help=s_source.help,
 )
 if source == "Import":
     qset = _import_panel()
@@ -251,20 +257,26 @@ r1, r2, r3, r4 = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
 emb_default = st.session_state.get(EMB_CHOICE) or ""
 embedder = r1.text_input("Embedder", value=emb_default, key=BENCHMARK("embedder"), placeholder="default (bundled all-MiniLM-L6-v2)",
                          help="Empty: CHUNKLAB_EMBEDDER or the bundled MiniLM; else a model folder or hub id")
-retrieve = r2.number_input("Chunks retrieved", min_value=1, max_value=100, value=5, step=1, key=BENCHMARK("retrieve"))
-auto = r3.toggle("As many as hold excerpts", key=BENCHMARK("auto"), help="The reference's retrieve=-1")
-cross = r4.toggle("Across corpora", value=True, key=BENCHMARK("cross"),
-                  help="Retrieve from every corpus of the set, as the reference does (off: the question's own corpus)")
+s_retrieve, s_auto, s_cross = (spec("benchmark", n) for n in ("retrieve", "auto", "cross"))
+retrieve = r2.number_input(
+    "Chunks retrieved", min_value=s_retrieve.low, max_value=s_retrieve.high, step=s_retrieve.step,
+    key=prepare("benchmark", "retrieve"), persist_state="session", help=s_retrieve.help,
+)
+auto = r3.toggle("As many as hold excerpts", key=prepare("benchmark", "auto"), persist_state="session", help=s_auto.help)
+cross = r4.toggle("Across corpora", key=prepare("benchmark", "cross"), persist_state="session", help=s_cross.help)
 run_clicked = st.button("Run benchmark", key=BENCHMARK("run"), type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
 run_clicked = run_clicked or (demo_run and qset is not None and bool(chosen))
 if run_clicked:
-    problem = start_benchmark(
-        qset, chosen, embedder=embedder.strip() or None, retrieve=-1 if auto else int(retrieve), cross_corpus=cross,
-        qset_name=source if source != "Bundled sample set" else f"sample:{st.session_state.get(BENCHMARK('sample'))}",
-    )
-    if problem is not None:
-        st.error(problem, icon=":material/error:")
+    try:
+        plan = plan_benchmark(
+            qset, chosen, session_models(), embedder=embedder.strip() or None, retrieve=retrieve, auto=auto,
+            cross_corpus=cross, name=qset_name(source, get("benchmark", "sample")),
+        )
+    except ChunkLabError as e:
+        st.error(one_line(str(e)), icon=":material/error:")
+    else:
+        start_benchmark(plan)
 
 job = job_outcome(_JOB, BENCHMARK("cancel"), "The benchmark")
 run = job.result if job is not None else None
@@ -275,45 +287,35 @@ if bm is None:
     st.stop()
 
 # --- results ---------------------------------------------------------------------------------------
-tags, colors, run_qset = job.meta["tags"], job.meta["colors"], job.meta["qset"]
+view = benchmark_view(bm, job.meta)
+tags, colors, run_qset = list(view.tags), list(view.colors), job.meta["qset"]
 st.subheader("Results", anchor=False)
-st.caption(
-    f"{bm.questions} questions · {len(bm.corpora)} corpus/corpora · embedder {md_text(bm.embedder)} · "
-    f"{'as many chunks as hold excerpts' if bm.retrieve == -1 else f'{bm.retrieve} chunks'} per question · "
-    f"{bm.seconds:.1f} s. Mean ± standard deviation over questions, in %."
-)
-summary = summary_frame(bm, tags)
+st.caption(view.caption)
+summary = summary_frame(view)
 columns = summary_column_config()
 st.dataframe(summary, key=BENCHMARK("table"), column_config=columns, column_order=SCORE_COLUMNS)
-retrievers = [tag for tag, r in zip(tags, bm.results) if r.omega_units != "chunks"]
-if retrievers:
-    st.caption(
-        f"{', '.join(retrievers)}: query-time retriever(s). {OMEGA_MARK} Their precision-Ω is computed on their "
-        "finest units (MoG's level 1, MoGG's nodes, FreeChunker's units), not on what they return; "
-        "their chunks count the entries of all their levels, their tokens the finest units'."
-    )
+for note in view.notes:
+    st.caption(note)
 st.markdown("**Retrieved text and cost**")
 st.dataframe(summary[list(COST_COLUMNS)], key=BENCHMARK("cost"), column_config=columns)
 st.plotly_chart(metric_bars(bm, tags, colors), key=BENCHMARK("bars"), config=_PLOT)
-if len(bm.corpora) > 1:
+if view.per_corpus:
     st.markdown("**Per corpus**")
-    st.dataframe(per_corpus_frame(bm, tags), key=BENCHMARK("per_corpus"), hide_index=True)
-table = pd.DataFrame(bm.table())
-table.insert(0, "tag", tags)
+    st.dataframe(per_corpus_frame(view), key=BENCHMARK("per_corpus"), hide_index=True)
 with st.container(horizontal=True, gap="small"):
-    st.download_button("Results CSV", table.to_csv(index=False), file_name="benchmark.csv", mime="text/csv",
-                       key=BENCHMARK("dl_csv"), icon=":material/download:", on_click="ignore")
+    st.download_button("Results CSV", pd.DataFrame(list(view.results)).to_csv(index=False), file_name="benchmark.csv",
+                       mime="text/csv", key=BENCHMARK("dl_csv"), icon=":material/download:", on_click="ignore")
     st.download_button("Results JSON", json.dumps(bm.to_json(), indent=2), file_name="benchmark.json",
                        mime="application/json", key=BENCHMARK("dl_json"), icon=":material/download:", on_click="ignore")
-    st.download_button("Per-question CSV", lambda: per_question_frame(bm, tags).to_csv(index=False),
+    st.download_button("Per-question CSV", lambda: per_question(bm, tags).to_csv(),
                        file_name="benchmark_questions.csv", mime="text/csv", key=BENCHMARK("dl_questions_csv"),
                        icon=":material/download:", on_click="ignore")
-    st.download_button("Per-question JSON", lambda: per_question_frame(bm, tags).to_json(orient="records", indent=1),
+    st.download_button("Per-question JSON", lambda: per_question(bm, tags).to_json(),
                        file_name="benchmark_questions.json", mime="application/json",
                        key=BENCHMARK("dl_questions_json"), icon=":material/download:", on_click="ignore")
 
 # --- routing ------------------------------------------------------------------------------------------
-routed = {tag: r for tag, r in zip(tags, bm.results) if r.routing is not None}
+routed = view.routed
 if routed:
     st.subheader("Routing", anchor=False)
     pick = (
@@ -321,7 +323,7 @@ if routed:
                      format_func=lambda t: f"{t} · {routed[t].config.label}")
         if len(routed) > 1 else next(iter(routed))
     )
-    routing_panel(BENCHMARK, pick, routed[pick], [q.corpus_id for q in routed[pick].questions])
+    routing_panel(BENCHMARK, pick, routed[pick])
 
 # --- heat maps ---------------------------------------------------------------------------------------
 st.subheader("Questions × configurations", anchor=False)
@@ -329,7 +331,7 @@ metric = st.segmented_control(
     "Metric", ["iou", "recall", "precision"], default="iou", required=True, key=BENCHMARK("heat_metric"),
     format_func=lambda m: METRIC_LABELS[m],
 )
-heat = question_heatmap(bm.matrix(metric), [q.question for q in run_qset.questions], tags, metric)
+heat = question_heatmap(bm.matrix(metric), list(view.questions), tags, metric)
 st.plotly_chart(heat, key=BENCHMARK("heat_q"), config=_PLOT)
 _html_download("Heat map (HTML)", heat, f"questions_{metric}.html", BENCHMARK("dl_heat_q"))
 
@@ -339,8 +341,8 @@ corpus_doc = run_qset.document(corpus)
 chunkings = run.chunkings[corpus]
 tolerance = st.slider("Boundary tolerance (characters)", 0, 200, 0, 5, key=BENCHMARK("tolerance"),
                       help="Two boundaries this close count as the same cut")
-if retrievers:
-    st.caption(f"{', '.join(retrievers)}: a retriever's spans here are its finest units (what it is built from).")
+for note in view.agreement_notes:
+    st.caption(note)
 if len(chunkings) >= 2:
     fig_b, fig_o, _, _ = agreement_heatmaps(chunkings, tags, tolerance)
     a1, a2 = st.columns(2)

@@ -3,11 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from backend.chunkers.multi import is_retriever
 from backend.errors import ChunkLabError, one_line
 from backend.figures.charts import config_color
 from backend.figures.text import STYLE
 from backend.lab.compare import chunk_entries, compare_view, focus_on, needs_models
+from backend.lab.retrieval import units_caption
 from components.cached import chunk_document, specs, stats_rows
 from components.config_form import add_config_form
 from components.curves import curves_section, partial_curve_preview
@@ -28,10 +28,6 @@ _WINDOW = prepare("compare", "window_chars")
 _WINDOW_START = COMPARE("window_start")
 _FOCUS = COMPARE("pending_focus")
 _STRIP = COMPARE("strip")
-RETRIEVER_CAPTION = (
-    "A retriever, not a chunker: the chunks shown are its finest units; "
-    "its levels and routing are on the Retrieval and Benchmark pages."
-)
 
 
 def _sel_key(uid: int) -> str:
@@ -159,8 +155,9 @@ for col, column in grid(columns, MAX_PER_ROW):
     with col:
         note, retry = waiting_note(doc, lm, e.config, COMPARE) if column.pending else (None, None)
         config_card(e, column.chunking, column.error, doc.source, config_color(e.uid), note=note, on_retry=retry)
-        if is_retriever(e.config.name):
-            st.caption(RETRIEVER_CAPTION)
+        units = units_caption(e.config)  # a retriever: the chunks shown are its finest units
+        if units:
+            st.caption(units)
 
 # --- match lengths: tune every configuration to one mean chunk length (components/match.py) --------
 with st.expander("Match lengths", icon=":material/straighten:"):

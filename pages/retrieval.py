@@ -1,29 +1,31 @@
 """Retrieval page: a live query against the Compare configurations indexed in Chroma, marked and scored.
 
 Indexing, embedding and querying run in a background job (the embedder is a model, and a
-Chroma server may be slow); CP runs the language model in another. Page runs only chunk
-(the cached chunkings of the Compare page), score spans and draw. A retriever configuration
-(mog, mogg, freechunker) is answered in the same job; its panel explains the answer.
+Chroma server may be slow); CP runs the language model in another. Every configuration is
+answered by its retriever, chunkings and multi-granularity retrievers (mog, mogg, freechunker)
+alike; a retriever's panel explains its answer. What the page shows is
+:mod:`backend.lab.retrieval`: the page reads widgets, makes one call per action and renders.
 """
 
 import streamlit as st
 
-from backend.chunkers.run import chunk_all
 from backend.errors import ChunkLabError, one_line
 from backend.figures.charts import config_color
-from backend.jobs import start_job
-from backend.lab.jobs import JobPlan
-from backend.retrieval.jobs import cp_job, search_job
-from backend.retrieval.live import (
-    add_questions,
-    find_excerpts,
-    live_scores,
-    marked_ranges,
-    questions_over,
-    retrieved_ranges,
-    retriever_scores,
-    sentence_choices,
+from backend.figures.retrieval_html import RET_STYLE
+from backend.figures.text import STYLE, tag_badge_html, esc
+from backend.lab.compare import chunk_entries
+from backend.lab.retrieval import (
+    document_view,
+    indexing_resume_note,
+    marks_caption,
+    plan_cp,
+    plan_search,
+    scores_view,
+    search_inputs,
+    search_view,
+    sentence_picker,
 )
+from backend.retrieval.live import add_questions, find_excerpts, marked_ranges, questions_over
 from backend.retrieval.metrics import union_ranges
 from backend.retrieval.questions import merge_question_sets, question_set_zip, questions_to_csv
 from backend.retrieval.store import store_location
@@ -33,20 +35,9 @@ from components.keys import COMPARE, EMB_CHOICE, QSET, RETRIEVAL
 from components.layout import ensure_routed
 from components.lm_runs import model_chunking, session_models, start_plan
 from components.models import job_outcome
-from components.multi import RETRIEVER_NOTE, picks_html, picks_layer, picks_texts, retriever_panel
-from backend.figures.text import STYLE, esc, tag_badge_html
-from components.retrieval import (
-    RET_STYLE,
-    Layer,
-    highlight_html,
-    hits_html,
-    indexing_resume_note,
-    layers_legend_html,
-    md_text,
-    question_set_upload,
-    questions_frame,
-    scores_frame,
-)
+from components.multi import retriever_panel
+from components.retrieval import SCORES_COLUMN_CONFIG, question_set_upload, questions_frame, scores_frame
+from components.settings import prepare, spec
 from components.state import configurations, require_configurations, require_document
 from components.views import grid
 
@@ -57,7 +48,7 @@ _SEARCH_JOB = RETRIEVAL("search_job")
 _CP_JOB = RETRIEVAL("cp_job")
 _MARKS = RETRIEVAL("marks")  # pasted excerpts' ranges in the current document
 _PICK = RETRIEVAL("pick")  # picked sentence indices
-_QUERY, _K = RETRIEVAL("query"), RETRIEVAL("k")
+_QUERY = RETRIEVAL("query")
 _PASTE = RETRIEVAL("paste")
 _ANSWER = RETRIEVAL("answer")
 MAX_PER_ROW = 4
@@ -70,23 +61,6 @@ def _reset_for(doc_id: str) -> None:
         st.session_state[RETRIEVAL("doc_id")] = doc_id
         st.session_state[_MARKS] = []
         st.session_state[_PICK] = []
-
-
-def _chunkings(doc, entries) -> tuple[dict, list[str]]:
-    """Each selected configuration's chunking (no model call), and one-line notes for those left out."""
-    outcomes = chunk_all(
-        doc, [e.config for e in entries], lambda d, c: chunk_document(d, d.id, c),
-        with_model=lambda d, c: model_chunking(d, c, session_models(), COMPARE),  # Compare's model runs, or the cache
-    )
-    out, notes = {}, []
-    for e, outcome in zip(entries, outcomes):
-        if outcome.state == "done":
-            out[e.tag] = outcome.chunking
-        elif outcome.state == "pending":
-            notes.append(f"{e.tag} needs a model run: open it on the Compare page first")
-        else:
-            notes.append(f"{e.tag}: {outcome.error}")
-    return out, notes
 
 
 def _marks(doc) -> list[tuple[int, int]]:
@@ -118,6 +92,14 @@ def _load_question(saved: list) -> None:
     st.session_state[_QUERY] = q.question
     st.session_state[_MARKS] = q.spans
     st.session_state[_PICK] = []
+
+
+def _supersede(*keys: str) -> None:
+    """Cancel the jobs at ``keys`` that still run (their threads stop at their next progress report)."""
+    for key in keys:
+        job = st.session_state.get(key)
+        if job is not None and job.running:
+            job.cancel()
 
 
 st.html(STYLE + RET_STYLE)
@@ -158,11 +140,16 @@ chosen_uids = st.multiselect(
     help="The Compare page's configurations; add more there.",
 )
 chosen = [by_uid[u] for u in chosen_uids]
-chunkings, notes = _chunkings(doc, chosen)
-for note in notes:
+lm = session_models()
+inputs = search_inputs(chunk_entries(
+    doc, chosen, lambda d, c: chunk_document(d, d.id, c),
+    lambda d, c: model_chunking(d, c, lm, COMPARE),  # Compare's model runs, or the cache
+))
+for note in inputs.notes:
     st.caption(note)
 colors = {e.tag: config_color(e.uid) for e in chosen}
 labels = {e.tag: e.config.label for e in chosen}
+uids = {e.tag: e.uid for e in chosen}
 
 with st.form(RETRIEVAL("query_form"), border=True):
     left, right = st.columns([5, 1], vertical_alignment="bottom")
@@ -170,59 +157,51 @@ with st.form(RETRIEVAL("query_form"), border=True):
     query = left.text_input(
         "Query", key=_QUERY, placeholder="Ask something the document answers…", persist_state="session"
     )
-    k = right.number_input("Top k", min_value=1, max_value=50, value=5, step=1, key=_K, persist_state="session")
+    s_k = spec("retrieval", "k")
+    k = right.number_input(
+        "Top k", min_value=s_k.low, max_value=s_k.high, step=s_k.step, key=prepare("retrieval", "k"),
+        persist_state="session", help=s_k.help,
+    )
     search = st.form_submit_button("Search", type="primary", icon=":material/search:", key=RETRIEVAL("search"))
 
 emb_spec = st.session_state.get(EMB_CHOICE)
 if search or demo_search:
-    if not query.strip():
-        st.error("Type a query first.", icon=":material/error:")
-    elif not chunkings:
-        st.error("Pick at least one configuration that has chunks.", icon=":material/error:")
+    try:
+        plan = plan_search(doc, inputs.chunkings, emb_spec, query, k, marks=_marks(doc),
+                           train_on=st.session_state.get(QSET))
+    except ChunkLabError as e:
+        st.error(one_line(str(e)), icon=":material/error:")
     else:
-        for superseded in (st.session_state.get(_CP_JOB), st.session_state.get(_SEARCH_JOB)):
-            if superseded is not None and superseded.running:
-                superseded.cancel()  # its thread stops at its next progress report
+        _supersede(_CP_JOB, _SEARCH_JOB)
         st.session_state[_CP_JOB] = None
-        st.session_state[_SEARCH_JOB] = start_job(
-            "Searching",
-            search_job(doc, dict(chunkings), emb_spec, query.strip(), int(k), marks=tuple(_marks(doc)),
-                       train_on=st.session_state.get(QSET)),
-            doc_id=doc.id, query=query.strip(), k=int(k), tags=list(chunkings),
-        )
+        st.session_state[_SEARCH_JOB] = start_plan(plan)
 
 running = st.session_state.get(_SEARCH_JOB)
-if chunkings and (running is None or not running.running):
-    interrupted = indexing_resume_note(dict(chunkings), emb_spec)
+if inputs.chunkings and (running is None or not running.running):
+    interrupted = indexing_resume_note(inputs.chunkings, emb_spec)
     if interrupted is not None:
         st.info(f"Indexing was interrupted: {interrupted}. Search resumes it from there.", icon=":material/history:")
 job = job_outcome(_SEARCH_JOB, RETRIEVAL("search_cancel"), "The search", lambda j: j.meta.get("doc_id") == doc.id)
-result = job.result if job is not None else None
-hits: dict = {t: h for t, h in result.hits.items() if t in chunkings} if result is not None else {}
-multi: dict = {t: r for t, r in result.retrievals.items() if t in chunkings} if result is not None else {}
-shown = [t for t in result.tags if t in hits or t in multi] if result is not None else []
-uids = {e.tag: e.uid for e in chosen}
+view = search_view(doc, job.result if job is not None else None, list(inputs.chunkings))
 
 # --- results side by side ----------------------------------------------------------------------
-if shown:
+if view.tags:
     st.subheader("Top chunks", anchor=False)
-    st.caption(f"Query: {md_text(job.meta['query'])} · top {job.meta['k']} · distance is cosine (0 = same direction)"
-               + (" · a retriever's score is its own (see its panel below)." if multi else "."))
-    for col, tag in grid(shown, HITS_PER_ROW):
+    st.caption(view.caption)
+    for col, tag in grid(list(view.tags), HITS_PER_ROW):
         with col:
             st.html(f"{tag_badge_html(tag, colors[tag])}<b>{esc(labels[tag])}</b>")
-            # RET_STYLE is on the page already
-            st.html(hits_html(hits[tag], doc.text) if tag in hits else picks_html(multi[tag], doc.text))
+            st.html(view.tables[tag])  # RET_STYLE is on the page already
 elif job is None:
     st.caption("Type a query and press Search: every selected configuration returns its top chunks.")
 
 # --- each retriever's levels and routing -----------------------------------------------------------
-if multi:
+if view.panels:
     st.subheader("Retrievers", anchor=False)
     st.caption("How each multi-granularity retriever answered: the router's weights, every level's candidates "
                "along the document, and what it returned. Open a retriever to see them.")
     marked_now = _marks(doc)  # the panels' top-1 IoU bars follow the marks without a new search
-    for tag, live in multi.items():
+    for tag, live in view.panels.items():
         retriever_panel(tag, labels[tag], colors[tag], live, marked_now, RETRIEVAL, uids[tag])
 
 # --- the true answer ---------------------------------------------------------------------------
@@ -241,88 +220,60 @@ with paste_col:
     if error:
         st.error(error, icon=":material/error:")
 with pick_col:
-    near = [(h.start, h.end) for rows in hits.values() for h in rows]
-    near += [r for live in multi.values() for r in retrieved_ranges(live)]
-    options = sentence_choices(doc, near)
-    st.session_state[_PICK] = [i for i in st.session_state.get(_PICK, []) if i in set(options)]
-    sentences = doc.sentences
+    picker = sentence_picker(doc, view, st.session_state.get(_PICK, []))
+    st.session_state[_PICK] = list(picker.picked)
     st.multiselect(
         "Sentences",
-        options,
+        list(picker.options),
         key=_PICK,
         persist_state="session",
-        format_func=lambda i: f"{i}: {' '.join(sentences[i].slice(doc.text).split())[:90]}",
+        format_func=picker.labels.get,
         help="Long documents list the sentences of the retrieved chunks only.",
     )
 marks = _marks(doc)
 if marks:
-    st.caption(
-        f"Marked: {len(marks)} range(s), {sum(e - s for s, e in marks):,} characters: "
-        + ", ".join(f"{s:,}–{e:,}" for s, e in marks[:8]) + (" …" if len(marks) > 8 else "")
-    )
+    st.caption(marks_caption(marks))
 
 # --- scores and CP -----------------------------------------------------------------------------
 cp_values = None
-cp = st.session_state.get(_CP_JOB)
-if shown:
+if view.tags:
     answer = st.text_input(
         "Answer (optional, for CP)", key=_ANSWER,
         help="CP (information support): the language model's mean NLL of this answer given each "
         "configuration's retrieved chunks; lower means the chunks support the answer better.",
     )
-    lm = session_models()
-    cp_signature = (doc.id, job.meta["query"], job.meta["k"], tuple(shown), answer.strip(), lm.identity)
+    try:
+        cp_plan, cp_problem = plan_cp(doc, view, answer, lm), None
+    except ChunkLabError as e:
+        cp_plan, cp_problem = None, one_line(str(e))
     if st.button(f"Compute CP with {lm.name}", key=RETRIEVAL("cp"), icon=":material/play_arrow:", disabled=not answer.strip()):
-        if lm.error:
-            st.error(lm.error, icon=":material/error:")
+        if cp_plan is None:
+            st.error(cp_problem, icon=":material/error:")
         else:
-            texts = {t: [doc.text[h.start : h.end] for h in rows] for t, rows in hits.items()}
-            texts.update({t: picks_texts(live, doc.text) for t, live in multi.items()})
-            if cp is not None and cp.running:
-                cp.cancel()
-            cp = st.session_state[_CP_JOB] = start_plan(
-                JobPlan("Computing CP", cp_signature, cp_job(texts, answer.strip()), models=lm)
-            )
-    done = job_outcome(_CP_JOB, RETRIEVAL("cp_cancel"), "CP", lambda j: j.meta.get("signature") == cp_signature)
+            _supersede(_CP_JOB)
+            st.session_state[_CP_JOB] = start_plan(cp_plan)
+    done = job_outcome(
+        _CP_JOB, RETRIEVAL("cp_cancel"), "CP",
+        lambda j: cp_plan is not None and j.meta.get("signature") == cp_plan.signature,
+    )
     if done is not None:
         cp_values = done.result
 
-if shown and marks:
+if view.tags and marks:
     st.subheader("Scores", anchor=False)
-    scores = {**live_scores(hits, chunkings, marks), **retriever_scores(multi, marks)}
-    table = scores_frame(
-        {t: scores[t] for t in shown}, cp_values, {t: "units" if t in multi else "chunks" for t in shown} if multi else None
-    )
-    st.dataframe(
-        table,
-        key=RETRIEVAL("scores"),
-        column_config={
-            "recall": st.column_config.NumberColumn("Recall %", format="%.1f"),
-            "precision": st.column_config.NumberColumn("Precision %", format="%.1f"),
-            "precision_omega": st.column_config.NumberColumn(
-                "Precision-Ω %", format="%.1f", help="Precision if exactly the chunks holding the answer were retrieved"
-            ),
-            "iou": st.column_config.NumberColumn("IoU %", format="%.1f"),
-            "cp": st.column_config.NumberColumn("CP (nats)", format="%.3f", help="Lower is better"),
-            "omega_on": st.column_config.TextColumn("Ω on", help="What precision-Ω was computed on"),
-        },
-    )
-    st.caption("The Chroma report's character-span metrics: overlapping retrieved chunks count twice in precision."
-               + (f" {RETRIEVER_NOTE}" if multi else ""))
-elif shown:
+    scores = scores_view(view, marks, cp_values)
+    st.dataframe(scores_frame(scores), key=RETRIEVAL("scores"), column_config=SCORES_COLUMN_CONFIG)
+    st.caption(scores.caption)
+elif view.tags:
     st.caption("Mark the true answer to see recall, precision, precision-Ω and IoU per configuration.")
 
 # --- the document view -----------------------------------------------------------------------------
-if shown or marks:
+if view.tags or marks:
     st.subheader("In the document", anchor=False)
-    layers = [
-        Layer(t, colors[t], tuple((h.start, h.end, h.rank) for h in hits[t])) if t in hits else
-        picks_layer(t, colors[t], multi[t])
-        for t in shown
-    ]
-    st.html(layers_legend_html(layers, labels))
+    shown = document_view(doc, view, colors, labels, marks)
+    st.html(shown.legend)
     with st.container(height=600, border=True, key=RETRIEVAL("view")):
-        st.html(highlight_html(doc.text, layers, marks))
+        st.html(shown.html)
 
 # --- the session's question set -----------------------------------------------------------------
 st.subheader("Question set", anchor=False)

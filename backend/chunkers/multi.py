@@ -6,10 +6,12 @@ that one configuration (``ChunkerConfig``: name, parameters, tokenizer) names it
 chunker can be named — the CLI's ``--chunker mog --param router=oracle``, the app's forms, the
 benchmark — and its parameters are validated in one place. What it *splits* (:meth:`split`) is
 its finest units, the level every other level is built from: MoG's level-1 chunks, MoGG's
-nodes of 1–2 sentences, FreeChunker's units. The Compare and Quality pages show those; the
-query-time part (levels, indexes, routing, selection) lives in :mod:`backend.retrieval.multi`.
+nodes of 1–2 sentences, FreeChunker's units. The Compare and Quality pages show those; how each
+retrieves is the retriever registry's (:mod:`backend.retrieval.retriever`: a
+:class:`~backend.retrieval.retriever.levels.LevelRetriever` each), and the query-time part (levels,
+indexes, routing, selection) lives in :mod:`backend.retrieval.multi`.
 
-The router and granularity parsers are here, below the retrieval layer, so the registry can
+The level-routing and granularity parsers are here, below the retrieval layer, so the registry can
 validate ``router=…`` and ``granularities=…`` before anything is read or loaded.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,12 +35,11 @@ __all__ = [
     "MoGRetriever",
     "MoGGRetriever",
     "FreeChunkerRetriever",
-    "RouterSpec",
-    "parse_router",
+    "LevelRouting",
+    "parse_level_routing",
     "parse_granularities",
     "token_units",
     "MAX_GRANULARITY",
-    "is_retriever",
     "RETRIEVER_FAMILY",
 ]
 
@@ -53,8 +55,12 @@ MAX_GRANULARITY = 64  # FreeChunker's largest window, in units
 
 
 @dataclass(frozen=True)
-class RouterSpec:
-    """A parsed ``router=`` value: ``kind`` is cv, uniform, oracle, level or path."""
+class LevelRouting:
+    """How MoG(G) weighs its granularity levels per query: a parsed ``router=`` value.
+
+    ``kind`` is cv, uniform, oracle, level or path (the user-facing parameter keeps the paper's
+    word, "router"; what it routes is a query to the levels).
+    """
 
     kind: str
     level: int = 0  # 1-based, for kind "level"
@@ -65,14 +71,12 @@ class RouterSpec:
         if self.kind == "level":
             return f"level:{self.level}"
         if self.kind == "path":
-            from pathlib import Path
-
             return f"router file {Path(self.path).name}"
         return self.kind
 
 
-def parse_router(raw: str, levels: int) -> RouterSpec:
-    """Parse ``router=`` for a retriever with ``levels`` levels.
+def parse_level_routing(raw: str, levels: int) -> LevelRouting:
+    """Parse ``router=`` (the level routing) for a retriever with ``levels`` levels.
 
     Raises:
         ParameterError: an empty value, or ``level:N`` outside 1..levels.
@@ -82,13 +86,13 @@ def parse_router(raw: str, levels: int) -> RouterSpec:
     if not text:
         raise ParameterError("router must be cv, uniform, oracle, level:N or a router file path, got ''")
     if low in {"cv", "uniform", "oracle"}:
-        return RouterSpec(low)
+        return LevelRouting(low)
     if low.startswith("level:"):
         tail = low[len("level:") :].strip()
         if not tail.isdigit() or not 1 <= int(tail) <= levels:
             raise ParameterError(f"router={text}: the level must be a number in 1..{levels}")
-        return RouterSpec("level", level=int(tail))
-    return RouterSpec("path", path=text)
+        return LevelRouting("level", level=int(tail))
+    return LevelRouting("path", path=text)
 
 
 def parse_granularities(raw: str) -> tuple[int, ...]:
@@ -150,14 +154,6 @@ def token_units(text: str, tokenizer: Tokenizer, unit_tokens: int) -> list[Range
     return out
 
 
-def is_retriever(name: str) -> bool:
-    """Whether the registered name is a query-time retriever (family ``retriever``)."""
-    from backend.chunkers.base import REGISTRY
-
-    cls = REGISTRY.get(name)
-    return cls is not None and cls.family == RETRIEVER_FAMILY
-
-
 def _routing_params(levels_default: int) -> tuple[Param, ...]:
     return (
         Param("levels", "int", levels_default, "Granularity levels (MoG: 5).", min=2, max=MAX_LEVELS),
@@ -185,7 +181,7 @@ class RetrieverChunker(Chunker):
     def validate(self) -> None:
         super().validate()
         if self.routed:
-            self.router_spec = parse_router(self.values["router"], self.values["levels"])
+            self.level_routing = parse_level_routing(self.values["router"], self.values["levels"])
 
     @property
     def soft(self) -> tuple[float, float]:

@@ -3,6 +3,7 @@
 Subcommands:
     eval --questions FILE.csv|sample:NAME [--corpora DIR] --chunker NAME [--param k=v …] [--tokenizer T]
          [--embedder default|PATH] [--retrieve 5] [--chunk-spans reference|exact] [--json]
+         [--per-question FILE.csv|FILE.json]
                 The Chroma report's metrics of one configuration on a Chroma-format question
                 set. ``--json`` prints ``{"recall_mean", "recall_std", "precision_mean",
                 "precision_std", "precision_omega_mean", "precision_omega_std", "iou_mean",
@@ -14,6 +15,9 @@ Subcommands:
                 ``--chunk-spans exact`` scores chunks on the chunker's own spans instead of
                 where the reference's chunk search places them (a trailing ``.`` dropped,
                 the first occurrence of repeated text; the default, as the reference scores).
+                ``--per-question FILE`` also writes every question's scores (the Benchmark
+                page's per-question export, :func:`backend.lab.benchmark.per_question`): CSV
+                for ``.csv``, JSON for ``.json``.
     questions generate FILE --out DIR [--n 10] [--base-url URL] [--model NAME] [--local]
                 Generate a question set from a document (an OpenAI-compatible LLM when
                 OPENAI_BASE_URL/OPENAI_API_KEY or --base-url is set, else the weaker local
@@ -39,7 +43,9 @@ Subcommands:
 
 ``eval`` also reports per configuration the mean retrieved tokens, the index time, the texts
 embedded and the query time; for a routed retriever the chosen levels and their agreement with
-the oracle.
+the oracle. Every configuration goes through its retriever
+(:func:`backend.retrieval.retriever.registry.make_retriever`): ``index``, ``query`` and ``eval``
+have one path for chunkings and retrievers alike.
 
 The store is the embedded one under the data directory, or the Chroma server named by
 CHROMA_HOST/CHROMA_PORT. Errors are one line on stderr (exit 1; bad arguments exit 2).
@@ -49,11 +55,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from backend.chunkers import make_chunker
 from backend.cli.common import StderrProgress, load_input, parse_pairs, positive_int, value_type, write
 from backend.config import quiet_hub_progress_bars
+from backend.errors import ParameterError
+from backend.lab.benchmark import per_question, write_per_question
+from backend.models.cache import default_cache
+from backend.models.embeddings import load_text_embedder
+from backend.retrieval.evaluate import evaluate
+from backend.retrieval.generation import generate_questions
+from backend.retrieval.multi.level_router import save_router, train_router
+from backend.retrieval.questions import load_question_set, load_sample_question_set, save_question_set
+from backend.retrieval.retriever.levels import LevelRetriever
+from backend.retrieval.retriever.registry import make_retriever
+from backend.retrieval.store import open_store
+from backend.tokenizers import TOKENIZER_NAMES
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -80,9 +101,7 @@ def _add_config_flags(p: argparse.ArgumentParser, tokenizers: tuple[str, ...]) -
 
 
 def add_commands(sub: Any) -> None:
-    """Add ``eval``, ``questions``, ``index`` and ``query`` to the CLI's subparsers."""
-    from backend.tokenizers import TOKENIZER_NAMES
-
+    """Add ``eval``, ``questions``, ``index``, ``query`` and ``router`` to the CLI's subparsers."""
     tokenizers_names = TOKENIZER_NAMES
     p_eval = sub.add_parser("eval", help="the Chroma report's retrieval metrics of a configuration on a question set")
     p_eval.add_argument(
@@ -102,6 +121,10 @@ def add_commands(sub: Any) -> None:
         "dropped, first occurrence; the default) or exact (the chunker's spans)",
     )
     p_eval.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p_eval.add_argument(
+        "--per-question", type=Path, metavar="FILE.csv|FILE.json",
+        help="also write every question's scores, entries, tokens and levels (the Benchmark page's export)",
+    )
 
     p_q = sub.add_parser("questions", help="question sets: generate one from a document, or check one")
     q_sub = p_q.add_subparsers(dest="questions_command", required=True, parser_class=type(p_q))
@@ -153,29 +176,20 @@ def add_commands(sub: Any) -> None:
 
 def _config(args: argparse.Namespace) -> Any:
     """The ChunkerConfig of ``--chunker``/``--param``/``--tokenizer`` (validated, before any file is read)."""
-    from backend.chunkers import make_chunker
-
     return make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer).config
 
 
 def _embedder(args: argparse.Namespace) -> Any:
     # Our own progress goes to stderr; transformers' "Loading weights" bar would clutter it.
     quiet_hub_progress_bars()
-    from backend.models.embeddings import load_text_embedder
-
     return load_text_embedder(args.embedder)
 
 
 def _cache(args: argparse.Namespace) -> Any:
-    if getattr(args, "no_cache", False):
-        return None
-    from backend.models.cache import default_cache
-
-    return default_cache()
+    return None if getattr(args, "no_cache", False) else default_cache()
 
 
 def _progress(what: str) -> Any:
-
     return StderrProgress(what)
 
 
@@ -201,9 +215,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _question_set(args: argparse.Namespace) -> Any:
     """``--questions`` and ``--corpora`` → the question set (``sample:NAME``: a bundled one)."""
-    from backend.errors import ParameterError
-    from backend.retrieval.questions import load_question_set, load_sample_question_set
-
     if args.questions.startswith("sample:"):
         if args.corpora is not None:
             raise ParameterError("--corpora is not used with --questions sample:NAME (the sample is the corpus)")
@@ -212,16 +223,15 @@ def _question_set(args: argparse.Namespace) -> Any:
 
 
 def _eval(args: argparse.Namespace) -> None:
-    from backend.retrieval.evaluate import evaluate
-    from backend.retrieval.store import open_store
-
     config = _config(args)
+    if args.per_question is not None and args.per_question.suffix.lower() not in (".csv", ".json"):
+        raise ParameterError(f"--per-question {args.per_question.name}: the file must end in .csv or .json")
     questions = _question_set(args)
     store = open_store()  # an unreachable server fails here, before any model loads
     with _progress("evaluating") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
-        result = evaluate(
+        bm = evaluate(
             questions,
             [config],
             embedder=embedder,
@@ -231,12 +241,17 @@ def _eval(args: argparse.Namespace) -> None:
             use_cache=not args.no_cache,
             chunk_spans=args.chunk_spans,
             progress=line,
-        ).results[0]
+        )
+    result = bm.results[0]
+    if args.per_question is not None:
+        path = write_per_question(per_question(bm, ["A"]), args.per_question)
+        print(f"per-question results: {path}", file=sys.stderr)
     if args.json:
         write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
         return
     s = result.summary
-    omega = "precision-Ω" if result.omega_units == "chunks" else "precision-Ω*"
+    terms = result.terms
+    omega = "precision-Ω" + terms.mark
     lines = [
         f"{config.label} · {len(questions)} questions · retrieve {args.retrieve} · {embedder.info.name}"
         f" · {args.chunk_spans} chunk spans",
@@ -245,11 +260,10 @@ def _eval(args: argparse.Namespace) -> None:
         f"  {omega:<16} {s.precision_omega_mean:6.1%} ± {s.precision_omega_std:.1%}",
         f"  IoU              {s.iou_mean:6.1%} ± {s.iou_std:.1%}",
         f"  retrieved tokens {result.retrieved_tokens_mean:.0f} per question · query {1000 * result.query_seconds:.1f} ms",
-        f"  {'entries' if result.omega_units == 'units' else 'chunks'} {result.chunks} · index {result.index_seconds:.1f}s"
+        f"  {terms.counted} {result.chunks} · index {result.index_seconds:.1f}s"
         f" · {result.texts_embedded} texts embedded · {result.seconds:.1f}s",
+        *(f"  {note}" for note in terms.footnotes),
     ]
-    if result.omega_units == "units":
-        lines.append("  * precision-Ω on the retriever's finest units")
     if result.routing is not None:
         r = result.routing.to_json()
         hist = ", ".join(f"{n} {c}" for n, c in zip(r["levels"], r["chosen_histogram"]))
@@ -259,9 +273,6 @@ def _eval(args: argparse.Namespace) -> None:
 
 
 def _generate(args: argparse.Namespace) -> None:
-    from backend.retrieval.generation import generate_questions
-    from backend.retrieval.questions import save_question_set
-
     doc = load_input(args.file)
     with _progress("generating") as line:
         line.status("loading models…")
@@ -292,120 +303,55 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _index(args: argparse.Namespace) -> None:
-    from backend.chunkers import run_chunker
-    from backend.retrieval.store import open_store
-
-    from backend.chunkers.multi import is_retriever
-
     config = _config(args)
     doc = load_input(args.file)
     store = open_store()
     with _progress("indexing") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
-        if is_retriever(config.name):
-            from backend.retrieval.multi.index import build_index
-
-            index = build_index(doc, config, store, embedder, cache=_cache(args),
-                                progress=line)
-            out = {
-                "levels": [{"level": lv.number, "name": lv.name, "name_in_store": lv.collection, "entries": len(lv)}
-                           for lv in index.levels],
-                "units": len(index.units),
-                "texts_embedded": index.texts_embedded,
-                "reused": index.reused,
-                "seconds": round(index.seconds, 3),
-            }
-            if index.graph is not None:
-                out["graph_edges"] = len(index.graph.edges)
-        else:
-            chunking = run_chunker(doc, config)
-            info = store.index(doc, chunking, embedder, cache=_cache(args), progress=line)
-            out = info.to_json()
-    out = {**out, "store": store.location, "config": config.to_json(), "embedder": embedder.info.name}
+        index = make_retriever(config).index(doc, store, embedder, cache=_cache(args), progress=line)
+    out = {**index.to_json(), "store": store.location, "config": config.to_json(), "embedder": embedder.info.name}
     write(json.dumps(out, ensure_ascii=False) + "\n")
 
 
 def _query(args: argparse.Namespace) -> None:
-    from backend.chunkers import run_chunker
-    from backend.errors import ParameterError
-    from backend.retrieval.store import open_store
-
     if not args.query.strip():
         raise ParameterError("--query is empty")
-    from backend.chunkers.multi import is_retriever
-
     config = _config(args)
     doc = load_input(args.file)
     store = open_store()
-    if is_retriever(config.name):
-        _query_retriever(args, config, doc, store)
-        return
     with _progress("indexing") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
-        chunking = run_chunker(doc, config)
-        hits = store.search(doc, [chunking], embedder, args.query, args.k, cache=_cache(args))[config]
-    write("".join(
-        json.dumps({**h.to_json(), "text": doc.text[h.start : h.end]}, ensure_ascii=False) + "\n" for h in hits
-    ))
-
-
-def _query_retriever(args: argparse.Namespace, config: Any, doc: Any, store: Any) -> None:
-    import sys
-
-    from backend.retrieval.multi.retrievers import live_retrieve
-
-    with _progress("indexing") as line:
-        line.status("loading embedder…")
-        embedder = _embedder(args)
-        live = live_retrieve(doc, config, store, embedder, args.query, args.k, cache=_cache(args),
-                             progress=line)
-    sel = live.selection
-    write("".join(
-        json.dumps({
-            "rank": rank, "score": round(p.score, 6), "level": p.level, "index": p.index, "start": p.start,
-            "end": p.end, "ranges": [list(r) for r in p.ranges], "tokens": p.tokens,
-            "text": "\n".join(doc.text[s:e] for s, e in p.ranges),
-        }, ensure_ascii=False) + "\n"
-        for rank, p in enumerate(sel.picks, 1)
-    ))
-    if sel.level is not None:
-        names = live.index.levels
-        weights = ", ".join(f"{lv.name} {w:.2f}" for lv, w in zip(names, sel.weights or ()))
-        print(f"{config.name}: chosen level {names[sel.level - 1].name} (weights: {weights})", file=sys.stderr)
-    if live.note:
-        print(f"{config.name}: {live.note}", file=sys.stderr)
+        answer = make_retriever(config).answer(doc, store, embedder, args.query, args.k, cache=_cache(args),
+                                               progress=line)
+    write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in answer.json_lines(doc.text)))
+    for note in answer.notes():
+        print(note, file=sys.stderr)
 
 
 def _router_train(args: argparse.Namespace) -> None:
-    import time
-
-    from backend.chunkers import make_chunker
-    from backend.retrieval.multi import router as rt
-    from backend.retrieval.multi.retrievers import training_data
-    from backend.retrieval.store import open_store
-
     t0 = time.perf_counter()
     chunker = make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer)  # bad parameters: exit 2 first
-    config = chunker.config
+    retriever = LevelRetriever(chunker.config)
     questions = _question_set(args)
     store = open_store()
     with _progress("labelling") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
-        data = training_data(questions, config, store, embedder, retrieve=args.retrieve, cache=_cache(args),
-                             progress=line)
+        data = retriever.training_data(questions, store, embedder, retrieve=args.retrieve, cache=_cache(args),
+                                       progress=line)
         line.status("training…")
-        router, report = rt.train_router(
-            data.vectors, data.labels, epochs=args.epochs, seed=args.seed, base=chunker.shape(), embedder=embedder.info.name, embedder_fingerprint=embedder.info.fingerprint,
+        router, report = train_router(
+            data.vectors, data.labels, epochs=args.epochs, seed=args.seed, base=chunker.shape(),
+            embedder=embedder.info.name, embedder_fingerprint=embedder.info.fingerprint,
             label=chunker.values["label"], soft=chunker.values["soft"],
         )
-    path = rt.save_router(router, args.out)
+    path = save_router(router, args.out)
     out = {
         "router": str(path),
         "questions": data.questions,
-        "used": data.questions - data.dropped,
+        "used": data.usable,
         "dropped": data.dropped,
         "levels": list(data.level_names),
         "label_histogram": data.histogram(),

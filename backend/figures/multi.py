@@ -27,6 +27,7 @@ __all__ = [
     "ladder_figure",
     "weights_figure",
     "graph_figure",
+    "picks_graph_figure",
     "degree_histogram",
     "PICK_COLOR",
 ]
@@ -210,6 +211,12 @@ def graph_figure(
         highlight=highlight,
         highlight_color=PICK_COLOR,
     )
+
+
+def picks_graph_figure(live: LiveRetrieval, graph: Graph, color: str) -> go.Figure:
+    """MoGG's ``graph`` (its live answer's, possibly at a higher threshold) with the nodes its picks cover in red."""
+    nodes = sorted({u for p in live.selection.picks for u in p.units})
+    return graph_figure(graph, [c.text for c in live.index.units.chunks], nodes, color)
 
 
 def degree_histogram(degrees: Sequence[int], color: str) -> go.Figure:

@@ -1,7 +1,7 @@
 """Plotly figures of a routed retriever's routing (MoG, MoGG): chosen levels, oracle agreement, the router's training.
 
 Each builder takes a :class:`~backend.retrieval.multi.retrievers.Routing` (or its
-:class:`~backend.retrieval.multi.router.TrainReport`) and returns a ``go.Figure``; the
+:class:`~backend.retrieval.multi.level_router.TrainReport`) and returns a ``go.Figure``; the
 Benchmark page draws them for each routed configuration. :func:`level_choice_bars` is MoG's
 Figure 4 ("averaged weights of different granularity levels on different QA datasets") with
 corpora in place of datasets, beside how often each level was actually chosen.
@@ -19,8 +19,8 @@ from plotly.subplots import make_subplots
 
 from backend.errors import ParameterError
 from backend.figures.charts import config_color
+from backend.retrieval.multi.level_router import TrainReport
 from backend.retrieval.multi.retrievers import Routing
-from backend.retrieval.multi.router import TrainReport
 
 __all__ = ["level_choice_bars", "oracle_confusion_heatmap", "training_curve"]
 

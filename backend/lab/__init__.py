@@ -19,12 +19,15 @@ or job plan is written twice.
 - ``summary``: the Summary page's rows, verdict and notes, and the plan of its missing scores;
 - ``ppl``: the Meta-Chunking view (the PPL chunker the settings choose, its cut, θ's range and
   curve, the per-sentence CSV) and its scoring and margin-sampling jobs;
-- ``session``: a saved session's settings, written and read back through ``settings``.
+- ``session``: a saved session's settings, written and read back through ``settings``;
+- ``retrieval``: the live search and CP plans and what the answers show (tables, scores, the document view);
+- ``benchmark``: the benchmark's plan, its results tables, the per-question export and the routing section.
 
 Import what you need from its module.
 """
 
 __all__ = [
-    "compare", "curves", "document", "jobs", "match", "models", "ppl", "quality", "runs", "session", "settings",
+    "benchmark", "compare", "curves", "document", "jobs", "match", "models", "ppl", "quality", "retrieval", "runs",
+    "session", "settings",
     "summary",
 ]

@@ -11,7 +11,8 @@ the job computes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable
+from types import MappingProxyType
+from typing import Any, Callable, Hashable, Mapping
 
 from backend.errors import NotCached
 from backend.jobs import Job, start_job
@@ -37,6 +38,8 @@ class JobPlan:
         from_cache: Reads the whole answer from the output cache with no model call, or raises
             :class:`~backend.errors.NotCached`; :meth:`start` tries it first, in the caller's
             thread, and gives a finished job when it answers (shown like a computed one).
+        meta: What else the started job keeps in its ``meta`` for the pages that show it (the
+            query and k of a search, the tags and colours of a benchmark).
     """
 
     title: str
@@ -45,6 +48,7 @@ class JobPlan:
     models: SessionModels | None = None
     model: str = ""
     from_cache: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+    meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     @property
     def needs_lm(self) -> bool:
@@ -70,9 +74,10 @@ class JobPlan:
             except NotCached:
                 pass
             else:
-                return Job(self.title, {"signature": self.signature}, state="done", fraction=1.0,
+                return Job(self.title, {**self.meta, "signature": self.signature}, state="done", fraction=1.0,
                            label="from the cache", result=result)
         model = self.model or (self.models.label if self.models is not None else "")
         return start_job(
-            self.title, lambda progress: self.run(progress, on_model_loaded), signature=self.signature, model=model
+            self.title, lambda progress: self.run(progress, on_model_loaded), **self.meta, signature=self.signature,
+            model=model,
         )

@@ -22,12 +22,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Union
 
-from backend.chunkers.multi import is_retriever
+from backend.chunkers.base import run_chunker
+from backend.chunkers.run import chunk_all, needs_model
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import NotCached
+from backend.metrics.quality import LazyScorer
 from backend.metrics.report import BEST, QualityReport, QualitySettings, quality_row
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings
 from backend.metrics.stats import chunking_stats
+from backend.retrieval.evaluate import evaluate
+from backend.retrieval.retriever.registry import describe
 
 if TYPE_CHECKING:
     import numpy as np
@@ -291,10 +295,8 @@ def summarize(
         result = results.get(config)
         if result is not None:
             values.update({m: _finite(getattr(result.summary, f)) for m, f in _RETRIEVAL_FIELD.items()})
-            if result.omega_units != "chunks":
-                notes["precision_omega"] = f"on {result.omega_units}"
-        if is_retriever(config.name):
-            notes["chunks"] = "finest units"
+            notes.update(result.terms.result_notes)
+        notes.update(describe(config).terms.config_notes)
         rows.append(ConfigSummary(tag, config, values, notes))
     return Summary(doc.source, doc.id, tuple(rows), dict(settings or {}))
 
@@ -484,13 +486,9 @@ def collect(
     Raises:
         ChunkLabError: a model or the store fails (with ``compute``); bad settings.
     """
-    from backend.chunkers.run import chunk_all, needs_model
-
     settings = QualitySettings(K=K, bc_mode=bc_mode, cs_rule=cs_rule, delta=delta, window=window)
 
     def chunk(d: Document, config: ChunkerConfig) -> Chunking:
-        from backend.chunkers.base import run_chunker
-
         if context is None and needs_model(config):
             raise NotCached(f"{config.label} needs a model")
         return run_chunker(d, config, context)
@@ -504,8 +502,6 @@ def collect(
     quality: dict[str, QualityReport] = {}
     if context is not None and chunked:
         if compute:
-            from backend.metrics.quality import LazyScorer
-
             run = score_chunkings(
                 [ch for _, ch in chunked], scorer=LazyScorer(context), embedder=context.get_embedder,
                 complete=True, window=window, cache=cache, progress=progress,
@@ -520,8 +516,6 @@ def collect(
         for (tag, ch), (table, vectors) in zip(chunked, scores):
             quality[tag] = quality_row(ch.token_counts, table=table, vectors=vectors, settings=settings)
     if compute and benchmark is None and question_set is not None:
-        from backend.retrieval.evaluate import evaluate
-
         benchmark = evaluate(
             question_set, list(dict.fromkeys(c for _, c in tagged_configs)), embedder=embedder_spec,
             retrieve=retrieve, context=context, cross_corpus=cross_corpus, progress=progress,

@@ -1,9 +1,11 @@
 """The benchmark: chunker configurations × a question set × an embedder → the Chroma report's table.
 
-For each configuration, each corpus of the question set is chunked, embedded and indexed in
-the store (:class:`~backend.retrieval.store.ChunkStore`; reused when already indexed, chunk
-embeddings from the output cache), every question is embedded (once for all configurations,
-cached too) and the nearest chunks are retrieved. As in the reference, retrieval runs over the
+Every configuration goes through its retriever (:func:`~backend.retrieval.retriever.registry.make_retriever`:
+a chunking as a one-level retriever, or a multi-granularity retriever of its own) and is scored
+the same way. For each configuration, each corpus of the question set is indexed in the store
+(:class:`~backend.retrieval.store.ChunkStore`; reused when already indexed, embeddings from the
+output cache), every question is embedded (once for all configurations, cached too) and the
+retriever answers it (:meth:`~backend.retrieval.retriever.base.Retriever.run`). As in the reference, retrieval runs over the
 chunks of *every* corpus of the set (the reference indexes them in one collection): a chunk
 of another corpus counts in the question's precision and IoU denominators but never in the
 numerator. ``cross_corpus=False`` retrieves from the question's own corpus only.
@@ -33,7 +35,6 @@ along one corpus each configuration retrieved, beside where the excerpts are.
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from dataclasses import dataclass
@@ -41,24 +42,23 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from backend.chunking import ChunkerConfig, Chunking
+from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
+from backend.models.cache import default_cache
+from backend.models.embeddings import embed_texts, load_text_embedder
 from backend.progress import Progress
-from backend.retrieval.metrics import (
-    containing_chunks,
-    coverage_profile,
-    precision_omega,
-    reference_chunk_spans,
-    retrieval_coverage,
-    span_scores,
-)
+from backend.retrieval.metrics import coverage_profile, precision_omega, retrieval_coverage, span_scores
 from backend.retrieval.questions import QuestionSet
+from backend.retrieval.retriever.base import TERMS, Asking, QuestionsRun, RetrievedChunk, UnitTerms
+from backend.retrieval.retriever.chunks import MAX_AUTO_RETRIEVE
+from backend.retrieval.retriever.registry import make_retriever
+from backend.retrieval.store import open_store
 
 if TYPE_CHECKING:
     from backend.chunkers.context import ModelContext
-    from backend.retrieval.multi.retrievers import Routing
     from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
+    from backend.retrieval.multi.retrievers import Routing
     from backend.retrieval.store import ChunkStore
 
 __all__ = [
@@ -78,34 +78,8 @@ __all__ = [
 METRICS = ("recall", "precision", "precision_omega", "iou")
 # Display names of METRICS (tables, charts and their legends).
 METRIC_LABELS = {"recall": "Recall", "precision": "Precision", "precision_omega": "Precision-Ω", "iou": "IoU"}
-MAX_AUTO_RETRIEVE = 20  # the reference's cap for retrieve=-1
 # Where chunks are scored: "reference" (located as chunking_evaluation does), "exact" (the chunker's spans).
 CHUNK_SPANS = ("reference", "exact")
-
-
-@dataclass(frozen=True)
-class RetrievedChunk:
-    """A chunk retrieved for a question: its corpus, span, index in its chunking and cosine distance."""
-
-    corpus_id: str
-    start: int
-    end: int
-    index: int
-    distance: float
-    tokens: int = 0
-    level: int = 0  # a retriever's level (FreeChunker: the largest window in the run); 0 for a chunk
-    ranges: tuple[tuple[int, int], ...] = ()  # a retriever's entry may cover several ranges; () = (start, end)
-
-    @property
-    def spans(self) -> tuple[tuple[int, int], ...]:
-        """Its exact character ranges."""
-        return self.ranges or ((self.start, self.end),)
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        out = dict(self.__dict__)
-        out["ranges"] = [list(r) for r in self.spans]
-        return out
 
 
 @dataclass(frozen=True)
@@ -205,6 +179,11 @@ class ConfigResult:
     query_seconds: float = 0.0
     omega_units: str = "chunks"
     routing: Routing | None = None
+
+    @property
+    def terms(self) -> UnitTerms:
+        """How outputs name what its precision-Ω and chunk count are computed on."""
+        return TERMS[self.omega_units]
 
     def to_json(self) -> dict[str, Any]:
         """The CLI's object: ``{"recall_mean", …, "iou_std", "per_corpus": {…}, "chunks", "seconds", …}``.
@@ -346,7 +325,7 @@ def evaluate(
     chunk_spans: str = "reference",
     progress: Progress | None = None,
 ) -> Benchmark:
-    """Benchmark chunker configurations on a question set (see the module docstring).
+    """Benchmark configurations (chunkings and retrievers alike) on a question set (see the module docstring).
 
     Args:
         questions: The questions and their corpora.
@@ -370,13 +349,6 @@ def evaluate(
         StoreError: the store fails or cannot be reached.
         ModelError: the embedder (or a chunker's model) fails.
     """
-    from backend.chunkers import run_chunker
-    from backend.chunkers.multi import is_retriever
-    from backend.models.embeddings import embed_texts, load_text_embedder
-    from backend.retrieval.multi.index import CountingEmbedder
-    from backend.retrieval.multi.retrievers import run_retriever
-    from backend.retrieval.store import open_store
-
     if not configs:
         raise ParameterError("evaluate needs at least one chunker configuration")
     if len(questions) == 0:
@@ -386,182 +358,73 @@ def evaluate(
     progress = progress or Progress()
     t_all = time.perf_counter()
     if use_cache and cache is None:
-        from backend.models.cache import default_cache
-
         cache = default_cache()
     elif not use_cache:
         cache = None
     store = store if store is not None else open_store()
     emb = load_text_embedder(embedder)
     fp = emb.info.fingerprint
-    corpora = questions.corpus_ids
-    sizes = [len(questions.corpora[c]) for c in corpora]
-    # Progress weights: the questions' embedding, then per configuration each corpus (by size) and the scoring.
+    asking = Asking(retrieve, cross_corpus, chunk_spans)
+    sizes = [len(questions.corpora[c]) for c in questions.corpus_ids]
+    # Progress weights: the questions' embedding, then per configuration its indexing (every corpus, by size) and
+    # its answers and scoring. A step done reports 1 of 1: its share is full even when it came from the cache.
     weights = [0.02 * sum(sizes) + 1]
     for _ in configs:
-        weights += [s + 1 for s in sizes] + [0.02 * sum(sizes) + 1]
-    # A step done reports 1 of 1: its share is full even when its work came from the cache and counted nothing.
+        weights += [sum(s + 1 for s in sizes), 0.02 * sum(sizes) + 1]
     steps = [progress.part(i, len(weights), None, weights=weights) for i in range(len(weights))]
     q_vectors, _ = embed_texts(emb, [q.question for q in questions.questions], cache=cache, progress=steps[0])
     steps[0](1, 1)
 
     results = []
-    step = 1
-    for config in configs:
+    for i, config in enumerate(configs):
         t0 = time.perf_counter()
-        if is_retriever(config.name):
-            run = run_retriever(
-                questions, config, store, emb, q_vectors, retrieve=retrieve, cross_corpus=cross_corpus,
-                cache=cache, progress=steps[step],
-            )
-            step += len(corpora)
-            results.append(_score_retriever(questions, config, run, t0))
-            steps[step](1, 1)
-            step += 1
-            continue
-        chunkings: dict[str, Chunking] = {}
-        reused = True
-        counting = CountingEmbedder(emb)
-        for cid in corpora:
-            doc = questions.document(cid)
-            chunking = run_chunker(doc, config, context)
-            info = store.index(doc, chunking, counting, cache=cache, progress=steps[step])
-            reused = reused and info.reused
-            chunkings[cid] = chunking
-            steps[step](1, 1)
-            step += 1
-        index_seconds = time.perf_counter() - t0
-        results.append(
-            _score(questions, config, chunkings, store, fp, q_vectors, retrieve, cross_corpus, reused, t0,
-                   index_seconds=index_seconds, texts_embedded=counting.texts, chunk_spans=chunk_spans)
-        )
-        steps[step](1, 1)
-        step += 1
+        retriever = make_retriever(config, context=context)
+        run = retriever.run(questions, store, emb, q_vectors, asking, cache=cache, progress=steps[1 + 2 * i])
+        results.append(_score(questions, config, retriever.describe().terms, run, t0))
+        steps[2 + 2 * i](1, 1)
     return Benchmark(
         results=tuple(results),
         embedder=emb.info.name,
         embedder_fingerprint=fp,
         retrieve=retrieve,
         questions=len(questions),
-        corpora=tuple(corpora),
+        corpora=tuple(questions.corpus_ids),
         seconds=time.perf_counter() - t_all,
         chunk_spans=chunk_spans,
     )
 
 
-def _score(
-    questions: QuestionSet,
-    config: ChunkerConfig,
-    chunkings: Mapping[str, Chunking],
-    store: ChunkStore,
-    fingerprint: str,
-    q_vectors: np.ndarray,
-    retrieve: int,
-    cross_corpus: bool,
-    reused: bool,
-    t0: float,
-    *,
-    index_seconds: float = 0.0,
-    texts_embedded: int = 0,
-    chunk_spans: str = "reference",
-) -> ConfigResult:
-    """Retrieve for every question and score it under one configuration."""
-    t_query = time.perf_counter()
-    spans = {cid: [(c.start, c.end) for c in ch.chunks] for cid, ch in chunkings.items()}
-    if chunk_spans == "reference":
-        spans = {cid: reference_chunk_spans(questions.corpora[cid], sp) for cid, sp in spans.items()}
+def _score(questions: QuestionSet, config: ChunkerConfig, terms: UnitTerms, run: QuestionsRun, t0: float) -> ConfigResult:
+    """Score every question's answer: where the run says each entry counts; precision-Ω on its spans."""
     qs = questions.questions
-    meeting = [len(containing_chunks(spans[q.corpus_id], q.spans)) for q in qs]
-    omegas = [precision_omega(spans[q.corpus_id], q.spans) for q in qs]
-    if retrieve == -1:
-        depth = min(MAX_AUTO_RETRIEVE, max(meeting))
-        wanted = [min(m, depth) for m in meeting]
-    else:
-        depth = retrieve
-        wanted = [retrieve] * len(qs)
-
-    # hits[i]: candidates (distance, corpus order, rank, RetrievedChunk) for question i.
-    hits: list[list[tuple[float, int, int, Any]]] = [[] for _ in qs]
-    if depth > 0:
-        for order, (cid, chunking) in enumerate(chunkings.items()):
-            doc = questions.document(cid)
-            idx = list(range(len(qs))) if cross_corpus else [i for i, q in enumerate(qs) if q.corpus_id == cid]
-            if not idx:
-                continue
-            answers = store.query(doc, chunking, fingerprint, q_vectors[idx], depth)
-            for i, rows in zip(idx, answers):
-                for h in rows:
-                    hits[i].append(
-                        (h.distance, order, h.rank, RetrievedChunk(cid, h.start, h.end, h.index, h.distance, h.tokens))
-                    )
-
     per_question = []
     for i, q in enumerate(qs):
-        top = [item[3] for item in heapq.nsmallest(wanted[i], hits[i], key=lambda t: (t[0], t[1], t[2]))]
-        scored = [spans[r.corpus_id][r.index] for r in top]  # where each retrieved chunk is scored
-        own = [sp for r, sp in zip(top, scored) if r.corpus_id == q.corpus_id]
-        other = sum(e - s for r, (s, e) in zip(top, scored) if r.corpus_id != q.corpus_id)
+        top, scored = run.retrieved[i], run.scored[i]
+        own = [span for r, spans in zip(top, scored) if r.corpus_id == q.corpus_id for span in spans]
+        other = sum(e - s for r, spans in zip(top, scored) if r.corpus_id != q.corpus_id for s, e in spans)
         s = span_scores(own, q.spans, other_chars=other)
-        per_question.append(
-            QuestionResult(i, q.corpus_id, q.question, s.recall, s.precision, omegas[i], s.iou, tuple(top))
-        )
-    per_corpus = {
-        cid: MetricSummary.of([r for r in per_question if r.corpus_id == cid]) for cid in questions.corpus_ids
-    }
-    all_chunks = [c for ch in chunkings.values() for c in ch.chunks]
-    return ConfigResult(
-        config=config,
-        summary=MetricSummary.of(per_question),
-        per_corpus=per_corpus,
-        questions=tuple(per_question),
-        chunks=len(all_chunks),
-        chunk_tokens_mean=float(np.mean([c.tokens for c in all_chunks])) if all_chunks else 0.0,
-        seconds=time.perf_counter() - t0,
-        reused=reused,
-        retrieved_tokens_mean=_mean([sum(r.tokens for r in q.retrieved) for q in per_question]),
-        index_seconds=index_seconds,
-        texts_embedded=texts_embedded,
-        query_seconds=(time.perf_counter() - t_query) / max(1, len(qs)),
-    )
-
-
-def _mean(values: Sequence[float]) -> float:
-    return float(np.mean(values)) if len(values) else 0.0
-
-
-def _score_retriever(questions: QuestionSet, config: ChunkerConfig, run: Any, t0: float) -> ConfigResult:
-    """Score a retriever's selections with the same metrics; precision-Ω on its finest units."""
-    qs = questions.questions
-    units = {cid: index.unit_ranges() for cid, index in run.indexes.items()}
-    per_question = []
-    for i, (q, sel) in enumerate(zip(qs, run.selections)):
-        top = tuple(
-            RetrievedChunk(p.corpus_id, p.start, p.end, p.index, 1.0 - p.score if run.routing is None else 0.0,
-                           p.tokens, p.level, p.ranges)
-            for p in sel.picks
-        )
-        own = [span for r in top if r.corpus_id == q.corpus_id for span in r.spans]
-        other = sum(e - s for r in top if r.corpus_id != q.corpus_id for s, e in r.spans)
-        s = span_scores(own, q.spans, other_chars=other)
-        omega = precision_omega(units[q.corpus_id], q.spans)
+        omega = precision_omega(run.omega_spans[q.corpus_id], q.spans)
         per_question.append(QuestionResult(i, q.corpus_id, q.question, s.recall, s.precision, omega, s.iou, top))
     per_corpus = {
         cid: MetricSummary.of([r for r in per_question if r.corpus_id == cid]) for cid in questions.corpus_ids
     }
-    all_units = [c for index in run.indexes.values() for c in index.units.chunks]
     return ConfigResult(
         config=config,
         summary=MetricSummary.of(per_question),
         per_corpus=per_corpus,
         questions=tuple(per_question),
-        chunks=sum(len(lv) for index in run.indexes.values() for lv in index.levels),
-        chunk_tokens_mean=float(np.mean([c.tokens for c in all_units])) if all_units else 0.0,
+        chunks=run.entries,
+        chunk_tokens_mean=run.unit_tokens_mean,
         seconds=time.perf_counter() - t0,
         reused=run.reused,
         retrieved_tokens_mean=_mean([sum(r.tokens for r in q.retrieved) for q in per_question]),
         index_seconds=run.index_seconds,
         texts_embedded=run.texts_embedded,
         query_seconds=run.query_seconds,
-        omega_units="units",
+        omega_units=terms.name,
         routing=run.routing,
     )
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if len(values) else 0.0

@@ -13,35 +13,46 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from backend.chunkers import run_chunker
+from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
-from backend.retrieval.evaluate import Benchmark
+from backend.errors import Cancelled, ChunkLabError
+from backend.metrics.quality import information_support
+from backend.models.cache import default_cache
+from backend.models.embeddings import lazy_text_embedder
+from backend.retrieval.evaluate import Benchmark, evaluate
+from backend.retrieval.generation import generate_questions
 from backend.retrieval.questions import QuestionSet
+from backend.retrieval.retriever.base import Answer
+from backend.retrieval.retriever.registry import make_retriever
+from backend.retrieval.store import open_store
 from backend.text.document import Document
 
 if TYPE_CHECKING:
     from backend.models.types import Scorer
     from backend.progress import Progress
     from backend.retrieval.generation import GeneratedQuestions
-    from backend.retrieval.multi.retrievers import LiveRetrieval
-    from backend.retrieval.store import Hit
 
 __all__ = ["SearchResult", "search_job", "cp_job", "BenchmarkRun", "benchmark_job", "generation_job"]
 
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The live search's answer: chunkers' hits and retrievers' answers, per configuration tag.
+    """The live search's answer: each configuration tag's answer, chunkings and retrievers alike.
 
     Attributes:
+        doc_id: The document searched.
+        query: The query.
+        k: Entries asked of each configuration.
         tags: Every tag, in the order the search was given them.
-        hits: Per chunker tag, its top ``k`` chunks (rank 1 first).
-        retrievals: Per retriever tag (``mog``, ``mogg``, ``freechunker``), its
-            :class:`~backend.retrieval.multi.retrievers.LiveRetrieval`.
+        answers: Per tag, its retriever's :class:`~backend.retrieval.retriever.base.Answer`.
     """
 
+    doc_id: str
+    query: str
+    k: int
     tags: tuple[str, ...]
-    hits: Mapping[str, list[Hit]]
-    retrievals: Mapping[str, LiveRetrieval]
+    answers: Mapping[str, Answer]
 
 
 def search_job(
@@ -54,18 +65,17 @@ def search_job(
     marks: Sequence[tuple[int, int]] = (),
     train_on: QuestionSet | None = None,
 ) -> Callable[[Progress], SearchResult]:
-    """``fn(progress)``: the top ``k`` of each configuration of ``doc`` for ``query``.
+    """``fn(progress)``: the top ``k`` of each configuration of ``doc`` for ``query``, through its retriever.
 
-    A chunker's chunking is indexed, then searched. A retriever (``mog``, ``mogg``,
-    ``freechunker``; its ``chunkings`` entry is its finest units) builds its levels and answers
-    through :func:`~backend.retrieval.multi.retrievers.live_retrieve`: ``router=cv`` trains on
-    ``train_on``, ``oracle`` uses ``marks``. The store opens in the job too (a Chroma server
-    that is down costs its timeout there, not in a page run). Configurations with equal
-    configs are answered once.
+    Every configuration is answered by its retriever (:func:`~backend.retrieval.retriever.registry.make_retriever`):
+    a chunking's is indexed and searched; a multi-granularity retriever builds its levels
+    (``router=cv`` trains on ``train_on``, ``oracle`` uses ``marks``). The store opens in the
+    job too (a Chroma server that is down costs its timeout there, not in a page run).
+    Configurations with equal configs are answered once.
 
     Args:
         doc: The document.
-        chunkings: Per configuration tag, its chunking of ``doc``.
+        chunkings: Per configuration tag, its chunking of ``doc`` (a retriever's: its finest units).
         embedder_spec: The embedder (None: ``CHUNKLAB_EMBEDDER`` or the bundled one).
         query: The query text.
         k: Chunks (entries, runs) per configuration.
@@ -73,51 +83,32 @@ def search_job(
         train_on: The session's question set (a ``cv`` router's training data).
 
     Returns:
-        The job body; its result is a :class:`SearchResult`. A retriever's bad input (a router
+        The job body; its result is a :class:`SearchResult`. A configuration's bad input (a router
         file that is missing or does not match) fails the job with one line naming its tag.
     """
 
     def run(progress: Progress) -> SearchResult:
-        from backend.chunkers.multi import is_retriever
-        from backend.errors import Cancelled, ChunkLabError
-        from backend.models.cache import default_cache
-        from backend.models.embeddings import lazy_text_embedder
-        from backend.retrieval.multi.retrievers import live_retrieve
-        from backend.retrieval.store import open_store
-
         progress.check()  # before anything loads; reports nothing (no count yet)
         store = open_store()
         emb = lazy_text_embedder(embedder_spec)  # loaded only if a text is not in the output cache
         cache = default_cache()
-        plain: dict[ChunkerConfig, Chunking] = {}
-        multi: dict[ChunkerConfig, str] = {}
+        first: dict[ChunkerConfig, str] = {}
         for tag, ch in chunkings.items():
-            if is_retriever(ch.config.name):
-                multi.setdefault(ch.config, tag)
-            else:
-                plain.setdefault(ch.config, ch)
-        parts = (1 if plain else 0) + len(multi)
-        found = {}
-        if plain:
-            step = progress.part(0, parts, "step")
-            found = store.search(doc, list(plain.values()), emb, query, k, cache=cache, progress=step)
-        answered: dict[ChunkerConfig, LiveRetrieval] = {}
-        for i, (config, tag) in enumerate(multi.items(), 1 if plain else 0):
-            step = progress.part(i, parts, "step")
+            first.setdefault(ch.config, tag)
+        answered: dict[ChunkerConfig, Answer] = {}
+        for i, (config, tag) in enumerate(first.items()):
+            step = progress.part(i, len(first), "configuration")
+            retriever = make_retriever(config, chunkings=[chunkings[tag]])
             try:
-                answered[config] = live_retrieve(
-                    doc, config, store, emb, query, k, marks=marks, train_on=train_on, cache=cache, progress=step
+                answered[config] = retriever.answer(
+                    doc, store, emb, query, k, marks=marks, train_on=train_on, cache=cache, progress=step
                 )
             except Cancelled:
                 raise
             except ChunkLabError as e:
                 raise type(e)(f"{tag}: {e}") from e
             step(1, 1)  # done, even when everything came from the cache
-        return SearchResult(
-            tuple(chunkings),
-            {t: found[ch.config] for t, ch in chunkings.items() if ch.config in plain},
-            {t: answered[ch.config] for t, ch in chunkings.items() if ch.config in multi},
-        )
+        return SearchResult(doc.id, query, k, tuple(chunkings), {t: answered[ch.config] for t, ch in chunkings.items()})
 
     return run
 
@@ -134,9 +125,6 @@ def cp_job(retrieved: Mapping[str, Sequence[str]], answer: str) -> Callable[[Sco
     """
 
     def run(scorer: Scorer, progress: Progress) -> dict[str, float]:
-        from backend.metrics.quality import information_support
-        from backend.models.cache import default_cache
-
         out = {}
         for i, (tag, texts) in enumerate(retrieved.items()):
             progress(i, len(retrieved))
@@ -180,12 +168,6 @@ def benchmark_job(
     """
 
     def run(scorer: Scorer | None, progress: Progress) -> BenchmarkRun:
-        from backend.chunkers import run_chunker
-        from backend.chunkers.context import ModelContext
-        from backend.models.embeddings import lazy_text_embedder
-        from backend.retrieval.evaluate import evaluate
-        from backend.retrieval.store import open_store
-
         progress.check()  # before anything loads; reports nothing (no count yet)
         context = ModelContext(scorer=scorer) if scorer is not None else None
         embedder = lazy_text_embedder(embedder_spec)  # loaded only if a text is not in the output cache
@@ -231,8 +213,6 @@ def generation_job(
     """
 
     def run(progress: Progress) -> GeneratedQuestions:
-        from backend.retrieval.generation import generate_questions
-
         progress(0, n)
         return generate_questions(
             doc, n=n, local=True if local else None, base_url=base_url.strip() or None,

@@ -6,11 +6,11 @@ so the page only reads widgets and the same answers come out of a script:
 - the answer is marked by pasting excerpts (:func:`split_excerpts`, :func:`find_excerpts`:
   found exactly, else ignoring whitespace, by :class:`~backend.retrieval.metrics.ExcerptFinder`)
   or by picking sentences (:func:`sentence_choices` limits what a long document offers);
-- :func:`live_scores` is the Chroma report's four metrics of each configuration's hits
-  against the union of the marks; :func:`retriever_scores` the same of a retriever's picks
-  (every range of every pick; precision-Ω on its finest units, as the benchmark computes it),
-  and :func:`level_top1` each level's top-1 IoU with the marks (what MoG's soft labels are
-  made of), so marking after a search needs no new search;
+- :func:`live_scores` is the Chroma report's four metrics of each configuration's answer
+  against the union of the marks, chunkings and retrievers alike (every range of every
+  returned entry; precision-Ω on its finest units — a chunking's chunks — as the benchmark
+  computes it), and :func:`level_top1` each level's top-1 IoU with the marks (what MoG's soft
+  labels are made of), so marking after a search needs no new search;
 - :func:`question_from_marks` and :func:`add_questions` turn a query and its marks into a
   :class:`~backend.retrieval.questions.Question` of a session's
   :class:`~backend.retrieval.questions.QuestionSet` (one corpus per document, see
@@ -21,26 +21,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from backend.chunking import Chunking
 from backend.errors import ParameterError
 from backend.retrieval.metrics import ExcerptFinder, RetrievalScores, score_retrieval, union_ranges
+from backend.retrieval.multi.select import level_similarities
 from backend.retrieval.questions import Question, QuestionSet, Reference, corpus_id_for
+from backend.retrieval.retriever.base import Answer
 from backend.text.document import Document
 
 if TYPE_CHECKING:
     import numpy as np
 
     from backend.retrieval.multi.retrievers import LiveRetrieval
-    from backend.retrieval.store import Hit
 
 __all__ = [
     "EXCERPT_SEPARATOR",
     "split_excerpts",
     "find_excerpts",
     "live_scores",
-    "retriever_scores",
     "level_top1",
     "retrieved_ranges",
+    "answer_texts",
     "sentence_choices",
     "marked_ranges",
     "question_from_marks",
@@ -105,47 +105,26 @@ def find_excerpts(text: str, raw: str) -> list[tuple[int, int]]:
     return found
 
 
-def live_scores(
-    hits: Mapping[str, Sequence[Hit]], chunkings: Mapping[str, Chunking], marks: Sequence[tuple[int, int]]
-) -> dict[str, RetrievalScores]:
-    """The report's four metrics of each configuration's hits against the marked answer.
+def retrieved_ranges(answer: Answer) -> list[tuple[int, int]]:
+    """Every character range an answer returned: each entry's ranges, in rank order (overlaps kept)."""
+    return [r for _, ranges in answer.retrieved() for r in ranges]
+
+
+def answer_texts(answer: Answer, text: str) -> list[str]:
+    """Each returned entry's text, its stretches joined by a newline (what CP conditions on), rank 1 first."""
+    return ["\n".join(text[s:e] for s, e in ranges) for _, ranges in answer.retrieved()]
+
+
+def live_scores(answers: Mapping[str, Answer], marks: Sequence[tuple[int, int]]) -> dict[str, RetrievalScores]:
+    """The report's four metrics of each configuration's answer against the marked answer.
+
+    An entry may cover several stretches (MoGG's neighbourhoods): each counts, as in the
+    benchmark. Precision-Ω is computed on the answer's finest units (a chunking's chunks, a
+    retriever's units: its levels have no single chunking).
 
     Args:
-        hits: Per configuration tag, the retrieved chunks (rank 1 first).
-        chunkings: Per tag, the chunking the hits come from (precision-Ω needs all its chunks).
+        answers: Per configuration tag, its answer to the live query.
         marks: The marked ranges; overlapping marks count once (their union is the answer).
-
-    Returns:
-        Per tag of ``hits``, its :class:`~backend.retrieval.metrics.RetrievalScores`.
-
-    Raises:
-        ParameterError: no marks.
-    """
-    excerpts = union_ranges(marks)
-    out = {}
-    for tag, rows in hits.items():
-        spans = [(c.start, c.end) for c in chunkings[tag].chunks]
-        out[tag] = score_retrieval([(h.start, h.end) for h in rows], spans, excerpts)
-    return out
-
-
-def retrieved_ranges(live: LiveRetrieval) -> list[tuple[int, int]]:
-    """Every character range a retriever returned: each pick's ranges, picks in rank order (overlaps kept)."""
-    return [r for p in live.selection.picks for r in p.ranges]
-
-
-def retriever_scores(
-    retrievals: Mapping[str, LiveRetrieval], marks: Sequence[tuple[int, int]]
-) -> dict[str, RetrievalScores]:
-    """The report's four metrics of each retriever's picks against the marked answer.
-
-    A pick may cover several stretches (MoGG's neighbourhoods): each counts, as in the
-    benchmark. Precision-Ω is computed on the retriever's finest units (its levels have no
-    single chunking), so it says how tightly its units fit the answer.
-
-    Args:
-        retrievals: Per configuration tag, a live retriever answer.
-        marks: The marked ranges; overlapping marks count once.
 
     Returns:
         Per tag, its :class:`~backend.retrieval.metrics.RetrievalScores`.
@@ -155,8 +134,8 @@ def retriever_scores(
     """
     excerpts = union_ranges(marks)
     return {
-        tag: score_retrieval(retrieved_ranges(live), live.index.unit_ranges(), excerpts)
-        for tag, live in retrievals.items()
+        tag: score_retrieval(retrieved_ranges(a), [(c.start, c.end) for c in a.units.chunks], excerpts)
+        for tag, a in answers.items()
     }
 
 
@@ -170,8 +149,6 @@ def level_top1(live: LiveRetrieval, marks: Sequence[tuple[int, int]]) -> np.ndar
     Returns:
         One value per level, finest first.
     """
-    from backend.retrieval.multi.select import level_similarities
-
     excerpts = union_ranges(marks)
     if not excerpts:
         return None

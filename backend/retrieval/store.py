@@ -18,9 +18,17 @@ chunker's spans depend on its language model too, which the configuration does n
 metadata records the document, the configuration, the embedder and the chunk count; the
 space is cosine. A chunk's id is the sha256 of (document id, configuration, start, end) and
 its metadata ``{"start", "end", "index", "tokens"}``; the chunk text is stored as the
-document. Indexing ``upsert``s, so re-indexing never duplicates, and is skipped when the
-collection already holds as many chunks as the chunking (an interrupted indexing run leaves
-fewer and is completed next time).
+document. A multi-granularity retriever's level is a collection the same way
+(:func:`entries_collection_name`; its entries' ids are ``<collection>-<index>`` and their metadata
+also holds their ``ranges``).
+
+One indexing path. What goes into a collection is described first — a :class:`StoredLevel`:
+its name, metadata, row ids, row metadata and texts, made by :func:`chunking_level` (a chunking
+is one level whose entries are its chunks) or :func:`entries_level` (a retriever's level) —
+and written by :meth:`ChunkStore.write_level`. Writing ``upsert``s, so re-indexing never
+duplicates, and is skipped when the collection already holds as many rows as the level (an
+interrupted run leaves fewer and is completed next time). :meth:`ChunkStore.query_level`
+answers any level.
 
 Embeddings are always ours: chunks are upserted with their precomputed vectors and queries
 sent as ``query_embeddings``, and collections are created with ``embedding_function=None``,
@@ -36,15 +44,18 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from urllib.parse import urlparse
 
 import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
 from backend.config import chroma_host, chroma_port, chroma_timeout, data_dir
 from backend.errors import ParameterError, StoreError
+from backend.models.embeddings import embed_texts
+from backend.models.types import ModelInfo
 from backend.progress import Progress
 from backend.text.document import Document
 from backend.text.spans import MultiRange
@@ -57,6 +68,9 @@ __all__ = [
     "ChunkStore",
     "Hit",
     "EntryHit",
+    "StoredLevel",
+    "chunking_level",
+    "entries_level",
     "entries_collection_name",
     "IndexInfo",
     "open_store",
@@ -109,11 +123,11 @@ class Hit:
 
 @dataclass(frozen=True)
 class IndexInfo:
-    """The outcome of :meth:`ChunkStore.index`.
+    """The outcome of :meth:`ChunkStore.write_level`.
 
     Attributes:
         name: The collection name.
-        chunks: Chunks in the collection.
+        chunks: Rows (chunks, entries) in the collection.
         reused: True when the collection was already complete (nothing embedded or written).
         embedded_from_cache: True when the chunk embeddings came from the output cache.
         seconds: Wall time of the call.
@@ -204,14 +218,129 @@ def collection_name(doc_id: str, chunking: Chunking, embedder_fingerprint: str) 
 
 def chunk_id(doc_id: str, config: ChunkerConfig, start: int, end: int) -> str:
     """The deterministic id of the chunk ``[start, end)`` of a document under a configuration."""
-    key = f"{doc_id}\n{_config_json(config)}\n{start}:{end}"
+    return _chunk_id(doc_id, _config_json(config), start, end)
+
+
+def _chunk_id(doc_id: str, config_json: str, start: int, end: int) -> str:
+    key = f"{doc_id}\n{config_json}\n{start}:{end}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class StoredLevel:
+    """One level of entries as the store keeps it: one collection, one row per entry.
+
+    A chunking is one level whose entries are its chunks (:func:`chunking_level`); a
+    multi-granularity retriever writes one per level (:func:`entries_level`). The name, the
+    ids and the metadata are the level's own, so a complete collection written before is found
+    and reused, and an interrupted one is completed without duplicate rows.
+
+    Attributes:
+        name: The collection name.
+        label: What the level is, in messages (a configuration's label, ``mog level 2``).
+        metadata: The collection's metadata (document, configuration, embedder, digest, size).
+        ids: One row id per entry.
+        rows: One metadata dict per entry (``start``, ``end``, ``index``, ``tokens``; a level's ``ranges``).
+        texts: What each entry's vector embeds, also stored as the row's document.
+        vectors: The entries' vectors made another way (FreeChunker's window means), called only
+            when the level must be written; None: the embedder embeds :attr:`texts`.
+    """
+
+    name: str
+    label: str
+    metadata: Mapping[str, Any]
+    ids: tuple[str, ...]
+    rows: tuple[Mapping[str, Any], ...]
+    texts: tuple[str, ...]
+    vectors: Callable[[], np.ndarray] | None = field(default=None, compare=False, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def _collection_metadata(doc: Document, config_json: str, label: str, embedder: ModelInfo, digest: str, n: int) -> dict:
+    return {
+        "chunklab_schema": _SCHEMA,
+        "doc_id": doc.id,
+        "doc_source": doc.source,
+        "doc_length": len(doc.text),
+        "config": config_json,
+        "config_label": label,
+        "embedder": embedder.name,
+        "embedder_fingerprint": embedder.fingerprint,
+        "spans_digest": digest,
+        "chunks": n,
+    }
+
+
+def chunking_level(doc: Document, chunking: Chunking, embedder: ModelInfo) -> StoredLevel:
+    """A chunking of ``doc`` as one level: its chunks, under :func:`collection_name` and :func:`chunk_id`.
+
+    Raises:
+        ParameterError: ``chunking`` was not made from ``doc``.
+    """
+    if chunking.doc_id != doc.id:
+        raise ParameterError(f"the chunking is of document {chunking.doc_id}, not of {doc.source} ({doc.id})")
+    config = chunking.config
+    config_json = _config_json(config)
+    chunks = chunking.chunks
+    return StoredLevel(
+        name=collection_name(doc.id, chunking, embedder.fingerprint),
+        label=f"{doc.source} for {config.label}",
+        metadata=_collection_metadata(doc, config_json, config.label, embedder, _spans_digest(chunking), len(chunks)),
+        ids=tuple(_chunk_id(doc.id, config_json, c.start, c.end) for c in chunks),
+        rows=tuple({"start": c.start, "end": c.end, "index": c.index, "tokens": c.tokens} for c in chunks),
+        texts=tuple(c.text for c in chunks),
+    )
+
+
+def entries_level(
+    doc: Document,
+    key: dict[str, Any],
+    ranges: Sequence[tuple[tuple[int, int], ...]],
+    tokens: Sequence[int],
+    embedder: ModelInfo,
+    *,
+    vectors: Callable[[], np.ndarray] | None = None,
+) -> StoredLevel:
+    """One level of a multi-granularity index: entries of exact ranges, under :func:`entries_collection_name`.
+
+    Args:
+        doc: The document the entries index.
+        key: What the level is (retriever, shaping parameters, level, vector kind): part of the name.
+        ranges: Each entry's exact character ranges, sorted.
+        tokens: Each entry's token count.
+        embedder: The embedder's identity (its fingerprint names the collection).
+        vectors: The entries' vectors made another way (rows in entry order, L2-normalized),
+            called only when the level must be written; None: the entries' texts are embedded.
+
+    Raises:
+        ParameterError: an entry with no range or a range outside the text.
+    """
+    n = len(doc.text)
+    for i, entry in enumerate(ranges):
+        if not entry or any(not 0 <= s < e <= n for s, e in entry):
+            raise ParameterError(f"entry {i} of {key.get('retriever', '?')} has an empty or out-of-text range")
+    name = entries_collection_name(doc.id, key, embedder.fingerprint, ranges)
+    label = f"{key.get('retriever', '?')} level {key.get('level', '?')}"
+    body = json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
+    return StoredLevel(
+        name=name,
+        label=label,
+        metadata=_collection_metadata(doc, body, label, embedder, _ranges_digest(ranges), len(ranges)),
+        ids=tuple(f"{name}-{i}" for i in range(len(ranges))),
+        rows=tuple(
+            {"start": r[0][0], "end": r[-1][1], "index": i, "tokens": int(tokens[i]),
+             "ranges": json.dumps([list(x) for x in r], separators=(",", ":"))}
+            for i, r in enumerate(ranges)
+        ),
+        texts=tuple(entry_text(doc.text, r) for r in ranges),
+        vectors=vectors,
+    )
 
 
 def _parse_host(raw: str, port: int | None) -> tuple[str, int]:
     """``(host, port)`` from ``host``, ``host:port`` or ``http://host:port``."""
-    from urllib.parse import urlparse
-
     text = raw.strip()
     if "://" in text:
         parsed = urlparse(text)
@@ -250,7 +379,9 @@ def store_location(
 
 
 class ChunkStore:
-    """Chunkings indexed in Chroma, queried with our embeddings (see the module docstring).
+    """Levels of entries (a chunking's chunks, a retriever's levels) in Chroma, queried with our embeddings.
+
+    See the module docstring.
 
     Build with :func:`open_store`. Thread-safe as far as chromadb's client is; never mutated
     after construction, so one instance can serve every session of the app.
@@ -378,29 +509,6 @@ class ChunkStore:
                 return None
             raise
 
-    def _create(self, name: str, doc: Document, chunking: Chunking, embedder: TextEmbedder) -> Any:
-        info = embedder.info
-        metadata = {
-            "chunklab_schema": _SCHEMA,
-            "doc_id": doc.id,
-            "doc_source": doc.source,
-            "doc_length": len(doc.text),
-            "config": _config_json(chunking.config),
-            "config_label": chunking.config.label,
-            "embedder": info.name,
-            "embedder_fingerprint": info.fingerprint,
-            "spans_digest": _spans_digest(chunking),
-            "chunks": len(chunking),
-        }
-        return self._call(
-            f"creating collection {name}",
-            self._client.get_or_create_collection,
-            name,
-            configuration={"hnsw": {"space": "cosine"}},
-            metadata=metadata,
-            embedding_function=None,
-        )
-
     def collections(self) -> list[dict[str, Any]]:
         """Chunk Lab's collections in this store: ``{"name", "count", **metadata}`` each, sorted by name."""
         out = []
@@ -421,60 +529,62 @@ class ChunkStore:
         self._call(f"deleting collection {name}", self._client.delete_collection, name)
         return True
 
-    def is_indexed(self, doc: Document, chunking: Chunking, embedder_fingerprint: str) -> bool:
-        """Whether the collection of this chunking under this embedder is complete."""
-        col = self._get(collection_name(doc.id, chunking, embedder_fingerprint))
-        return col is not None and int(self._call("counting", col.count)) == len(chunking)
+    def is_indexed(self, level: StoredLevel) -> bool:
+        """Whether the collection of ``level`` is complete (holds as many rows as the level has entries)."""
+        col = self._get(level.name)
+        return col is not None and int(self._call("counting", col.count)) == len(level)
 
     # --- indexing ---------------------------------------------------------------------------
 
-    def index(
+    def write_level(
         self,
-        doc: Document,
-        chunking: Chunking,
+        level: StoredLevel,
         embedder: TextEmbedder,
         *,
         cache: OutputCache | None = None,
         progress: Progress | None = None,
     ) -> IndexInfo:
-        """Make sure ``chunking`` of ``doc`` is indexed under ``embedder``; embed and upsert what is missing.
+        """Make sure ``level`` is in the store: reuse a complete collection, else embed and upsert its rows.
 
         Args:
-            doc: The document ``chunking`` was made from.
-            chunking: Its chunks (exact spans).
-            embedder: The embedding model (vectors are computed here, never by Chroma).
-            cache: The output cache for chunk embeddings (None: no caching).
-            progress: ``progress(done, total)`` while embedding.
+            level: What to write (:func:`chunking_level`, :func:`entries_level`).
+            embedder: The embedding model (vectors are computed here, never by Chroma), unless the
+                level brings its own vectors.
+            cache: The output cache for embedded texts (None: no caching).
+            progress: ``progress(done, total)`` while embedding (unit ``texts``).
 
         Raises:
-            ParameterError: ``chunking`` was not made from ``doc``.
+            ParameterError: the level's vectors do not match its entries.
             StoreError: the store fails or cannot be reached.
             ModelError: the embedder fails.
         """
-        from backend.models.embeddings import embed_texts
-
         progress = progress or Progress()
-        if chunking.doc_id != doc.id:
-            raise ParameterError(f"the chunking is of document {chunking.doc_id}, not of {doc.source} ({doc.id})")
         t0 = time.perf_counter()
-        name = collection_name(doc.id, chunking, embedder.info.fingerprint)
-        col = self._get(name)
-        if col is not None and int(self._call("counting", col.count)) == len(chunking):
+        n = len(level)
+        col = self._get(level.name)
+        if col is not None and int(self._call("counting", col.count)) == n:
             progress.set_unit("texts")
-            progress(len(chunking), len(chunking))
-            return IndexInfo(name, len(chunking), True, False, time.perf_counter() - t0)
+            progress(n, n)
+            return IndexInfo(level.name, n, True, False, time.perf_counter() - t0)
         if col is None:
-            col = self._create(name, doc, chunking, embedder)
-        chunks = chunking.chunks
-        vectors, hit = embed_texts(embedder, [c.text for c in chunks], cache=cache, progress=progress)
-        config = chunking.config
-        self._upsert(
-            name, col, [chunk_id(doc.id, config, c.start, c.end) for c in chunks], vectors,
-            [{"start": c.start, "end": c.end, "index": c.index, "tokens": c.tokens} for c in chunks],
-            [c.text for c in chunks],
-        )
+            col = self._call(
+                f"creating collection {level.name}",
+                self._client.get_or_create_collection,
+                level.name,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata=dict(level.metadata),
+                embedding_function=None,
+            )
+        hit = False
+        if level.vectors is not None:
+            rows = np.asarray(level.vectors(), dtype=np.float32)
+        else:
+            rows, hit = embed_texts(embedder, level.texts, cache=cache, progress=progress)
+        if rows.shape[0] != n:
+            raise ParameterError(f"{n} entries but {rows.shape[0]} vectors")
+        self._upsert(level.name, col, list(level.ids), rows, [dict(r) for r in level.rows], list(level.texts))
         count = int(self._call("counting", col.count))
-        return IndexInfo(name, count, False, hit, time.perf_counter() - t0)
+        return IndexInfo(level.name, count, False, hit, time.perf_counter() - t0)
 
     def _upsert(
         self, name: str, col: Any, ids: list[str], vectors: np.ndarray, metadatas: list[dict], documents: list[str]
@@ -492,12 +602,24 @@ class ChunkStore:
                 metadatas=metadatas[lo:hi], documents=documents[lo:hi],
             )
 
-    def _nearest(self, name: str, missing: str, query_embeddings: np.ndarray, k: int) -> list[list[tuple[Any, float]]]:
-        """For each query vector, ``(metadata, distance)`` of the ``k`` nearest rows of collection ``name``.
+    # --- querying ---------------------------------------------------------------------------
+
+    def query_level(self, name: str, query_embeddings: np.ndarray, k: int, *, label: str = "") -> list[list[EntryHit]]:
+        """The ``k`` nearest entries of the collection ``name`` (written by :meth:`write_level`) for each query vector.
+
+        Args:
+            name: The collection (:attr:`StoredLevel.name`, :attr:`IndexInfo.name`).
+            query_embeddings: Shape ``(queries, dimension)``, from the embedder the level was written with.
+            k: Entries per query (fewer when the level has fewer).
+            label: What the level is, for the error when it is missing (default: its name).
+
+        Returns:
+            For each query, its entries by increasing distance (rank 1 first); a chunk's ranges
+            are its one span.
 
         Raises:
             ParameterError: ``k`` below 1.
-            StoreError: ``missing`` when there is no such collection; the store fails.
+            StoreError: no such collection, or the store fails.
         """
         if k < 1:
             raise ParameterError(f"k ({k}) must be at least 1")
@@ -506,7 +628,7 @@ class ChunkStore:
             return []
         col = self._get(name)
         if col is None:
-            raise StoreError(missing)
+            raise StoreError(f"{label or 'collection ' + name} is not indexed in the {self._where()}: index it first")
         n = min(k, int(self._call("counting", col.count)))
         if n == 0:
             return [[] for _ in range(vectors.shape[0])]
@@ -514,179 +636,18 @@ class ChunkStore:
             f"querying collection {name}", col.query, query_embeddings=vectors, n_results=n,
             include=["metadatas", "distances"],
         )
-        return [list(zip(metas, map(float, dists))) for metas, dists in zip(result["metadatas"], result["distances"])]
-
-    # --- querying ---------------------------------------------------------------------------
-
-    def query(
-        self, doc: Document, chunking: Chunking, embedder_fingerprint: str, query_embeddings: np.ndarray, k: int
-    ) -> list[list[Hit]]:
-        """The ``k`` nearest chunks of an indexed chunking for each query vector.
-
-        Args:
-            doc: The document.
-            chunking: Its chunking (indexed with :meth:`index` under the same embedder).
-            embedder_fingerprint: The embedder's ``info.fingerprint``.
-            query_embeddings: Shape ``(queries, dimension)``, from the same embedder.
-            k: Chunks per query (fewer when the chunking has fewer chunks).
-
-        Returns:
-            For each query, its hits by increasing distance (rank 1 first).
-
-        Raises:
-            ParameterError: ``k`` below 1.
-            StoreError: not indexed, or the store fails.
-        """
-        name = collection_name(doc.id, chunking, embedder_fingerprint)
-        missing = f"{doc.source} is not indexed for {chunking.config.label} in the {self._where()}"
         return [
-            [
-                Hit(rank=r + 1, distance=d, start=int(m["start"]), end=int(m["end"]), index=int(m["index"]),
-                    tokens=int(m["tokens"]))
-                for r, (m, d) in enumerate(rows)
-            ]
-            for rows in self._nearest(name, missing, query_embeddings, k)
+            [EntryHit(rank=r + 1, distance=float(d), index=int(m["index"]), ranges=_row_ranges(m), tokens=int(m["tokens"]))
+             for r, (m, d) in enumerate(zip(metas, dists))]
+            for metas, dists in zip(result["metadatas"], result["distances"])
         ]
 
-    # --- multi-granularity entries ---------------------------------------------------------
 
-    def index_entries(
-        self,
-        doc: Document,
-        key: dict[str, Any],
-        ranges: Sequence[tuple[tuple[int, int], ...]],
-        tokens: Sequence[int],
-        embedder: TextEmbedder,
-        *,
-        vectors: Callable[[], np.ndarray] | None = None,
-        cache: OutputCache | None = None,
-        progress: Progress | None = None,
-    ) -> IndexInfo:
-        """Make sure one level of a multi-granularity index is in the store; embed and upsert what is missing.
-
-        Args:
-            doc: The document the entries index.
-            key: What the level is (retriever, shaping parameters, level, vector kind): part of the name.
-            ranges: Each entry's exact character ranges, sorted.
-            tokens: Each entry's token count.
-            embedder: The embedder (its fingerprint names the collection; it embeds the entries'
-                texts unless ``vectors`` is given).
-            vectors: Called only when the level must be written: the entries' vectors, computed
-                another way (FreeChunker's window means), rows in entry order, L2-normalized.
-            cache: The output cache for embedded texts.
-            progress: ``progress(done, total)`` while embedding.
-
-        Raises:
-            ParameterError: an entry with no range or a range outside the text.
-            StoreError: the store fails or cannot be reached.
-            ModelError: the embedder fails.
-        """
-        from backend.models.embeddings import embed_texts
-
-        progress = progress or Progress()
-        n = len(doc.text)
-        for i, entry in enumerate(ranges):
-            if not entry or any(not 0 <= s < e <= n for s, e in entry):
-                raise ParameterError(f"entry {i} of {key.get('retriever', '?')} has an empty or out-of-text range")
-        t0 = time.perf_counter()
-        name = entries_collection_name(doc.id, key, embedder.info.fingerprint, ranges)
-        col = self._get(name)
-        if col is not None and int(self._call("counting", col.count)) == len(ranges):
-            progress.set_unit("texts")
-            progress(len(ranges), len(ranges))
-            return IndexInfo(name, len(ranges), True, False, time.perf_counter() - t0)
-        if col is None:
-            info = embedder.info
-            metadata = {
-                "chunklab_schema": _SCHEMA,
-                "doc_id": doc.id,
-                "doc_source": doc.source,
-                "doc_length": n,
-                "config": json.dumps(key, sort_keys=True, separators=(",", ":"), default=str),
-                "config_label": f"{key.get('retriever', '?')} level {key.get('level', '?')}",
-                "embedder": info.name,
-                "embedder_fingerprint": info.fingerprint,
-                "spans_digest": _ranges_digest(ranges),
-                "chunks": len(ranges),
-            }
-            col = self._call(
-                f"creating collection {name}",
-                self._client.get_or_create_collection,
-                name,
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata=metadata,
-                embedding_function=None,
-            )
-        texts = [entry_text(doc.text, r) for r in ranges]
-        hit = False
-        if vectors is not None:
-            rows = np.asarray(vectors(), dtype=np.float32)
-        else:
-            rows, hit = embed_texts(embedder, texts, cache=cache, progress=progress)
-        if rows.shape[0] != len(ranges):
-            raise ParameterError(f"{len(ranges)} entries but {rows.shape[0]} vectors")
-        metadatas = [
-            {
-                "start": r[0][0], "end": r[-1][1], "index": i, "tokens": int(tokens[i]),
-                "ranges": json.dumps([list(x) for x in r], separators=(",", ":")),
-            }
-            for i, r in enumerate(ranges)
-        ]
-        self._upsert(name, col, [f"{name}-{i}" for i in range(len(ranges))], rows, metadatas, texts)
-        count = int(self._call("counting", col.count))
-        return IndexInfo(name, count, False, hit, time.perf_counter() - t0)
-
-    def query_entries(self, name: str, query_embeddings: np.ndarray, k: int) -> list[list[EntryHit]]:
-        """The ``k`` nearest entries of the collection ``name`` (from :meth:`index_entries`) for each query vector.
-
-        Raises:
-            ParameterError: ``k`` below 1.
-            StoreError: no such collection, or the store fails.
-        """
-        missing = f"collection {name} is not in the {self._where()}: index it first"
-        return [
-            [
-                EntryHit(rank=r + 1, distance=d, index=int(m["index"]),
-                         ranges=tuple((int(x), int(y)) for x, y in json.loads(str(m["ranges"]))), tokens=int(m["tokens"]))
-                for r, (m, d) in enumerate(rows)
-            ]
-            for rows in self._nearest(name, missing, query_embeddings, k)
-        ]
-
-    def search(
-        self,
-        doc: Document,
-        chunkings: Sequence[Chunking],
-        embedder: TextEmbedder,
-        query: str,
-        k: int = 5,
-        *,
-        cache: OutputCache | None = None,
-        progress: Progress | None = None,
-    ) -> dict[ChunkerConfig, list[Hit]]:
-        """The live query: the top ``k`` chunks of each chunking of ``doc`` for ``query``.
-
-        Chunkings not indexed yet are indexed first (their embeddings through ``cache``).
-
-        Returns:
-            Each chunking's configuration mapped to its hits, rank 1 first.
-
-        Raises:
-            ParameterError: an empty query, ``k`` below 1.
-            StoreError, ModelError: as :meth:`index` and :meth:`query`.
-        """
-        from backend.models.embeddings import embed_texts
-
-        if not query.strip():
-            raise ParameterError("the query is empty")
-        if k < 1:
-            raise ParameterError(f"k ({k}) must be at least 1")
-        progress = progress or Progress()
-        for i, chunking in enumerate(chunkings):
-            self.index(doc, chunking, embedder, cache=cache, progress=progress.part(i, len(chunkings), "configuration"))
-        vector, _ = embed_texts(embedder, [query], cache=cache)
-        fp = embedder.info.fingerprint
-        return {c.config: self.query(doc, c, fp, vector, k)[0] for c in chunkings}
+def _row_ranges(meta: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
+    """A row's exact ranges: a level entry's ``ranges``, a chunk's one span."""
+    if "ranges" in meta:
+        return tuple((int(x), int(y)) for x, y in json.loads(str(meta["ranges"])))
+    return ((int(meta["start"]), int(meta["end"])),)
 
 
 def _is_not_found(e: BaseException) -> bool:

@@ -1,4 +1,4 @@
-"""The retriever figures (backend/figures/multi.py) and views (components/multi.py) on hand-built inputs."""
+"""The retriever figures (backend/figures/multi.py) and HTML views (backend/figures/retrieval_html.py) on hand-built inputs."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from backend.figures.multi import (
     weights_figure,
 )
 from backend.figures.quality import arc_diagram
-from components.multi import picks_html, runs_html
+from backend.figures.retrieval_html import answer_html, runs_html
+from backend.retrieval.retriever.levels import LevelAnswer
 
 
 def test_ladder_has_one_row_per_level_a_rectangle_per_candidate_range_and_outlines_per_pick() -> None:
@@ -80,6 +81,11 @@ def _live(picks, level):
     levels = [SimpleNamespace(name="L1"), SimpleNamespace(name="L2")]
     return SimpleNamespace(selection=SimpleNamespace(picks=tuple(picks), level=level),
                            index=SimpleNamespace(levels=levels))
+
+
+def picks_html(live, text: str) -> str:
+    """A retriever's top-k table, as the Retrieval page draws it."""
+    return answer_html(LevelAnswer(live).table(), text)
 
 
 def test_picks_table_joins_stretches_with_an_ellipsis_and_escapes_text() -> None:

@@ -130,7 +130,7 @@ def test_the_retrieval_page_says_indexing_was_interrupted_and_search_resumes_it(
         run(at)
         job = wait_job(at, "ret_search_job")
         assert job.state == "done", job.error
-        assert len(job.result.hits["A"]) == 5
+        assert len(job.result.answers["A"].hits) == 5
         assert not [i.value for i in at.info if "interrupted" in i.value]
         assert embeddings.embedded_in_parts(default_cache(), _DiesAfterOnePart().info.fingerprint, texts) == 0
 

@@ -1,6 +1,7 @@
 """The retrieval lab's views and figures on hand-built inputs: the document view, tables, heat maps, strips.
 
-``components/retrieval.py`` (HTML and tables) and ``backend/figures/retrieval.py`` (Plotly);
+``backend/figures/retrieval_html.py`` (HTML), ``components/retrieval.py`` (tables) and
+``backend/figures/retrieval.py`` (Plotly);
 the rules they draw (marking, scoring, question sets, coverage) are tested in
 ``tests/backend/retrieval``.
 """
@@ -22,8 +23,11 @@ from backend.retrieval.evaluate import (
     RetrievedChunk,
     coverage_rows,
 )
-from backend.retrieval.live import live_scores
+from backend.figures.retrieval_html import ANSWER_TEXT_CHARS, Layer, answer_html, highlight_html
+from backend.lab.benchmark import benchmark_view
+from backend.lab.retrieval import SearchView, scores_view
 from backend.retrieval.questions import Question, QuestionSet, Reference
+from backend.retrieval.retriever.chunks import ChunkAnswer
 from backend.retrieval.store import Hit
 from backend.figures.retrieval import (
     agreement_heatmaps,
@@ -34,11 +38,7 @@ from backend.figures.retrieval import (
 )
 from components.retrieval import (
     COST_COLUMNS,
-    HITS_TEXT_CHARS,
     SCORE_COLUMNS,
-    Layer,
-    highlight_html,
-    hits_html,
     md_text,
     questions_frame,
     scores_frame,
@@ -102,17 +102,18 @@ def test_highlight_without_spans_and_beyond_the_cap() -> None:
     assert "more retrieved text not shown" in out and "600" not in out
 
 
-def test_hits_html_wraps_each_chunks_escaped_text_beside_its_numbers() -> None:
+def test_a_chunkings_answer_table_wraps_each_chunks_escaped_text_beside_its_numbers() -> None:
     text = "<b>one</b>\n\ntwo three " + "word " * 200
-    out = hits_html([_hit(1, 0, 10), _hit(2, 12, 1_012)], text)
+    chunking = _chunking([(0, 10), (12, 1_012)], text)
+    out = answer_html(ChunkAnswer(chunking.config, chunking, (_hit(1, 0, 10), _hit(2, 12, 1_012))).table(), text)
     rows = re.findall(
         r'<tr><td class="rk">(\d+)</td><td class="tx">([^<]*)</td><td class="nm">([^<]*)<br>([^<]*)<br>([^<]*)</td></tr>', out
     )
     assert [r[0] for r in rows] == ["1", "2"]
     assert rows[0][1:] == ("&lt;b&gt;one&lt;/b&gt;", "0.100", "10 tok", "0–10")
     assert rows[1][2:] == ("0.200", "1,000 tok", "12–1,012")
-    # Long chunks show their first HITS_TEXT_CHARS characters (whitespace collapsed), not a few words.
-    assert len(rows[1][1]) == HITS_TEXT_CHARS and rows[1][1].startswith("two three word") and rows[1][1].endswith("…")
+    # Long chunks show their first ANSWER_TEXT_CHARS characters (whitespace collapsed), not a few words.
+    assert len(rows[1][1]) == ANSWER_TEXT_CHARS and rows[1][1].startswith("two three word") and rows[1][1].endswith("…")
     assert "<b>" not in out
 
 
@@ -131,11 +132,13 @@ def test_benchmark_summary_columns_have_fixed_widths_that_fit_a_1280_pixel_scree
 
 def test_scores_frame_is_percent_per_configuration_with_cp_when_given() -> None:
     text = "x" * 40
-    chunkings = {"A": _chunking([(0, 10), (10, 20), (20, 30), (30, 40)], text)}
-    s = live_scores({"A": [_hit(1, 0, 10), _hit(2, 20, 30)]}, chunkings, [(15, 25)])["A"]
-    frame = scores_frame({"A": s}, {"A": 1.5})
+    chunking = _chunking([(0, 10), (10, 20), (20, 30), (30, 40)], text)
+    answer = ChunkAnswer(chunking.config, chunking, (_hit(1, 0, 10), _hit(2, 20, 30)))
+    view = SearchView(tags=("A",), answers={"A": answer})
+    frame = scores_frame(scores_view(view, [(15, 25)], {"A": 1.5}))
     assert frame.loc["A", "recall"] == 50.0 and frame.loc["A", "cp"] == 1.5
-    assert list(scores_frame({"A": s}).columns) == ["recall", "precision", "precision_omega", "iou"]
+    assert list(scores_frame(scores_view(view, [(15, 25)])).columns) == [
+        "recall", "precision", "precision_omega", "iou", "omega_on"]
 
 
 def test_questions_frame_is_one_plain_row_per_question() -> None:
@@ -182,8 +185,8 @@ def _benchmark() -> tuple[Benchmark, QuestionSet]:
 
 
 def test_summary_table_is_mean_plus_minus_population_std_in_percent() -> None:
-    bm, _ = _benchmark()
-    table = summary_frame(bm, ["A", "B"])
+    bm, qset = _benchmark()
+    table = summary_frame(benchmark_view(bm, {"tags": ["A", "B"], "colors": ["#111111", "#222222"], "qset": qset}))
     assert table.loc["A", "Recall"] == "50.0 ± 50.0"
     assert table.loc["B", "Recall"] == "75.0 ± 25.0"
     assert table.loc["B", "Precision"] == "62.5 ± 37.5"

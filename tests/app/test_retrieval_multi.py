@@ -68,8 +68,8 @@ def test_retrievers_answer_beside_a_chunker_and_explain_themselves() -> None:
     job = _search(at)
     assert job.state == "done", job.error
     result = job.result
-    assert result.tags == ("A", "B", "C", "D") and list(result.hits) == ["A"]
-    assert list(result.retrievals) == ["B", "C", "D"]
+    assert result.tags == ("A", "B", "C", "D") and list(result.answers) == ["A", "B", "C", "D"]
+    assert [t for t, a in result.answers.items() if a.panel is not None] == ["B", "C", "D"]
 
     # One top-k table per configuration: the chunker's hits, the retrievers' picks.
     tables = [h.value for h in at.html if 'class="rt-hits' in h.value]
@@ -104,7 +104,7 @@ def test_retrievers_answer_beside_a_chunker_and_explain_themselves() -> None:
     # MoGG's graph behind its toggle; raising t_graph leaves fewer edges, without a rebuild.
     at.toggle(key="ret_graph_3").set_value(True)
     _run(at)
-    graph = result.retrievals["D"].index.graph
+    graph = result.answers["D"].panel.index.graph
     edges, t = _edges_caption(at)
     assert edges == len(graph.edges) and float(t) == pytest.approx(0.2)
     assert _spec(at, "ret_arcs_3")["layout"]["meta"]["edges"] == edges

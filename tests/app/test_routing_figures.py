@@ -7,9 +7,9 @@ import pytest
 
 from backend.errors import ParameterError
 from backend.retrieval.multi.retrievers import Routing
-from backend.retrieval.multi.router import TrainReport
+from backend.retrieval.multi.level_router import TrainReport
 from backend.figures.routing import level_choice_bars, oracle_confusion_heatmap, training_curve
-from components.routing import oracle_note, training_note
+from backend.lab.benchmark import oracle_note, training_note
 
 NAMES = ("L1", "L2", "L3")
 
@@ -84,12 +84,13 @@ def test_training_curve_draws_train_and_validation_loss_per_epoch() -> None:
 
 def _panel(routing) -> None:  # the source runs alone as the script: no annotations from this module
     from backend.chunking import ChunkerConfig
-    from backend.retrieval.evaluate import ConfigResult, MetricSummary
+    from backend.retrieval.evaluate import ConfigResult, MetricSummary, QuestionResult
     from components.keys import BENCHMARK
     from components.routing import routing_panel
 
-    result = ConfigResult(ChunkerConfig("mog"), MetricSummary.of([]), {}, (), 0, 0.0, 0.0, False, routing=routing)
-    routing_panel(BENCHMARK, "B", result, ["a", "a", "b", "b", "a"])
+    questions = tuple(QuestionResult(i, c, f"q{i}", 0.0, 0.0, 0.0, 0.0, ()) for i, c in enumerate("aabba"))
+    result = ConfigResult(ChunkerConfig("mog"), MetricSummary.of([]), {}, questions, 0, 0.0, 0.0, False, routing=routing)
+    routing_panel(BENCHMARK, "B", result)
 
 
 def _drawn(routing: Routing):
@@ -121,7 +122,9 @@ def test_a_cv_router_with_too_few_usable_questions_says_so_instead_of_a_curve() 
 def test_tables_mark_a_retrievers_precision_omega_and_export_its_levels() -> None:
     from backend.chunking import ChunkerConfig
     from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult, RetrievedChunk
-    from components.retrieval import OMEGA_MARK, per_corpus_frame, per_question_frame, summary_frame
+    from backend.lab.benchmark import benchmark_view, per_question
+    from backend.retrieval.questions import Question, QuestionSet, Reference
+    from components.retrieval import OMEGA_MARK, per_corpus_frame, summary_frame
 
     corpus_of = ["a", "a", "b", "b", "a"]
     picks = [(RetrievedChunk(c, 0, 10, 0, 0.0, 7, 2), RetrievedChunk(c, 20, 30, 1, 0.0, 3, 2)) for c in corpus_of]
@@ -133,16 +136,19 @@ def test_tables_mark_a_retrievers_precision_omega_and_export_its_levels() -> Non
                           False, retrieved_tokens_mean=10.0, index_seconds=1.2, texts_embedded=40,
                           query_seconds=0.0025, omega_units="units", routing=_routing())
     bm = Benchmark((result,), "minilm", "fp", 2, 5, ("a", "b"), 1.5)
+    qset = QuestionSet(tuple(Question(f"q{i}", (Reference("x", 0, 1),), c) for i, c in enumerate(corpus_of)),
+                       {"a": "x", "b": "x"})
+    view = benchmark_view(bm, {"tags": ["B"], "colors": ["#2563eb"], "qset": qset})
 
-    row = summary_frame(bm, ["B"]).loc["B"]
+    row = summary_frame(view).loc["B"]
     assert row["Precision-Ω"] == f"25.0 ± 0.0 {OMEGA_MARK}" and row["IoU"] == "50.0 ± 0.0"
     costs = (row["retrieved tokens"], row["texts embedded"], row["index seconds"], row["query ms"])
     assert costs == (10.0, 40, 1.2, 2.5)
-    corpus = per_corpus_frame(bm, ["B"])
+    corpus = per_corpus_frame(view)
     assert corpus["Precision-Ω"].tolist() == [f"25.0 ± 0.0 {OMEGA_MARK}"] * 2
     assert corpus["retrieved tokens"].tolist() == [10.0, 10.0]
 
-    frame = per_question_frame(bm, ["B"])
-    assert frame["retrieved_tokens"].tolist() == [10] * 5 and frame["retrieved_levels"].tolist() == ["2;2"] * 5
-    assert frame["chosen_level"].tolist() == [1, 2, 2, 3, 1] and frame["oracle_level"].tolist() == [1, 3, 2, 0, 2]
-    assert frame["weights"][0] == "0.9000;0.1000;0.0000" and set(frame["omega_units"]) == {"units"}
+    rows = per_question(bm, ["B"]).rows
+    assert [r["retrieved_tokens"] for r in rows] == [10] * 5 and [r["retrieved_levels"] for r in rows] == ["2;2"] * 5
+    assert [r["chosen_level"] for r in rows] == [1, 2, 2, 3, 1] and [r["oracle_level"] for r in rows] == [1, 3, 2, 0, 2]
+    assert rows[0]["weights"] == "0.9000;0.1000;0.0000" and {r["omega_units"] for r in rows} == {"units"}

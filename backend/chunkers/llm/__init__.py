@@ -2,5 +2,5 @@
 
 - ``chunkers``: the registered chunkers.
 - ``moc``: the MoC meta-chunker's prompt, rule parsing and edit-distance span recovery.
-- ``router``: MoC's pluggable granularity routers (default and trainable baseline).
+- ``granularity``: MoC's pluggable granularity routers (default and trainable baseline).
 """

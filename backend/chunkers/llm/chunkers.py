@@ -27,9 +27,10 @@ from typing import Any, Sequence
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
 from backend.chunkers.llm.moc import moc_messages, parse_rules, recover_spans
-from backend.chunkers.llm.router import GRANULARITIES, GRANULARITY_NAMES, make_router
+from backend.chunkers.llm.granularity import GRANULARITIES, GRANULARITY_NAMES, ROUTERS, make_router
 from backend.chunkers.recursive import enforce_size, recursive_spans
 from backend.chunking import Chunking
+from backend.models.chat import cached_reply
 from backend.errors import ParameterError
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter
@@ -62,8 +63,6 @@ class _LLMChunker(Chunker):
         return dataclasses.replace(result, meta=tuple(sorted(self._meta.items())))
 
     def _ask(self, messages: list[dict[str, str]], max_tokens: int) -> str:
-        from backend.models.chat import cached_reply
-
         reply, hit = cached_reply(
             self.context.get_chat(), messages, max_tokens=max_tokens, temperature=0.0, cache=self.context.cache
         )
@@ -302,7 +301,7 @@ class MoCChunker(_LLMChunker):
 
     A router first picks the granularity ((0,120], (120,150], (150,180] or (180,∞) tokens
     per chunk; ``router``: ``paragraph``, ``trained`` or a class name, see
-    ``backend.chunkers.llm.router``), which the Table 7 prompt then asks for. The document is read in
+    ``backend.chunkers.llm.granularity``), which the Table 7 prompt then asks for. The document is read in
     windows under ``window_tokens`` (ending at a paragraph or sentence end where possible);
     each answer's rules are mapped back to exact spans by edit-distance recovery
     (``backend.chunkers.llm.moc``), anchors the model altered matched within ``anchor_tolerance`` × their
@@ -324,8 +323,6 @@ class MoCChunker(_LLMChunker):
 
     def validate(self) -> None:
         super().validate()
-        from backend.chunkers.llm.router import ROUTERS
-
         router = self.values["router"]
         if router not in ROUTERS and router not in GRANULARITY_NAMES:
             known = ", ".join([*ROUTERS, *GRANULARITY_NAMES])

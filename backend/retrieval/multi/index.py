@@ -13,8 +13,10 @@
 
 Every level records, for each unit, its *parent* at that level: the entry MoG's selection
 returns for that unit (MoG: the level-j chunk holding it; MoGG: the neighbourhood centred on
-it). Vectors go through the output cache and collections are reused when complete, so a
-rerun over an indexed document makes no embedder call (:attr:`MultiIndex.texts_embedded`).
+it). Each level is written by the store's one indexing path
+(:func:`backend.retrieval.store.entries_level`, :meth:`~backend.retrieval.store.ChunkStore.write_level`).
+Vectors go through the output cache and collections are reused when complete, so a rerun over an
+indexed document makes no embedder call (:attr:`MultiIndex.texts_embedded`).
 """
 
 from __future__ import annotations
@@ -25,17 +27,21 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from backend.chunkers.multi import RetrieverChunker
 from backend.chunking import ChunkerConfig, Chunking
+from backend.models.embeddings import embed_texts
 from backend.progress import Progress
+from backend.retrieval.multi.freechunker import load_encoder, mean_vectors, windows
+from backend.retrieval.multi.graph import Graph, build_graph, merged_ranges, neighbourhood
+from backend.retrieval.store import ChunkStore, entries_level
 from backend.text.document import Document
 from backend.text.spans import MultiRange
+from backend.tokenizers import SpanCounter
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
     from backend.models.types import ModelInfo
-    from backend.retrieval.multi.graph import Graph
-    from backend.retrieval.store import ChunkStore
 
 __all__ = ["Entry", "Level", "MultiIndex", "CountingEmbedder", "build_index", "mog_levels"]
 
@@ -101,9 +107,28 @@ class MultiIndex:
     texts_embedded: int
     reused: bool
 
+    @property
+    def entries(self) -> int:
+        """Entries over all levels."""
+        return sum(len(lv) for lv in self.levels)
+
     def unit_ranges(self) -> list[Range]:
         """The units' character spans."""
         return [(c.start, c.end) for c in self.units.chunks]
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``python -m backend index`` prints of it: each level's collection, the units, the cost."""
+        out: dict[str, Any] = {
+            "levels": [{"level": lv.number, "name": lv.name, "name_in_store": lv.collection, "entries": len(lv)}
+                       for lv in self.levels],
+            "units": len(self.units),
+            "texts_embedded": self.texts_embedded,
+            "reused": self.reused,
+            "seconds": round(self.seconds, 3),
+        }
+        if self.graph is not None:
+            out["graph_edges"] = len(self.graph.edges)
+        return out
 
 
 class CountingEmbedder:
@@ -143,46 +168,39 @@ def mog_levels(units: Sequence[Range], levels: int) -> list[list[tuple[tuple[int
     return out
 
 
-def _level_key(chunker: Any, level: int, vectors: str) -> dict[str, Any]:
+def _level_key(chunker: RetrieverChunker, level: int, vectors: str) -> dict[str, Any]:
     return {**chunker.shape(), "level": level, "vectors": vectors}
 
 
 def build_index(
     doc: Document,
-    config: ChunkerConfig,
+    chunker: RetrieverChunker,
+    units: Chunking,
     store: ChunkStore,
     embedder: TextEmbedder,
     *,
     cache: OutputCache | None = None,
     progress: Progress | None = None,
 ) -> MultiIndex:
-    """Cut ``doc`` into the retriever's units, build its levels and make sure each is indexed in ``store``.
+    """Build a retriever's levels over its units of ``doc`` and make sure each is indexed in ``store``.
 
     Args:
         doc: The document.
-        config: A registered retriever's configuration (``mog``, ``mogg``, ``freechunker``).
+        chunker: A registered retriever's entry (``mog``, ``mogg``, ``freechunker``), validated.
+        units: Its finest units of ``doc`` (``chunker.chunk(doc)``).
         store: The Chroma store.
         embedder: The embedder (vectors and collection names depend on it).
         cache: The output cache of embeddings (None: no caching).
         progress: One part per level (``level 2 of 3 · …``); may raise ``Cancelled``.
 
     Raises:
-        ParameterError: not a retriever, or a bad parameter.
+        ParameterError: a bad parameter.
         StoreError, ModelError: the store or the embedder fails.
     """
-    from backend.chunkers import make_chunker
-    from backend.chunkers.multi import RetrieverChunker
-    from backend.errors import ParameterError
-    from backend.tokenizers import SpanCounter
-
     progress = progress or Progress()
-
-    chunker = make_chunker(config.name, config.params_dict, config.tokenizer)
-    if not isinstance(chunker, RetrieverChunker):
-        raise ParameterError(f"{config.name} is a chunker, not a retriever (mog, mogg, freechunker)")
+    config = chunker.config
     t0 = time.perf_counter()
     counting = CountingEmbedder(embedder)
-    units = chunker.chunk(doc)
     spans = [(c.start, c.end) for c in units.chunks]
     names = chunker.level_names()
     counter = SpanCounter(chunker.tokenizer, doc.text)
@@ -205,10 +223,8 @@ def build_index(
             units.chunks[us[0]].tokens if len(us) == 1 else sum(counter.count_many(list(r)))
             for us, r in entries
         ]
-        info = store.index_entries(
-            doc, _level_key(chunker, j, kind), ranges, tokens, counting, vectors=make_vectors, cache=cache,
-            progress=progress.part(j - 1, len(plans), "level"),
-        )
+        stored = entries_level(doc, _level_key(chunker, j, kind), ranges, tokens, counting.info, vectors=make_vectors)
+        info = store.write_level(stored, counting, cache=cache, progress=progress.part(j - 1, len(plans), "level"))
         reused = reused and info.reused
         name = names[j - 1] if not size else ("unit" if size == 1 else f"{size} units")
         levels.append(Level(
@@ -221,17 +237,13 @@ def build_index(
 
 def unit_vectors(doc: Document, units: Chunking, embedder: TextEmbedder, cache: OutputCache | None) -> np.ndarray:
     """The units' embeddings (the same cache entry as level 1's texts, so level 1 reuses them)."""
-    from backend.models.embeddings import embed_texts
-
     vectors, _ = embed_texts(embedder, [c.text for c in units.chunks], cache=cache)
     return vectors
 
 
 def _mogg_plans(
-    doc: Document, chunker: Any, units: Chunking, embedder: TextEmbedder, cache: OutputCache | None
+    doc: Document, chunker: RetrieverChunker, units: Chunking, embedder: TextEmbedder, cache: OutputCache | None
 ) -> tuple[Graph, list[Any]]:
-    from backend.retrieval.multi.graph import build_graph, merged_ranges, neighbourhood
-
     v = chunker.values
     spans = [(c.start, c.end) for c in units.chunks]
     if v["edge"] == "cosine":
@@ -258,10 +270,8 @@ def _mogg_plans(
 
 
 def _freechunker_plans(
-    doc: Document, chunker: Any, units: Chunking, embedder: TextEmbedder, cache: OutputCache | None
+    doc: Document, chunker: RetrieverChunker, units: Chunking, embedder: TextEmbedder, cache: OutputCache | None
 ) -> list[Any]:
-    from backend.retrieval.multi.freechunker import load_encoder, mean_vectors, windows
-
     spans = [(c.start, c.end) for c in units.chunks]
     encoder_spec = str(chunker.values["encoder"]).strip()
     plans: list[Any] = [([((i,), ((s, e),)) for i, (s, e) in enumerate(spans)], (), "text", None, 1)]

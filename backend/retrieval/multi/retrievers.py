@@ -1,13 +1,15 @@
-"""Running a multi-granularity retriever: index every corpus, gather each level's candidates, route, select.
+"""Running a multi-granularity retriever over built indexes: gather each level's candidates, route, select.
 
-One path for every caller: :func:`run_retriever` serves the benchmark
-(:func:`backend.retrieval.evaluate.evaluate`) and router training (:func:`training_data`),
-:func:`live_retrieve` the Retrieval page's live query and ``python -m backend query``.
+The engine behind :class:`backend.retrieval.retriever.levels.LevelRetriever` (``mog``, ``mogg``,
+``freechunker`` in the retriever registry), which builds the indexes
+(:func:`backend.retrieval.multi.index.build_index`) and calls: :func:`run_retriever` for the
+benchmark, :func:`training_data` for router training (``python -m backend router train``, a live
+``cv`` router), :func:`live_retrieve` for the live query.
 
 Routing (``router=`` of ``mog``/``mogg``): the router's weights per question come from
 
 - ``cv`` — 5-fold cross-fitting on the question set's own soft labels: each question is routed
-  by a router trained on the other folds (:func:`backend.retrieval.multi.router.cross_fit`);
+  by a router trained on the other folds (:func:`backend.retrieval.multi.level_router.cross_fit`);
   one more router trained on every question gives the training curve shown;
 - ``uniform`` — all weights 1 (the chosen level is then level 1, the finest, by eq. 2's tie rule);
 - ``oracle`` — the question's own soft label (an upper bound; uniform where no level's top-1
@@ -31,50 +33,62 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from backend.chunkers.multi import RetrieverChunker
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
-from backend.progress import Progress
+from backend.models.embeddings import embed_texts
+from backend.retrieval.metrics import containing_chunks
+from backend.retrieval.multi.index import MultiIndex
+from backend.retrieval.multi.level_router import TrainReport, cross_fit, load_router, soft_labels, train_router
 from backend.retrieval.multi.select import Candidates, Selection, chosen_level, freechunker_select, level_similarities, mog_select
+from backend.retrieval.questions import QuestionSet
+from backend.retrieval.store import ChunkStore, entry_text
 
 if TYPE_CHECKING:
     from backend.models.cache import OutputCache
     from backend.models.embeddings import TextEmbedder
-    from backend.retrieval.multi.index import MultiIndex
-    from backend.retrieval.multi.router import TrainReport
-    from backend.retrieval.questions import QuestionSet
-    from backend.retrieval.store import ChunkStore
-    from backend.text.document import Document
 
 __all__ = [
+    "Agreement",
     "Routing",
     "RetrieverRun",
     "LiveRetrieval",
     "TrainingData",
-    "retriever_chunker",
     "gather_candidates",
     "router_weights",
     "run_retriever",
     "training_data",
     "live_retrieve",
+    "label_depth",
     "MAX_AUTO_RETRIEVE",
 ]
 
 MAX_AUTO_RETRIEVE = 20
 
 
-def retriever_chunker(config: ChunkerConfig) -> Any:
-    """The registry entry of a retriever configuration (validated).
+@dataclass(frozen=True)
+class Agreement:
+    """How often the router chose the oracle level, over the questions that have one.
 
-    Raises:
-        ParameterError: not a retriever, or a bad parameter.
+    Attributes:
+        agreed: Questions whose chosen level is their oracle level.
+        counted: Questions with an oracle level (some level's top-1 entry touches the answer).
+        questions: All questions.
     """
-    from backend.chunkers import make_chunker
-    from backend.chunkers.multi import RetrieverChunker
 
-    chunker = make_chunker(config.name, config.params_dict, config.tokenizer)
-    if not isinstance(chunker, RetrieverChunker):
-        raise ParameterError(f"{config.name} is a chunker, not a retriever (mog, mogg, freechunker)")
-    return chunker
+    agreed: int
+    counted: int
+    questions: int
+
+    @property
+    def share(self) -> float | None:
+        """``agreed / counted``; None when no question has an oracle level."""
+        return self.agreed / self.counted if self.counted else None
+
+    @property
+    def without_oracle(self) -> int:
+        """Questions with no oracle level (not counted)."""
+        return self.questions - self.counted
 
 
 @dataclass(frozen=True)
@@ -110,16 +124,21 @@ class Routing:
                 out[o - 1, c - 1] += 1
         return out
 
+    def agreement(self) -> Agreement:
+        """The chosen level against the oracle level (the one place oracle agreement is computed)."""
+        oracle = np.asarray(self.oracle)
+        has = oracle > 0
+        agreed = int((oracle[has] == np.asarray(self.chosen)[has]).sum())
+        return Agreement(agreed, int(has.sum()), int(oracle.size))
+
     def to_json(self) -> dict[str, Any]:
         """JSON-ready: names, router, chosen levels and their histogram, oracle agreement, the training report."""
         hist = np.bincount(self.chosen - 1, minlength=len(self.level_names)).tolist() if self.chosen.size else []
-        has_oracle = self.oracle > 0
-        agree = float(np.mean(self.oracle[has_oracle] == self.chosen[has_oracle])) if has_oracle.any() else None
         return {
             "levels": list(self.level_names),
             "router": self.router,
             "chosen_histogram": hist,
-            "oracle_agreement": agree,
+            "oracle_agreement": self.agreement().share,
             "mean_weights": self.weights.mean(axis=0).round(4).tolist() if self.weights.size else [],
             "training": self.training.to_json() if self.training is not None else None,
         }
@@ -127,26 +146,18 @@ class Routing:
 
 @dataclass(frozen=True)
 class RetrieverRun:
-    """A retriever over a question set: one selection per question, and what it cost.
+    """A retriever's answers to a question set: one selection per question, and its routing.
 
     Attributes:
         selections: Per question, in question-set order.
-        indexes: Each corpus's index.
         routing: MoG(G)'s routing (None for FreeChunker).
-        index_seconds: Building and indexing every corpus (this run; small when reused).
-        texts_embedded: Texts the embedder embedded while indexing this run (0 when cached).
         query_seconds: Mean seconds per question from candidates to selection (training a
             ``cv`` router excluded; applying it included).
-        reused: Every level of every corpus was already indexed.
     """
 
     selections: tuple[Selection, ...]
-    indexes: Mapping[str, MultiIndex]
     routing: Routing | None
-    index_seconds: float
-    texts_embedded: int
     query_seconds: float
-    reused: bool
 
 
 def gather_candidates(
@@ -169,7 +180,7 @@ def gather_candidates(
         if not rows:
             continue
         for g, level in enumerate(index.levels):
-            answers = store.query_entries(level.collection, np.atleast_2d(q_vectors)[rows], depth)
+            answers = store.query_level(level.collection, np.atleast_2d(q_vectors)[rows], depth)
             for i, hits in zip(rows, answers):
                 pooled[i][g].extend((h.distance, order, cid, h) for h in hits)
     return [
@@ -179,7 +190,7 @@ def gather_candidates(
 
 
 def router_weights(
-    chunker: Any,
+    chunker: RetrieverChunker,
     q_vectors: np.ndarray,
     labels: np.ndarray,
     *,
@@ -196,9 +207,7 @@ def router_weights(
     Raises:
         InputError: a router file that cannot be read or does not match.
     """
-    from backend.retrieval.multi import router as rt
-
-    spec = chunker.router_spec
+    spec = chunker.level_routing
     n, levels = labels.shape[0], chunker.values["levels"]
     if spec.kind == "uniform":
         return np.ones((n, levels)), None
@@ -211,16 +220,16 @@ def router_weights(
         w[w.sum(axis=1) <= 0] = 1.0
         return w, None
     if spec.kind == "path":
-        router = rt.load_router(spec.path, levels=levels, base=chunker.shape(), embedder_fingerprint=embedder_fingerprint)
+        router = load_router(spec.path, levels=levels, base=chunker.shape(), embedder_fingerprint=embedder_fingerprint)
         return np.atleast_2d(router.predict(q_vectors)), None
-    weights = rt.cross_fit(q_vectors, labels, folds=5, seed=seed)
+    weights = cross_fit(q_vectors, labels, folds=5, seed=seed)
     training = None
     if int((labels.sum(axis=1) > 0).sum()) >= 2:
-        _, training = rt.train_router(q_vectors, labels, seed=seed, **_router_meta(chunker, embedder_name, embedder_fingerprint))
+        _, training = train_router(q_vectors, labels, seed=seed, **_router_meta(chunker, embedder_name, embedder_fingerprint))
     return weights, training
 
 
-def _router_meta(chunker: Any, embedder_name: str, fingerprint: str) -> dict[str, Any]:
+def _router_meta(chunker: RetrieverChunker, embedder_name: str, fingerprint: str) -> dict[str, Any]:
     return {
         "base": chunker.shape(),
         "embedder": embedder_name,
@@ -230,9 +239,7 @@ def _router_meta(chunker: Any, embedder_name: str, fingerprint: str) -> dict[str
     }
 
 
-def _labels(chunker: Any, sims: np.ndarray) -> np.ndarray:
-    from backend.retrieval.multi.router import soft_labels
-
+def _labels(chunker: RetrieverChunker, sims: np.ndarray) -> np.ndarray:
     top, second = chunker.soft
     return np.vstack([soft_labels(row, top, second) for row in sims]) if len(sims) else np.zeros((0, 0))
 
@@ -245,9 +252,6 @@ def _embedding_inputs(
     cache: OutputCache | None,
 ) -> tuple[list[list[np.ndarray | None]], np.ndarray]:
     """For ``label=embedding``: the top-1 entries' vectors and the answers' vectors (through the cache)."""
-    from backend.models.embeddings import embed_texts
-    from backend.retrieval.store import entry_text
-
     keys: dict[tuple[str, int, int], int] = {}
     texts: list[str] = []
     for per_level in candidates:
@@ -273,13 +277,13 @@ def _answers(questions: QuestionSet) -> list[str]:
     return ["\n".join(r.content for r in q.references) for q in questions.questions]
 
 
-def label_depth(chunker: Any, retrieve: int) -> int:
+def label_depth(chunker: RetrieverChunker, retrieve: int) -> int:
     """Entries per level a soft label scores: ``label_k``, or with ``label_k=0`` the retrieve depth (1 for -1)."""
     return int(chunker.values["label_k"]) or (retrieve if retrieve > 0 else 1)
 
 
 def _soft_labelled(
-    chunker: Any,
+    chunker: RetrieverChunker,
     candidates: Sequence[Candidates],
     indexes: Mapping[str, MultiIndex],
     questions: QuestionSet,
@@ -298,31 +302,10 @@ def _soft_labelled(
     return sims, _labels(chunker, sims)
 
 
-def _build_all(
-    questions: QuestionSet,
-    config: ChunkerConfig,
-    store: ChunkStore,
-    embedder: TextEmbedder,
-    cache: OutputCache | None,
-    progress: Progress | None,
-) -> tuple[dict[str, MultiIndex], float, int, bool]:
-    from backend.retrieval.multi.index import build_index
-
-    t0 = time.perf_counter()
-    progress = progress or Progress()
-    indexes: dict[str, MultiIndex] = {}
-    ids = questions.corpus_ids
-    sizes = [len(questions.corpora[c]) + 1 for c in ids]  # each corpus's share of the bar: its length
-    for i, cid in enumerate(ids):
-        part = progress.part(i, len(ids), "corpus", weights=sizes)
-        indexes[cid] = build_index(questions.document(cid), config, store, embedder, cache=cache, progress=part)
-    texts = sum(ix.texts_embedded for ix in indexes.values())
-    return indexes, time.perf_counter() - t0, texts, all(ix.reused for ix in indexes.values())
-
-
 def run_retriever(
     questions: QuestionSet,
-    config: ChunkerConfig,
+    chunker: RetrieverChunker,
+    indexes: Mapping[str, MultiIndex],
     store: ChunkStore,
     embedder: TextEmbedder,
     q_vectors: np.ndarray,
@@ -330,13 +313,13 @@ def run_retriever(
     retrieve: int = 5,
     cross_corpus: bool = True,
     cache: OutputCache | None = None,
-    progress: Progress | None = None,
 ) -> RetrieverRun:
-    """Index every corpus of ``questions`` for the retriever ``config``, then answer every question.
+    """Answer every question of ``questions`` with a retriever whose corpora are indexed (``indexes``).
 
     Args:
         questions: The question set (its excerpts make the soft labels of ``cv`` and ``oracle``).
-        config: A retriever configuration.
+        chunker: The retriever's registry entry (validated).
+        indexes: Each corpus's index, in question-set corpus order.
         store: The Chroma store.
         embedder: The embedder (the one ``q_vectors`` came from).
         q_vectors: The questions' vectors, in question-set order.
@@ -344,17 +327,14 @@ def run_retriever(
             excerpts (FreeChunker: units), at most 20.
         cross_corpus: Candidates from every corpus (False: the question's own).
         cache: The output cache.
-        progress: ``progress(done, total)`` over the indexing; may raise ``Cancelled``.
 
     Raises:
-        ParameterError: a bad parameter or ``retrieve``.
+        ParameterError: a bad ``retrieve``.
         InputError: a router file that cannot be used.
         StoreError, ModelError: the store or the embedder fails.
     """
     if retrieve != -1 and retrieve < 1:
         raise ParameterError(f"retrieve ({retrieve}) must be a positive number of entries, or -1")
-    chunker = retriever_chunker(config)
-    indexes, index_seconds, texts, reused = _build_all(questions, config, store, embedder, cache, progress)
     qs = questions.questions
     t0 = time.perf_counter()
     depth = max(chunker.values.get("k_r", 1), chunker.values.get("label_k", 1),
@@ -372,7 +352,7 @@ def run_retriever(
         t0 += time.perf_counter() - t_route  # training a router is not query time
         chosen = np.array([chosen_level(w) for w in weights], dtype=np.int64)
         oracle = np.where(labels.max(axis=1) > 0, labels.argmax(axis=1) + 1, 0) if labels.size else np.zeros(0, np.int64)
-        routing = Routing(tuple(chunker.level_names()), chunker.router_spec.label(), weights, chosen, sims, labels,
+        routing = Routing(tuple(chunker.level_names()), chunker.level_routing.label(), weights, chosen, sims, labels,
                           oracle.astype(np.int64), training)
     selections = []
     for i, q in enumerate(qs):
@@ -384,13 +364,11 @@ def run_retriever(
         else:
             selections.append(freechunker_select(indexes, [level[:k] for level in candidates[i]], k))
     query_seconds = (time.perf_counter() - t0) / max(1, len(qs))
-    return RetrieverRun(tuple(selections), indexes, routing, index_seconds, texts, query_seconds, reused)
+    return RetrieverRun(tuple(selections), routing, query_seconds)
 
 
 def _auto_k(index: MultiIndex, excerpts: Sequence[tuple[int, int]], level: int | None) -> int:
     """retrieve=-1: entries of the chosen level (FreeChunker: units) holding excerpt characters, 1..20."""
-    from backend.retrieval.metrics import containing_chunks
-
     entries = index.levels[(level or 1) - 1].entries
     spans = [(e.start, e.end) for e in entries]
     return max(1, min(MAX_AUTO_RETRIEVE, len(containing_chunks(spans, list(excerpts)))))
@@ -407,6 +385,11 @@ class TrainingData:
     dropped: int
     level_names: tuple[str, ...]
 
+    @property
+    def usable(self) -> int:
+        """Questions with a label (some level's top entries touch the answer)."""
+        return self.questions - self.dropped
+
     def histogram(self) -> list[int]:
         """Questions whose best label is at each level (dropped questions excluded)."""
         keep = self.labels.max(axis=1) > 0 if self.labels.size else np.zeros(0, bool)
@@ -415,30 +398,35 @@ class TrainingData:
 
 def training_data(
     questions: QuestionSet,
-    config: ChunkerConfig,
+    chunker: RetrieverChunker,
+    indexes: Mapping[str, MultiIndex],
     store: ChunkStore,
     embedder: TextEmbedder,
     *,
     retrieve: int = 5,
     cache: OutputCache | None = None,
-    progress: Progress | None = None,
 ) -> TrainingData:
-    """The soft-labelled questions of a set for the router of ``config`` (``mog`` or ``mogg``).
+    """The soft-labelled questions of a set for the router of a routed retriever (``mog`` or ``mogg``).
 
     ``retrieve`` is the depth the router will be used at: with ``label_k=0`` the labels score
     each level's top ``retrieve`` entries.
+
+    Args:
+        questions: The question set.
+        chunker: The retriever's registry entry.
+        indexes: Each corpus's index.
+        store: The Chroma store.
+        embedder: The embedder of the indexes.
+        retrieve: The depth the router will be used at.
+        cache: The output cache.
 
     Raises:
         ParameterError: a retriever without a router (FreeChunker).
         StoreError, ModelError: the store or the embedder fails.
     """
-    from backend.models.embeddings import embed_texts
-
-    chunker = retriever_chunker(config)
     if not chunker.routed:
-        raise ParameterError(f"{config.name} has no router; train one for mog or mogg")
+        raise ParameterError(f"{chunker.name} has no router; train one for mog or mogg")
     q_vectors, _ = embed_texts(embedder, [q.question for q in questions.questions], cache=cache)
-    indexes, _, _, _ = _build_all(questions, config, store, embedder, cache, progress)
     qs = questions.questions
     top = label_depth(chunker, retrieve)
     candidates = gather_candidates(indexes, store, q_vectors, max(chunker.values["k_r"], top))
@@ -470,40 +458,31 @@ class LiveRetrieval:
 
 
 def live_retrieve(
-    doc: Document,
-    config: ChunkerConfig,
+    index: MultiIndex,
+    chunker: RetrieverChunker,
     store: ChunkStore,
     embedder: TextEmbedder,
     query: str,
     k: int,
     *,
     marks: Sequence[tuple[int, int]] = (),
-    train_on: QuestionSet | None = None,
+    training: TrainingData | None = None,
     cache: OutputCache | None = None,
-    progress: Progress | None = None,
 ) -> LiveRetrieval:
-    """Answer one query over one document with a retriever.
+    """Answer one query over one indexed document with a retriever.
 
-    ``router=cv`` trains a router on ``train_on`` (the session's question set) when it has
-    two usable questions or more, else falls back to uniform weights; ``oracle`` uses the
-    soft label of the marked answer, else uniform. The fallback is said in ``note``.
+    ``router=cv`` trains a router on ``training`` (the session's question set, labelled by
+    :func:`training_data`) when it has two usable questions or more, else falls back to
+    uniform weights; ``oracle`` uses the soft label of the marked answer, else uniform. The
+    fallback is said in ``note``.
 
     Raises:
-        ParameterError: an empty query, ``k`` below 1, a bad parameter.
         InputError: a router file that cannot be used.
         StoreError, ModelError: the store or the embedder fails.
     """
-    from backend.models.embeddings import embed_texts
-    from backend.retrieval.multi.index import build_index
-
-    if not query.strip():
-        raise ParameterError("the query is empty")
-    if k < 1:
-        raise ParameterError(f"k ({k}) must be at least 1")
-    chunker = retriever_chunker(config)
-    index = build_index(doc, config, store, embedder, cache=cache, progress=progress)
     q_vec, _ = embed_texts(embedder, [query], cache=cache)
-    cid = doc.id
+    cid = index.doc.id
+    config = chunker.config
     depth = max(chunker.values.get("k_r", 1), chunker.values.get("label_k", 1), k)  # label_k=0 follows k
     cand = gather_candidates({cid: index}, store, q_vec, depth)[0]
     sims = None
@@ -515,7 +494,7 @@ def live_retrieve(
     if not chunker.routed:
         selection = freechunker_select({cid: index}, [level[:k] for level in cand], k)
         return LiveRetrieval(config, index, selection, tuple(tuple(c) for c in cand), note, sims)
-    spec = chunker.router_spec
+    spec = chunker.level_routing
     levels = chunker.values["levels"]
     fp = embedder.info.fingerprint
     if spec.kind == "oracle":
@@ -526,7 +505,7 @@ def live_retrieve(
             note = ("no level's top entry meets the marked answer: uniform weights" if sims is not None
                     else "oracle needs a marked answer: uniform weights")
     elif spec.kind == "cv":
-        weights, note = _live_cv(chunker, train_on, config, store, embedder, cache, q_vec, levels, k)
+        weights, note = _live_cv(chunker, training, embedder, q_vec, levels)
     else:
         weights = router_weights(chunker, q_vec, np.zeros((1, levels)), embedder_fingerprint=fp,
                                  embedder_name=embedder.info.name)[0][0]
@@ -535,25 +514,13 @@ def live_retrieve(
 
 
 def _live_cv(
-    chunker: Any,
-    train_on: QuestionSet | None,
-    config: ChunkerConfig,
-    store: ChunkStore,
-    embedder: TextEmbedder,
-    cache: OutputCache | None,
-    q_vec: np.ndarray,
-    levels: int,
-    k: int,
+    chunker: RetrieverChunker, training: TrainingData | None, embedder: TextEmbedder, q_vec: np.ndarray, levels: int
 ) -> tuple[np.ndarray, str]:
     """``router=cv`` on a live query: a router trained on the session's question set, else uniform."""
-    from backend.retrieval.multi import router as rt
-
-    if train_on is None or len(train_on) == 0:
+    if training is None or training.questions == 0:
         return np.ones(levels), "no question set to train a router on: uniform weights"
-    data = training_data(train_on, config, store, embedder, retrieve=k, cache=cache)
-    if data.questions - data.dropped < 2:
+    if training.usable < 2:
         return np.ones(levels), "fewer than 2 usable questions to train a router on: uniform weights"
-    router, _ = rt.train_router(data.vectors, data.labels, **_router_meta(chunker, embedder.info.name,
-                                                                          embedder.info.fingerprint))
-    used = data.questions - data.dropped
-    return np.atleast_2d(router.predict(q_vec))[0], f"router trained on the session's {used} usable question(s)"
+    router, _ = train_router(training.vectors, training.labels, **_router_meta(chunker, embedder.info.name,
+                                                                              embedder.info.fingerprint))
+    return np.atleast_2d(router.predict(q_vec))[0], f"router trained on the session's {training.usable} usable question(s)"

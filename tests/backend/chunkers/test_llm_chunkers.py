@@ -18,7 +18,7 @@ from backend.chunkers import ModelContext
 from backend.chunkers.base import make_chunker
 from backend.chunkers.llm.chunkers import parse_lumber_answer, parse_split_after
 from backend.chunkers.llm.moc import PLACEHOLDERS, find_anchor, levenshtein, parse_rules, recover_spans, split_rule
-from backend.chunkers.llm.router import (
+from backend.chunkers.llm.granularity import (
     GRANULARITY_NAMES,
     ROUTERS,
     CentroidRouter,

@@ -8,10 +8,9 @@ import pytest
 from backend.chunkers import make_chunker
 from backend.errors import InputError, ParameterError
 from backend.retrieval.evaluate import evaluate
-from backend.retrieval.multi.index import build_index
-from backend.retrieval.multi.retrievers import live_retrieve, training_data
-from backend.retrieval.multi.router import save_router, train_router
+from backend.retrieval.multi.level_router import save_router, train_router
 from backend.retrieval.questions import load_sample_question_set
+from backend.retrieval.retriever.levels import LevelRetriever
 from backend.retrieval.store import ChunkStore
 
 LEVELS = [f"level:{n}" for n in range(1, 6)]
@@ -43,6 +42,18 @@ def cache(tmp_path_factory):
 
 def cfg(name, **params):
     return make_chunker(name, params).config
+
+
+def build_index(doc, config, store, embedder, *, cache=None):
+    return LevelRetriever(config).index(doc, store, embedder, cache=cache)
+
+
+def live_retrieve(doc, config, store, embedder, query, k, *, cache=None, train_on=None, marks=()):
+    return LevelRetriever(config).answer(doc, store, embedder, query, k, cache=cache, train_on=train_on, marks=marks).live
+
+
+def training_data(questions, config, store, embedder, *, cache=None):
+    return LevelRetriever(config).training_data(questions, store, embedder, cache=cache)
 
 
 @pytest.fixture(scope="module")

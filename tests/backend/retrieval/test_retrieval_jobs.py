@@ -14,6 +14,8 @@ from backend.progress import Progress
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.jobs import benchmark_job, search_job
 from backend.retrieval.questions import load_question_set
+from backend.retrieval.retriever.chunks import ChunkRetriever
+from backend.retrieval.retriever.levels import LevelRetriever
 from backend.retrieval.store import open_store
 from backend.text.document import Document
 from tests.conftest import ROOT
@@ -52,10 +54,13 @@ def test_search_job_answers_every_tag_like_the_store() -> None:
     result = search_job(doc, {"A": a, "B": b, "C": a}, None, QUERY, 3)(progress)
     assert _counted_to_the_end(seen)
     assert seen[-1][1].startswith("configuration 2 of 2 · ")  # A and C share a configuration: indexed once
-    want = open_store().search(doc, [a, b], load_text_embedder(None), QUERY, 3)
+    emb = load_text_embedder(None)
+    want = {c.config: ChunkRetriever(c.config, chunkings=[c]).answer(doc, open_store(), emb, QUERY, 3).hits for c in (a, b)}
     expected = {"A": want[a.config], "B": want[b.config], "C": want[a.config]}  # C shares A's configuration
-    assert result.tags == ("A", "B", "C") and list(result.hits) == ["A", "B", "C"] and not result.retrievals
-    for tag, hits in result.hits.items():
+    assert result.tags == ("A", "B", "C") and list(result.answers) == ["A", "B", "C"]
+    assert (result.doc_id, result.query, result.k) == (doc.id, QUERY, 3)
+    for tag, answer in result.answers.items():
+        hits = answer.hits
         assert [(h.rank, h.start, h.end, h.index) for h in hits] == [
             (h.rank, h.start, h.end, h.index) for h in expected[tag]
         ]
@@ -78,10 +83,9 @@ def test_benchmark_job_is_evaluate_plus_the_chunkings_it_scored() -> None:
         ]
 
 
-def test_search_job_answers_retrievers_through_live_retrieve() -> None:
-    """A retriever's tag gets its live answer (the same as live_retrieve's), a chunker's its hits, one job."""
+def test_search_job_answers_retrievers_through_their_own_retriever() -> None:
+    """A retriever's tag gets its live answer (the same as its retriever's), a chunker's its hits, one job."""
     from backend.models.embeddings import load_text_embedder
-    from backend.retrieval.multi.retrievers import live_retrieve
 
     text = (DATA / "corpora" / "lighthouses.md").read_text(encoding="utf-8")[:2500]
     doc = Document.from_text(text, source="lights-short.md")
@@ -89,11 +93,11 @@ def test_search_job_answers_retrievers_through_live_retrieve() -> None:
     chunkings = {"A": run_chunker(doc, CONFIGS[0]), "M": run_chunker(doc, mog)}
     progress, seen = _recorded()
     result = search_job(doc, chunkings, None, QUERY, 2)(progress)
-    assert result.tags == ("A", "M") and list(result.hits) == ["A"] and list(result.retrievals) == ["M"]
-    assert seen[-1] == (1.0, "step 2 of 2 · 1 / 1")
-    assert any(label.startswith("step 2 of 2 · level ") for _, label in seen)  # the retriever's levels, named
-    live = result.retrievals["M"]
-    want = live_retrieve(doc, mog, open_store(), load_text_embedder(None), QUERY, 2)
+    assert result.tags == ("A", "M") and [a.panel is None for a in result.answers.values()] == [True, False]
+    assert seen[-1] == (1.0, "configuration 2 of 2 · 1 / 1")
+    assert any(label.startswith("configuration 2 of 2 · level ") for _, label in seen)  # the retriever's levels, named
+    live = result.answers["M"].panel
+    want = LevelRetriever(mog).answer(doc, open_store(), load_text_embedder(None), QUERY, 2).live
     assert live.selection.level == want.selection.level == 2
     assert [p.ranges for p in live.selection.picks] == [p.ranges for p in want.selection.picks]
 

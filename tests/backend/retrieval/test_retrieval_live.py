@@ -14,15 +14,18 @@ from backend.retrieval.live import (
     add_questions,
     corpus_id_in,
     find_excerpts,
+    answer_texts,
     live_scores,
-    retriever_scores,
     marked_ranges,
     question_from_marks,
     questions_over,
     sentence_choices,
     split_excerpts,
 )
+from backend.retrieval.multi.select import Pick, Selection
 from backend.retrieval.questions import Question, QuestionSet, Reference
+from backend.retrieval.retriever.chunks import ChunkAnswer
+from backend.retrieval.retriever.levels import LevelAnswer
 from backend.retrieval.store import Hit
 from backend.text.document import Document
 
@@ -36,6 +39,10 @@ def _chunking(spans: list[tuple[int, int]], text: str) -> Chunking:
 
 def _hit(rank: int, start: int, end: int) -> Hit:
     return Hit(rank, 0.1 * rank, start, end, rank - 1, end - start)
+
+
+def _answer(chunking: Chunking, *hits: Hit) -> ChunkAnswer:
+    return ChunkAnswer(chunking.config, chunking, hits)
 
 
 def test_excerpts_are_found_exactly_or_ignoring_whitespace() -> None:
@@ -54,35 +61,35 @@ def test_excerpts_are_found_exactly_or_ignoring_whitespace() -> None:
 
 def test_live_scores_are_the_reports_metrics() -> None:
     text = "x" * 40
-    chunkings = {"A": _chunking([(0, 10), (10, 20), (20, 30), (30, 40)], text)}
-    hits = {"A": [_hit(1, 10, 20), _hit(2, 20, 30)]}
+    chunking = _chunking([(0, 10), (10, 20), (20, 30), (30, 40)], text)
+    answers = {"A": _answer(chunking, _hit(1, 10, 20), _hit(2, 20, 30))}
     # Two marks that overlap are one answer (their union), not counted twice.
-    s = live_scores(hits, chunkings, [(15, 22), (20, 25)])["A"]
+    s = live_scores(answers, [(15, 22), (20, 25)])["A"]
     assert (s.recall, s.precision, s.iou) == (1.0, 0.5, 0.5)
     # Precision-Ω: chunks 10-20 and 20-30 meet the answer; |answer| / |their union| = 10 / 20.
     assert s.precision_omega == 0.5
-    s = live_scores({"A": [_hit(1, 0, 10), _hit(2, 20, 30)]}, chunkings, [(15, 25)])["A"]
+    s = live_scores({"A": _answer(chunking, _hit(1, 0, 10), _hit(2, 20, 30))}, [(15, 25)])["A"]
     assert (s.recall, s.precision, s.iou) == (0.5, 0.25, 5 / 25)
     with pytest.raises(ParameterError):
-        live_scores(hits, chunkings, [])
+        live_scores(answers, [])
 
 
-def test_retriever_scores_count_every_stretch_and_take_omega_on_the_units() -> None:
+def test_a_retrievers_scores_count_every_stretch_and_take_omega_on_the_units() -> None:
     from types import SimpleNamespace
 
-    from backend.retrieval.multi.select import Pick, Selection
-
-    units = [(0, 10), (10, 20), (20, 30), (30, 40)]
+    text = "x" * 40
+    units = _chunking([(0, 10), (10, 20), (20, 30), (30, 40)], text)
     # A MoGG-like pick of two stretches (0-10 and 20-30), then one of a single stretch.
     picks = (Pick("d", 2, 0, ((0, 10), (20, 30)), 6, 0.9, (0, 2)), Pick("d", 2, 3, ((30, 40),), 3, 0.5, (3,)))
-    live = SimpleNamespace(selection=Selection(picks, 2, (0.0, 1.0), ()),
-                           index=SimpleNamespace(unit_ranges=lambda: units))
-    s = retriever_scores({"G": live}, [(25, 35)])["G"]
+    live = SimpleNamespace(selection=Selection(picks, 2, (0.0, 1.0), ()), index=SimpleNamespace(units=units))
+    answer = LevelAnswer(live)
+    s = live_scores({"G": answer}, [(25, 35)])["G"]
     # 10 answer characters, all retrieved; 30 retrieved characters.
     assert (s.recall, s.precision, s.iou) == (1.0, 10 / 30, 10 / 30)
     assert s.precision_omega == 0.5  # units 20-30 and 30-40 meet the answer: 10 / 20
+    assert answer_texts(answer, "abcdefghij" * 4) == ["abcdefghij\nabcdefghij", "abcdefghij"]
     with pytest.raises(ParameterError):
-        retriever_scores({"G": live}, [])
+        live_scores({"G": answer}, [])
 
 
 def test_sentence_choices_offer_all_or_those_near_the_hits() -> None:

@@ -17,7 +17,16 @@ import pytest
 from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError, StoreError
-from backend.retrieval.store import ChunkStore, chunk_id, collection_name, open_store, store_location
+from backend.retrieval.retriever.chunks import ChunkRetriever
+from backend.retrieval.store import (
+    ChunkStore,
+    chunk_id,
+    chunking_level,
+    collection_name,
+    entries_level,
+    open_store,
+    store_location,
+)
 from backend.text.document import Document
 from tests.support.chroma_server import free_port, start_chroma, stop
 
@@ -83,12 +92,22 @@ def _raw_collection(store: ChunkStore, name: str):
     return store._client.get_collection(name, embedding_function=None)
 
 
+def _index(store: ChunkStore, doc, chunking, embedder):
+    """A chunking written through the store's one indexing path: its one level."""
+    return store.write_level(chunking_level(doc, chunking, embedder.info), embedder)
+
+
+def _query(store: ChunkStore, doc, chunking, embedder, vectors, k):
+    """The nearest chunks of an indexed chunking, as the chunk adapter reads them."""
+    return store.query_level(collection_name(doc.id, chunking, embedder.info.fingerprint), vectors, k)
+
+
 def test_index_writes_spans_ids_and_metadata_then_reuses(store, doc, chunkings, embedder):
     chunking = chunkings[0]
-    first = store.index(doc, chunking, embedder)
+    first = _index(store, doc, chunking, embedder)
     assert (first.chunks, first.reused) == (len(chunking), False)
     assert first.name == collection_name(doc.id, chunking, embedder.info.fingerprint)
-    again = store.index(doc, chunking, embedder)
+    again = _index(store, doc, chunking, embedder)
     assert (again.chunks, again.reused, again.name) == (len(chunking), True, first.name)
 
     col = _raw_collection(store, first.name)
@@ -109,61 +128,62 @@ def test_index_writes_spans_ids_and_metadata_then_reuses(store, doc, chunkings, 
 
 def test_reindexing_an_incomplete_collection_never_duplicates(store, doc, chunkings, embedder):
     chunking = chunkings[1]
-    info = store.index(doc, chunking, embedder)
+    info = _index(store, doc, chunking, embedder)
     col = _raw_collection(store, info.name)
     victims = [chunk_id(doc.id, chunking.config, c.start, c.end) for c in chunking.chunks[:2]]
     col.delete(ids=victims)  # as after an interrupted run
     assert col.count() == len(chunking) - 2
-    redo = store.index(doc, chunking, embedder)
+    redo = _index(store, doc, chunking, embedder)
     assert (redo.reused, redo.chunks, col.count()) == (False, len(chunking), len(chunking))
-    assert store.is_indexed(doc, chunking, embedder.info.fingerprint)
+    assert store.is_indexed(chunking_level(doc, chunking, embedder.info))
 
 
 def test_query_returns_ranked_spans(store, doc, chunkings, embedder):
     chunking = chunkings[0]
-    store.index(doc, chunking, embedder)
+    _index(store, doc, chunking, embedder)
     target = chunking.chunks[2]
     vec = embedder.embed([target.text])
-    [hits] = store.query(doc, chunking, embedder.info.fingerprint, vec, 3)
+    [hits] = _query(store, doc, chunking, embedder, vec, 3)
     assert [h.rank for h in hits] == [1, 2, 3]
-    assert (hits[0].start, hits[0].end, hits[0].index, hits[0].tokens) == (
-        target.start, target.end, target.index, target.tokens,
-    )
+    assert (hits[0].ranges, hits[0].index, hits[0].tokens) == (((target.start, target.end),), target.index, target.tokens)
     assert hits[0].distance == pytest.approx(0.0, abs=1e-4)
     assert hits[0].distance <= hits[1].distance <= hits[2].distance
-    many = store.query(doc, chunking, embedder.info.fingerprint, vec, 1000)[0]
+    many = _query(store, doc, chunking, embedder, vec, 1000)[0]
     assert len(many) == len(chunking)  # k larger than the collection: every chunk once
     with pytest.raises(ParameterError, match="k"):
-        store.query(doc, chunking, embedder.info.fingerprint, vec, 0)
+        _query(store, doc, chunking, embedder, vec, 0)
 
 
-def test_search_answers_every_configuration(store, doc, chunkings, embedder):
-    results = store.search(doc, chunkings, embedder, "Which pigment in leaves absorbs light?", k=2)
-    assert list(results) == [c.config for c in chunkings]
-    for chunking, hits in zip(chunkings, results.values()):
-        assert len(hits) == 2
+def test_a_chunking_as_a_one_level_retriever_answers_from_its_collection(store, doc, chunkings, embedder):
+    for chunking in chunkings:
+        retriever = ChunkRetriever(chunking.config, chunkings=[chunking])
+        answer = retriever.answer(doc, store, embedder, "Which pigment in leaves absorbs light?", 2)
+        hits = answer.hits
+        assert len(hits) == 2 and answer.units is chunking
         spans = {(c.start, c.end) for c in chunking.chunks}
         assert all((h.start, h.end) in spans for h in hits)
         top = doc.text[hits[0].start : hits[0].end]
         assert "chlorophyll" in top or "Photosynthesis" in top
+        # The collection is the chunking's, under the name it always had.
+        assert retriever.index(doc, store, embedder).info.name == collection_name(doc.id, chunking, embedder.info.fingerprint)
     with pytest.raises(ParameterError, match="empty"):
-        store.search(doc, chunkings, embedder, "   ")
+        ChunkRetriever(chunkings[0].config).answer(doc, store, embedder, "   ", 2)
 
 
 def test_query_of_an_unindexed_chunking_is_a_store_error(store, doc, embedder):
     chunking = run_chunker(doc, ChunkerConfig.make("recursive", {"chunk_size": 7}))
     with pytest.raises(StoreError, match="not indexed"):
-        store.query(doc, chunking, embedder.info.fingerprint, np.zeros((1, 384), dtype=np.float32), 1)
+        _query(store, doc, chunking, embedder, np.zeros((1, 384), dtype=np.float32), 1)
 
 
 def test_collections_lists_and_delete_removes(store, doc, chunkings, embedder):
-    info = store.index(doc, chunkings[0], embedder)
+    info = _index(store, doc, chunkings[0], embedder)
     listed = {c["name"]: c for c in store.collections()}
     assert listed[info.name]["count"] == len(chunkings[0])
     assert listed[info.name]["doc_id"] == doc.id
     assert store.delete(info.name) is True
     assert store.delete(info.name) is False
-    assert not store.is_indexed(doc, chunkings[0], embedder.info.fingerprint)
+    assert not store.is_indexed(chunking_level(doc, chunkings[0], embedder.info))
 
 
 def test_collection_names_follow_chroma_rules_and_keys(doc, chunkings):
@@ -201,7 +221,35 @@ def test_open_store_uses_chroma_host_and_port(monkeypatch, chroma_server, doc, c
     store = open_store()
     assert (store.kind, store.location) == ("server", f"127.0.0.1:{chroma_server}")
     assert open_store() is store  # one client per location
-    assert store.index(doc, chunkings[0], embedder).chunks == len(chunkings[0])
+    assert _index(store, doc, chunkings[0], embedder).chunks == len(chunkings[0])
+
+
+def test_a_chunking_level_keeps_the_names_ids_and_metadata_stores_already_hold(doc, chunkings, embedder):
+    chunking = chunkings[0]
+    level = chunking_level(doc, chunking, embedder.info)
+    assert level.name == collection_name(doc.id, chunking, embedder.info.fingerprint)
+    assert level.ids == tuple(chunk_id(doc.id, chunking.config, c.start, c.end) for c in chunking.chunks)
+    assert level.rows[0] == {"start": chunking.chunks[0].start, "end": chunking.chunks[0].end, "index": 0,
+                             "tokens": chunking.chunks[0].tokens}
+    assert level.texts == tuple(c.text for c in chunking.chunks)
+    assert {k: level.metadata[k] for k in ("chunklab_schema", "doc_id", "config_label", "chunks")} == {
+        "chunklab_schema": 1, "doc_id": doc.id, "config_label": chunking.config.label, "chunks": len(chunking)}
+    other = run_chunker(Document.from_text(TEXT + " More.", source="x.txt"), CONFIGS[0])
+    with pytest.raises(ParameterError, match="not of store-test.txt"):
+        chunking_level(doc, other, embedder.info)
+
+
+def test_a_level_of_entries_is_written_read_and_reused_through_the_same_path(store, doc, embedder):
+    ranges = [((0, 10),), ((20, 30), (40, 50))]
+    level = entries_level(doc, {"retriever": "mogg", "level": 2}, ranges, [3, 6], embedder.info)
+    assert level.ids == (f"{level.name}-0", f"{level.name}-1") and level.label == "mogg level 2"
+    first = store.write_level(level, embedder)
+    assert (first.chunks, first.reused) == (2, False)
+    assert store.write_level(level, embedder).reused is True
+    [hits] = store.query_level(level.name, embedder.embed([doc.text[20:30]]), 2)
+    assert {h.ranges for h in hits} == {((0, 10),), ((20, 30), (40, 50))}
+    with pytest.raises(ParameterError, match="out-of-text"):
+        entries_level(doc, {"retriever": "mog", "level": 1}, [((0, 10_000),)], [1], embedder.info)
 
 
 def _one_line(e: BaseException) -> str:
@@ -266,11 +314,11 @@ def test_a_server_going_down_mid_session_is_a_store_error(tmp_path, doc, chunkin
     proc = start_chroma(tmp_path / "db", port, tmp_path / "chroma.log")
     try:
         store = ChunkStore(host="127.0.0.1", port=port, timeout_s=5)
-        store.index(doc, chunkings[0], embedder)
+        _index(store, doc, chunkings[0], embedder)
     finally:
         stop(proc)
     with pytest.raises(StoreError) as info:
-        store.search(doc, chunkings[:1], embedder, "clockmaker", k=1)
+        ChunkRetriever(chunkings[0].config, chunkings=chunkings[:1]).answer(doc, store, embedder, "clockmaker", 1)
     msg = _one_line(info.value)
     assert f"127.0.0.1:{port}" in msg
     with pytest.raises(StoreError):

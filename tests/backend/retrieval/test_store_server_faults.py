@@ -15,7 +15,7 @@ import pytest
 from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig
 from backend.retrieval import store as store_module
-from backend.retrieval.store import ChunkStore, chunk_id, collection_name
+from backend.retrieval.store import ChunkStore, chunk_id, chunking_level, collection_name
 from backend.text.document import Document
 from tests.support.chroma_server import free_port, start_chroma, stop
 
@@ -115,7 +115,7 @@ def test_index_stopped_by_a_server_restart_says_one_line_and_a_rerun_completes_i
     info = json.loads(capsys.readouterr().out)
     assert (info["name"], info["reused"], info["chunks"]) == (name, False, len(chunking))
     uninterrupted = ChunkStore(path=tmp_path / "embedded")
-    uninterrupted.index(doc, chunking, embedder)
+    uninterrupted.write_level(chunking_level(doc, chunking, embedder.info), embedder)
     count, ids = _rows(store, name)
     assert (count, ids) == _rows(uninterrupted, name)
     assert count == len(set(ids)) == len(chunking)

@@ -11,8 +11,8 @@ import pytest
 
 from backend.errors import InputError, ParameterError
 from backend.progress import Progress
-from backend.retrieval.multi import router as router_module
-from backend.retrieval.multi.router import (
+from backend.retrieval.multi import level_router as router_module
+from backend.retrieval.multi.level_router import (
     SOFT_LABELS,
     Router,
     TrainReport,

@@ -37,7 +37,9 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
+from backend.config import data_dir
 from backend.errors import ModelError, ParameterError
+from backend.text.segment import paragraph_spans, sentence_spans
 from backend.tokenizers import Tokenizer
 
 __all__ = [
@@ -93,8 +95,6 @@ def granularity_class(mean_tokens: float) -> int:
 
 def text_features(text: str, tokenizer: Tokenizer) -> np.ndarray:
     """The :data:`FEATURES` of ``text`` as a float64 vector (zeros for empty text)."""
-    from backend.text.segment import paragraph_spans, sentence_spans
-
     if not text.strip():
         return np.zeros(len(FEATURES))
     sentences = [text[s.start : s.end] for s in sentence_spans(text)]
@@ -121,8 +121,6 @@ class ParagraphRouter:
     name: str = "paragraph"
 
     def route(self, text: str) -> int:
-        from backend.text.segment import paragraph_spans
-
         paras = [text[p.start : p.end] for p in paragraph_spans(text)]
         if not paras:
             return 0
@@ -251,8 +249,6 @@ def train_router(samples: Iterable[tuple[str, int]], tokenizer: Tokenizer) -> Ce
 
 def trained_router_path() -> Path:
     """Where the ``trained`` router is kept: ``data_dir()/moc_router.json``."""
-    from backend.config import data_dir
-
     return data_dir() / "moc_router.json"
 
 
