@@ -254,16 +254,22 @@ def test_package_inits_reexport_only_their_own_modules():
 # about 1 s, openai ~0.6 s, bm25s ~1 s with scipy, the document parsers and gguf 0.2-0.5 s) and needed only by
 # the adapter that wraps it, so `import backend` and every command that does not use it stay fast
 # (tests/backend/test_imports.py). Everything else is imported at the top of its module.
+# The model adapters outside backend/models: FreeChunker's encoder, MoG's router MLP (trained with torch), and
+# question generation's local chat model.
+_MODEL_ADAPTERS = (
+    "backend.models.", "backend.retrieval.multi.freechunker", "backend.retrieval.multi.level_router",
+    "backend.retrieval.generation",
+)
 LAZY_IMPORTS: dict[str, tuple[str, ...]] = {
-    "torch": ("backend.models.",),
+    "torch": _MODEL_ADAPTERS,
     "transformers": ("backend.models.", "backend.tokenizers"),
-    "safetensors": ("backend.models.",),
+    "safetensors": _MODEL_ADAPTERS,
     "sentence_transformers": ("backend.models.",),
     "accelerate": ("backend.models.",),
     "gguf": ("backend.models.", "backend.tokenizers"),
     "chromadb": ("backend.retrieval.store",),
     "openai": ("backend.models.",),
-    "httpx": ("backend.models.openai_compat",),
+    "httpx": ("backend.models.openai_compat", "backend.retrieval.store"),
     "pypdfium2": ("backend.loaders.",),
     "docx": ("backend.loaders.",),
     "bs4": ("backend.loaders.",),

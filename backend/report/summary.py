@@ -23,25 +23,23 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Union
 
 from backend.chunkers.base import run_chunker
+from backend.chunkers.context import ModelContext
 from backend.chunkers.run import chunk_all, needs_model
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import NotCached
-from backend.metrics.quality import LazyScorer
+from backend.metrics.quality import LazyScorer, PairTable
 from backend.metrics.report import BEST, QualityReport, QualitySettings, quality_row
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings
 from backend.metrics.stats import chunking_stats
-from backend.retrieval.evaluate import evaluate
+from backend.progress import Progress
+from backend.retrieval.evaluate import Benchmark, evaluate
+from backend.retrieval.questions import QuestionSet
 from backend.retrieval.retriever.registry import describe
+from backend.text.document import Document
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from backend.chunkers.context import ModelContext
-    from backend.metrics.quality import PairTable
-    from backend.progress import Progress
-    from backend.retrieval.evaluate import Benchmark
-    from backend.retrieval.questions import QuestionSet
-    from backend.text.document import Document
 
 __all__ = [
     "METRICS",

@@ -38,28 +38,23 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
-from backend.models.cache import default_cache
-from backend.models.embeddings import embed_texts, load_text_embedder
+from backend.models.cache import OutputCache, default_cache
+from backend.models.embeddings import TextEmbedder, embed_texts, load_text_embedder
 from backend.progress import Progress
 from backend.retrieval.metrics import coverage_profile, precision_omega, retrieval_coverage, span_scores
+from backend.retrieval.multi.retrievers import Routing
 from backend.retrieval.questions import QuestionSet
 from backend.retrieval.retriever.base import TERMS, Asking, QuestionsRun, RetrievedChunk, UnitTerms
 from backend.retrieval.retriever.chunks import MAX_AUTO_RETRIEVE
 from backend.retrieval.retriever.registry import make_retriever
-from backend.retrieval.store import open_store
-
-if TYPE_CHECKING:
-    from backend.chunkers.context import ModelContext
-    from backend.models.cache import OutputCache
-    from backend.models.embeddings import TextEmbedder
-    from backend.retrieval.multi.retrievers import Routing
-    from backend.retrieval.store import ChunkStore
+from backend.retrieval.store import ChunkStore, open_store
 
 __all__ = [
     "METRICS",

@@ -30,18 +30,18 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from backend.errors import ModelError, ParameterError
+from backend.models.chat import chat, remote_llm_configured, resolve_model
+from backend.models.embeddings import TextEmbedder, load_text_embedder
+from backend.models.lm import load_lm
+from backend.progress import Progress
 from backend.retrieval.metrics import ExcerptFinder
 from backend.retrieval.questions import Question, QuestionSet, Reference, corpus_id_for
 from backend.text.document import Document
-
-if TYPE_CHECKING:
-    from backend.models.embeddings import TextEmbedder
-    from backend.progress import Progress
 
 __all__ = [
     "Candidate",
@@ -455,9 +455,6 @@ def generate_questions(
         ModelError: no LLM configured with ``local=False``; the server failed twice in a
             row; the local or embedding model cannot be loaded.
     """
-    from backend.models.chat import chat, remote_llm_configured, resolve_model
-    from backend.models.embeddings import load_text_embedder
-
     if n < 1:
         raise ParameterError(f"n ({n}) must be at least 1")
     attempts_allowed = max_attempts if max_attempts is not None else 3 * n + 2
@@ -476,8 +473,6 @@ def generate_questions(
     emb = load_text_embedder(embedder)
 
     if use_local:
-        from backend.models.lm import load_lm
-
         local_lm = load_lm(lm)
         model_name = local_lm.info.name
         passages = iter(_passages(doc, rng))

@@ -11,7 +11,7 @@ with any :class:`~backend.progress.Progress`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from backend.chunkers import run_chunker
 from backend.chunkers.context import ModelContext
@@ -20,18 +20,15 @@ from backend.errors import Cancelled, ChunkLabError
 from backend.metrics.quality import information_support
 from backend.models.cache import default_cache
 from backend.models.embeddings import lazy_text_embedder
+from backend.models.types import Scorer
+from backend.progress import Progress
 from backend.retrieval.evaluate import Benchmark, evaluate
-from backend.retrieval.generation import generate_questions
+from backend.retrieval.generation import GeneratedQuestions, generate_questions
 from backend.retrieval.questions import QuestionSet
 from backend.retrieval.retriever.base import Answer
 from backend.retrieval.retriever.registry import make_retriever
 from backend.retrieval.store import open_store
 from backend.text.document import Document
-
-if TYPE_CHECKING:
-    from backend.models.types import Scorer
-    from backend.progress import Progress
-    from backend.retrieval.generation import GeneratedQuestions
 
 __all__ = ["SearchResult", "search_job", "cp_job", "BenchmarkRun", "benchmark_job", "generation_job"]
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from backend.errors import ParameterError
 from backend.retrieval.metrics import ExcerptFinder, RetrievalScores, score_retrieval, union_ranges
+from backend.retrieval.multi.retrievers import LiveRetrieval
 from backend.retrieval.multi.select import level_similarities
 from backend.retrieval.questions import Question, QuestionSet, Reference, corpus_id_for
 from backend.retrieval.retriever.base import Answer
@@ -31,7 +32,6 @@ from backend.text.document import Document
 if TYPE_CHECKING:
     import numpy as np
 
-    from backend.retrieval.multi.retrievers import LiveRetrieval
 
 __all__ = [
     "EXCERPT_SEPARATOR",

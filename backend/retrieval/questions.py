@@ -32,6 +32,7 @@ from pathlib import Path, PurePath
 from typing import Any, Iterable, Mapping, Sequence
 
 from backend.errors import InputError, ParameterError
+from backend.samples import get_question_set
 from backend.text.document import Document
 
 __all__ = [
@@ -412,8 +413,6 @@ def load_sample_question_set(name: str) -> QuestionSet:
     Raises:
         ParameterError: No sample of that name ships a question set.
     """
-    from backend.samples import get_question_set
-
     entry = get_question_set(name)
     return load_question_set(entry.csv_path, entry.corpora_dir)
 

@@ -46,7 +46,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
 import numpy as np
@@ -54,15 +54,12 @@ import numpy as np
 from backend.chunking import ChunkerConfig, Chunking
 from backend.config import chroma_host, chroma_port, chroma_timeout, data_dir
 from backend.errors import ParameterError, StoreError
-from backend.models.embeddings import embed_texts
+from backend.models.cache import OutputCache
+from backend.models.embeddings import TextEmbedder, embed_texts
 from backend.models.types import ModelInfo
 from backend.progress import Progress
 from backend.text.document import Document
 from backend.text.spans import MultiRange
-
-if TYPE_CHECKING:
-    from backend.models.cache import OutputCache
-    from backend.models.embeddings import TextEmbedder
 
 __all__ = [
     "ChunkStore",

@@ -48,8 +48,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+from huggingface_hub import snapshot_download
+from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
+from backend.config import hub_offline_variable
 from backend.errors import ModelError, ParameterError
+from backend.models.devices import select_device
+from backend.models.embedder import weights_fingerprint
+from backend.models.hub import hub_reachable
 
 if TYPE_CHECKING:
     import torch
@@ -543,12 +549,6 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 def _hub_folder(repo_id: str) -> Path:
     """The local snapshot of ``repo_id`` (config and weights only): the cache, or the hub where reachable."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
-    from backend.config import hub_offline_variable
-    from backend.models.hub import hub_reachable
-
     offline_by = hub_offline_variable()
     online = offline_by is None and hub_reachable()
     try:
@@ -605,8 +605,6 @@ def load_encoder(spec: str, device: str | None = None) -> CrossGranularityEncode
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from backend.models.devices import select_device
-
     try:
         stored = load_file(str(weights_path), device="cpu")
     except (SafetensorError, OSError) as e:
@@ -629,8 +627,6 @@ def load_encoder(spec: str, device: str | None = None) -> CrossGranularityEncode
         weights[name] = tensor.float()
     target = select_device(device)
     weights = {k: v.to(target) for k, v in weights.items()}
-    from backend.models.embedder import weights_fingerprint
-
     return CrossGranularityEncoder(
         config, weights, source=f"FreeChunker encoder {str(folder)!r}", device=target,
         fingerprint=weights_fingerprint(folder),

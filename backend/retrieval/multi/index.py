@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from backend.chunkers.multi import RetrieverChunker
 from backend.chunking import ChunkerConfig, Chunking
-from backend.models.embeddings import embed_texts
+from backend.models.cache import OutputCache
+from backend.models.embeddings import TextEmbedder, embed_texts
+from backend.models.types import ModelInfo
 from backend.progress import Progress
 from backend.retrieval.multi.freechunker import load_encoder, mean_vectors, windows
 from backend.retrieval.multi.graph import Graph, build_graph, merged_ranges, neighbourhood
@@ -37,11 +39,6 @@ from backend.retrieval.store import ChunkStore, entries_level
 from backend.text.document import Document
 from backend.text.spans import MultiRange
 from backend.tokenizers import SpanCounter
-
-if TYPE_CHECKING:
-    from backend.models.cache import OutputCache
-    from backend.models.embeddings import TextEmbedder
-    from backend.models.types import ModelInfo
 
 __all__ = ["Entry", "Level", "MultiIndex", "CountingEmbedder", "build_index", "mog_levels"]
 

@@ -29,24 +29,28 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from backend.chunkers.multi import RetrieverChunker
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
-from backend.models.embeddings import embed_texts
+from backend.models.cache import OutputCache
+from backend.models.embeddings import TextEmbedder, embed_texts
 from backend.retrieval.metrics import containing_chunks
 from backend.retrieval.multi.index import MultiIndex
 from backend.retrieval.multi.level_router import TrainReport, cross_fit, load_router, soft_labels, train_router
-from backend.retrieval.multi.select import Candidates, Selection, chosen_level, freechunker_select, level_similarities, mog_select
+from backend.retrieval.multi.select import (
+    Candidates,
+    Selection,
+    chosen_level,
+    freechunker_select,
+    level_similarities,
+    mog_select,
+)
 from backend.retrieval.questions import QuestionSet
 from backend.retrieval.store import ChunkStore, entry_text
-
-if TYPE_CHECKING:
-    from backend.models.cache import OutputCache
-    from backend.models.embeddings import TextEmbedder
 
 __all__ = [
     "Agreement",

@@ -19,16 +19,16 @@ Candidates are ``(corpus_id, EntryHit)`` pairs: a question set may span several 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
+from backend.errors import ParameterError
 from backend.retrieval.metrics import span_scores
+from backend.retrieval.multi.freechunker import Window, assemble_runs
+from backend.retrieval.multi.index import MultiIndex
+from backend.retrieval.store import EntryHit
 from backend.text.spans import MultiRange
-
-if TYPE_CHECKING:
-    from backend.retrieval.multi.index import MultiIndex
-    from backend.retrieval.store import EntryHit
 
 __all__ = ["Pick", "Selection", "Candidates", "mog_select", "freechunker_select", "level_similarities", "chosen_level"]
 
@@ -126,8 +126,6 @@ def freechunker_select(indexes: Mapping[str, MultiIndex], candidates: Candidates
         candidates: Per level (units, then each window size), the top ``k`` ``(corpus_id, hit)`` pairs.
         k: Entries taken before merging (the runs are at most ``k``).
     """
-    from backend.retrieval.multi.freechunker import Window, assemble_runs
-
     pooled = sorted(
         ((h.distance, g, cid, h) for g, hits in enumerate(candidates) for cid, h in hits),
         key=lambda x: (x[0], x[1], x[2], x[3].index),
@@ -179,8 +177,6 @@ def level_similarities(
     Returns:
         A ``(questions, levels)`` array; 0 where a level returned nothing.
     """
-    from backend.errors import ParameterError
-
     if label not in {"iou", "recall", "embedding"}:
         raise ParameterError(f"label must be iou, recall or embedding, got {label!r}")
     levels = max((len(c) for c in candidates), default=0)

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import ParameterError
+from backend.models.cache import OutputCache
+from backend.models.embeddings import TextEmbedder
 from backend.progress import Progress
+from backend.retrieval.multi.retrievers import Routing
 from backend.retrieval.questions import QuestionSet
+from backend.retrieval.store import ChunkStore
 from backend.text.document import Document
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from backend.models.cache import OutputCache
-    from backend.models.embeddings import TextEmbedder
-    from backend.retrieval.multi.retrievers import Routing
-    from backend.retrieval.store import ChunkStore
 
 __all__ = [
     "Range",

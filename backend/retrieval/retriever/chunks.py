@@ -14,14 +14,15 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from backend.chunkers import run_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
-from backend.models.embeddings import embed_texts
+from backend.models.cache import OutputCache
+from backend.models.embeddings import TextEmbedder, embed_texts
 from backend.progress import Progress
 from backend.retrieval.metrics import containing_chunks, reference_chunk_spans
 from backend.retrieval.multi.index import CountingEmbedder
@@ -41,10 +42,6 @@ from backend.retrieval.retriever.base import (
 )
 from backend.retrieval.store import ChunkStore, Hit, IndexInfo, chunking_level
 from backend.text.document import Document
-
-if TYPE_CHECKING:
-    from backend.models.cache import OutputCache
-    from backend.models.embeddings import TextEmbedder
 
 __all__ = ["MAX_AUTO_RETRIEVE", "ChunkIndex", "ChunkAnswer", "ChunkRetriever"]
 

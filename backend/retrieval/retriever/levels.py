@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from backend.chunkers import make_chunker
+from backend.chunkers.context import ModelContext
 from backend.chunkers.multi import RetrieverChunker
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import ParameterError
+from backend.models.cache import OutputCache
+from backend.models.embeddings import TextEmbedder
 from backend.progress import Progress
 from backend.retrieval.multi.index import MultiIndex, build_index
 from backend.retrieval.multi.retrievers import LiveRetrieval, TrainingData, live_retrieve, run_retriever, training_data
@@ -41,11 +44,6 @@ from backend.retrieval.retriever.base import (
 )
 from backend.retrieval.store import ChunkStore
 from backend.text.document import Document
-
-if TYPE_CHECKING:
-    from backend.chunkers.context import ModelContext
-    from backend.models.cache import OutputCache
-    from backend.models.embeddings import TextEmbedder
 
 __all__ = ["LEVEL_RETRIEVERS", "LevelAnswer", "LevelRetriever", "pick_level_name"]
 
