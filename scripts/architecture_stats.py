@@ -10,7 +10,10 @@
 - ``progress_helpers``: functions and classes in ``backend/`` that wrap a progress callback into another one
   (a nested ``def …(done, total)`` returned, or a class with ``__call__(self, done, total)``).
 - ``live_query``: the backend modules one warm live query enters (``python -m backend query`` on the
-  narrative sample with ``mog``), and how often control crosses from one module into another.
+  narrative sample with ``mog``), and how often control crosses from one module into another; and the
+  same path without the shared leaf modules (text, tokens, settings, progress, errors, the cache…):
+  ``stays`` (runs of consecutive calls in one module), ``modules`` and ``returns`` (stays in a module
+  entered before).
 
 Usage: ``.venv/bin/python scripts/architecture_stats.py [--no-trace]``.
 """
@@ -30,6 +33,12 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Modules every path calls into for small shared things: left out of the live query's path.
+LEAVES = (
+    "backend.text.", "backend.tokenizers", "backend.config", "backend.errors", "backend.progress", "backend.chunking",
+    "backend.models.cache", "backend.loaders", "backend.samples", "backend.lab.settings", "backend.models.devices",
+    "backend.curves",
+)
 BRANCH = re.compile(r"is_retriever\(|\.omega_units\b|RetrieverChunker\)|family == [\"']retriever[\"']|\.is_multi\b")
 
 
@@ -116,6 +125,7 @@ def live_query_trace() -> dict[str, object]:
         main(argv)
     prefix = str(ROOT / "backend") + os.sep
     entries: collections.Counter[str] = collections.Counter()
+    order: list[str] = []  # the callee module of every cross-module call, in order
 
     def module_of(filename: str) -> str | None:
         if not filename.startswith(prefix):
@@ -135,6 +145,7 @@ def live_query_trace() -> dict[str, object]:
         caller = module_of(back.f_code.co_filename) if back is not None else None
         if caller != callee:
             entries[callee] += 1
+            order.append(callee)
 
     import threading
 
@@ -146,7 +157,15 @@ def live_query_trace() -> dict[str, object]:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)
-    return {"modules": len(entries), "crossings": sum(entries.values()), "per_module": dict(entries.most_common())}
+    path = [m for m in order if not m.startswith(LEAVES)]
+    stays = [m for i, m in enumerate(path) if i == 0 or path[i - 1] != m]
+    return {
+        "modules": len(entries),
+        "crossings": sum(entries.values()),
+        "path": {"stays": len(stays), "modules": len(set(stays)), "returns": len(stays) - len(set(stays)),
+                 "sequence": stays},
+        "per_module": dict(entries.most_common()),
+    }
 
 
 def main() -> None:
