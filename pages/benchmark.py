@@ -280,14 +280,14 @@ if run_clicked:
 
 job = job_outcome(_JOB, BENCHMARK("cancel"), "The benchmark")
 run = job.result if job is not None else None
-bm = run.benchmark if run is not None else None
-if bm is None:
+benchmark = run.benchmark if run is not None else None
+if benchmark is None:
     if st.session_state.get(_JOB) is None:
         st.caption("Pick a question set and configurations, then run.")
     st.stop()
 
 # --- results ---------------------------------------------------------------------------------------
-view = benchmark_view(bm, job.meta)
+view = benchmark_view(benchmark, job.meta)
 tags, colors, run_qset = list(view.tags), list(view.colors), job.meta["qset"]
 st.subheader("Results", anchor=False)
 st.caption(view.caption)
@@ -298,19 +298,19 @@ for note in view.notes:
     st.caption(note)
 st.markdown("**Retrieved text and cost**")
 st.dataframe(summary[list(COST_COLUMNS)], key=BENCHMARK("cost"), column_config=columns)
-st.plotly_chart(metric_bars(bm, tags, colors), key=BENCHMARK("bars"), config=_PLOT)
+st.plotly_chart(metric_bars(benchmark, tags, colors), key=BENCHMARK("bars"), config=_PLOT)
 if view.per_corpus:
     st.markdown("**Per corpus**")
     st.dataframe(per_corpus_frame(view), key=BENCHMARK("per_corpus"), hide_index=True)
 with st.container(horizontal=True, gap="small"):
     st.download_button("Results CSV", pd.DataFrame(list(view.results)).to_csv(index=False), file_name="benchmark.csv",
                        mime="text/csv", key=BENCHMARK("dl_csv"), icon=":material/download:", on_click="ignore")
-    st.download_button("Results JSON", json.dumps(bm.to_json(), indent=2), file_name="benchmark.json",
+    st.download_button("Results JSON", json.dumps(benchmark.to_json(), indent=2), file_name="benchmark.json",
                        mime="application/json", key=BENCHMARK("dl_json"), icon=":material/download:", on_click="ignore")
-    st.download_button("Per-question CSV", lambda: per_question(bm, tags).to_csv(),
+    st.download_button("Per-question CSV", lambda: per_question(benchmark, tags).to_csv(),
                        file_name="benchmark_questions.csv", mime="text/csv", key=BENCHMARK("dl_questions_csv"),
                        icon=":material/download:", on_click="ignore")
-    st.download_button("Per-question JSON", lambda: per_question(bm, tags).to_json(),
+    st.download_button("Per-question JSON", lambda: per_question(benchmark, tags).to_json(),
                        file_name="benchmark_questions.json", mime="application/json",
                        key=BENCHMARK("dl_questions_json"), icon=":material/download:", on_click="ignore")
 
@@ -331,12 +331,12 @@ metric = st.segmented_control(
     "Metric", ["iou", "recall", "precision"], default="iou", required=True, key=BENCHMARK("heat_metric"),
     format_func=lambda m: METRIC_LABELS[m],
 )
-heat = question_heatmap(bm.matrix(metric), list(view.questions), tags, metric)
+heat = question_heatmap(benchmark.matrix(metric), list(view.questions), tags, metric)
 st.plotly_chart(heat, key=BENCHMARK("heat_q"), config=_PLOT)
 _html_download("Heat map (HTML)", heat, f"questions_{metric}.html", BENCHMARK("dl_heat_q"))
 
 st.subheader("Agreement and coverage", anchor=False)
-corpus = st.selectbox("Corpus", list(bm.corpora), key=BENCHMARK("corpus")) if len(bm.corpora) > 1 else bm.corpora[0]
+corpus = st.selectbox("Corpus", list(benchmark.corpora), key=BENCHMARK("corpus")) if len(benchmark.corpora) > 1 else benchmark.corpora[0]
 corpus_doc = run_qset.document(corpus)
 chunkings = run.chunkings[corpus]
 tolerance = st.slider("Boundary tolerance (characters)", 0, 200, 0, 5, key=BENCHMARK("tolerance"),
@@ -354,7 +354,7 @@ if len(chunkings) >= 2:
         _html_download("Span overlap (HTML)", fig_o, f"agreement_overlap_{corpus}.html", BENCHMARK("dl_agree_o"))
 else:
     st.caption("Agreement needs two configurations or more.")
-rows, excerpts = coverage_rows(bm, run_qset, corpus, bins=200)
+rows, excerpts = coverage_rows(benchmark, run_qset, corpus, bins=200)
 st.caption("How many questions retrieved each stretch of the corpus, per configuration; the last row is where the excerpts are.")
 strip = coverage_strip(rows, excerpts, tags, len(corpus_doc.text))
 st.plotly_chart(strip, key=BENCHMARK("coverage"), config=_PLOT)

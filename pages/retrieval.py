@@ -45,7 +45,7 @@ ensure_routed()
 
 _CONFIGS = RETRIEVAL("configs")
 _SEARCH_JOB = RETRIEVAL("search_job")
-_CP_JOB = RETRIEVAL("cp_job")
+_CP_JOB = RETRIEVAL("cp_job")  # CP: information support
 _MARKS = RETRIEVAL("marks")  # pasted excerpts' ranges in the current document
 _PICK = RETRIEVAL("pick")  # picked sentence indices
 _QUERY = RETRIEVAL("query")

@@ -184,8 +184,8 @@ class RetrieverChunker(Chunker):
             self.level_routing = parse_level_routing(self.values["router"], self.values["levels"])
 
     @property
-    def soft(self) -> tuple[float, float]:
-        """The best and second-best soft labels."""
+    def soft_label_weights(self) -> tuple[float, float]:
+        """The soft labels of the best and the second-best level (``soft=0.8/0.2``)."""
         top, second = self.values.get("soft", "0.8/0.2").split("/")
         return float(top), float(second)
 
@@ -193,7 +193,7 @@ class RetrieverChunker(Chunker):
         """One short name per level, finest first."""
         raise NotImplementedError
 
-    def shape(self) -> dict[str, Any]:
+    def level_spec(self) -> dict[str, Any]:
         """The parameters that shape the levels (not the routing): a router file records and checks them."""
         routing = {"k_r", "router", "label", "soft", "label_k"}
         return {"retriever": self.name, **{k: v for k, v in self.values.items() if k not in routing},

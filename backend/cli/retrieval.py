@@ -231,7 +231,7 @@ def _eval(args: argparse.Namespace) -> None:
     with _progress("evaluating") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
-        bm = evaluate(
+        benchmark = evaluate(
             questions,
             [config],
             embedder=embedder,
@@ -242,9 +242,9 @@ def _eval(args: argparse.Namespace) -> None:
             chunk_spans=args.chunk_spans,
             progress=line,
         )
-    result = bm.results[0]
+    result = benchmark.results[0]
     if args.per_question is not None:
-        path = write_per_question(per_question(bm, ["A"]), args.per_question)
+        path = write_per_question(per_question(benchmark, ["A"]), args.per_question)
         print(f"per-question results: {path}", file=sys.stderr)
     if args.json:
         write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
@@ -343,7 +343,7 @@ def _router_train(args: argparse.Namespace) -> None:
                                        progress=line)
         line.status("training…")
         router, report = train_router(
-            data.vectors, data.labels, epochs=args.epochs, seed=args.seed, base=chunker.shape(),
+            data.vectors, data.labels, epochs=args.epochs, seed=args.seed, base=chunker.level_spec(),
             embedder=embedder.info.name, embedder_fingerprint=embedder.info.fingerprint,
             label=chunker.values["label"], soft=chunker.values["soft"],
         )

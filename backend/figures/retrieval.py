@@ -36,17 +36,17 @@ def _hover(text: str, n: int = _HOVER_CHARS) -> str:
     return html.escape(flat if len(flat) <= n else flat[: n - 1] + "…", quote=False)
 
 
-def metric_bars(bm: Benchmark, tags: Sequence[str], colors: Sequence[str]) -> go.Figure:
+def metric_bars(benchmark: Benchmark, tags: Sequence[str], colors: Sequence[str]) -> go.Figure:
     """Grouped bars: each metric's mean (in %) per configuration, the standard deviation as error bars.
 
     Args:
-        bm: The benchmark.
-        tags: One label per configuration, in the order of ``bm.results``.
+        benchmark: The benchmark.
+        tags: One label per configuration, in the order of ``benchmark.results``.
         colors: One colour per configuration.
     """
     fig = go.Figure()
     labels = [METRIC_LABELS[m] for m in METRICS]
-    for tag, color, r in zip(tags, colors, bm.results):
+    for tag, color, r in zip(tags, colors, benchmark.results):
         s = r.summary
         fig.add_trace(
             go.Bar(

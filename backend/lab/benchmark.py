@@ -148,7 +148,7 @@ def _tokens(retrieved: Sequence[Any]) -> int:
     return sum(c.tokens for c in retrieved)
 
 
-def summary_rows(bm: Benchmark, tags: Sequence[str]) -> list[dict[str, Any]]:
+def summary_rows(benchmark: Benchmark, tags: Sequence[str]) -> list[dict[str, Any]]:
     """The report's results table plus what each configuration retrieved and cost, one row per configuration.
 
     Columns: ``config`` (the tag), the chunker label, mean ± std of each metric (in %; a
@@ -169,14 +169,14 @@ def summary_rows(bm: Benchmark, tags: Sequence[str]) -> list[dict[str, Any]]:
             "index seconds": round(r.index_seconds, 2),
             "query ms": round(1000 * r.query_seconds, 2),
         }
-        for tag, r in zip(tags, bm.results)
+        for tag, r in zip(tags, benchmark.results)
     ]
 
 
-def per_corpus_rows(bm: Benchmark, tags: Sequence[str]) -> list[dict[str, Any]]:
+def per_corpus_rows(benchmark: Benchmark, tags: Sequence[str]) -> list[dict[str, Any]]:
     """Per configuration and corpus: questions, mean ± std of each metric (in %) and mean tokens retrieved."""
     rows = []
-    for tag, r in zip(tags, bm.results):
+    for tag, r in zip(tags, benchmark.results):
         for cid, s in r.per_corpus.items():
             mine = [_tokens(q.retrieved) for q in r.questions if q.corpus_id == cid]
             rows.append({
@@ -226,24 +226,24 @@ class BenchmarkView:
     questions: tuple[str, ...]
 
 
-def benchmark_view(bm: Benchmark, meta: Mapping[str, Any]) -> BenchmarkView:
+def benchmark_view(benchmark: Benchmark, meta: Mapping[str, Any]) -> BenchmarkView:
     """The results section of a finished run, from the benchmark and its job's meta (tags, colours, question set)."""
     tags, colors, qset = list(meta["tags"]), list(meta["colors"]), meta["qset"]
-    per = "as many chunks as hold excerpts" if bm.retrieve == -1 else f"{bm.retrieve} chunks"
+    per = "as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"{benchmark.retrieve} chunks"
     caption = (
-        f"{bm.questions} questions · {len(bm.corpora)} corpus/corpora · embedder {md_text(bm.embedder)} · "
-        f"{per} per question · {bm.seconds:.1f} s. Mean ± standard deviation over questions, in %."
+        f"{benchmark.questions} questions · {len(benchmark.corpora)} corpus/corpora · embedder {md_text(benchmark.embedder)} · "
+        f"{per} per question · {benchmark.seconds:.1f} s. Mean ± standard deviation over questions, in %."
     )
     return BenchmarkView(
         tags=tuple(tags),
         colors=tuple(colors),
         caption=caption,
-        summary=tuple(summary_rows(bm, tags)),
-        per_corpus=tuple(per_corpus_rows(bm, tags)) if len(bm.corpora) > 1 else (),
-        notes=tuple(_terms_notes(tags, bm.results, "benchmark_note")),
-        agreement_notes=tuple(_terms_notes(tags, bm.results, "agreement_note")),
-        results=tuple({"tag": tag, **row} for tag, row in zip(tags, bm.table())),
-        routed={tag: r for tag, r in zip(tags, bm.results) if r.routing is not None},
+        summary=tuple(summary_rows(benchmark, tags)),
+        per_corpus=tuple(per_corpus_rows(benchmark, tags)) if len(benchmark.corpora) > 1 else (),
+        notes=tuple(_terms_notes(tags, benchmark.results, "benchmark_note")),
+        agreement_notes=tuple(_terms_notes(tags, benchmark.results, "agreement_note")),
+        results=tuple({"tag": tag, **row} for tag, row in zip(tags, benchmark.table())),
+        routed={tag: r for tag, r in zip(tags, benchmark.results) if r.routing is not None},
         questions=tuple(q.question for q in qset.questions),
     )
 
@@ -274,7 +274,7 @@ class PerQuestion:
         return json.dumps([dict(r) for r in self.rows], ensure_ascii=False, indent=1)
 
 
-def per_question(bm: Benchmark, tags: Sequence[str]) -> PerQuestion:
+def per_question(benchmark: Benchmark, tags: Sequence[str]) -> PerQuestion:
     """Every question under every configuration (see :class:`PerQuestion`).
 
     Beside the scores: entries and tokens retrieved, the levels they came from (a retriever's,
@@ -282,10 +282,10 @@ def per_question(bm: Benchmark, tags: Sequence[str]) -> PerQuestion:
     on, and for a routed retriever the chosen and oracle levels (1-based; oracle 0: none) and the
     router's weight on each level.
     """
-    routed = any(r.routing is not None for r in bm.results)
+    routed = any(r.routing is not None for r in benchmark.results)
     columns = PER_QUESTION_COLUMNS + (ROUTING_COLUMNS if routed else ())
     rows = []
-    for tag, r in zip(tags, bm.results):
+    for tag, r in zip(tags, benchmark.results):
         routing = r.routing
         for i, q in enumerate(r.questions):
             row: dict[str, Any] = {

@@ -27,7 +27,7 @@ from backend.models.cache import default_cache
 from backend.models.embeddings import embedded_in_parts
 from backend.models.identity import embedder_fingerprint_without_loading
 from backend.retrieval.evaluate import METRICS
-from backend.retrieval.jobs import SearchResult, cp_job, search_job
+from backend.retrieval.jobs import SearchResult, information_support_job, search_job
 from backend.retrieval.live import answer_texts, live_scores, retrieved_ranges, sentence_choices
 from backend.retrieval.questions import QuestionSet
 from backend.retrieval.retriever.base import Answer
@@ -289,7 +289,7 @@ def plan_cp(doc: Document, view: SearchView, answer: str, models: SessionModels)
         raise ParameterError(models.error)
     texts = {t: answer_texts(view.answers[t], doc.text) for t in view.tags}
     signature = ("cp", doc.id, view.query, view.k, view.tags, answer, models.identity)
-    return JobPlan("Computing CP", signature, cp_job(texts, answer), models=models)
+    return JobPlan("Computing CP", signature, information_support_job(texts, answer), models=models)
 
 
 def question_rows(qset: QuestionSet) -> list[dict[str, Any]]:

@@ -269,12 +269,12 @@ class Benchmark:
 
 
 def coverage_rows(
-    bm: Benchmark, questions: QuestionSet, corpus_id: str, bins: int
+    benchmark: Benchmark, questions: QuestionSet, corpus_id: str, bins: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """How often each stretch of one corpus is retrieved, per configuration, and how often it is an excerpt.
 
     Args:
-        bm: The benchmark.
+        benchmark: The benchmark.
         questions: The question set it ran (the excerpts and the corpus length).
         corpus_id: The corpus to profile.
         bins: Stretches the corpus is cut into.
@@ -290,7 +290,7 @@ def coverage_rows(
     if corpus_id not in questions.corpora:
         raise ParameterError(f"no corpus {corpus_id!r} in this question set")
     length = len(questions.corpora[corpus_id])
-    rows = [coverage_profile(retrieval_coverage(length, r.retrieved_ranges(corpus_id)), bins) for r in bm.results]
+    rows = [coverage_profile(retrieval_coverage(length, r.retrieved_ranges(corpus_id)), bins) for r in benchmark.results]
     spans = [q.spans for q in questions.questions if q.corpus_id == corpus_id]
     excerpts = coverage_profile(retrieval_coverage(length, spans), bins)
     return np.vstack(rows) if rows else np.zeros((0, len(excerpts))), excerpts

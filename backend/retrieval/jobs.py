@@ -30,7 +30,7 @@ from backend.retrieval.retriever.registry import make_retriever
 from backend.retrieval.store import open_store
 from backend.text.document import Document
 
-__all__ = ["SearchResult", "search_job", "cp_job", "BenchmarkRun", "benchmark_job", "generation_job"]
+__all__ = ["SearchResult", "search_job", "information_support_job", "BenchmarkRun", "benchmark_job", "generation_job"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def search_job(
     return run
 
 
-def cp_job(retrieved: Mapping[str, Sequence[str]], answer: str) -> Callable[[Scorer, Progress], dict[str, float]]:
+def information_support_job(retrieved: Mapping[str, Sequence[str]], answer: str) -> Callable[[Scorer, Progress], dict[str, float]]:
     """``fn(scorer, progress)``: CP (information support) of each tag's retrieved texts for ``answer``.
 
     Args:
@@ -168,15 +168,15 @@ def benchmark_job(
         progress.check()  # before anything loads; reports nothing (no count yet)
         context = ModelContext(scorer=scorer) if scorer is not None else None
         embedder = lazy_text_embedder(embedder_spec)  # loaded only if a text is not in the output cache
-        bm = evaluate(
+        benchmark = evaluate(
             questions, list(configs), embedder=embedder, retrieve=retrieve, store=open_store(),
             context=context, cross_corpus=cross_corpus, progress=progress,
         )
         # The same chunkings evaluate indexed (chunkers are deterministic; model outputs come from the cache).
         chunkings = {
-            cid: tuple(run_chunker(questions.document(cid), c, context) for c in configs) for cid in bm.corpora
+            cid: tuple(run_chunker(questions.document(cid), c, context) for c in configs) for cid in benchmark.corpora
         }
-        return BenchmarkRun(bm, chunkings)
+        return BenchmarkRun(benchmark, chunkings)
 
     return run
 

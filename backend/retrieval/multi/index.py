@@ -165,9 +165,9 @@ def mog_levels(units: Sequence[Range], levels: int) -> list[list[tuple[tuple[int
     return out
 
 
-def _level_key(shape: dict[str, Any], level: int, vectors: str) -> dict[str, Any]:
+def _level_key(spec: dict[str, Any], level: int, vectors: str) -> dict[str, Any]:
     """What names a level in the store: the retriever's shaping parameters, the level and its kind of vectors."""
-    return {**shape, "level": level, "vectors": vectors}
+    return {**spec, "level": level, "vectors": vectors}
 
 
 def build_index(
@@ -215,14 +215,14 @@ def build_index(
 
     levels = []
     reused = True
-    shape = chunker.shape()
+    spec = chunker.level_spec()
     for j, (entries, parent, kind, make_vectors, size) in enumerate(plans, 1):
         ranges = [r for _, r in entries]
         tokens = [
             units.chunks[us[0]].tokens if len(us) == 1 else sum(counter.count_many(list(r)))
             for us, r in entries
         ]
-        stored = entries_level(doc, _level_key(shape, j, kind), ranges, tokens, counting.info, vectors=make_vectors)
+        stored = entries_level(doc, _level_key(spec, j, kind), ranges, tokens, counting.info, vectors=make_vectors)
         info = store.write_level(stored, counting, cache=cache, progress=progress.part(j - 1, len(plans), "level"))
         reused = reused and info.reused
         name = names[j - 1] if not size else ("unit" if size == 1 else f"{size} units")

@@ -224,7 +224,7 @@ def router_weights(
         w[w.sum(axis=1) <= 0] = 1.0
         return w, None
     if spec.kind == "path":
-        router = load_router(spec.path, levels=levels, base=chunker.shape(), embedder_fingerprint=embedder_fingerprint)
+        router = load_router(spec.path, levels=levels, base=chunker.level_spec(), embedder_fingerprint=embedder_fingerprint)
         return np.atleast_2d(router.predict(q_vectors)), None
     weights = cross_fit(q_vectors, labels, folds=5, seed=seed)
     training = None
@@ -235,7 +235,7 @@ def router_weights(
 
 def _router_meta(chunker: RetrieverChunker, embedder_name: str, fingerprint: str) -> dict[str, Any]:
     return {
-        "base": chunker.shape(),
+        "base": chunker.level_spec(),
         "embedder": embedder_name,
         "embedder_fingerprint": fingerprint,
         "label": chunker.values["label"],
@@ -244,7 +244,7 @@ def _router_meta(chunker: RetrieverChunker, embedder_name: str, fingerprint: str
 
 
 def _labels(chunker: RetrieverChunker, sims: np.ndarray) -> np.ndarray:
-    top, second = chunker.soft
+    top, second = chunker.soft_label_weights
     return np.vstack([soft_labels(row, top, second) for row in sims]) if len(sims) else np.zeros((0, 0))
 
 

@@ -193,13 +193,13 @@ def test_router_file_round_trip_and_refusals(questions, embedder, store, cache, 
     data = training_data(questions, config, store, embedder, cache=cache)
     assert data.questions == 12 and data.vectors.shape == (12, 384)
     chunker = make_chunker("mog", {})
-    router, report = train_router(data.vectors, data.labels, base=chunker.shape(), embedder=embedder.info.name,
+    router, report = train_router(data.vectors, data.labels, base=chunker.level_spec(), embedder=embedder.info.name,
                                   embedder_fingerprint=embedder.info.fingerprint, label="iou", soft="0.8/0.2")
     path = save_router(router, tmp_path / "mog.router.npz")
     ok = evaluate(questions, [cfg("mog", router=str(path))], embedder=embedder, store=store, cache=cache, retrieve=3)
     assert ok.results[0].routing.router == "router file mog.router.npz"
     other = save_router(
-        train_router(data.vectors, data.labels, base=chunker.shape(), embedder="x", embedder_fingerprint="0" * 64)[0],
+        train_router(data.vectors, data.labels, base=chunker.level_spec(), embedder="x", embedder_fingerprint="0" * 64)[0],
         tmp_path / "other.router.npz",
     )
     with pytest.raises(InputError, match="embedder"):

@@ -20,7 +20,7 @@ import pytest
 from backend.errors import ModelError, ParameterError
 from backend.models.chat import chat, remote_llm_configured, resolve_model
 from backend.retrieval.generation import (
-    OATH,
+    PLEDGE,
     SYSTEM_PROMPT,
     Candidate,
     generate_questions,
@@ -65,7 +65,7 @@ def doc():
 
 
 def test_prompt_is_the_reports_with_the_oath():
-    assert OATH in SYSTEM_PROMPT and "exact copies from the original text" in SYSTEM_PROMPT
+    assert PLEDGE in SYSTEM_PROMPT and "exact copies from the original text" in SYSTEM_PROMPT
     assert "YOU MUST INCLUDE THE OATH ABOVE IN YOUR RESPONSE" in SYSTEM_PROMPT
     messages = question_messages("Some text.", ["What is A?", "What is B?"])
     assert [m["role"] for m in messages] == ["system", "user"]
@@ -74,7 +74,7 @@ def test_prompt_is_the_reports_with_the_oath():
 
 
 def test_parse_reply_accepts_json_fences_and_the_reports_python_style():
-    reply = json.dumps({"oath": OATH, "question": "When?", "references": ["In 1791."]})
+    reply = json.dumps({"oath": PLEDGE, "question": "When?", "references": ["In 1791."]})
     assert parse_reply(reply) == ("When?", ["In 1791."])
     assert parse_reply(f"Sure!\n```json\n{reply}\n```\nHope this helps.") == ("When?", ["In 1791."])
     # The report's own example response uses single quotes.

@@ -117,7 +117,7 @@ def test_one_store_path_names_every_level_and_reuses_it(doc, store, embedder) ->
     mog = make_chunker("mog", {"chunk_size": 40, "levels": 3, "router": "uniform"})
     built = LevelRetriever(mog.config).index(doc, store, embedder)
     units = [((c.start, c.end),) for c in built.units.chunks]
-    key = {**mog.shape(), "level": 1, "vectors": "text"}
+    key = {**mog.level_spec(), "level": 1, "vectors": "text"}
     assert built.levels[0].collection == entries_collection_name(doc.id, key, embedder.info.fingerprint, units)
     reused = LevelRetriever(mog.config).index(doc, store, embedder)
     assert reused.reused and reused.texts_embedded == 0 and reused.entries == sum(len(lv) for lv in built.levels)
