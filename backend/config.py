@@ -14,6 +14,8 @@ import math
 import os
 from pathlib import Path
 
+import huggingface_hub.utils as hub_utils
+
 from backend.errors import ModelError, ParameterError
 
 __all__ = [
@@ -198,10 +200,14 @@ def hf_endpoint() -> str:
 def quiet_hub_progress_bars() -> None:
     """Turn off the hub's and transformers' progress bars, unless ``HF_HUB_DISABLE_PROGRESS_BARS`` is set.
 
-    For the CLI, whose own progress line goes to stderr. Call it before transformers is
-    imported: the libraries read the variable then.
+    For the CLI, whose own progress line goes to stderr. The hub reads the variable when it is
+    imported (the model modules import it at their top), so its switch is turned off here too;
+    transformers, imported later by the model adapters, follows the hub's switch.
     """
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "HF_HUB_DISABLE_PROGRESS_BARS" in os.environ:
+        return
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    hub_utils.disable_progress_bars()
 
 
 # --- the Chroma server ---------------------------------------------------------------------

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from backend import config
 from backend.errors import ParameterError
+from tests.conftest import ROOT
 
 MB = 1024 * 1024
 VARIABLES = (
@@ -140,3 +143,17 @@ def test_progress_bars_are_quieted_unless_the_user_chose(monkeypatch):
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "0")
     config.quiet_hub_progress_bars()
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"
+
+
+def test_quiet_hub_progress_bars_holds_after_the_hub_was_imported():
+    # The model modules import huggingface_hub at their top, so the variable alone comes too late.
+    code = (
+        "import huggingface_hub.utils as u, backend.models.lm\n"
+        "from backend.config import quiet_hub_progress_bars\n"
+        "before = u.are_progress_bars_disabled()\n"
+        "quiet_hub_progress_bars()\n"
+        "print(before, u.are_progress_bars_disabled())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
