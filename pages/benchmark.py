@@ -16,13 +16,7 @@ import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
 from backend.figures.export import figure_html
-from backend.figures.retrieval import (
-    agreement_heatmaps,
-    coverage_strip,
-    metric_bars,
-    question_heatmap,
-    similarity_histogram,
-)
+from backend.figures.retrieval import similarity_histogram
 from backend.lab.benchmark import (
     benchmark_view,
     generation_is_local,
@@ -32,7 +26,6 @@ from backend.lab.benchmark import (
     qset_name,
 )
 from backend.lab.settings import QUESTION_SOURCES
-from backend.retrieval.evaluate import METRIC_LABELS, coverage_rows
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
 from backend.samples import DEMO
@@ -287,8 +280,8 @@ if benchmark is None:
     st.stop()
 
 # --- results ---------------------------------------------------------------------------------------
-view = benchmark_view(benchmark, job.meta)
-tags, colors, run_qset = list(view.tags), list(view.colors), job.meta["qset"]
+view = benchmark_view(benchmark, job.meta, run.chunkings)
+tags = list(view.tags)
 st.subheader("Results", anchor=False)
 st.caption(view.caption)
 summary = summary_frame(view)
@@ -298,7 +291,7 @@ for note in view.notes:
     st.caption(note)
 st.markdown("**Retrieved text and cost**")
 st.dataframe(summary[list(COST_COLUMNS)], key=BENCHMARK("cost"), column_config=columns)
-st.plotly_chart(metric_bars(benchmark, tags, colors), key=BENCHMARK("bars"), config=_PLOT)
+st.plotly_chart(view.bars(), key=BENCHMARK("bars"), config=_PLOT)
 if view.per_corpus:
     st.markdown("**Per corpus**")
     st.dataframe(per_corpus_frame(view), key=BENCHMARK("per_corpus"), hide_index=True)
@@ -329,22 +322,22 @@ if routed:
 st.subheader("Questions × configurations", anchor=False)
 metric = st.segmented_control(
     "Metric", ["iou", "recall", "precision"], default="iou", required=True, key=BENCHMARK("heat_metric"),
-    format_func=lambda m: METRIC_LABELS[m],
+    format_func=lambda m: view.metric_labels[m],
 )
-heat = question_heatmap(benchmark.matrix(metric), list(view.questions), tags, metric)
+heat = view.question_heatmap(metric)
 st.plotly_chart(heat, key=BENCHMARK("heat_q"), config=_PLOT)
 _html_download("Heat map (HTML)", heat, f"questions_{metric}.html", BENCHMARK("dl_heat_q"))
 
 st.subheader("Agreement and coverage", anchor=False)
-corpus = st.selectbox("Corpus", list(benchmark.corpora), key=BENCHMARK("corpus")) if len(benchmark.corpora) > 1 else benchmark.corpora[0]
-corpus_doc = run_qset.document(corpus)
-chunkings = run.chunkings[corpus]
+corpora = view.corpora
+corpus = st.selectbox("Corpus", list(corpora), key=BENCHMARK("corpus")) if len(corpora) > 1 else corpora[0]
 tolerance = st.slider("Boundary tolerance (characters)", 0, 200, 0, 5, key=BENCHMARK("tolerance"),
                       help="Two boundaries this close count as the same cut")
 for note in view.agreement_notes:
     st.caption(note)
-if len(chunkings) >= 2:
-    fig_b, fig_o, _, _ = agreement_heatmaps(chunkings, tags, tolerance)
+agreement = view.agreement(corpus, tolerance)
+if agreement is not None:
+    fig_b, fig_o = agreement
     a1, a2 = st.columns(2)
     with a1:
         st.plotly_chart(fig_b, key=BENCHMARK("agree_bounds"), config=_PLOT)
@@ -354,8 +347,7 @@ if len(chunkings) >= 2:
         _html_download("Span overlap (HTML)", fig_o, f"agreement_overlap_{corpus}.html", BENCHMARK("dl_agree_o"))
 else:
     st.caption("Agreement needs two configurations or more.")
-rows, excerpts = coverage_rows(benchmark, run_qset, corpus, bins=200)
 st.caption("How many questions retrieved each stretch of the corpus, per configuration; the last row is where the excerpts are.")
-strip = coverage_strip(rows, excerpts, tags, len(corpus_doc.text))
+strip = view.coverage(corpus)
 st.plotly_chart(strip, key=BENCHMARK("coverage"), config=_PLOT)
 _html_download("Coverage strip (HTML)", strip, f"coverage_{corpus}.html", BENCHMARK("dl_coverage"))

@@ -17,27 +17,29 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
+import plotly.graph_objects as go
 
 from backend.chunkers.run import needs_model
-from backend.chunking import ConfigEntry
+from backend.chunking import Chunking, ConfigEntry
 from backend.errors import ParameterError
 from backend.figures.charts import config_color
 from backend.figures.markdown import md_text
+from backend.figures.retrieval import agreement_heatmaps, coverage_strip, metric_bars, question_heatmap
 from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.lab.retrieval import question_set_key
 from backend.lab.settings import QUESTION_SOURCES
 from backend.models.chat import remote_llm_configured
-from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark, ConfigResult, MetricSummary
+from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark, ConfigResult, MetricSummary, coverage_rows
 from backend.retrieval.generation import GeneratedQuestions
 from backend.retrieval.jobs import benchmark_job, generation_job
-from backend.retrieval.multi.retrievers import Routing
 from backend.retrieval.multi.level_router import TrainReport
+from backend.retrieval.multi.retrievers import Routing
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
 
@@ -212,6 +214,9 @@ class BenchmarkView:
         results: The results CSV's rows (``tag`` first, then :meth:`Benchmark.table`'s columns).
         routed: The routed configurations' results, by tag.
         questions: The run's questions' texts, in order (the heat map's rows).
+        benchmark: The benchmark itself (its figures and exports are drawn from it).
+        qset: The question set it ran.
+        chunkings: Per corpus, each configuration's chunking (the agreement maps); empty when unknown.
     """
 
     tags: tuple[str, ...]
@@ -224,10 +229,49 @@ class BenchmarkView:
     results: tuple[dict[str, Any], ...]
     routed: Mapping[str, ConfigResult]
     questions: tuple[str, ...]
+    benchmark: Benchmark | None = field(default=None, compare=False, repr=False)
+    qset: QuestionSet | None = field(default=None, compare=False, repr=False)
+    chunkings: Mapping[str, tuple[Chunking, ...]] = field(default_factory=dict, compare=False, repr=False)
+
+    metric_labels = METRIC_LABELS  # what the heat map's metric picker calls each metric
+
+    @property
+    def corpora(self) -> tuple[str, ...]:
+        """The corpora the run covered, in order."""
+        return tuple(self.benchmark.corpora) if self.benchmark is not None else ()
+
+    def bars(self) -> go.Figure:
+        """Grouped bars of every metric per configuration."""
+        return metric_bars(self.benchmark, list(self.tags), list(self.colors))
+
+    def question_heatmap(self, metric: str) -> go.Figure:
+        """Questions × configurations, coloured by ``metric`` (``iou``, ``recall`` or ``precision``)."""
+        return question_heatmap(self.benchmark.matrix(metric), list(self.questions), list(self.tags), metric)
+
+    def agreement(self, corpus: str, tolerance: int) -> tuple[go.Figure, go.Figure] | None:
+        """Boundary IoU (within ``tolerance`` characters) and span overlap between configurations on ``corpus``.
+
+        None with fewer than two configurations (or no chunkings kept).
+        """
+        chunkings = self.chunkings.get(corpus, ())
+        if len(chunkings) < 2:
+            return None
+        bounds, overlap, _, _ = agreement_heatmaps(list(chunkings), list(self.tags), tolerance)
+        return bounds, overlap
+
+    def coverage(self, corpus: str, bins: int = 200) -> go.Figure:
+        """How many questions retrieved each stretch of ``corpus``, per configuration, above where the excerpts are."""
+        rows, excerpts = coverage_rows(self.benchmark, self.qset, corpus, bins=bins)
+        return coverage_strip(rows, excerpts, list(self.tags), len(self.qset.document(corpus).text))
 
 
-def benchmark_view(benchmark: Benchmark, meta: Mapping[str, Any]) -> BenchmarkView:
-    """The results section of a finished run, from the benchmark and its job's meta (tags, colours, question set)."""
+def benchmark_view(
+    benchmark: Benchmark, meta: Mapping[str, Any], chunkings: Mapping[str, tuple[Chunking, ...]] | None = None
+) -> BenchmarkView:
+    """The results section of a finished run, from the benchmark and its job's meta (tags, colours, question set).
+
+    ``chunkings`` (the run's, per corpus) feed the agreement maps.
+    """
     tags, colors, qset = list(meta["tags"]), list(meta["colors"]), meta["qset"]
     per = "as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"{benchmark.retrieve} chunks"
     caption = (
@@ -245,6 +289,9 @@ def benchmark_view(benchmark: Benchmark, meta: Mapping[str, Any]) -> BenchmarkVi
         results=tuple({"tag": tag, **row} for tag, row in zip(tags, benchmark.table())),
         routed={tag: r for tag, r in zip(tags, benchmark.results) if r.routing is not None},
         questions=tuple(q.question for q in qset.questions),
+        benchmark=benchmark,
+        qset=qset,
+        chunkings=dict(chunkings or {}),
     )
 
 
