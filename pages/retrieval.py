@@ -12,9 +12,10 @@ import streamlit as st
 from backend.errors import ChunkLabError, one_line
 from backend.figures.charts import config_color
 from backend.figures.retrieval_html import RET_STYLE
-from backend.figures.text import STYLE, tag_badge_html, esc
+from backend.figures.text import STYLE, esc, tag_badge_html
 from backend.lab.compare import chunk_entries
 from backend.lab.retrieval import (
+    add_marks,
     document_view,
     indexing_resume_note,
     marks_caption,
@@ -24,11 +25,10 @@ from backend.lab.retrieval import (
     search_inputs,
     search_view,
     sentence_picker,
+    store_caption,
 )
-from backend.retrieval.live import add_questions, find_excerpts, marked_ranges, questions_over
-from backend.retrieval.metrics import union_ranges
+from backend.retrieval.live import add_questions, marked_ranges, questions_over
 from backend.retrieval.questions import merge_question_sets, question_set_zip, questions_to_csv
-from backend.retrieval.store import store_location
 from components.cached import chunk_document
 from components.demo import demo_question, take_demo_start
 from components.keys import COMPARE, EMB_CHOICE, QSET, RETRIEVAL
@@ -70,11 +70,10 @@ def _marks(doc) -> list[tuple[int, int]]:
 
 def _on_mark(text: str) -> None:
     try:
-        found = find_excerpts(text, st.session_state.get(_PASTE, ""))
+        st.session_state[_MARKS] = add_marks(text, st.session_state.get(_PASTE, ""), st.session_state.get(_MARKS, []))
     except ChunkLabError as e:
         st.session_state[RETRIEVAL("mark_error")] = one_line(str(e))
         return
-    st.session_state[_MARKS] = union_ranges([*st.session_state.get(_MARKS, []), *found])
     st.session_state[_PASTE] = ""
 
 
@@ -115,11 +114,7 @@ if demo_search:
     st.session_state.pop(_CONFIGS, None)
 
 try:
-    kind, where = store_location()
-    st.caption(
-        f"Chroma: {'server at ' + str(where) if kind == 'server' else 'embedded store in ' + str(where)} · "
-        "each configuration is indexed once per document and embedder, then reused."
-    )
+    st.caption(store_caption())
 except ChunkLabError as e:
     st.error(f"Chroma: {one_line(str(e))}", icon=":material/error:")
 

@@ -28,10 +28,12 @@ from backend.models.embeddings import embedded_in_parts
 from backend.models.identity import embedder_fingerprint_without_loading
 from backend.retrieval.evaluate import METRICS
 from backend.retrieval.jobs import SearchResult, information_support_job, search_job
-from backend.retrieval.live import answer_texts, live_scores, retrieved_ranges, sentence_choices
+from backend.retrieval.live import answer_texts, find_excerpts, live_scores, retrieved_ranges, sentence_choices
+from backend.retrieval.metrics import union_ranges
 from backend.retrieval.questions import QuestionSet
 from backend.retrieval.retriever.base import Answer
 from backend.retrieval.retriever.registry import describe
+from backend.retrieval.store import store_location
 from backend.text.document import Document
 
 __all__ = [
@@ -53,6 +55,8 @@ __all__ = [
     "QUESTION_COLUMNS",
     "units_caption",
     "question_set_key",
+    "store_caption",
+    "add_marks",
 ]
 
 _PREVIEW_CHARS = 80
@@ -305,6 +309,26 @@ def question_rows(qset: QuestionSet) -> list[dict[str, Any]]:
         for q in qset.questions
     ]
 
+
+
+def store_caption() -> str:
+    """Where the Chroma store is, in one line, for the Retrieval page's head.
+
+    Raises:
+        StoreError, ParameterError: ``CHROMA_HOST``/``CHROMA_PORT`` name no usable server.
+    """
+    kind, where = store_location()
+    place = f"server at {where}" if kind == "server" else f"embedded store in {where}"
+    return f"Chroma: {place} · each configuration is indexed once per document and embedder, then reused."
+
+
+def add_marks(text: str, pasted: str, marks: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``marks`` with the pasted excerpts added (found exactly, or ignoring whitespace; ``---`` separates several).
+
+    Raises:
+        ParameterError: nothing pasted, or an excerpt that is not in ``text`` (one line naming it).
+    """
+    return union_ranges([*marks, *find_excerpts(text, pasted)])
 
 
 def units_caption(config: ChunkerConfig) -> str:

@@ -15,6 +15,7 @@ from backend.lab.compare import Column
 from backend.lab.models import SessionModels
 from backend.lab.retrieval import (
     SearchView,
+    add_marks,
     document_view,
     indexing_resume_note,
     marks_caption,
@@ -26,6 +27,7 @@ from backend.lab.retrieval import (
     search_inputs,
     search_view,
     sentence_picker,
+    store_caption,
     units_caption,
 )
 from backend.progress import Progress
@@ -186,3 +188,18 @@ def test_units_caption_and_the_resume_note(chunkings) -> None:
     assert units_caption(RECURSIVE) == ""
     assert units_caption(MOG).startswith("A retriever, not a chunker: the chunks shown are its finest units")
     assert indexing_resume_note(chunkings, None) is None  # nothing was interrupted
+
+
+def test_add_marks_joins_pasted_excerpts_to_the_marks_and_names_a_missing_one() -> None:
+    text = "The lighthouse stood on the cliff. The keeper slept. Ships passed at night."
+    marks = add_marks(text, "The keeper slept.", [(0, 10)])
+    assert marks == [(0, 10), (35, 52)]
+    assert add_marks(text, "stood on the cliff.\n---\nThe   keeper slept.", []) == [(15, 34), (35, 52)]
+    with pytest.raises(ParameterError, match="is not in the document"):
+        add_marks(text, "Not in the text at all.", marks)
+
+
+def test_the_store_caption_names_the_embedded_store(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("CHROMA_HOST", raising=False)
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path))
+    assert store_caption().startswith(f"Chroma: embedded store in {tmp_path}")
