@@ -8,9 +8,9 @@ model call. What is known, missing and its cost is :func:`backend.lab.quality.pl
 
 import streamlit as st
 
-from backend.chunkers.run import chunk_all
 from backend.figures.export import figure_html, png_export_available
 from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
+from backend.lab.compare import chunk_entries, pending as pending_entries, ready
 from backend.lab.quality import needs_models, plan_quality, quality_settings, quality_view
 from backend.lab.settings import K_GRID
 from components.cached import chunk_document
@@ -83,18 +83,13 @@ if needs_models(metrics, [e.config for e in entries]):
         st.stop()
 
 # --- the chunkings (model-backed ones from the cache, else a background job) ---------------------------
-outcomes = chunk_all(
-    doc, [e.config for e in entries], lambda d, c: chunk_document(d, d.id, c),
-    with_model=lambda d, c: model_chunking(d, c, lm, QUALITY),
+columns = chunk_entries(
+    doc, entries, lambda d, c: chunk_document(d, d.id, c), lambda d, c: model_chunking(d, c, lm, QUALITY)
 )
-chunked, pending = [], []
-for e, outcome in zip(entries, outcomes):
-    if outcome.state == "done":
-        chunked.append((e, outcome.chunking))
-    elif outcome.state == "pending":
-        pending.append(e)
-    else:
-        st.error(f"{e.tag}: {outcome.error}", icon=":material/error:")
+chunked, pending = ready(columns), pending_entries(columns)
+for column in columns:
+    if column.error:
+        st.error(f"{column.entry.tag}: {column.error}", icon=":material/error:")
 if pending:
     pending_runs_panel(doc, lm, [e.config for e in pending], QUALITY)
 if not chunked:

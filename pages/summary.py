@@ -8,7 +8,7 @@ has a button that starts the same job the Quality or Benchmark page would.
 
 import streamlit as st
 
-from backend.chunkers.run import chunk_all
+from backend.lab.compare import chunk_entries, pending as pending_entries, ready
 from backend.lab.summary import summary_view
 from components.cached import chunk_document
 from components.keys import SUMMARY, SUMMARY_SHOWN
@@ -36,15 +36,13 @@ entries = require_configurations()
 
 # --- the chunkings: as on Compare (model-backed ones from the cache, else a background job) --------------
 lm = session_models()
-outcomes = chunk_all(
-    doc, [e.config for e in entries], lambda d, c: chunk_document(d, d.id, c),
-    with_model=lambda d, c: model_chunking(d, c, lm, SUMMARY),
+columns = chunk_entries(
+    doc, entries, lambda d, c: chunk_document(d, d.id, c), lambda d, c: model_chunking(d, c, lm, SUMMARY)
 )
-chunked = [(e, o.chunking) for e, o in zip(entries, outcomes) if o.state == "done"]
-pending = [e for e, o in zip(entries, outcomes) if o.state == "pending"]
-for e, o in zip(entries, outcomes):
-    if o.state == "failed":
-        st.error(f"{e.tag}: {o.error}", icon=":material/error:")
+chunked, pending = ready(columns), pending_entries(columns)
+for column in columns:
+    if column.error:
+        st.error(f"{column.entry.tag}: {column.error}", icon=":material/error:")
 if pending and not lm.error:
     pending_runs_panel(doc, lm, [e.config for e in pending], SUMMARY)
 
