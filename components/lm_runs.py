@@ -28,15 +28,16 @@ from typing import Callable, Sequence
 import streamlit as st
 
 from backend.chunkers.run import ChunkOutcome
-from backend.chunking import ChunkerConfig, Chunking
+from backend.chunking import ChunkerConfig, Chunking, ConfigEntry
 from backend.errors import ChunkLabError, NotCached
 from backend.jobs import Job
+from backend.lab.compare import chunk_entries, pending, ready
 from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.lab.runs import plan_model_runs, runs_cover
 from backend.models.types import ModelInfo
 from backend.text.document import Document
-from components.cached import chunk_with_model
+from components.cached import chunk_document, chunk_with_model
 from components.keys import EMB_CHOICE, EMB_INFO, LM_INFO, PageKeys
 from components.models import current_scorer, freeze_long_lived, job_progress, session_chat
 
@@ -47,6 +48,7 @@ __all__ = [
     "model_chunking",
     "waiting_note",
     "pending_runs_panel",
+    "page_chunkings",
 ]
 
 
@@ -237,3 +239,25 @@ def pending_runs_panel(
     if st.button(f"Run with {models}", key=keys.lm_rerun, icon=":material/play_arrow:"):
         st.session_state[keys.lm_job] = start_plan(plan)
         st.rerun()
+
+
+def page_chunkings(
+    doc: Document, entries: Sequence[ConfigEntry], lm: SessionModels | None, keys: PageKeys
+) -> tuple[list[tuple[ConfigEntry, Chunking]], list[ConfigEntry]]:
+    """The page's configurations chunked (:func:`backend.lab.compare.chunk_entries`): model-backed ones from the
+    page's model runs or the cache, the rest at once; a failure is one line each, the pending ones run in the
+    model-run panel (when the session's models are usable).
+
+    Returns:
+        ``(entry, chunking)`` of those that have chunks, and the entries still waiting for a model run.
+    """
+    columns = chunk_entries(
+        doc, entries, lambda d, c: chunk_document(d, d.id, c), lambda d, c: model_chunking(d, c, lm, keys)
+    )
+    for column in columns:
+        if column.error:
+            st.error(f"{column.entry.tag}: {column.error}", icon=":material/error:")
+    waiting = pending(columns)
+    if waiting and lm is not None and not lm.error:
+        pending_runs_panel(doc, lm, [e.config for e in waiting], keys)
+    return ready(columns), waiting

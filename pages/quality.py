@@ -10,13 +10,11 @@ import streamlit as st
 
 from backend.figures.export import figure_html, png_export_available
 from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
-from backend.lab.compare import chunk_entries, pending as pending_entries, ready
 from backend.lab.quality import needs_models, plan_quality, quality_settings, quality_view
 from backend.lab.settings import K_GRID
-from components.cached import chunk_document
 from components.keys import QUALITY
 from components.layout import ensure_routed
-from components.lm_runs import model_chunking, pending_runs_panel, session_models
+from components.lm_runs import page_chunkings, session_models
 from components.match import match_lengths_panel
 from components.quality import (
     METRIC_LABELS,
@@ -83,15 +81,7 @@ if needs_models(metrics, [e.config for e in entries]):
         st.stop()
 
 # --- the chunkings (model-backed ones from the cache, else a background job) ---------------------------
-columns = chunk_entries(
-    doc, entries, lambda d, c: chunk_document(d, d.id, c), lambda d, c: model_chunking(d, c, lm, QUALITY)
-)
-chunked, pending = ready(columns), pending_entries(columns)
-for column in columns:
-    if column.error:
-        st.error(f"{column.entry.tag}: {column.error}", icon=":material/error:")
-if pending:
-    pending_runs_panel(doc, lm, [e.config for e in pending], QUALITY)
+chunked, pending = page_chunkings(doc, entries, lm, QUALITY)
 if not chunked:
     st.stop()
 

@@ -8,12 +8,10 @@ has a button that starts the same job the Quality or Benchmark page would.
 
 import streamlit as st
 
-from backend.lab.compare import chunk_entries, pending as pending_entries, ready
 from backend.lab.summary import summary_view
-from components.cached import chunk_document
 from components.keys import SUMMARY, SUMMARY_SHOWN
 from components.layout import ensure_routed
-from components.lm_runs import model_chunking, pending_runs_panel, session_models
+from components.lm_runs import page_chunkings, session_models
 from components.quality import quality_store, scoring_job_panel, session_throughput
 from components.settings import prepare, section_values, spec
 from components.state import require_configurations, require_document
@@ -36,15 +34,7 @@ entries = require_configurations()
 
 # --- the chunkings: as on Compare (model-backed ones from the cache, else a background job) --------------
 lm = session_models()
-columns = chunk_entries(
-    doc, entries, lambda d, c: chunk_document(d, d.id, c), lambda d, c: model_chunking(d, c, lm, SUMMARY)
-)
-chunked, pending = ready(columns), pending_entries(columns)
-for column in columns:
-    if column.error:
-        st.error(f"{column.entry.tag}: {column.error}", icon=":material/error:")
-if pending and not lm.error:
-    pending_runs_panel(doc, lm, [e.config for e in pending], SUMMARY)
+chunked, pending = page_chunkings(doc, entries, lm, SUMMARY)
 
 # --- the numbers: read where the Compare, Quality and Benchmark pages keep them ----------------------------
 benchmark, bm_meta = session_benchmark()
