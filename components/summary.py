@@ -8,11 +8,18 @@ plan's scoring job (:func:`components.quality.scoring_job_panel`), the benchmark
 :func:`backend.lab.benchmark.plan_benchmark` plans under the Benchmark page's settings
 (:func:`components.retrieval.start_benchmark`) — and their results go where those pages look, so
 the three pages and the Summary always show the same numbers.
+
+The numbers are two tables stacked, each narrower than the main pane at 1440×900 (≈ 978 px):
+"Chunks and quality" (:data:`QUALITY_COLUMNS`) and "Retrieval on this document"
+(:data:`RETRIEVAL_COLUMNS`), every column a fixed width (:data:`COLUMN_WIDTHS`) and rows tall
+enough for the configuration label to wrap onto a second line. A benchmark on other corpora
+is its own titled section (:func:`elsewhere_section`), never in those tables.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -23,18 +30,18 @@ from backend.errors import ChunkLabError, one_line
 from backend.figures.charts import boundary_strip, config_color, size_histogram
 from backend.figures.export import export_name
 from backend.lab.benchmark import plan_benchmark
+from backend.lab.summary import question_sets_on_document
 from backend.metrics.report import QualityData
 from backend.report.html import cached_curves, report_html
-from backend.report.summary import METRIC_INFO, METRICS, Summary, format_value
+from backend.report.summary import GROUPS, METRIC_INFO, METRICS, RetrievalElsewhere, Summary, format_value
 from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
 from components.cached import sample_question_sets, sample_questions
-from components.documents import current_sample
 from components.keys import BENCHMARK_JOB, EMB_CHOICE, QSET, SUMMARY
 from components.lm_runs import session_models
 from components.models import job_outcome
-from components.quality import CHUNKER_WIDTH, HIGHLIGHT
+from components.quality import HIGHLIGHT
 from components.retrieval import md_text, start_benchmark
 from components.settings import get
 from components.views import grid
@@ -45,10 +52,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOT_COMPUTED",
+    "QUALITY_COLUMNS",
+    "RETRIEVAL_COLUMNS",
+    "COLUMN_WIDTHS",
     "session_benchmark",
     "summary_frame",
     "styled_summary",
     "summary_column_config",
+    "summary_tables",
+    "elsewhere_section",
     "summary_notes",
     "verdict_markdown",
     "retrieval_job_panel",
@@ -59,7 +71,17 @@ __all__ = [
 NOT_COMPUTED = "not computed yet"
 _PLOT = {"displaylogo": False}
 HISTOGRAMS_PER_ROW = 3
-
+RETRIEVAL_COLUMNS = tuple(GROUPS["retrieval"])
+QUALITY_COLUMNS = tuple(m for m in METRICS if m not in RETRIEVAL_COLUMNS)
+# Pixels per column: the index, the configuration label, then each metric (the header must fit too).
+# Chunks and quality: 40 + 300 + 535 = 875 px; retrieval: 40 + 300 + 430 = 770 px; the pane is ≈ 978 px.
+INDEX_WIDTH = 40
+LABEL_WIDTH = 300
+COLUMN_WIDTHS = MappingProxyType({
+    "chunks": 70, "tokens_mean": 95, "tokens_std": 85, "seconds": 75, "bc": 70, "cs": 70, "ds": 70,
+    "recall": 90, "precision": 90, "iou": 80, "precision_omega": 170,
+})
+ROW_HEIGHT = 52  # two lines: a long configuration label wraps instead of being cut
 
 
 def session_benchmark() -> tuple[Benchmark | None, Mapping[str, Any]]:
@@ -70,8 +92,7 @@ def session_benchmark() -> tuple[Benchmark | None, Mapping[str, Any]]:
     return job.result.benchmark, job.meta
 
 
-def _cell(summary: Summary, tag: str, metric: str) -> str:
-    row = summary.row(tag)
+def _cell(row: Any, metric: str) -> str:
     value = row.values.get(metric)
     if value is None:
         return NOT_COMPUTED
@@ -79,38 +100,71 @@ def _cell(summary: Summary, tag: str, metric: str) -> str:
     return format_value(metric, value) + (f" ({note})" if note else "")
 
 
-def summary_frame(summary: Summary) -> pd.DataFrame:
-    """The table: one row per configuration (indexed by tag), its label, then every metric as shown."""
-    rows = [
-        {"configuration": r.config.label, **{m: _cell(summary, r.tag, m) for m in METRICS}} for r in summary.rows
-    ]
-    return pd.DataFrame(rows, index=[r.tag for r in summary.rows], columns=["configuration", *METRICS])
+def summary_frame(summary: Summary | RetrievalElsewhere, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """A table: one row per configuration (indexed by tag), its label, then each of ``metrics`` as shown.
+
+    Args:
+        summary: This document's Summary, or the section of a benchmark on other corpora.
+        metrics: The columns (default every one of :data:`METRICS`).
+    """
+    rows = [{"configuration": r.config.label, **{m: _cell(r, m) for m in metrics}} for r in summary.rows]
+    return pd.DataFrame(rows, index=[r.tag for r in summary.rows], columns=["configuration", *metrics])
 
 
-def styled_summary(summary: Summary) -> Styler:
+def styled_summary(summary: Summary, metrics: Sequence[str] = METRICS) -> Styler:
     """:func:`summary_frame` with each column's best cell highlighted (:meth:`Summary.best`)."""
-    frame = summary_frame(summary)
-    best = {m: summary.best(m) for m in METRICS}
+    frame = summary_frame(summary, metrics)
+    best = {m: summary.best(m) for m in metrics}
 
     def mark(col: pd.Series) -> list[str]:
         return [HIGHLIGHT if best.get(col.name) == tag else "" for tag in col.index]
 
-    return frame.style.apply(mark, axis=0, subset=list(METRICS))
+    return frame.style.apply(mark, axis=0, subset=list(metrics))
 
 
-def summary_column_config() -> dict[str, Any]:
-    """``st.dataframe``'s columns: each metric's label, and its meaning in one sentence on hover."""
+def summary_column_config(metrics: Sequence[str] = METRICS) -> dict[str, Any]:
+    """``st.dataframe``'s columns: each metric's label and fixed width, and its meaning in one sentence on hover."""
     config: dict[str, Any] = {
-        "_index": st.column_config.TextColumn("", width=40),
+        "_index": st.column_config.TextColumn("", width=INDEX_WIDTH),
         "configuration": st.column_config.TextColumn(
-            "Configuration", width=CHUNKER_WIDTH, help="The chunker and its parameters (hover for all of it)."
+            "Configuration", width=LABEL_WIDTH, help="The chunker and its parameters (hover for all of it)."
         ),
     }
-    for m in METRICS:
+    for m in metrics:
         info = METRIC_INFO[m]
         way = {True: " Higher is better.", False: " Lower is better.", None: ""}[info.higher_is_better]
-        config[m] = st.column_config.TextColumn(info.label, help=info.help + way)
+        config[m] = st.column_config.TextColumn(info.label, help=info.help + way, width=COLUMN_WIDTHS[m])
     return config
+
+
+def _table(data: Any, metrics: Sequence[str], key: str) -> None:
+    st.dataframe(data, key=key, column_config=summary_column_config(metrics), row_height=ROW_HEIGHT)
+
+
+def summary_tables(summary: Summary, no_set_line: str) -> None:
+    """This document's numbers: "Chunks and quality", then "Retrieval on this document" (or why there is none)."""
+    st.markdown("**Chunks and quality**")
+    _table(styled_summary(summary, QUALITY_COLUMNS), QUALITY_COLUMNS, SUMMARY("table"))
+    scope = summary.retrieval
+    if scope is None:
+        st.markdown("**Retrieval on this document**")
+        st.info(md_text(no_set_line), icon=":material/quiz:")
+        return
+    st.markdown(
+        "**" + md_text(f"Retrieval on this document — {scope.questions} question{'s' if scope.questions != 1 else ''} "
+                       f"of {scope.set_title}") + "**",
+        help="Only the questions whose answers are in this document's text count.",
+    )
+    _table(styled_summary(summary, RETRIEVAL_COLUMNS), RETRIEVAL_COLUMNS, SUMMARY("retrieval_table"))
+
+
+def elsewhere_section(elsewhere: RetrievalElsewhere | None) -> None:
+    """A benchmark's numbers on other corpora, under their own title (nothing when there are none)."""
+    if elsewhere is None:
+        return
+    st.subheader(md_text(elsewhere.heading), anchor=False)
+    st.caption(md_text(elsewhere.caption))
+    _table(summary_frame(elsewhere, RETRIEVAL_COLUMNS), RETRIEVAL_COLUMNS, SUMMARY("elsewhere_table"))
 
 
 def verdict_markdown(verdict: Sequence[str]) -> str:
@@ -126,25 +180,25 @@ def summary_notes(notes: str) -> None:
 # --- computing what is missing ----------------------------------------------------------------------
 
 
-def _question_sets(doc: Document) -> tuple[dict[str, str], str]:
-    """The question sets to offer (name → title) and the one to start on: the session's, else the sample's."""
-    options = {}
+def _question_sets(doc: Document) -> tuple[dict[str, QuestionSet], dict[str, str], str]:
+    """The question sets with questions on ``doc`` (name → those questions), their titles, and the one to start on.
+
+    The session's set first, then the bundled samples' sets: only those on this document (a set
+    on another document never gives its numbers), so the default is never another document's.
+    """
+    candidates: dict[str, QuestionSet] = {}
+    titles = {}
     if st.session_state.get(QSET) is not None:
-        options["session"] = f"The session's question set ({len(st.session_state[QSET])} questions)"
+        candidates["session"] = st.session_state[QSET]
     for entry in sample_question_sets():
-        options[f"sample:{entry.name}"] = f"Bundled: {entry.title}"
-    sample = current_sample()
-    if "session" in options:
-        return options, "session"
-    mine = f"sample:{sample.name}" if sample is not None else None
-    return options, mine if mine in options else next(iter(options), "")
-
-
-def _question_set(name: str) -> QuestionSet:
-    """The question set ``name`` (``session`` or ``sample:NAME``)."""
-    if name == "session":
-        return st.session_state[QSET]
-    return sample_questions(name.removeprefix("sample:"))
+        candidates[f"sample:{entry.name}"] = sample_questions(entry.name)
+        titles[f"sample:{entry.name}"] = f"Bundled: {entry.title}"
+    on_doc = question_sets_on_document(doc, candidates)
+    options = {
+        name: titles.get(name, "The session's question set") + f" ({len(q)} question{'s' if len(q) != 1 else ''} on it)"
+        for name, q in on_doc.items()
+    }
+    return on_doc, options, next(iter(options), "")
 
 
 def retrieval_job_panel(doc: Document, entries: Sequence[ConfigEntry], missing: Sequence[str]) -> None:
@@ -153,14 +207,17 @@ def retrieval_job_panel(doc: Document, entries: Sequence[ConfigEntry], missing: 
     if job is not None and job.running:
         job_outcome(BENCHMARK_JOB, SUMMARY("bm_cancel"), "The benchmark")
         return
-    options, start = _question_sets(doc)
+    sets, options, start = _question_sets(doc)
     if not options:
-        st.caption("No question set: save marked queries on the Retrieval page or import one on the Benchmark page.")
+        st.caption(
+            "No question set with questions on this document to run: generate one here, mark answers on the "
+            "Retrieval page and save them, or import one on the Benchmark page."
+        )
         return
     cols = st.columns([3, 2], vertical_alignment="bottom")
     name = cols[0].selectbox(
         "Question set", list(options), index=list(options).index(start), format_func=options.get,
-        key=SUMMARY("qset"), help="Recall, precision, IoU and precision-Ω are measured on these questions' excerpts.",
+        key=SUMMARY("qset"), help="Recall, precision, IoU and precision-Ω are measured on this set's questions on this document.",
     )
     n = len(entries)
     if cols[1].button(
@@ -169,7 +226,7 @@ def retrieval_job_panel(doc: Document, entries: Sequence[ConfigEntry], missing: 
     ):
         try:
             plan = plan_benchmark(
-                _question_set(name), entries, session_models(), embedder=st.session_state.get(EMB_CHOICE) or None,
+                sets[name], entries, session_models(), embedder=st.session_state.get(EMB_CHOICE) or None,
                 retrieve=get("benchmark", "retrieve"), auto=get("benchmark", "auto"),
                 cross_corpus=get("benchmark", "cross"), name=name,
             )

@@ -2,8 +2,9 @@
 
 One row per configuration: chunks, tokens and time (the Compare page's statistics), BC, CS and DS
 (the Quality page's, under its settings), recall, precision, IoU and precision-Ω (the last
-benchmark's). Each column's best is marked and explained on hover; what is not computed yet
-has a button that starts the same job the Quality or Benchmark page would.
+benchmark's, over its questions on this document only). Each column's best is marked and
+explained on hover; what is not computed yet has a button that starts the same job the Quality
+or Benchmark page would. A benchmark on other corpora is shown in its own titled section.
 """
 
 import streamlit as st
@@ -16,13 +17,13 @@ from components.quality import quality_store, scoring_job_panel, session_through
 from components.settings import prepare, section_values, spec
 from components.state import require_configurations, require_document
 from components.summary import (
+    elsewhere_section,
     report_button,
     retrieval_job_panel,
     session_benchmark,
     small_multiples,
-    styled_summary,
-    summary_column_config,
     summary_notes,
+    summary_tables,
     verdict_markdown,
 )
 
@@ -42,6 +43,7 @@ store = quality_store(doc)
 view = summary_view(
     doc, entries, chunked, lm, quality=section_values("quality"), store=store, throughput=session_throughput(),
     benchmark=benchmark, question_set_name=bm_meta.get("qset_name"), pending=pending,
+    questions=bm_meta.get("qset"), cross_corpus=bm_meta.get("cross_corpus"),
 )
 store.update(view.quality.found)
 summary = view.summary
@@ -61,7 +63,7 @@ st.subheader("Verdict", anchor=False)
 st.markdown(verdict_markdown(view.verdict))
 
 st.subheader("Numbers", anchor=False)
-st.dataframe(styled_summary(summary), key=SUMMARY("table"), column_config=summary_column_config())
+summary_tables(summary, view.no_set_line)
 summary_notes(view.notes)
 
 # --- what is not computed yet: the Quality and Benchmark pages' jobs, started from here -----------------------
@@ -77,8 +79,13 @@ if view.to_score:
             run_label=view.quality_run_label,
         )
 if missing.get("retrieval"):
-    st.markdown("**Retrieval metrics not computed yet** for " + ", ".join(missing["retrieval"]))
+    st.markdown("**Retrieval metrics on this document not computed yet** for " + ", ".join(missing["retrieval"]))
     retrieval_job_panel(doc, entries, missing["retrieval"])
+
+# --- questions on this document: generate a set (engineer Q's panel goes here) ---------------------------------
+
+# --- a benchmark on other corpora: its own titled section, never in this document's rows or verdict -------------
+elsewhere_section(view.elsewhere)
 
 # --- small multiples ----------------------------------------------------------------------------------
 if chunked:

@@ -10,7 +10,10 @@ Subcommand:
         Summary's :func:`~backend.report.summary.collect` with ``compute=True``: chunk
         statistics, BC, CS and DS with the language model and the embedder, and, with a
         question set, the benchmark), with progress on stderr. Prints the file's path and a
-        one-line summary on stdout. Scoring every pair of chunks for CS is the slow part on a
+        one-line summary on stdout. Retrieval numbers about FILE come only from the set's
+        questions on FILE (a corpus whose text is FILE's); questions on other corpora (e.g.
+        ``--questions sample:narrative`` on another document) get their own titled section in
+        the report and never enter FILE's row or verdict. Scoring every pair of chunks for CS is the slow part on a
         CPU: ``--window W`` scores only near pairs, ``--no-quality`` scores none (numbers
         already cached still show).
 
@@ -188,6 +191,7 @@ def _one_line_summary(summary: Any) -> str:
     return (
         f"{summary.doc_name} ({summary.doc_id}): {len(summary.rows)} configurations, {known} of {total} numbers"
         + (f"; best: {', '.join(best)}" if best else "")
+        + (f"; {summary.elsewhere.heading}" if summary.elsewhere is not None else "")
     )
 
 

@@ -93,7 +93,7 @@ def plan_benchmark(
 
     A configuration whose chunker needs the language model makes it a model job: the session's
     loaded model, or (none loaded) the default one, which the chunkers load only for outputs the
-    cache does not hold. The job's meta holds ``tags``, ``colors``, ``qset`` and ``qset_name``.
+    cache does not hold. The job's meta holds ``tags``, ``colors``, ``qset``, ``qset_name`` and ``cross_corpus``.
 
     Args:
         qset: The question set.
@@ -123,7 +123,7 @@ def plan_benchmark(
         models.identity if lm else None,
     )
     meta = {"tags": [e.tag for e in entries], "colors": [config_color(e.uid) for e in entries], "qset": qset,
-            "qset_name": name}
+            "qset_name": name, "cross_corpus": bool(cross_corpus)}
     return JobPlan(
         f"Benchmarking {len(configs)} configuration(s)", signature, body,
         models=models if lm and models.scorer is not None else None, model=models.label if lm else "", meta=meta,

@@ -5,8 +5,10 @@ from its chunking; BC, CS and DS from the scores the Quality page's plan knows
 (:func:`backend.lab.quality.plan_quality` with all three metrics, under the Quality page's
 settings), preferring a pair table of every pair within the window and falling back to the
 adjacent pairs' (BC only); recall, precision, IoU and precision-Ω from the last benchmark the
-caller passes. The missing BC, CS and DS are computed by that plan's job, so the Quality page
-and the Summary score, key and store the same numbers.
+caller passes, over its questions on this document only (:func:`backend.report.summary.split_benchmark`).
+A benchmark's questions on other corpora come back as a section of their own
+(:attr:`SummaryView.elsewhere`), never in a row or the verdict. The missing BC, CS and DS are
+computed by that plan's job, so the Quality page and the Summary score, key and store the same numbers.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from backend.lab.quality import QualityPlan, plan_quality, quality_settings
 from backend.metrics.cost import Throughput
 from backend.metrics.report import METRICS, QualityData, QualitySettings
 from backend.models.cache import OutputCache
-from backend.report.summary import Summary, summarize, verdict
+from backend.report.summary import RetrievalElsewhere, Summary, question_set_title, summarize, verdict
 from backend.retrieval.evaluate import Benchmark
+from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
 
-__all__ = ["SummaryView", "summary_view"]
+__all__ = ["SummaryView", "summary_view", "question_sets_on_document"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +47,8 @@ class SummaryView:
         quality_data: Each chunked configuration's chunking and known scores, by tag (what the report draws).
         to_score: The tags whose BC, CS or DS is not computed yet (a chunking of fewer than two
             chunks has none to compute).
+        no_set_line: Where the retrieval numbers would be when no benchmarked question is on
+            this document, what to do about it in one line; "" when some are.
     """
 
     summary: Summary
@@ -54,6 +59,12 @@ class SummaryView:
     quality: QualityPlan
     quality_data: Mapping[str, QualityData]
     to_score: tuple[str, ...]
+    no_set_line: str = ""
+
+    @property
+    def elsewhere(self) -> RetrievalElsewhere | None:
+        """The last benchmark's numbers on other corpora (its own titled section; None: none)."""
+        return self.summary.elsewhere
 
     @property
     def missing(self) -> dict[str, list[str]]:
@@ -82,6 +93,8 @@ def summary_view(
     question_set_name: str | None = None,
     pending: Sequence[ConfigEntry] = (),
     cache: OutputCache | None = None,
+    questions: QuestionSet | None = None,
+    cross_corpus: bool | None = None,
 ) -> SummaryView:
     """The Summary of the session's configurations: from what is chunked, scored or benchmarked, no model call.
 
@@ -98,6 +111,9 @@ def summary_view(
         question_set_name: How that benchmark's question set is named.
         pending: The configurations waiting for a model run.
         cache: The output cache (None: the process's default one).
+        questions: The question set that benchmark ran (which of its corpora is this document;
+            None: none is known to be, and its numbers are all "elsewhere").
+        cross_corpus: Whether that benchmark retrieved across every corpus of its set.
     """
     settings = quality_settings(quality)
     plan = plan_quality(
@@ -108,6 +124,7 @@ def summary_view(
     summary = summarize(
         doc, [(e.tag, chunkings.get(e.tag, e.config)) for e in entries],
         quality={tag: d.report(settings=settings) for tag, d in data.items()}, benchmark=benchmark,
+        questions=questions, cross_corpus=cross_corpus,
         settings={
             **settings.to_json(),
             "retrieve": benchmark.retrieve if benchmark is not None else None,
@@ -122,12 +139,13 @@ def summary_view(
         f"{settings.K:.2f}, CS rule {settings.cs_rule}, BC mode {settings.bc_mode}, δ = {settings.delta}"
         + (f", pair window w = {settings.window}" if settings.window else "")
     ]
-    if benchmark is not None:
+    scope = summary.retrieval
+    if benchmark is not None and scope is not None:
         notes.append(
-            f"retrieval on {question_set_name or 'a question set'} ({benchmark.questions} questions, "
-            f"{benchmark.embedder}, "
+            f"retrieval on this document: {scope.questions} question{'s' if scope.questions != 1 else ''} of "
+            f"{question_set_title(question_set_name)} ({benchmark.embedder}, "
             + ("as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"{benchmark.retrieve} chunks")
-            + " per question)"
+            + " per question" + (f", {scope.across}" if scope.across else "") + ")"
         )
     if any(needs_model(e.config) for e in pending):
         notes.append(f"{', '.join(e.tag for e in pending)} wait for their model run")
@@ -140,4 +158,33 @@ def summary_view(
         quality=plan,
         quality_data=data,
         to_score=tuple(t for t in summary.missing().get("quality", ()) if t in chunkings),
+        no_set_line=_no_set_line(doc, summary),
     )
+
+
+def _no_set_line(doc: Document, summary: Summary) -> str:
+    """What the Summary says where the retrieval numbers would be when no question is on this document."""
+    if summary.retrieval is not None:
+        return ""
+    elsewhere = (
+        f" The last benchmark ran on {summary.elsewhere.scope.set_title}, which is not this document: it is shown "
+        "apart below." if summary.elsewhere is not None else ""
+    )
+    return (
+        f"No question set on this document ({doc.source}) yet: recall, precision, IoU and precision-Ω need "
+        f"questions whose answers are in its text.{elsewhere}"
+    )
+
+
+def question_sets_on_document(doc: Document, sets: Mapping[str, QuestionSet]) -> dict[str, QuestionSet]:
+    """Of ``sets`` (name → set), those with questions on ``doc``, each cut to those questions (in the given order).
+
+    What the Summary offers to benchmark: a set on another document never gives this
+    document's retrieval numbers, so it is not offered there (the Benchmark page runs any set).
+    """
+    out = {}
+    for name, qset in sets.items():
+        mine = qset.on_document(doc)
+        if mine is not None:
+            out[name] = mine
+    return out

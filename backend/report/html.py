@@ -5,7 +5,9 @@ One self-contained file that opens offline: plotly.js is inlined once (the bundl
 ``<div>`` drawn by it (:func:`backend.figures.export.figure_div`), the styles are inline and
 use the system's fonts, and nothing names another host in a ``src`` or ``href``. The figures
 are the app's own builders from :mod:`backend.figures`, so the report shows what the pages
-show. Document text is untrusted: every piece of it (names, labels, chunk previews, question
+show. Retrieval numbers about the document come only from questions on it; a benchmark's
+questions on other corpora get a section of their own (``retrieval-elsewhere``, titled with the
+set and its corpora), after the document's retrieval section. Document text is untrusted: every piece of it (names, labels, chunk previews, question
 texts, settings) is HTML-escaped here, and the figures escape their hover text themselves.
 Apart from the time it was made, the same inputs give the same bytes.
 """
@@ -34,7 +36,15 @@ from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from backend.figures.retrieval import agreement_heatmaps, coverage_strip, metric_bars, question_heatmap
 from backend.metrics.quality import DEFAULT_K
 from backend.metrics.report import QualityData
-from backend.report.summary import METRIC_INFO, METRICS, Summary, format_value, verdict
+from backend.report.summary import (
+    METRIC_INFO,
+    METRICS,
+    RetrievalElsewhere,
+    Summary,
+    format_value,
+    split_benchmark,
+    verdict,
+)
 from backend.retrieval.evaluate import Benchmark, coverage_rows
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
@@ -43,7 +53,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 
-__all__ = ["SECTIONS", "NOT_COMPUTED", "report_html", "cached_curves"]
+__all__ = ["SECTIONS", "ELSEWHERE_SECTION", "NOT_COMPUTED", "report_html", "cached_curves"]
 
 # The report's sections, in order: (element id, heading). Every one is always present; one
 # whose data is missing says so in a line, so a reader sees what was not computed.
@@ -55,8 +65,11 @@ SECTIONS = (
     ("sizes", "Chunk sizes"),
     ("ppl", "Perplexity curves"),
     ("quality", "Boundary clarity and chunk stickiness"),
-    ("retrieval", "Retrieval"),
+    ("retrieval", "Retrieval on this document"),
 )
+# The section of a benchmark's questions on other corpora, right after "retrieval": present only
+# when there are such questions, its heading naming the set and its corpora (RetrievalElsewhere.heading).
+ELSEWHERE_SECTION = "retrieval-elsewhere"
 NOT_COMPUTED = "not computed yet"
 PREVIEW_CHUNKS = 3  # chunk previews per configuration
 K_GRID = [round(0.05 * i, 2) for i in range(31)]  # CS against K: the Quality page's K range, 0 … 1.5
@@ -138,31 +151,41 @@ def _verdict(summary: Summary) -> str:
     return '<ul class="verdict">' + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>"
 
 
-def _table(summary: Summary) -> str:
-    head = "".join(f'<th title="{_e(METRIC_INFO[m].help)}">{_e(METRIC_INFO[m].label)}</th>' for m in METRICS)
-    best = {m: summary.best(m) for m in METRICS}
+def _table(summary: Summary | RetrievalElsewhere, metrics: tuple[str, ...] = METRICS,
+           element_id: str = "summary-table") -> str:
+    head = "".join(f'<th title="{_e(METRIC_INFO[m].help)}">{_e(METRIC_INFO[m].label)}</th>' for m in metrics)
+    best = {m: summary.best(m) for m in metrics} if isinstance(summary, Summary) else {}
     body = []
     for i, row in enumerate(summary.rows):
         cells = []
-        for m in METRICS:
+        for m in metrics:
             value = row.values.get(m)
             note = row.notes.get(m)
             title = f' title="{_e(note)}"' if note else ""
             shown = _e(format_value(m, value)) + (f" <small>({_e(note)})</small>" if note else "")
             if value is None:
                 cells.append(f'<td class="missing"{title}>{NOT_COMPUTED}</td>')
-            elif best[m] == row.tag:
+            elif best.get(m) == row.tag:
                 cells.append(f'<td class="num best"{title}>★ {shown}</td>')
             else:
                 cells.append(f'<td class="num"{title}>{shown}</td>')
         body.append(f"<tr><th>{_tag_badge(row.tag, i)}</th><td>{_e(row.config.label)}</td>{''.join(cells)}</tr>")
-    missing = sum(1 for r in summary.rows for m in METRICS if r.values.get(m) is None)
+    table = f'<table id="{element_id}"><thead><tr><th></th><th>Configuration</th>{head}</tr></thead>' \
+        f"<tbody>{''.join(body)}</tbody></table>"
+    if not isinstance(summary, Summary):
+        return table
+    missing = sum(1 for r in summary.rows for m in metrics if r.values.get(m) is None)
+    scope = summary.retrieval
+    about = (
+        f"Recall, precision, IoU and precision-Ω: the {scope.questions} question{'s' if scope.questions != 1 else ''} "
+        f"of {_e(scope.set_title)} on this document." if scope is not None
+        else "Recall, precision, IoU and precision-Ω: no question set on this document yet."
+    )
     foot = (
-        f'<p class="note">★ marks the best value of a column; hover a column\'s name for what it means. '
+        f'<p class="note">★ marks the best value of a column; hover a column\'s name for what it means. {about} '
         f"{missing} number{'s are' if missing != 1 else ' is'} {NOT_COMPUTED}.</p>"
     )
-    return f'<table id="summary-table"><thead><tr><th></th><th>Configuration</th>{head}</tr></thead>' \
-        f"<tbody>{''.join(body)}</tbody></table>{foot}"
+    return table + foot
 
 
 def _models_of(summary: Summary, models: Mapping[str, str] | None, benchmark: Benchmark | None,
@@ -329,38 +352,57 @@ def _quality(summary: Summary, quality: Mapping[str, QualityData] | None, figs: 
     return "".join(out)
 
 
-def _retrieval(summary: Summary, doc: Document, benchmark: Benchmark | None, questions: QuestionSet | None,
+def _retrieval(summary: Summary, doc: Document, part: Benchmark | None, questions: QuestionSet | None,
                figs: _Figures) -> str:
-    if benchmark is None or not benchmark.results:
-        return _missing(f"Retrieval on a question set: {NOT_COMPUTED}.")
+    """The figures of one part of a benchmark (its questions on this document, or on the other corpora)."""
+    if part is None or not part.results:
+        return _missing(f"Retrieval on this document: {NOT_COMPUTED} (no question set on this document).")
     by_config = {row.config: (row.tag, i) for i, row in enumerate(summary.rows)}
     tags, colors = [], []
-    for j, r in enumerate(benchmark.results):
+    for j, r in enumerate(part.results):
         tag, i = by_config.get(r.config, (f"#{j + 1}", j))
         tags.append(tag)
         colors.append(config_color(i))
-    texts = [q.question for q in benchmark.results[0].questions]
-    retrieve = "as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"top {benchmark.retrieve}"
+    texts = [q.question for q in part.results[0].questions]
+    retrieve = "as many chunks as hold excerpts" if part.retrieve == -1 else f"top {part.retrieve}"
     out = [
-        f'<p class="note">{benchmark.questions} questions over {len(benchmark.corpora)} '
-        f"corpus{'es' if len(benchmark.corpora) != 1 else ''}, {retrieve}, embedder {_e(benchmark.embedder)}.</p>",
-        figs.div(metric_bars(benchmark, tags, colors)),
+        f'<p class="note">{part.questions} questions over {len(part.corpora)} '
+        f"corpus{'es' if len(part.corpora) != 1 else ''} ({_e(', '.join(part.corpora))}), {retrieve}, "
+        f"embedder {_e(part.embedder)}.</p>",
+        figs.div(metric_bars(part, tags, colors)),
         "<h3>IoU per question</h3>",
-        figs.div(question_heatmap(benchmark.matrix("iou"), texts, tags, "iou")),
+        figs.div(question_heatmap(part.matrix("iou"), texts, tags, "iou")),
         "<h3>Recall per question</h3>",
-        figs.div(question_heatmap(benchmark.matrix("recall"), texts, tags, "recall")),
+        figs.div(question_heatmap(part.matrix("recall"), texts, tags, "recall")),
         '<details><summary>The questions</summary><ol class="questions">'
         + "".join(f"<li>{_e(t)}</li>" for t in texts)
         + "</ol></details>",
     ]
-    if questions is not None and questions.corpus_ids:
-        corpus = next((cid for cid in questions.corpus_ids if questions.corpora[cid] == doc.text), questions.corpus_ids[0])
-        rows, excerpts = coverage_rows(benchmark, questions, corpus, COVERAGE_BINS)
+    if questions is not None and part.corpora:
+        mine = questions.corpora_of(doc)
+        corpus = next((cid for cid in part.corpora if cid in mine), part.corpora[0])
+        rows, excerpts = coverage_rows(part, questions, corpus, COVERAGE_BINS)
         out += [
             f"<h3>What was retrieved along {_e(corpus)}, above where the answers are</h3>",
             figs.div(coverage_strip(rows, excerpts, tags, len(questions.corpora[corpus]))),
         ]
     return "".join(out)
+
+
+def _elsewhere(summary: Summary, doc: Document, part: Benchmark, questions: QuestionSet | None,
+               figs: _Figures) -> str:
+    """The section of a benchmark's questions on other corpora: what they are, their table, their figures."""
+    elsewhere = summary.elsewhere
+    if elsewhere is None:
+        return ""
+    return (
+        f'<section id="{ELSEWHERE_SECTION}"><h2>{_e(elsewhere.heading)}</h2>'
+        f'<p class="note">{_e(elsewhere.caption)}</p>'
+        + _table(elsewhere, tuple(m for m in METRICS if m in ("recall", "precision", "iou", "precision_omega")),
+                 "elsewhere-table")
+        + _retrieval(summary, doc, part, questions, figs)
+        + "</section>"
+    )
 
 
 def _json_script(element_id: str, data: Any) -> str:
@@ -390,21 +432,25 @@ def report_html(
     "not computed yet"), each configuration's parameters, models and first chunks, the boundary
     strip (and the boundary agreement between configurations), a size histogram per
     configuration, the perplexity curves, BC along the document, CS against K and the
-    stickiness graphs, and the benchmark's bars and heat maps. A section without its data
-    says "not computed yet".
+    stickiness graphs, and the benchmark's bars and heat maps over its questions on this
+    document. A section without its data says "not computed yet". The benchmark's questions on
+    other corpora, if any, follow in a section of their own (:data:`ELSEWHERE_SECTION`).
 
     Args:
         summary: The Summary's rows, settings and verdict.
         doc: The document (its name, hash and text).
         chunkings: Each configuration's chunking, by tag.
-        benchmark: A benchmark of the same configurations on a question set.
+        benchmark: A benchmark of the same configurations on a question set (split by
+            :func:`~backend.report.summary.split_benchmark`: ``summary`` must be made with the same
+            benchmark and set).
         quality: Each configuration's :class:`~backend.metrics.report.QualityData`, by tag
             (its pair table drawn as BC; a complete table also as CS and a stickiness graph);
             K, the CS rule, the BC mode and δ come from ``summary.settings``.
         ppl: The document's per-sentence scores under a language model, drawn with the θ of
             the first perplexity configuration (else the ``ppl`` chunker's default).
         curves: What each configuration cut on (:class:`~backend.curves.Curve`), by tag.
-        questions: The benchmark's question set (for the strip of what was retrieved where).
+        questions: The benchmark's question set (which corpus is this document; the strip of
+            what was retrieved where). None: no corpus is known to be this document.
         models: The models by role (``lm``, ``embedder``, ``chat``) → name and fingerprint;
             missing roles are read from ``summary.settings`` and the data.
         created: When the report was made (default: now, UTC); the only varying part.
@@ -417,6 +463,7 @@ def report_html(
         created = created.replace(tzinfo=timezone.utc)
     figs = _Figures()
     roles = _models_of(summary, models, benchmark, ppl)
+    mine, others = split_benchmark(benchmark, questions, doc) if benchmark is not None else (None, None)
     tolerance = int(summary.settings.get("tolerance", 0) or 0)
     bodies = {
         "verdict": _verdict(summary),
@@ -426,9 +473,11 @@ def report_html(
         "sizes": _sizes(summary, chunkings, figs),
         "ppl": _ppl(summary, doc, ppl, curves, figs),
         "quality": _quality(summary, quality, figs),
-        "retrieval": _retrieval(summary, doc, benchmark, questions, figs),
+        "retrieval": _retrieval(summary, doc, mine, questions, figs),
     }
     sections = "".join(f'<section id="{sid}"><h2>{title}</h2>{bodies[sid]}</section>' for sid, title in SECTIONS)
+    if others is not None:
+        sections += _elsewhere(summary, doc, others, questions, figs)
     name = doc.source or summary.doc_name
     return (
         "<!DOCTYPE html>\n"

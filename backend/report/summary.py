@@ -8,6 +8,15 @@ means of a :class:`~backend.retrieval.evaluate.Benchmark` (the Benchmark page's 
 the Summary page, the one-file report and ``python -m backend report`` show the numbers those
 pages show.
 
+Never mix documents: a row's recall, precision, IoU and precision-Ω come only from the
+benchmark's questions on *this* document (:meth:`QuestionSet.on_document
+<backend.retrieval.questions.QuestionSet.on_document>`: a corpus whose text loads as the
+document's text), their means recomputed over those questions when the set holds other
+corpora too (:func:`split_benchmark`). The questions on other corpora (a bundled sample that is
+not this document, an imported set of five corpora) make a section of their own,
+:class:`RetrievalElsewhere`, titled with the set and its corpora, which no row and no verdict
+line ever cites.
+
 :func:`summarize` lays given results out (pure, no model); :func:`collect` gathers them: from
 the output cache alone (``compute=False``: a metric whose model outputs are not cached is
 None), or computing what is missing (``compute=True``: the CLI's report, the page's job).
@@ -16,6 +25,7 @@ None), or computing what is missing (``compute=True``: the CLI's report, the pag
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,15 +36,16 @@ from backend.chunkers.base import run_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunkers.run import chunk_all, needs_model
 from backend.chunking import ChunkerConfig, Chunking
-from backend.errors import NotCached
+from backend.errors import NotCached, ParameterError
 from backend.metrics.quality import LazyScorer, PairTable
 from backend.metrics.report import BEST, QualityReport, QualitySettings, quality_row
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings
 from backend.metrics.stats import chunking_stats
 from backend.progress import Progress
-from backend.retrieval.evaluate import Benchmark, evaluate
+from backend.retrieval.evaluate import Benchmark, MetricSummary, evaluate
 from backend.retrieval.questions import QuestionSet
 from backend.retrieval.retriever.registry import describe
+from backend.samples import get_sample
 from backend.text.document import Document
 
 if TYPE_CHECKING:
@@ -47,11 +58,17 @@ __all__ = [
     "METRIC_INFO",
     "MetricInfo",
     "ConfigSummary",
+    "RetrievalScope",
+    "RetrievalElsewhere",
     "Summary",
     "QualityRowLike",
     "format_value",
+    "question_set_title",
+    "split_benchmark",
     "summarize",
     "verdict",
+    "missing_sentence",
+    "NO_SET_ON_DOCUMENT",
     "cached_scores",
     "collect",
 ]
@@ -66,6 +83,7 @@ GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 # A Summary column → the Quality table's column it shows (CS: the complete graph, MoC's headline figure).
 _QUALITY_COLUMN = {"bc": "bc", "cs": "cs_complete", "ds": "ds"}
 _RETRIEVAL_FIELD = {m: f"{m}_mean" for m in GROUPS["retrieval"]}
+_FOLLOW_CHUNKS = ("tokens_mean", "tokens_std", "seconds")  # known exactly when the chunk count is
 
 
 @dataclass(frozen=True)
@@ -172,6 +190,98 @@ class ConfigSummary:
         return {"tag": self.tag, "config": self.config.to_json(), "values": dict(self.values), "notes": dict(self.notes)}
 
 
+def question_set_title(name: str | None) -> str:
+    """How a sentence names a question set: ``sample:narrative`` → ``the bundled English narrative set``.
+
+    The benchmark's names (:func:`backend.lab.benchmark.qset_name`): ``sample:NAME``, ``Session set``,
+    ``Import``, ``Generated``; the Summary's ``session``; any other name (a CSV's file name) as is.
+    """
+    if not name:
+        return "a question set"
+    if name.startswith("sample:"):
+        try:
+            title = get_sample(name.removeprefix("sample:")).title
+        except ParameterError:
+            return name
+        return f"the bundled {title.split(' — ')[0]} set"
+    known = {"session": "the session's question set", "Session set": "the session's question set",
+             "Import": "the imported question set", "Generated": "the generated question set"}
+    return known.get(name, name)
+
+
+def _corpora(n: int) -> str:
+    return f"{n} corpus" if n == 1 else f"{n} corpora"
+
+
+@dataclass(frozen=True)
+class RetrievalScope:
+    """Which questions a part of a benchmark counts: the set, its corpora, how many questions.
+
+    Attributes:
+        set_name: The question set's name (``sample:narrative``, ``Session set``, a CSV's name…).
+        corpora: The corpus ids of the questions counted, in the set's order.
+        questions: How many questions are counted.
+        set_corpora: How many corpora the whole set has.
+        cross_corpus: Whether retrieval ran across every corpus of the set (None: not known).
+    """
+
+    set_name: str | None
+    corpora: tuple[str, ...]
+    questions: int
+    set_corpora: int
+    cross_corpus: bool | None = None
+
+    @property
+    def set_title(self) -> str:
+        """The set in words (:func:`question_set_title`)."""
+        return question_set_title(self.set_name)
+
+    @property
+    def across(self) -> str | None:
+        """``retrieved across the set's 5 corpora`` when retrieval searched corpora beyond these; else None."""
+        if self.cross_corpus is False or self.set_corpora <= len(self.corpora):
+            return None
+        return f"retrieved across the set's {_corpora(self.set_corpora)}"
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"set_name", "set_title", "corpora", "questions", "set_corpora", "cross_corpus"}``."""
+        return {"set_name": self.set_name, "set_title": self.set_title, "corpora": list(self.corpora),
+                "questions": self.questions, "set_corpora": self.set_corpora, "cross_corpus": self.cross_corpus}
+
+
+@dataclass(frozen=True)
+class RetrievalElsewhere:
+    """A benchmark's numbers on questions that are *not* on this document: a section of their own.
+
+    Attributes:
+        scope: The questions counted (those of the set on other corpora).
+        rows: One row per configuration benchmarked, with only recall, precision, IoU and
+            precision-Ω (the other values None).
+    """
+
+    scope: RetrievalScope
+    rows: tuple[ConfigSummary, ...]
+
+    @property
+    def heading(self) -> str:
+        """``Retrieval on the bundled English narrative set, 1 corpus — not this document``."""
+        return f"Retrieval on {self.scope.set_title}, {_corpora(len(self.scope.corpora))} — not this document"
+
+    @property
+    def caption(self) -> str:
+        """What the numbers are about, in one line."""
+        corpora = ", ".join(self.scope.corpora)
+        across = f"; {self.scope.across}" if self.scope.across else ""
+        return (
+            f"{self.scope.questions} question{'s' if self.scope.questions != 1 else ''} on {corpora}{across}. "
+            "These numbers are about those corpora, not about this document: no row and no verdict line uses them."
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"heading", "scope", "rows"}``."""
+        return {"heading": self.heading, "scope": self.scope.to_json(), "rows": [r.to_json() for r in self.rows]}
+
+
 @dataclass(frozen=True)
 class Summary:
     """The Summary of one document: a row per configuration and the settings the numbers were computed under.
@@ -182,12 +292,18 @@ class Summary:
         rows: One :class:`ConfigSummary` per configuration, in the session's order.
         settings: K, delta, window, cs_rule, bc_mode, retrieve, embedder, lm, question_set,
             question_set_size (None where unknown).
+        retrieval: The questions on this document the rows' recall, precision, IoU and
+            precision-Ω were measured on (None: no benchmark question is on this document).
+        elsewhere: The benchmark's numbers on questions of other corpora (None: none), never
+            part of a row or of the verdict.
     """
 
     doc_name: str
     doc_id: str
     rows: tuple[ConfigSummary, ...]
     settings: Mapping[str, Any] = field(default_factory=dict)
+    retrieval: RetrievalScope | None = None
+    elsewhere: RetrievalElsewhere | None = None
 
     def computed(self, metric: str) -> list[tuple[str, float]]:
         """``(tag, value)`` of the rows that have ``metric``, in row order."""
@@ -218,10 +334,26 @@ class Summary:
             tags = [
                 r.tag for r in self.rows
                 if any(_finite(r.values.get(m)) is None for m in metrics)
-                and not (group == "quality" and r.values.get("chunks") is not None and r.values["chunks"] < 2)
+                and not (group == "quality" and _single_chunk(r))
             ]
             if tags:
                 out[group] = tags
+        return out
+
+    def missing_metrics(self) -> dict[str, list[str]]:
+        """Per metric of :data:`METRICS`, the tags whose value is not computed yet (only metrics with some).
+
+        A chunking of fewer than two chunks has no boundary, so no BC, CS or DS to compute: it is not listed.
+        The mean and spread of tokens and the time come with the chunks: only ``chunks`` names a missing chunking.
+        """
+        out: dict[str, list[str]] = {}
+        for m in (m for m in METRICS if m not in _FOLLOW_CHUNKS):
+            tags = [
+                r.tag for r in self.rows
+                if _finite(r.values.get(m)) is None and not (m in GROUPS["quality"] and _single_chunk(r))
+            ]
+            if tags:
+                out[m] = tags
         return out
 
     def row(self, tag: str) -> ConfigSummary:
@@ -236,7 +368,11 @@ class Summary:
         raise KeyError(tag)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"doc_name", "doc_id", "settings", "rows", "best", "missing", "verdict"}``."""
+        """``{"doc_name", "doc_id", "settings", "rows", "best", "missing", "verdict", "retrieval", "elsewhere"}``.
+
+        ``retrieval`` is the scope of the rows' retrieval numbers (questions on this document),
+        ``elsewhere`` the section of other corpora (:meth:`RetrievalElsewhere.to_json`); each None when absent.
+        """
         return {
             "doc_name": self.doc_name,
             "doc_id": self.doc_id,
@@ -245,7 +381,15 @@ class Summary:
             "best": {m: self.best(m) for m in METRICS},
             "missing": self.missing(),
             "verdict": verdict(self),
+            "retrieval": self.retrieval.to_json() if self.retrieval is not None else None,
+            "elsewhere": self.elsewhere.to_json() if self.elsewhere is not None else None,
         }
+
+
+def _single_chunk(row: ConfigSummary) -> bool:
+    """A chunking of fewer than two chunks (no boundary: no BC, CS or DS)."""
+    chunks = row.values.get("chunks")
+    return chunks is not None and chunks < 2
 
 
 def _quality_values(row: QualityRowLike | None) -> dict[str, float | None]:
@@ -256,12 +400,69 @@ def _quality_values(row: QualityRowLike | None) -> dict[str, float | None]:
     return {m: _finite(values.get(col)) for m, col in _QUALITY_COLUMN.items()}
 
 
+def _restricted(benchmark: Benchmark, questions: QuestionSet | None, corpora: Sequence[str]) -> Benchmark:
+    """``benchmark`` counting only the questions on ``corpora``: per-question results kept, means recomputed."""
+    keep = set(corpora)
+    if set(benchmark.corpora) <= keep:
+        return benchmark  # every question counts: the Benchmark page's very numbers
+    results = []
+    for r in benchmark.results:
+        kept = tuple(q for q in r.questions if q.corpus_id in keep)
+        results.append(dataclasses.replace(
+            r, summary=MetricSummary.of(kept), questions=kept,
+            per_corpus={cid: v for cid, v in r.per_corpus.items() if cid in keep},
+        ))
+    if questions is not None:
+        count = sum(1 for q in questions.questions if q.corpus_id in keep)
+    else:
+        count = len(results[0].questions) if results else 0
+    return dataclasses.replace(
+        benchmark, results=tuple(results), questions=count, corpora=tuple(c for c in benchmark.corpora if c in keep)
+    )
+
+
+def split_benchmark(
+    benchmark: Benchmark, questions: QuestionSet | None, doc: Document
+) -> tuple[Benchmark | None, Benchmark | None]:
+    """``benchmark`` split into its questions on ``doc`` and those on other corpora; each None when it has none.
+
+    A corpus is on ``doc`` when its text is ``doc``'s
+    (:meth:`~backend.retrieval.questions.QuestionSet.corpora_of`). Each part keeps its
+    per-question results and recomputes its means over them (the whole benchmark, unchanged,
+    when every question is on one side). Without the question set (``questions`` None) no
+    corpus is known to be ``doc``: everything is "elsewhere".
+
+    Args:
+        benchmark: A benchmark.
+        questions: The question set it ran.
+        doc: This document.
+    """
+    on_doc = set(questions.corpora_of(doc)) if questions is not None else set()
+    mine = [cid for cid in benchmark.corpora if cid in on_doc]
+    others = [cid for cid in benchmark.corpora if cid not in mine]
+    return (
+        _restricted(benchmark, questions, mine) if mine else None,
+        _restricted(benchmark, questions, others) if others else None,
+    )
+
+
+def _retrieval_values(result: Any) -> dict[str, float | None]:
+    return {m: _finite(getattr(result.summary, f)) for m, f in _RETRIEVAL_FIELD.items()}
+
+
+def _scope(part: Benchmark, benchmark: Benchmark, name: str | None, cross_corpus: bool | None) -> RetrievalScope:
+    return RetrievalScope(name, tuple(part.corpora), part.questions, len(benchmark.corpora), cross_corpus)
+
+
 def summarize(
     doc: Document,
     tagged: Sequence[tuple[str, Chunking | ChunkerConfig]],
     *,
     quality: Mapping[str, QualityRowLike] | None = None,
     benchmark: Benchmark | None = None,
+    questions: QuestionSet | None = None,
+    question_set_name: str | None = None,
+    cross_corpus: bool | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> Summary:
     """The Summary of given results (no model, no cache).
@@ -273,12 +474,21 @@ def summarize(
         quality: Per tag, its quality row (from :func:`~backend.metrics.report.quality_row`
             or :func:`~backend.metrics.report.table_rows`); a tag absent: not computed.
         benchmark: A benchmark; a configuration's retrieval numbers are those of the first
-            result with an equal configuration (none: not computed).
+            result with an equal configuration, over the questions on ``doc`` only
+            (:func:`split_benchmark`); the questions on other corpora go to
+            :attr:`Summary.elsewhere`.
+        questions: The question set the benchmark ran (which of its corpora is ``doc``);
+            None: none is known to be ``doc``.
+        question_set_name: How the set is named (default: ``settings["question_set"]``).
+        cross_corpus: Whether the benchmark retrieved across every corpus of the set (None: not known).
         settings: What the numbers were computed under (kept as given).
     """
     quality = quality or {}
+    settings = dict(settings or {})
+    name = question_set_name if question_set_name is not None else settings.get("question_set")
+    mine, others = split_benchmark(benchmark, questions, doc) if benchmark is not None else (None, None)
     results = {}
-    for result in benchmark.results if benchmark is not None else ():
+    for result in mine.results if mine is not None else ():
         results.setdefault(result.config, result)
     rows = []
     for tag, item in tagged:
@@ -292,11 +502,27 @@ def summarize(
             values.update(_quality_values(quality.get(tag)))
         result = results.get(config)
         if result is not None:
-            values.update({m: _finite(getattr(result.summary, f)) for m, f in _RETRIEVAL_FIELD.items()})
+            values.update(_retrieval_values(result))
             notes.update(result.terms.result_notes)
         notes.update(describe(config).terms.config_notes)
         rows.append(ConfigSummary(tag, config, values, notes))
-    return Summary(doc.source, doc.id, tuple(rows), dict(settings or {}))
+    elsewhere = None
+    if others is not None and benchmark is not None:
+        tags = {}
+        for tag, item in tagged:
+            tags.setdefault(item.config if isinstance(item, Chunking) else item, tag)
+        other_rows = []
+        for j, result in enumerate(others.results):
+            values = dict.fromkeys(METRICS)
+            values.update(_retrieval_values(result))
+            other_rows.append(ConfigSummary(tags.get(result.config, f"#{j + 1}"), result.config, values,
+                                            dict(result.terms.result_notes)))
+        elsewhere = RetrievalElsewhere(_scope(others, benchmark, name, cross_corpus), tuple(other_rows))
+    return Summary(
+        doc.source, doc.id, tuple(rows), settings,
+        retrieval=_scope(mine, benchmark, name, cross_corpus) if mine is not None and benchmark is not None else None,
+        elsewhere=elsewhere,
+    )
 
 
 # --- the verdict ----------------------------------------------------------------------------------
@@ -310,14 +536,7 @@ def _names(tags: Sequence[str]) -> str:
 def _word(metric: str) -> str:
     """``metric``'s label inside a sentence: ``IoU``, ``BC``, but ``recall``."""
     label = METRIC_INFO[metric].label
-    return label if any(c.isupper() for c in label[1:]) else label.lower()
-
-
-def _ratio(a: float, b: float) -> str:
-    """``a / b`` as ``1.3×`` (two decimals where one would read 1.0 for unequal numbers)."""
-    r = a / b
-    text = f"{r:.1f}"
-    return f"{r:.2f}×" if text == "1.0" else f"{text}×"
+    return label if any(c.isascii() and c.isupper() for c in label[1:]) else label[0].lower() + label[1:]
 
 
 def _comparison(summary: Summary, metric: str) -> tuple[str, float, str, float] | None:
@@ -357,10 +576,12 @@ def _retrieval_sentence(summary: Summary, metric: str) -> str | None:
     best, value, runner, other = found
     sentence = f"{best} has the highest {_word(metric)} ({_vs(summary, metric, value, runner, other)})"
     if metric == "iou":
+        # The chunk counts as the table shows them (a ratio would be a number the table does not hold).
         mine, theirs = summary.row(best).values.get("chunks"), summary.row(runner).values.get("chunks")
-        if mine is not None and theirs:
+        if mine is not None and theirs is not None:
             sentence += (
-                f" with as many chunks as {runner}" if mine == theirs else f" at {_ratio(mine, theirs)} the chunks of {runner}"
+                f" with as many chunks as {runner} ({format_value('chunks', mine)})" if mine == theirs
+                else f" with {format_value('chunks', mine)} chunks to {runner}'s {format_value('chunks', theirs)}"
             )
     return sentence + "."
 
@@ -385,14 +606,23 @@ def _quality_sentence(summary: Summary, metric: str) -> str | None:
     return f"{what} ({label} {_vs(summary, metric, value, runner, other)}; {way})."
 
 
-def _missing_sentence(summary: Summary) -> str | None:
-    """``Not computed yet: quality metrics (BC, CS, DS) for A; retrieval metrics for A and B.``"""
-    missing = summary.missing()
+NO_SET_ON_DOCUMENT = "no question set on this document yet"
+
+
+def missing_sentence(summary: Summary) -> str | None:
+    """``Not computed yet: CS for A and B; recall, precision, IoU and precision-Ω for A and B.``; None when nothing is.
+
+    Names each metric the table shows as "not computed yet" (:meth:`Summary.missing_metrics`),
+    grouped by the configurations lacking it, and nothing else; the retrieval metrics add
+    that no question set is on this document when none is.
+    """
+    groups: dict[tuple[tuple[str, ...], bool], list[str]] = {}
+    for metric, tags in summary.missing_metrics().items():
+        groups.setdefault((tuple(tags), metric in GROUPS["retrieval"]), []).append(metric)
     parts = []
-    if "quality" in missing:
-        parts.append(f"quality metrics (BC, CS, DS) for {_names(missing['quality'])}")
-    if "retrieval" in missing:
-        parts.append(f"retrieval metrics for {_names(missing['retrieval'])}")
+    for (tags, retrieval), metrics in groups.items():
+        why = f" ({NO_SET_ON_DOCUMENT})" if retrieval and summary.retrieval is None else ""
+        parts.append(f"{_names([_word(m) for m in metrics])} for {_names(list(tags))}{why}")
     return f"Not computed yet: {'; '.join(parts)}." if parts else None
 
 
@@ -401,8 +631,10 @@ def verdict(summary: Summary) -> list[str]:
 
     In order: the best IoU (with its chunk count against the runner-up's), the best recall,
     the clearest boundaries (BC, higher is clearer in both BC modes), the least sticky chunks
-    (CS, lower is better), then what is not computed yet. A metric with fewer than two
-    values says nothing; a best value shared as shown is a tie.
+    (CS, lower is better), then what is not computed yet (:func:`missing_sentence`). A metric
+    with fewer than two values says nothing; a best value shared as shown is a tie. Every
+    number cited is a cell of the table as the table formats it (:func:`format_value`), and
+    only the rows are read: retrieval on other corpora (:attr:`Summary.elsewhere`) is never cited.
     """
     if len(summary.rows) < 2:
         only = f" ({summary.rows[0].tag})" if summary.rows else ""
@@ -416,7 +648,7 @@ def verdict(summary: Summary) -> list[str]:
                 _quality_sentence(summary, "cs"),
             ) if s is not None
         ]
-    last = _missing_sentence(summary)
+    last = missing_sentence(summary)
     return out + ([last] if last is not None else [])
 
 
@@ -520,7 +752,7 @@ def collect(
         )
     lm = context.scorer.info.name if context is not None and context.scorer is not None else None
     return summarize(
-        doc, tagged, quality=quality, benchmark=benchmark,
+        doc, tagged, quality=quality, benchmark=benchmark, questions=question_set, cross_corpus=cross_corpus,
         settings={
             **settings.to_json(),
             "retrieve": retrieve if benchmark is None else benchmark.retrieve,

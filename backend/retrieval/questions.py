@@ -32,6 +32,7 @@ from pathlib import Path, PurePath
 from typing import Any, Iterable, Mapping, Sequence
 
 from backend.errors import InputError, ParameterError
+from backend.loaders.normalize import normalize_text
 from backend.samples import get_question_set
 from backend.text.document import Document
 
@@ -41,6 +42,7 @@ __all__ = [
     "QuestionSet",
     "CORPUS_SUFFIXES",
     "corpus_id_for",
+    "corpus_document_id",
     "corpus_file_name",
     "read_corpus_text",
     "corpora_from_files",
@@ -101,6 +103,7 @@ class QuestionSet:
     corpora: Mapping[str, str]
     suffixes: Mapping[str, str] = field(default_factory=dict)
     _docs: dict[str, Document] = field(default_factory=dict, repr=False)
+    _document_ids: dict[str, str] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -130,6 +133,44 @@ class QuestionSet:
     def corpus_ids(self) -> list[str]:
         """The corpora the questions use, in order of first use."""
         return list(dict.fromkeys(q.corpus_id for q in self.questions))
+
+    @property
+    def document_ids(self) -> dict[str, str]:
+        """``corpus_id`` → the id of the :class:`Document` its text loads as (:func:`corpus_document_id`).
+
+        Every question set records which document(s) it was written on this way: a document
+        whose :attr:`Document.id` is one of these values is the corpus of those questions.
+        """
+        with self._lock:
+            if not self._document_ids:
+                self._document_ids.update({cid: corpus_document_id(text) for cid, text in self.corpora.items()})
+            return dict(self._document_ids)
+
+    def corpora_of(self, doc: Document) -> list[str]:
+        """The corpus ids whose text is ``doc``'s text (in the set's order of use; [] when none is).
+
+        A corpus is ``doc``'s text when it loads as ``doc``'s text (:attr:`document_ids`), or is
+        that very string (a document built from text that no loader normalized).
+        """
+        ids = self.document_ids
+        return [cid for cid in self.corpus_ids if doc.id == ids[cid] or self.corpora[cid] == doc.text]
+
+    def on_document(self, doc: Document) -> QuestionSet | None:
+        """The questions of this set whose corpus is ``doc``'s text, as a set of their own; None when none is.
+
+        A corpus is ``doc``'s text when it loads as the same text (:func:`corpus_document_id`):
+        a bundled sample opened as the document matches its bundled set, an upload of the same
+        text under another name matches too, and a set made with :meth:`from_document` matches
+        its document.
+        """
+        wanted = set(self.corpora_of(doc))
+        if not wanted:
+            return None
+        return QuestionSet(
+            tuple(q for q in self.questions if q.corpus_id in wanted),
+            {cid: text for cid, text in self.corpora.items() if cid in wanted},
+            {cid: s for cid, s in self.suffixes.items() if cid in wanted},
+        )
 
     def document(self, corpus_id: str) -> Document:
         """The corpus as a :class:`Document` (built once; its text is the corpus text unchanged)."""
@@ -201,6 +242,18 @@ def corpus_id_for(doc: Document) -> str:
     stem = Path(doc.source).stem if doc.source else ""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._-")
     return cleaned[:128] if cleaned else "corpus"
+
+
+def corpus_document_id(text: str) -> str:
+    """The :attr:`Document.id` a corpus text has once loaded as a document.
+
+    A corpus is read the way the reference reads it (offsets index that exact string); Chunk
+    Lab's loaders normalize a file's text (:func:`~backend.loaders.normalize.normalize_text`:
+    line breaks, trailing whitespace, the final newline). The id is taken of the normalized
+    text, so a corpus file and the same file opened as the document have one id.
+    """
+    # Only the id is wanted: no paragraphs, no language detection.
+    return Document(text=normalize_text(text), source="", kind="txt", pages=(), paragraphs=()).id
 
 
 def corpus_file_name(questions: QuestionSet, corpus_id: str) -> str:

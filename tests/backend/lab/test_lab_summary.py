@@ -13,12 +13,13 @@ from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig, ConfigEntry
 from backend.lab.models import SessionModels
 from backend.lab.quality import plan_quality
-from backend.lab.summary import summary_view
+from backend.lab.summary import question_sets_on_document, summary_view
 from backend.metrics.cost import Throughput
 from backend.metrics.report import QualitySettings, quality_row
 from backend.metrics.scores import score_chunkings
 from backend.models.cache import OutputCache
-from backend.retrieval.evaluate import Benchmark
+from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult
+from backend.retrieval.questions import Question, QuestionSet, Reference
 from backend.text.document import Document
 from tests.support.quality import Counting, LengthScorer, SeededEmbedder
 
@@ -73,8 +74,14 @@ def test_nothing_computed_yet_plans_the_quality_pages_job(doc, entries, chunked,
     assert [r.tag for r in view.summary.rows] == ["A", "B"]
     assert view.missing == {"quality": ["A", "B"], "retrieval": ["A", "B"]} and view.to_score == ("A", "B")
     assert view.verdict == (
-        "Not computed yet: quality metrics (BC, CS, DS) for A and B; retrieval metrics for A and B.",
+        "Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
+        "(no question set on this document yet).",
     )
+    assert view.no_set_line == (
+        "No question set on this document (summary.txt) yet: recall, precision, IoU and precision-Ω need questions "
+        "whose answers are in its text."
+    )
+    assert view.elsewhere is None
     assert view.quality_run_label == "Compute BC, CS and DS for A, B with length-scorer: 28 pairs, ≈ 31 s"
     # The same plan as the Quality page's with BC, CS and DS picked under the same settings: one job, not two.
     quality_page = plan_quality(doc, chunked, _models(), metrics=["bc", "cs", "ds"], window=2, store={}, cache=cache)
@@ -118,17 +125,51 @@ def test_an_adjacent_table_gives_bc_and_leaves_cs_to_compute(doc, entries, chunk
 
 def test_unchunked_configurations_benchmark_and_notes(doc, entries, chunked, cache) -> None:
     waiting = ConfigEntry(2, "C", ChunkerConfig.make("semantic"))
-    benchmark = Benchmark(results=(), embedder="all-MiniLM-L6-v2", embedder_fingerprint="fp", retrieve=-1,
-                          questions=12, corpora=(), seconds=0.0)
+    qset, benchmark = _benchmark(doc, [("summary", TEXT)])
     view = summary_view(doc, [*entries, waiting], chunked[:1], _models(), quality=QUALITY | {"window": 0}, store={},
-                        benchmark=benchmark, question_set_name="sample:narrative", pending=[waiting], cache=cache)
+                        benchmark=benchmark, question_set_name="sample:narrative", pending=[waiting], cache=cache,
+                        questions=qset)
     assert [r.tag for r in view.summary.rows] == ["A", "B", "C"]
     assert view.summary.row("B").values["chunks"] is None and view.to_score == ("A",)
     assert list(view.chunkings) == ["A"] and list(view.quality_data) == ["A"]
     assert view.summary.settings["question_set"] == "sample:narrative"
-    assert view.summary.settings["retrieve"] == -1 and view.summary.settings["question_set_size"] == 12
+    assert view.summary.settings["retrieve"] == -1 and view.summary.settings["question_set_size"] == 1
+    assert view.summary.row("A").values["iou"] == 0.25 and view.no_set_line == "" and view.elsewhere is None
     assert view.notes == (
         "Best of each column in green; BC, CS (complete graph) and DS under the Quality page's settings: "
-        "K = 0.80, CS rule paper, BC mode reference, δ = 0 · retrieval on sample:narrative (12 questions, "
-        "all-MiniLM-L6-v2, as many chunks as hold excerpts per question) · C wait for their model run"
+        "K = 0.80, CS rule paper, BC mode reference, δ = 0 · retrieval on this document: 1 question of the bundled "
+        "English narrative set (all-MiniLM-L6-v2, as many chunks as hold excerpts per question) · "
+        "C wait for their model run"
     )
+
+
+def _benchmark(doc, corpora: list[tuple[str, str]]) -> tuple[QuestionSet, Benchmark]:
+    """One question per corpus (its first 8 characters), configuration A's IoU 0.25 on each."""
+    questions = tuple(Question(f"On {cid}?", (Reference(text[:8], 0, 8),), cid) for cid, text in corpora)
+    qset = QuestionSet(questions, dict(corpora))
+    per_question = tuple(QuestionResult(i, q.corpus_id, q.question, 0.5, 0.1, 0.2, 0.25, ())
+                         for i, q in enumerate(questions))
+    result = ConfigResult(CONFIGS[0], MetricSummary.of(per_question), {}, per_question, 4, 3.0, 0.1, True)
+    benchmark = Benchmark((result,), "all-MiniLM-L6-v2", "fp", -1, len(questions), tuple(c for c, _ in corpora), 0.0)
+    return qset, benchmark
+
+
+def test_a_benchmark_on_another_document_is_its_own_section(doc, entries, chunked, cache) -> None:
+    qset, benchmark = _benchmark(doc, [("clock", "The clockmaker wound every clock at noon.")])
+    view = summary_view(doc, entries, chunked, _models(), quality=QUALITY, store={}, benchmark=benchmark,
+                        question_set_name="sample:narrative", cache=cache, questions=qset, cross_corpus=True)
+    assert all(view.summary.row(t).values[m] is None for t in "AB" for m in ("recall", "precision", "iou"))
+    assert view.elsewhere.heading == "Retrieval on the bundled English narrative set, 1 corpus — not this document"
+    assert [(r.tag, r.values["iou"]) for r in view.elsewhere.rows] == [("A", 0.25)]
+    assert "25.0%" not in " ".join(view.verdict) and "retrieval on" not in view.notes
+    assert view.no_set_line.endswith(
+        "The last benchmark ran on the bundled English narrative set, which is not this document: it is shown apart "
+        "below."
+    )
+
+
+def test_question_sets_on_document_offers_only_sets_on_it(doc) -> None:
+    mixed, _ = _benchmark(doc, [("summary", TEXT), ("clock", "The clockmaker wound every clock at noon.")])
+    other, _ = _benchmark(doc, [("clock", "The clockmaker wound every clock at noon.")])
+    offered = question_sets_on_document(doc, {"session": mixed, "sample:narrative": other})
+    assert list(offered) == ["session"] and [q.corpus_id for q in offered["session"].questions] == ["summary"]

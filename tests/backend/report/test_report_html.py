@@ -21,9 +21,10 @@ from backend.curves import Curve  # noqa: E402
 from backend.figures.export import plotly_js  # noqa: E402
 from backend.metrics.report import QualityData  # noqa: E402
 from backend.models.scoring import SentenceScore  # noqa: E402
-from backend.report.html import NOT_COMPUTED, SECTIONS, report_html  # noqa: E402
-from backend.report.summary import METRIC_INFO, METRICS, ConfigSummary, Summary, verdict  # noqa: E402
+from backend.report.html import ELSEWHERE_SECTION, NOT_COMPUTED, SECTIONS, report_html  # noqa: E402
+from backend.report.summary import METRIC_INFO, METRICS, ConfigSummary, Summary, summarize, verdict  # noqa: E402
 from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult  # noqa: E402
+from backend.retrieval.questions import Question, QuestionSet, Reference  # noqa: E402
 from backend.text.document import Document  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tests.support.quality import random_table  # noqa: E402
@@ -138,6 +139,15 @@ def benchmark(configs) -> Benchmark:
 
 
 @pytest.fixture(scope="module")
+def questions(doc) -> QuestionSet:
+    """The benchmark's four questions, on this document (corpus ``doc``)."""
+    return QuestionSet.from_document(
+        doc, [Question(f"Question {i}: why {PAYLOAD}?", (Reference(doc.text[:9], 0, 9),), "doc") for i in range(4)],
+        "doc",
+    )
+
+
+@pytest.fixture(scope="module")
 def ppl(doc) -> PPLScores:
     sentences = tuple(
         SentenceScore(i, s.start, s.end, doc.text[s.start : s.end], 10, nll, math.exp(nll))
@@ -155,9 +165,9 @@ def curves(doc) -> dict[str, Curve]:
 
 
 @pytest.fixture(scope="module")
-def full(summary, doc, chunkings, quality, benchmark, ppl, curves) -> str:
+def full(summary, doc, chunkings, quality, benchmark, questions, ppl, curves) -> str:
     return report_html(summary, doc, chunkings, benchmark=benchmark, quality=quality, ppl=ppl, curves=curves,
-                       models={"lm": f"SmolLM2 {PAYLOAD}"}, created=CREATED)
+                       models={"lm": f"SmolLM2 {PAYLOAD}"}, questions=questions, created=CREATED)
 
 
 def test_every_section_is_there_in_order(full):
@@ -274,3 +284,24 @@ def test_figures_keep_plotly_s_template_when_streamlit_set_its_own(summary, doc,
         pio.templates.default = before
     assert "#000001" not in page
     assert page == report_html(summary, doc, chunkings, created=CREATED)
+
+
+def test_a_benchmark_on_another_corpus_is_its_own_titled_section(doc, configs, chunkings, benchmark):
+    other = "The clockmaker of Harrow Lane wound every clock at noon."
+    elsewhere = QuestionSet(
+        tuple(Question(f"Question {i}?", (Reference(other[:15], 0, 15),), "doc") for i in range(4)), {"doc": other}
+    )
+    summary = summarize(doc, [(t, chunkings[t]) for t, _ in configs], benchmark=benchmark, questions=elsewhere,
+                        question_set_name="sample:narrative")
+    page_html = report_html(summary, doc, chunkings, benchmark=benchmark, questions=elsewhere, created=CREATED)
+    page = parse(page_html)
+    assert page.ids("section") == [sid for sid, _ in SECTIONS] + [ELSEWHERE_SECTION]
+    texts = "".join(page.text)
+    assert "Retrieval on the bundled English narrative set, 1 corpus — not this document" in texts
+    verdict_text = texts.split("Verdict")[1].split("The numbers")[0]
+    assert "IoU (" not in verdict_text and "recall (" not in verdict_text
+    table = page_html.split('id="summary-table"')[1].split("</table>")[0]
+    assert "%" not in table  # no retrieval number in this document's table
+    assert "no question set on this document" in texts
+    other_table = page_html.split('id="elsewhere-table"')[1].split("</table>")[0]
+    assert "50.0%" in other_table and "60.0%" in other_table  # recall of A and B on the other corpus

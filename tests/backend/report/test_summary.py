@@ -17,10 +17,13 @@ from backend.report.summary import (
     Summary,
     collect,
     format_value,
+    question_set_title,
+    split_benchmark,
     summarize,
     verdict,
 )
-from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary
+from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult
+from backend.retrieval.questions import Question, QuestionSet, Reference
 from backend.text.document import Document
 
 TEXT = "".join(f"Sentence number {i:02d} is here. " for i in range(40))  # 40 × 28 characters
@@ -28,6 +31,8 @@ DOC = Document.from_text(TEXT, source="summary.txt")
 A = ChunkerConfig.make("recursive", {"chunk_size": 40, "chunk_overlap": 0})
 B = ChunkerConfig.make("fixed_token", {"chunk_size": 30, "chunk_overlap": 0})
 C = ChunkerConfig.make("sentence", {"chunk_size": 50, "chunk_overlap": 0})
+# One question on this document (corpus "summary", its text), the set the fake benchmarks ran.
+QS = QuestionSet.from_document(DOC, [Question("Which sentence?", (Reference(TEXT[:28], 0, 28),), "summary")], "summary")
 
 
 def _chunking(config: ChunkerConfig, n: int, tokens: list[int] | None = None, seconds: float = 0.5) -> Chunking:
@@ -51,7 +56,7 @@ def _benchmark(*rows: tuple[ChunkerConfig, dict], omega_units: str = "chunks") -
                      chunk_tokens_mean=0.0, seconds=0.0, reused=True, omega_units=omega_units)
         for c, v in rows
     )
-    return Benchmark(results, "all-MiniLM-L6-v2", "fp", 5, 12, ("narrative",), 1.0)
+    return Benchmark(results, "all-MiniLM-L6-v2", "fp", 5, 12, ("summary",), 1.0)
 
 
 def _row(tag: str, **values) -> ConfigSummary:
@@ -84,7 +89,7 @@ def test_summarize_reads_the_stats_quality_rows_and_benchmark_the_pages_show():
     qa = {"bc": 0.91, "cs_complete": 1.5, "cs_incomplete": 1.2, "ds": 0.3}  # a table_rows row
     bm = _benchmark((B, {"recall": 0.8, "precision": 0.1, "iou": 0.068, "precision_omega": 0.2}),
                     (A, {"recall": 0.7, "precision": 0.09, "iou": 0.061, "precision_omega": 0.18}))
-    s = summarize(DOC, [("A", a), ("B", b)], quality={"A": qa}, benchmark=bm, settings={"K": 0.8})
+    s = summarize(DOC, [("A", a), ("B", b)], quality={"A": qa}, benchmark=bm, questions=QS, settings={"K": 0.8})
     stats = chunking_stats([a])[0]
     assert s.doc_name == "summary.txt" and s.doc_id == DOC.id and s.settings == {"K": 0.8}
     assert dict(s.row("A").values) == {
@@ -109,7 +114,7 @@ def test_a_retriever_row_notes_its_units():
     mog = ChunkerConfig.make("mog", {})
     units = _chunking(mog, 6)
     bm = _benchmark((mog, {"recall": 0.5, "precision": 0.2, "iou": 0.1, "precision_omega": 0.3}), omega_units="units")
-    s = summarize(DOC, [("A", units)], quality=None, benchmark=bm)
+    s = summarize(DOC, [("A", units)], quality=None, benchmark=bm, questions=QS)
     assert dict(s.row("A").notes) == {"precision_omega": "on units", "chunks": "finest units"}
     assert s.row("A").values["precision_omega"] == 0.3
 
@@ -140,7 +145,7 @@ def test_verdict_two_configurations():
         _row("B", chunks=13, iou=0.068, recall=0.75, precision=0.1, precision_omega=0.2, bc=0.97, cs=1.45, ds=0.2),
     ))
     assert verdict(s) == [
-        "B has the highest IoU (6.8% vs 6.1% for A) at 1.3× the chunks of A.",
+        "B has the highest IoU (6.8% vs 6.1% for A) with 13 chunks to A's 10.",
         "A has the highest recall (80.0% vs 75.0% for B).",
         "B's boundaries are clearer (BC 0.970 vs 0.930 for A; higher is clearer).",
         "A's chunks lean on each other less (CS 1.200 vs 1.450 for B; lower is better).",
@@ -154,27 +159,32 @@ def test_verdict_three_configurations_ties_and_gaps():
         _row("C", chunks=20, iou=0.06, recall=0.4),
     ))
     assert verdict(s) == [
-        "B has the highest IoU (7.0% vs 6.0% for C, the next best) at 0.5× the chunks of C.",
+        "B has the highest IoU (7.0% vs 6.0% for C, the next best) with 10 chunks to C's 20.",
         "A and B tie on recall (50.0%).",
         "A and B tie on BC (0.950).",
-        "Not computed yet: quality metrics (BC, CS, DS) for A, B and C; retrieval metrics for A, B and C.",
+        "Not computed yet: BC for C; CS and DS for A, B and C; precision and precision-Ω for A, B and C "
+        "(no question set on this document yet).",
     ]
 
 
 def test_verdict_equal_chunk_counts_and_ratio_near_one():
     same = Summary("d", "id", (_row("A", chunks=10, iou=0.1), _row("B", chunks=10, iou=0.2)))
-    assert verdict(same)[0] == "B has the highest IoU (20.0% vs 10.0% for A) with as many chunks as A."
-    near = Summary("d", "id", (_row("A", chunks=100, iou=0.1), _row("B", chunks=101, iou=0.2)))
-    assert verdict(near)[0] == "B has the highest IoU (20.0% vs 10.0% for A) at 1.01× the chunks of A."
+    assert verdict(same)[0] == "B has the highest IoU (20.0% vs 10.0% for A) with as many chunks as A (10)."
+    near = Summary("d", "id", (_row("A", chunks=1000, iou=0.1), _row("B", chunks=1010, iou=0.2)))
+    assert verdict(near)[0] == "B has the highest IoU (20.0% vs 10.0% for A) with 1,010 chunks to A's 1,000."
 
 
 def test_verdict_with_nothing_computed_and_one_configuration():
     empty = Summary("d", "id", (_row("A", chunks=3), _row("B", chunks=4)))
     assert verdict(empty) == [
-        "Not computed yet: quality metrics (BC, CS, DS) for A and B; retrieval metrics for A and B."
+        "Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
+        "(no question set on this document yet)."
     ]
     alone = Summary("d", "id", (_row("A", chunks=3, bc=0.9, cs=1.0, ds=0.1),))
-    assert verdict(alone) == ["Only one configuration (A): nothing to compare yet.", "Not computed yet: retrieval metrics for A."]
+    assert verdict(alone) == [
+        "Only one configuration (A): nothing to compare yet.",
+        "Not computed yet: recall, precision, IoU and precision-Ω for A (no question set on this document yet).",
+    ]
     assert verdict(Summary("d", "id", ())) == ["No configuration yet."]
 
 
@@ -233,3 +243,101 @@ def test_collect_computes_then_reads_the_same_numbers_from_the_cache(tmp_path, m
         assert {**a.values, "seconds": 0} == {**b.values, "seconds": 0}
     assert computed.missing() == cached.missing() == {"retrieval": ["A", "B"]}
     assert computed.settings["lm"] and computed.settings["window"] == 3
+
+
+# --- never mix documents -------------------------------------------------------------------------------
+
+OTHER = "A story about a clockmaker and his clocks. It is not this document."
+
+
+def _mixed() -> tuple[QuestionSet, Benchmark]:
+    """Two questions on this document (corpus ``summary``) and one on another corpus, benchmarked for A and B."""
+    qs = QuestionSet(
+        (
+            Question("First?", (Reference(TEXT[:28], 0, 28),), "summary"),
+            Question("Clocks?", (Reference(OTHER[:10], 0, 10),), "other"),
+            Question("Second?", (Reference(TEXT[28:56], 28, 56),), "summary"),
+        ),
+        {"summary": TEXT, "other": OTHER},
+    )
+    scores = {A: ((0.2, 0.9, 0.4), (0.5, 1.0, 0.7)), B: ((0.1, 0.8, 0.3), (0.4, 0.9, 0.6))}  # iou, recall per question
+    results = []
+    for config, (ious, recalls) in scores.items():
+        per_question = tuple(
+            QuestionResult(i, q.corpus_id, q.question, recalls[i], 0.1, 0.2, ious[i], ())
+            for i, q in enumerate(qs.questions)
+        )
+        per_corpus = {cid: MetricSummary.of([r for r in per_question if r.corpus_id == cid]) for cid in qs.corpus_ids}
+        results.append(ConfigResult(config, MetricSummary.of(per_question), per_corpus, per_question, 7, 10.0, 0.1, True))
+    return qs, Benchmark(tuple(results), "all-MiniLM-L6-v2", "fp", 5, 3, ("summary", "other"), 1.0)
+
+
+def test_a_mixed_set_counts_only_this_documents_questions_in_the_rows():
+    qs, bm = _mixed()
+    a, b = _chunking(A, 4), _chunking(B, 5)
+    s = summarize(DOC, [("A", a), ("B", b)], benchmark=bm, questions=qs, question_set_name="Import", cross_corpus=True)
+    assert math.isclose(s.row("A").values["iou"], (0.2 + 0.4) / 2) and math.isclose(s.row("A").values["recall"], 0.6)
+    assert math.isclose(s.row("B").values["iou"], (0.1 + 0.3) / 2)
+    assert s.retrieval is not None and s.retrieval.corpora == ("summary",) and s.retrieval.questions == 2
+    assert s.retrieval.across == "retrieved across the set's 2 corpora"
+    assert s.elsewhere is not None and s.elsewhere.scope.corpora == ("other",) and s.elsewhere.scope.questions == 1
+    assert s.elsewhere.heading == "Retrieval on the imported question set, 1 corpus — not this document"
+    assert [(r.tag, r.values["iou"], r.values["recall"], r.values["chunks"]) for r in s.elsewhere.rows] == [
+        ("A", 0.9, 1.0, None), ("B", 0.8, 0.9, None),
+    ]
+    assert verdict(s)[0] == "A has the highest IoU (30.0% vs 20.0% for B) with 4 chunks to B's 5."
+    assert not any("90.0%" in line or "80.0%" in line for line in verdict(s))  # the other corpus is never cited
+    assert s.to_json()["elsewhere"]["heading"] == s.elsewhere.heading
+
+
+def test_a_benchmark_on_another_document_leaves_the_rows_and_verdict_alone():
+    qs, bm = _mixed()
+    other_doc = Document.from_text(OTHER, source="other.txt")
+    s = summarize(DOC, [("A", _chunking(A, 4)), ("B", _chunking(B, 5))], benchmark=bm,
+                  questions=qs.with_questions([]).on_document(other_doc), question_set_name="sample:narrative")
+    # The set given holds only the other corpus: nothing is on DOC.
+    assert s.retrieval is None and all(s.row(t).values[m] is None for t in "AB" for m in GROUPS["retrieval"])
+    assert s.elsewhere.heading == "Retrieval on the bundled English narrative set, 2 corpora — not this document"
+    lines = verdict(s)
+    assert not any("IoU (" in line or "recall (" in line for line in lines)
+    assert lines[-1] == (
+        "Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
+        "(no question set on this document yet)."
+    )
+    unknown = summarize(DOC, [("A", _chunking(A, 4))], benchmark=bm)  # no question set: no corpus known to be DOC
+    assert unknown.retrieval is None and unknown.elsewhere is not None
+
+
+def test_split_benchmark_keeps_a_benchmark_wholly_on_the_document():
+    qs, bm = _mixed()
+    mine, others = split_benchmark(bm, qs, DOC)
+    assert [len(r.questions) for r in mine.results] == [2, 2] and mine.corpora == ("summary",) and mine.questions == 2
+    assert list(mine.results[0].per_corpus) == ["summary"] and others.corpora == ("other",)
+    only = qs.on_document(DOC)
+    whole = _restricted_benchmark(bm, "summary")
+    assert split_benchmark(whole, only, DOC) == (whole, None)  # the very object: the Benchmark page's numbers
+
+
+def _restricted_benchmark(bm: Benchmark, corpus: str) -> Benchmark:
+    mine, _ = split_benchmark(bm, QuestionSet.from_document(DOC, [], corpus).with_questions(
+        [Question("First?", (Reference(TEXT[:28], 0, 28),), corpus)]), DOC)
+    return mine
+
+
+def test_question_set_titles():
+    assert question_set_title("sample:narrative") == "the bundled English narrative set"
+    assert question_set_title("sample:technical") == "the bundled English technical guide (Markdown) set"
+    assert question_set_title("Session set") == question_set_title("session") == "the session's question set"
+    assert question_set_title("questions.csv") == "questions.csv" and question_set_title(None) == "a question set"
+
+
+def test_missing_names_each_metric_not_the_whole_group():
+    s = Summary("d", "id", (_row("A", chunks=3, ds=0.42), _row("B", chunks=4, bc=0.9, cs=1.0, ds=0.64), _row("C")))
+    assert s.missing_metrics() == {
+        "chunks": ["C"], "bc": ["A", "C"], "cs": ["A", "C"], "ds": ["C"], "recall": ["A", "B", "C"],
+        "precision": ["A", "B", "C"], "iou": ["A", "B", "C"], "precision_omega": ["A", "B", "C"],
+    }
+    assert verdict(s)[-1] == (
+        "Not computed yet: chunks and DS for C; BC and CS for A and C; recall, precision, IoU and precision-Ω for "
+        "A, B and C (no question set on this document yet)."
+    )
