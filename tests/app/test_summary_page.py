@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.chunking import ConfigEntry
-from backend.report.summary import METRICS, Summary
-from backend.samples import load_sample
+from backend.loaders import load_bytes
+from backend.report.summary import METRICS, Summary, verdict
+from backend.samples import get_sample, load_sample
 from backend.text.document import Document
 from components.state import normalized_config
+from components.summary import NOT_COMPUTED, QUALITY_COLUMNS, RETRIEVAL_COLUMNS, summary_frame
 from tests.support.apptest import open_page, wait_job
 from tests.support.apptest import run as _run
 
@@ -91,9 +94,11 @@ def test_summary_before_anything_is_computed_and_navigation():
     summary = _shown(at)
     assert [r.tag for r in summary.rows] == ["A", "B"]
     assert summary.missing() == {"quality": ["A", "B"], "retrieval": ["A", "B"]}
-    table = _frame(at, "precision_omega")
-    assert list(table.columns) == ["configuration", *METRICS]
-    assert (table[["bc", "cs", "ds", "recall", "iou"]] == "not computed yet").all().all()
+    table = _frame(at, "ds")  # "Chunks and quality"; no retrieval table before a benchmark on this document
+    assert list(table.columns) == ["configuration", *QUALITY_COLUMNS]
+    assert (table[["bc", "cs", "ds"]] == "not computed yet").all().all()
+    assert not [d for d in at.dataframe if "iou" in d.value.columns]
+    assert any(i.value.replace("\\", "").startswith("No question set on this document") for i in at.info)
     assert table.loc["A", "chunks"] == f"{summary.row('A').values['chunks']:.0f}"
     assert any("Not computed yet" in m.value for m in at.markdown)
     labels = [b.label for b in at.button]
@@ -159,8 +164,10 @@ def test_summary_retrieval_equals_the_benchmark_page():
             r.summary.recall_mean, r.summary.precision_mean, r.summary.iou_mean, r.summary.precision_omega_mean
         )
     assert summary.settings["question_set"] == "sample:narrative" and summary.settings["question_set_size"] == 12
-    verdict = [m.value for m in at.markdown if "highest IoU" in m.value]
-    assert len(verdict) == 1
+    assert summary.retrieval.questions == 12 and summary.elsewhere is None
+    lines = [m.value for m in at.markdown if "highest IoU" in m.value]
+    assert len(lines) == 1
+    assert list(_frame(at, "iou").columns) == ["configuration", *RETRIEVAL_COLUMNS]
 
     at.switch_page("pages/benchmark.py")  # the Benchmark page shows the same run
     _run(at)
@@ -183,3 +190,51 @@ def test_summary_report_button_builds_the_report():
     summary = _shown(at)
     page = report_html(summary, doc, {e.tag: run_chunker(doc, e.config) for e in _entries()})
     assert doc.source in page
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"\d[\d,]*(?:\.\d+)?%?", text))
+
+
+def test_a_benchmark_on_the_sample_set_never_enters_an_uploaded_pdfs_row_or_verdict():
+    """The issue's walk: a PDF of the user's (the bundled technical PDF's bytes under another name), the bundled
+    narrative set benchmarked → the PDF's rows and verdict carry no retrieval number; a titled section does."""
+    pdf = load_bytes(get_sample("technical-pdf").path.read_bytes(), "quarterly-report.pdf")
+    at = open_page("pages/benchmark.py", pdf, _entries())
+    at.segmented_control(key="bm_source").set_value("Bundled sample set")
+    _run(at)
+    at.selectbox(key="bm_sample").set_value("narrative")
+    _run(at)
+    at.button(key="bm_run").click()
+    _run(at)
+    job = _wait(at, "bm_job", timeout=300)
+    assert job.state == "done", job.error
+    bm = job.result.benchmark
+
+    at.switch_page("pages/summary.py")
+    _run(at)
+    assert not at.exception
+    summary = _shown(at)
+    assert summary.retrieval is None
+    assert all(summary.row(t).values[m] is None for t in "AB" for m in RETRIEVAL_COLUMNS)
+    # This document's table: no retrieval column, no retrieval number; the line says why.
+    assert not [d for d in at.dataframe if "iou" in d.value.columns and "bc" in d.value.columns]
+    assert any(i.value.replace("\\", "").startswith("No question set on this document (quarterly-report.pdf) yet")
+               for i in at.info)
+    # The verdict: nothing about IoU or recall, every number a cell of the table, what is missing named.
+    lines = [line for m in at.markdown for line in m.value.split("\n") if line.startswith("- ")]
+    assert lines and not any("IoU (" in line or "recall (" in line for line in lines)
+    assert [line[2:].replace("\\", "") for line in lines] == verdict(summary)
+    table = " ".join(summary_frame(summary).to_numpy().ravel())
+    assert all(n in _numbers(table) for line in lines for n in _numbers(line))
+    assert summary_frame(summary).loc["A", "iou"] == NOT_COMPUTED
+    # The other corpus: its own titled section, with the benchmark's numbers.
+    heading = "Retrieval on the bundled English narrative set, 1 corpus — not this document"
+    assert summary.elsewhere.heading == heading and any(h.value == heading for h in at.subheader)
+    (other,) = [d.value for d in at.dataframe if "iou" in d.value.columns]
+    for t, r in zip("AB", bm.results):
+        assert other.loc[t, "iou"] == f"{100 * r.summary.iou_mean:.1f}%"
+        assert other.loc[t, "recall"] == f"{100 * r.summary.recall_mean:.1f}%"
+    # "Run the benchmark" offers no set on another document (none is on this one).
+    assert "sum_qset" not in [getattr(w, "key", None) for w in at.selectbox]
+    assert "Run the benchmark" not in [b.label for b in at.button]

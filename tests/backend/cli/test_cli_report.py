@@ -88,6 +88,34 @@ def test_report_on_a_sample_with_retrieval(capsys, tmp_path: Path):
     assert external == []
 
 
+def test_report_on_another_document_keeps_the_sample_sets_numbers_apart(capsys, tmp_path: Path):
+    """``--questions sample:narrative`` on a PDF that is not the narrative: no IoU or recall sentence about the PDF;
+    a titled section names the corpus the numbers come from."""
+    from backend.report.html import ELSEWHERE_SECTION
+    from backend.samples import get_sample
+
+    pdf = get_sample("technical-pdf").path
+    out_file = tmp_path / "report.html"
+    code, out, err = run(capsys, "report", str(pdf), *CONFIGS, "--questions", "sample:narrative", "--no-quality",
+                         "--out", str(out_file))
+    assert code == 0, err
+    heading = "Retrieval on the bundled English narrative set, 1 corpus — not this document"
+    assert out.splitlines()[1].endswith(f"; {heading}")
+    page = out_file.read_text(encoding="utf-8")
+    parsed = Sections()
+    parsed.feed(page)
+    assert parsed.sections == [sid for sid, _ in SECTIONS] + [ELSEWHERE_SECTION]
+    assert parsed.figures[ELSEWHERE_SECTION] >= 3 and "retrieval" not in parsed.figures
+    text = "".join(parse(page).text)
+    verdict = text.split("Verdict", 1)[1].split("The numbers", 1)[0]
+    assert "IoU (" not in verdict and "recall (" not in verdict and "no question set on this document" in verdict
+    assert f"<h2>{heading}</h2>" in page
+    data = json.loads(parsed.summary)
+    assert all(row["values"][m] is None for row in data["rows"] for m in ("recall", "precision", "iou"))
+    assert data["retrieval"] is None and data["elsewhere"]["scope"]["corpora"] == ["narrative_clockmaker"]
+    assert all(row["values"]["iou"] is not None for row in data["elsewhere"]["rows"])
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [
