@@ -257,15 +257,19 @@ class RetrievalElsewhere:
         scope: The questions counted (those of the set on other corpora).
         rows: One row per configuration benchmarked, with only recall, precision, IoU and
             precision-Ω (the other values None).
+        set_unknown: True when the question set was not given, so no corpus could be matched
+            to the document (the heading says "not known to be this document").
     """
 
     scope: RetrievalScope
     rows: tuple[ConfigSummary, ...]
+    set_unknown: bool = False
 
     @property
     def heading(self) -> str:
         """``Retrieval on the bundled English narrative set, 1 corpus — not this document``."""
-        return f"Retrieval on {self.scope.set_title}, {_corpora(len(self.scope.corpora))} — not this document"
+        what = "not known to be this document" if self.set_unknown else "not this document"
+        return f"Retrieval on {self.scope.set_title}, {_corpora(len(self.scope.corpora))} — {what}"
 
     @property
     def caption(self) -> str:
@@ -517,7 +521,9 @@ def summarize(
             values.update(_retrieval_values(result))
             other_rows.append(ConfigSummary(tags.get(result.config, f"#{j + 1}"), result.config, values,
                                             dict(result.terms.result_notes)))
-        elsewhere = RetrievalElsewhere(_scope(others, benchmark, name, cross_corpus), tuple(other_rows))
+        elsewhere = RetrievalElsewhere(
+            _scope(others, benchmark, name, cross_corpus), tuple(other_rows), set_unknown=questions is None
+        )
     return Summary(
         doc.source, doc.id, tuple(rows), settings,
         retrieval=_scope(mine, benchmark, name, cross_corpus) if mine is not None and benchmark is not None else None,

@@ -305,7 +305,9 @@ def test_a_benchmark_on_another_document_leaves_the_rows_and_verdict_alone():
         "(no question set on this document yet)."
     )
     unknown = summarize(DOC, [("A", _chunking(A, 4))], benchmark=bm)  # no question set: no corpus known to be DOC
-    assert unknown.retrieval is None and unknown.elsewhere is not None
+    assert unknown.retrieval is None and unknown.elsewhere.heading == (
+        "Retrieval on a question set, 2 corpora — not known to be this document"
+    )
 
 
 def test_split_benchmark_keeps_a_benchmark_wholly_on_the_document():
