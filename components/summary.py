@@ -81,7 +81,9 @@ COLUMN_WIDTHS = MappingProxyType({
     "chunks": 70, "tokens_mean": 95, "tokens_std": 85, "seconds": 75, "bc": 70, "cs": 70, "ds": 70,
     "recall": 90, "precision": 90, "iou": 80, "precision_omega": 170,
 })
-ROW_HEIGHT = 52  # two lines: a long configuration label wraps instead of being cut
+# Streamlit wraps text in a cell only when rows are taller than 4rem (64 px): a long configuration
+# label, or "not computed yet" in a narrow column, then takes a second line instead of being cut.
+ROW_HEIGHT = 68
 
 
 def session_benchmark() -> tuple[Benchmark | None, Mapping[str, Any]]:
@@ -150,9 +152,9 @@ def summary_tables(summary: Summary, no_set_line: str) -> None:
         st.markdown("**Retrieval on this document**")
         st.info(md_text(no_set_line), icon=":material/quiz:")
         return
+    questions = f"{scope.questions} question{'s' if scope.questions != 1 else ''}"
     st.markdown(
-        "**" + md_text(f"Retrieval on this document — {scope.questions} question{'s' if scope.questions != 1 else ''} "
-                       f"of {scope.set_title}") + "**",
+        "**" + md_text(f"Retrieval on this document — {questions} of {scope.set_title}") + "**",
         help="Only the questions whose answers are in this document's text count.",
     )
     _table(styled_summary(summary, RETRIEVAL_COLUMNS), RETRIEVAL_COLUMNS, SUMMARY("retrieval_table"))
@@ -217,7 +219,8 @@ def retrieval_job_panel(doc: Document, entries: Sequence[ConfigEntry], missing: 
     cols = st.columns([3, 2], vertical_alignment="bottom")
     name = cols[0].selectbox(
         "Question set", list(options), index=list(options).index(start), format_func=options.get,
-        key=SUMMARY("qset"), help="Recall, precision, IoU and precision-Ω are measured on this set's questions on this document.",
+        key=SUMMARY("qset"),
+        help="Recall, precision, IoU and precision-Ω are measured on this set's questions on this document.",
     )
     n = len(entries)
     if cols[1].button(

@@ -171,8 +171,8 @@ def _no_set_line(doc: Document, summary: Summary) -> str:
         "apart below." if summary.elsewhere is not None else ""
     )
     return (
-        f"No question set on this document ({doc.source}) yet: recall, precision, IoU and precision-Ω need "
-        f"questions whose answers are in its text.{elsewhere}"
+        f"No retrieval numbers for this document ({doc.source}) yet: recall, precision, IoU and precision-Ω need a "
+        f"benchmark on questions whose answers are in its text.{elsewhere}"
     )
 
 

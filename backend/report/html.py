@@ -7,9 +7,9 @@ use the system's fonts, and nothing names another host in a ``src`` or ``href``.
 are the app's own builders from :mod:`backend.figures`, so the report shows what the pages
 show. Retrieval numbers about the document come only from questions on it; a benchmark's
 questions on other corpora get a section of their own (``retrieval-elsewhere``, titled with the
-set and its corpora), after the document's retrieval section. Document text is untrusted: every piece of it (names, labels, chunk previews, question
-texts, settings) is HTML-escaped here, and the figures escape their hover text themselves.
-Apart from the time it was made, the same inputs give the same bytes.
+set and its corpora), after the document's retrieval section. Document text is untrusted:
+every piece of it (names, labels, chunk previews, question texts, settings) is HTML-escaped
+here, and the figures escape their hover text themselves. Apart from the time it was made, the same inputs give the same bytes.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def _table(summary: Summary | RetrievalElsewhere, metrics: tuple[str, ...] = MET
     about = (
         f"Recall, precision, IoU and precision-Ω: the {scope.questions} question{'s' if scope.questions != 1 else ''} "
         f"of {_e(scope.set_title)} on this document." if scope is not None
-        else "Recall, precision, IoU and precision-Ω: no question set on this document yet."
+        else "Recall, precision, IoU and precision-Ω: no benchmark on questions about this document yet."
     )
     foot = (
         f'<p class="note">★ marks the best value of a column; hover a column\'s name for what it means. {about} '
@@ -356,7 +356,7 @@ def _retrieval(summary: Summary, doc: Document, part: Benchmark | None, question
                figs: _Figures) -> str:
     """The figures of one part of a benchmark (its questions on this document, or on the other corpora)."""
     if part is None or not part.results:
-        return _missing(f"Retrieval on this document: {NOT_COMPUTED} (no question set on this document).")
+        return _missing(f"Retrieval on this document: {NOT_COMPUTED} (no benchmark on questions about this document).")
     by_config = {row.config: (row.tag, i) for i, row in enumerate(summary.rows)}
     tags, colors = [], []
     for j, r in enumerate(part.results):

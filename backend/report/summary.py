@@ -612,7 +612,7 @@ def _quality_sentence(summary: Summary, metric: str) -> str | None:
     return f"{what} ({label} {_vs(summary, metric, value, runner, other)}; {way})."
 
 
-NO_SET_ON_DOCUMENT = "no question set on this document yet"
+NO_SET_ON_DOCUMENT = "no benchmark on questions about this document yet"
 
 
 def missing_sentence(summary: Summary) -> str | None:

@@ -98,7 +98,7 @@ def test_summary_before_anything_is_computed_and_navigation():
     assert list(table.columns) == ["configuration", *QUALITY_COLUMNS]
     assert (table[["bc", "cs", "ds"]] == "not computed yet").all().all()
     assert not [d for d in at.dataframe if "iou" in d.value.columns]
-    assert any(i.value.replace("\\", "").startswith("No question set on this document") for i in at.info)
+    assert any(i.value.replace("\\", "").startswith("No retrieval numbers for this document") for i in at.info)
     assert table.loc["A", "chunks"] == f"{summary.row('A').values['chunks']:.0f}"
     assert any("Not computed yet" in m.value for m in at.markdown)
     labels = [b.label for b in at.button]
@@ -219,7 +219,7 @@ def test_a_benchmark_on_the_sample_set_never_enters_an_uploaded_pdfs_row_or_verd
     assert all(summary.row(t).values[m] is None for t in "AB" for m in RETRIEVAL_COLUMNS)
     # This document's table: no retrieval column, no retrieval number; the line says why.
     assert not [d for d in at.dataframe if "iou" in d.value.columns and "bc" in d.value.columns]
-    assert any(i.value.replace("\\", "").startswith("No question set on this document (quarterly-report.pdf) yet")
+    assert any(i.value.replace("\\", "").startswith("No retrieval numbers for this document (quarterly-report.pdf) yet")
                for i in at.info)
     # The verdict: nothing about IoU or recall, every number a cell of the table, what is missing named.
     lines = [line for m in at.markdown for line in m.value.split("\n") if line.startswith("- ")]

@@ -75,11 +75,11 @@ def test_nothing_computed_yet_plans_the_quality_pages_job(doc, entries, chunked,
     assert view.missing == {"quality": ["A", "B"], "retrieval": ["A", "B"]} and view.to_score == ("A", "B")
     assert view.verdict == (
         "Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
-        "(no question set on this document yet).",
+        "(no benchmark on questions about this document yet).",
     )
     assert view.no_set_line == (
-        "No question set on this document (summary.txt) yet: recall, precision, IoU and precision-Ω need questions "
-        "whose answers are in its text."
+        "No retrieval numbers for this document (summary.txt) yet: recall, precision, IoU and precision-Ω need a "
+        "benchmark on questions whose answers are in its text."
     )
     assert view.elsewhere is None
     assert view.quality_run_label == "Compute BC, CS and DS for A, B with length-scorer: 28 pairs, ≈ 31 s"

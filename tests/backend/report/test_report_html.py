@@ -302,6 +302,6 @@ def test_a_benchmark_on_another_corpus_is_its_own_titled_section(doc, configs, c
     assert "IoU (" not in verdict_text and "recall (" not in verdict_text
     table = page_html.split('id="summary-table"')[1].split("</table>")[0]
     assert "%" not in table  # no retrieval number in this document's table
-    assert "no question set on this document" in texts
+    assert "no benchmark on questions about this document" in texts
     other_table = page_html.split('id="elsewhere-table"')[1].split("</table>")[0]
     assert "50.0%" in other_table and "60.0%" in other_table  # recall of A and B on the other corpus

@@ -163,7 +163,7 @@ def test_verdict_three_configurations_ties_and_gaps():
         "A and B tie on recall (50.0%).",
         "A and B tie on BC (0.950).",
         "Not computed yet: BC for C; CS and DS for A, B and C; precision and precision-Ω for A, B and C "
-        "(no question set on this document yet).",
+        "(no benchmark on questions about this document yet).",
     ]
 
 
@@ -178,12 +178,13 @@ def test_verdict_with_nothing_computed_and_one_configuration():
     empty = Summary("d", "id", (_row("A", chunks=3), _row("B", chunks=4)))
     assert verdict(empty) == [
         "Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
-        "(no question set on this document yet)."
+        "(no benchmark on questions about this document yet)."
     ]
     alone = Summary("d", "id", (_row("A", chunks=3, bc=0.9, cs=1.0, ds=0.1),))
     assert verdict(alone) == [
         "Only one configuration (A): nothing to compare yet.",
-        "Not computed yet: recall, precision, IoU and precision-Ω for A (no question set on this document yet).",
+        "Not computed yet: recall, precision, IoU and precision-Ω for A "
+        "(no benchmark on questions about this document yet).",
     ]
     assert verdict(Summary("d", "id", ())) == ["No configuration yet."]
 
@@ -268,7 +269,8 @@ def _mixed() -> tuple[QuestionSet, Benchmark]:
             for i, q in enumerate(qs.questions)
         )
         per_corpus = {cid: MetricSummary.of([r for r in per_question if r.corpus_id == cid]) for cid in qs.corpus_ids}
-        results.append(ConfigResult(config, MetricSummary.of(per_question), per_corpus, per_question, 7, 10.0, 0.1, True))
+        summary = MetricSummary.of(per_question)
+        results.append(ConfigResult(config, summary, per_corpus, per_question, 7, 10.0, 0.1, True))
     return qs, Benchmark(tuple(results), "all-MiniLM-L6-v2", "fp", 5, 3, ("summary", "other"), 1.0)
 
 
@@ -302,7 +304,7 @@ def test_a_benchmark_on_another_document_leaves_the_rows_and_verdict_alone():
     assert not any("IoU (" in line or "recall (" in line for line in lines)
     assert lines[-1] == (
         "Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
-        "(no question set on this document yet)."
+        "(no benchmark on questions about this document yet)."
     )
     unknown = summarize(DOC, [("A", _chunking(A, 4))], benchmark=bm)  # no question set: no corpus known to be DOC
     assert unknown.retrieval is None and unknown.elsewhere.heading == (
@@ -341,5 +343,5 @@ def test_missing_names_each_metric_not_the_whole_group():
     }
     assert verdict(s)[-1] == (
         "Not computed yet: chunks and DS for C; BC and CS for A and C; recall, precision, IoU and precision-Ω for "
-        "A, B and C (no question set on this document yet)."
+        "A, B and C (no benchmark on questions about this document yet)."
     )
