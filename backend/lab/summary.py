@@ -29,7 +29,7 @@ from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
 
-__all__ = ["SummaryView", "summary_view", "question_sets_on_document"]
+__all__ = ["SummaryView", "question_sets_on_document", "summary_view"]
 
 
 @dataclass(frozen=True, eq=False)

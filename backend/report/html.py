@@ -178,7 +178,8 @@ def _table(summary: Summary | RetrievalElsewhere, metrics: tuple[str, ...] = MET
     scope = summary.retrieval
     about = (
         f"Recall, precision, IoU and precision-Ω: the {scope.questions} question{'s' if scope.questions != 1 else ''} "
-        f"of {_e(scope.set_title)} on this document." if scope is not None
+        f"of {_e(scope.set_title)} on this document" + (f", {_e(scope.across)}" if scope.across else "") + "."
+        if scope is not None
         else "Recall, precision, IoU and precision-Ω: no benchmark on questions about this document yet."
     )
     foot = (

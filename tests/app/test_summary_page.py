@@ -20,13 +20,12 @@ from streamlit.testing.v1 import AppTest
 
 from backend.chunking import ConfigEntry
 from backend.loaders import load_bytes
-from backend.report.summary import METRICS, Summary, verdict
+from backend.report.summary import Summary, verdict
 from backend.samples import get_sample, load_sample
 from backend.text.document import Document
 from components.state import normalized_config
 from components.summary import NOT_COMPUTED, QUALITY_COLUMNS, RETRIEVAL_COLUMNS, summary_frame
-from tests.support.apptest import open_page, wait_job
-from tests.support.apptest import run as _run
+from tests.support.apptest import open_page, run as _run, wait_job
 
 CONFIGS = (
     ("recursive", {"chunk_size": 100, "chunk_overlap": 0}),

@@ -74,8 +74,8 @@ def test_nothing_computed_yet_plans_the_quality_pages_job(doc, entries, chunked,
     assert [r.tag for r in view.summary.rows] == ["A", "B"]
     assert view.missing == {"quality": ["A", "B"], "retrieval": ["A", "B"]} and view.to_score == ("A", "B")
     assert view.verdict == (
-        "Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
-        "(no benchmark on questions about this document yet).",
+        ("Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
+        "(no benchmark on questions about this document yet)."),
     )
     assert view.no_set_line == (
         "No retrieval numbers for this document (summary.txt) yet: recall, precision, IoU and precision-Ω need a "

@@ -11,8 +11,6 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-
-
 import backend  # noqa: E402
 from backend.chunkers import run_chunker  # noqa: E402
 from backend.chunkers.meta.results import PPLScores  # noqa: E402

@@ -162,8 +162,8 @@ def test_verdict_three_configurations_ties_and_gaps():
         "B has the highest IoU (7.0% vs 6.0% for C, the next best) with 10 chunks to C's 20.",
         "A and B tie on recall (50.0%).",
         "A and B tie on BC (0.950).",
-        "Not computed yet: BC for C; CS and DS for A, B and C; precision and precision-Ω for A, B and C "
-        "(no benchmark on questions about this document yet).",
+        ("Not computed yet: BC for C; CS and DS for A, B and C; precision and precision-Ω for A, B and C "
+        "(no benchmark on questions about this document yet)."),
     ]
 
 
@@ -177,14 +177,14 @@ def test_verdict_equal_chunk_counts_and_ratio_near_one():
 def test_verdict_with_nothing_computed_and_one_configuration():
     empty = Summary("d", "id", (_row("A", chunks=3), _row("B", chunks=4)))
     assert verdict(empty) == [
-        "Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
-        "(no benchmark on questions about this document yet)."
+        ("Not computed yet: BC, CS and DS for A and B; recall, precision, IoU and precision-Ω for A and B "
+        "(no benchmark on questions about this document yet).")
     ]
     alone = Summary("d", "id", (_row("A", chunks=3, bc=0.9, cs=1.0, ds=0.1),))
     assert verdict(alone) == [
         "Only one configuration (A): nothing to compare yet.",
-        "Not computed yet: recall, precision, IoU and precision-Ω for A "
-        "(no benchmark on questions about this document yet).",
+        ("Not computed yet: recall, precision, IoU and precision-Ω for A "
+        "(no benchmark on questions about this document yet)."),
     ]
     assert verdict(Summary("d", "id", ())) == ["No configuration yet."]
 
