@@ -103,7 +103,7 @@ class QuestionSet:
     corpora: Mapping[str, str]
     suffixes: Mapping[str, str] = field(default_factory=dict)
     _docs: dict[str, Document] = field(default_factory=dict, repr=False)
-    _document_ids: dict[str, str] = field(default_factory=dict, repr=False)
+    _document_ids: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
