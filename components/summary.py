@@ -154,7 +154,8 @@ def summary_tables(summary: Summary, no_set_line: str) -> None:
         return
     questions = f"{scope.questions} question{'s' if scope.questions != 1 else ''}"
     st.markdown(
-        "**" + md_text(f"Retrieval on this document — {questions} of {scope.set_title}") + "**",
+        "**" + md_text(f"Retrieval on this document — {questions} of {scope.set_title}") + "**"
+        + (md_text(f" ({scope.across})") if scope.across else ""),
         help="Only the questions whose answers are in this document's text count.",
     )
     _table(styled_summary(summary, RETRIEVAL_COLUMNS), RETRIEVAL_COLUMNS, SUMMARY("retrieval_table"))
