@@ -59,7 +59,8 @@ __all__ = [
     "summary_frame",
     "styled_summary",
     "summary_column_config",
-    "summary_tables",
+    "quality_table",
+    "retrieval_table",
     "elsewhere_section",
     "summary_notes",
     "verdict_markdown",
@@ -143,10 +144,14 @@ def _table(data: Any, metrics: Sequence[str], key: str) -> None:
     st.dataframe(data, key=key, column_config=summary_column_config(metrics), row_height=ROW_HEIGHT)
 
 
-def summary_tables(summary: Summary, no_set_line: str) -> None:
-    """This document's numbers: "Chunks and quality", then "Retrieval on this document" (or why there is none)."""
+def quality_table(summary: Summary) -> None:
+    """This document's "Chunks and quality" table."""
     st.markdown("**Chunks and quality**")
     _table(styled_summary(summary, QUALITY_COLUMNS), QUALITY_COLUMNS, SUMMARY("table"))
+
+
+def retrieval_table(summary: Summary, no_set_line: str) -> None:
+    """This document's "Retrieval on this document" table, or, where it would be, why there is none."""
     scope = summary.retrieval
     if scope is None:
         st.markdown("**Retrieval on this document**")

@@ -21,9 +21,10 @@ from components.summary import (
     report_button,
     retrieval_job_panel,
     session_benchmark,
+    quality_table,
+    retrieval_table,
     small_multiples,
     summary_notes,
-    summary_tables,
     verdict_markdown,
 )
 
@@ -63,8 +64,7 @@ st.subheader("Verdict", anchor=False)
 st.markdown(verdict_markdown(view.verdict))
 
 st.subheader("Numbers", anchor=False)
-summary_tables(summary, view.no_set_line)
-summary_notes(view.notes)
+quality_table(summary)
 
 # --- what is not computed yet: the Quality and Benchmark pages' jobs, started from here -----------------------
 missing = view.missing
@@ -78,11 +78,17 @@ if view.to_score:
             cancel_key=SUMMARY("quality_cancel"), confirm_key=SUMMARY("quality_confirm"),
             run_label=view.quality_run_label,
         )
+
+# --- retrieval on this document: its table, or where it would be, why there is none and the benchmark to run ---
+retrieval_table(summary, view.no_set_line)
 if missing.get("retrieval"):
-    st.markdown("**Retrieval metrics on this document not computed yet** for " + ", ".join(missing["retrieval"]))
+    if summary.retrieval is not None:  # some configurations have their numbers: name the others
+        st.markdown("**Retrieval metrics on this document not computed yet** for " + ", ".join(missing["retrieval"]))
     retrieval_job_panel(doc, entries, missing["retrieval"])
 
 # --- questions on this document: generate a set (engineer Q's panel goes here) ---------------------------------
+
+summary_notes(view.notes)
 
 # --- a benchmark on other corpora: its own titled section, never in this document's rows or verdict -------------
 elsewhere_section(view.elsewhere)
