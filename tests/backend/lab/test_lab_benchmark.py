@@ -69,7 +69,7 @@ def test_benchmark_plans_have_equal_signatures_for_equal_inputs_and_differ_other
     assert plan.signature == plan_benchmark(QuestionSet(QSET.questions, dict(QSET.corpora)), entries, LM, **kwargs).signature
     assert plan.title == "Benchmarking 2 configuration(s)" and plan.models is None and plan.model == ""
     assert dict(plan.meta) == {"tags": ["A", "B"], "colors": [config_color(3), config_color(4)], "qset": QSET,
-                               "qset_name": "Session set"}
+                               "qset_name": "Session set", "cross_corpus": True}
     others = [
         plan_benchmark(QSET, entries, LM, **{**kwargs, "retrieve": 3}),
         plan_benchmark(QSET, entries, LM, **{**kwargs, "auto": True}),
