@@ -86,12 +86,13 @@ def question_generation_panel(doc: Document, keys: PageKeys) -> None:
     """
     chat = session_chat_endpoint()
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    n = int(right.number_input("Questions", min_value=1, max_value=100, value=10, step=1, key=keys("qgen_n")))
+    n = int(right.number_input("Questions", min_value=1, max_value=100, value=10, step=1, key=keys("qgen_n"),
+                                 persist_state="session"))
     options = generation_options(n, chat)
     # One click should not start minutes of work unasked: without a chat model, model-free comes first.
     by_method = {o.method: o for o in sorted(options, key=lambda o: _ORDER.index(o.method)) if o.available}
     method = left.radio(
-        "Method", list(by_method), key=keys("qgen_method"), horizontal=True,
+        "Method", list(by_method), key=keys("qgen_method"), horizontal=True, persist_state="session",
         format_func=lambda m: f"{by_method[m].title} · {by_method[m].estimate}",
         help="The chat model follows the Chroma report; the bundled model and the model-free keyword questions "
         "are weaker but need no API.",

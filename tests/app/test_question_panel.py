@@ -3,19 +3,24 @@
 A PDF loaded as the document (the bundled technical guide typeset as a PDF), the session's set on
 another document (the bundled narrative set): the Summary's panel generates model-free questions,
 which replace it; on the Retrieval page, generated questions join a hand-marked one on the same
-document. Every excerpt is an exact substring of the document.
+document, and the session's chat model (a scripted OpenAI-compatible server) generates in a
+background job. Every excerpt is an exact substring of the document.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from backend.chunking import ConfigEntry
+from backend.retrieval.generation import PLEDGE
 from backend.retrieval.live import add_questions
 from backend.retrieval.questions import load_sample_question_set
 from backend.samples import load_sample
 from components.state import normalized_config
-from tests.support.apptest import isolated_lab, open_page, run as _run
+from tests.support.apptest import isolated_lab, open_page, run as _run, wait_job
+from tests.support.scripted_chat_server import start_scripted_server
 
 CONFIGS = (("recursive", {"chunk_size": 200, "chunk_overlap": 0}), ("sentence", {"chunk_size": 200}))
 
@@ -78,4 +83,38 @@ def test_retrieval_merges_generated_questions_with_a_hand_marked_one() -> None:
     at.button(key="ret_qgen_go").click()
     _run(at)
     assert len(at.session_state["ret_qset"]) == 6
+    assert not at.exception and not at.error
+
+
+def test_a_chat_model_generates_in_a_background_job_and_its_questions_join_the_set() -> None:
+    """The session's chat model (a scripted OpenAI-compatible server): a job with progress, then the set."""
+    doc = load_sample("technical-pdf")
+    sentences = [doc.text[s.start : s.end] for s in doc.sentences if 60 < s.end - s.start < 300][:6]
+    asked = iter(range(100))
+
+    def reply(_messages):
+        sentence = sentences[next(asked) % len(sentences)]
+        return json.dumps({"oath": PLEDGE, "question": f"What does the guide say about {' '.join(sentence.split()[:8])}?",
+                           "references": [sentence]})
+
+    with start_scripted_server(reply=reply) as server:
+        at = open_page("pages/retrieval.py", doc, _entries())
+        at.session_state["models_chat_choice"] = ("remote", (server.url, "scripted-model"))
+        _run(at)
+        radio = at.radio(key="ret_qgen_method")
+        assert radio.options[0].startswith("Chat model · scripted-model at http://")
+        radio.set_value("chat")
+        at.number_input(key="ret_qgen_n").set_value(2)
+        at.button(key="ret_qgen_go").click()
+        _run(at)
+        job = wait_job(at, "ret_qgen_job", timeout=240)
+        _run(at)
+    assert job.state == "done", job.error
+    gen = job.result
+    assert gen.method == "chat" and gen.model == "scripted-model" and len(gen.questions) >= 1
+    qset = at.session_state["ret_qset"]
+    assert len(qset) == len(gen.questions)
+    _exact(qset, doc)
+    assert any(c.value.startswith(f"{len(gen.questions)} kept of {gen.attempts} attempted") for c in at.caption)
+    assert "ret_qgen_again" in [b.key for b in at.button]  # a finished run offers another
     assert not at.exception and not at.error
