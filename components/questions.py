@@ -22,6 +22,7 @@ from backend.lab.questions import (
     ChatEndpoint,
     generate_now,
     generation_options,
+    on_document,
     plan_generation,
     runs_inline,
     session_set_after,
@@ -32,7 +33,7 @@ from components.keys import CHAT_CHOICE, CHAT_KEY, QSET, PageKeys
 from components.lm_runs import model_job_panel
 from components.retrieval import candidates_frame
 
-__all__ = ["question_generation_panel", "session_chat_endpoint"]
+__all__ = ["question_generation_panel", "panel_expanded", "session_chat_endpoint"]
 
 _ORDER = ("chat", "model-free", "bundled")
 
@@ -77,6 +78,12 @@ def _forget(keys: PageKeys) -> None:
         st.session_state.pop(keys(name), None)
 
 
+def panel_expanded(doc: Document, keys: PageKeys) -> bool:
+    """Whether the page opens the panel's expander: no question set on this document yet, or a result to show."""
+    held: GeneratedQuestions | None = st.session_state.get(keys("qgen_result"))
+    return not on_document(st.session_state.get(QSET), doc) or (held is not None and held.corpus_text == doc.text)
+
+
 def question_generation_panel(doc: Document, keys: PageKeys) -> None:
     """One click "Generate questions on this document": method, count, estimate, progress, and the result.
 
@@ -110,7 +117,6 @@ def question_generation_panel(doc: Document, keys: PageKeys) -> None:
     held: GeneratedQuestions | None = st.session_state.get(keys("qgen_result"))
     if held is not None and held.corpus_text != doc.text:
         _forget(keys)  # another document: its result is not this one's
-        held = None
     if runs_inline(method, doc):
         if st.button(label, key=keys("qgen_go"), icon=":material/auto_awesome:", type="primary"):
             try:

@@ -8,13 +8,12 @@ has a button that starts the same job the Quality or Benchmark page would.
 
 import streamlit as st
 
-from backend.lab.questions import on_document
 from backend.lab.summary import summary_view
-from components.keys import QSET, SUMMARY, SUMMARY_SHOWN
+from components.keys import SUMMARY, SUMMARY_SHOWN
 from components.layout import ensure_routed
 from components.lm_runs import page_chunkings, session_models
 from components.quality import quality_store, scoring_job_panel, session_throughput
-from components.questions import question_generation_panel
+from components.questions import panel_expanded, question_generation_panel
 from components.settings import prepare, section_values, spec
 from components.state import require_configurations, require_document
 from components.summary import (
@@ -81,7 +80,7 @@ if view.to_score:
 if missing.get("retrieval"):
     st.markdown("**Retrieval metrics not computed yet** for " + ", ".join(missing["retrieval"]))
     retrieval_job_panel(doc, entries, missing["retrieval"])
-with st.expander("Questions on this document", expanded=not on_document(st.session_state.get(QSET), doc)):
+with st.expander("Questions on this document", expanded=panel_expanded(doc, SUMMARY)):
     question_generation_panel(doc, SUMMARY)
 
 # --- small multiples ----------------------------------------------------------------------------------
