@@ -33,7 +33,7 @@ from components.keys import CHAT_CHOICE, CHAT_KEY, QSET, PageKeys
 from components.lm_runs import model_job_panel
 from components.retrieval import candidates_frame
 
-__all__ = ["question_generation_panel", "panel_expanded", "session_chat_endpoint"]
+__all__ = ["panel_expanded", "question_generation_panel", "session_chat_endpoint"]
 
 _ORDER = ("chat", "model-free", "bundled")
 
