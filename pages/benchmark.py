@@ -17,14 +17,8 @@ import streamlit as st
 from backend.errors import ChunkLabError, one_line
 from backend.figures.export import figure_html
 from backend.figures.retrieval import similarity_histogram
-from backend.lab.benchmark import (
-    benchmark_view,
-    generation_is_local,
-    per_question,
-    plan_benchmark,
-    plan_generation,
-    qset_name,
-)
+from backend.lab.benchmark import benchmark_view, per_question, plan_benchmark, qset_name
+from backend.lab.questions import ChatEndpoint, generation_is_local, plan_generation
 from backend.lab.settings import QUESTION_SOURCES
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
@@ -134,7 +128,8 @@ def _generation_panel(doc):
         )
     if go:
         st.session_state[_GEN_JOB] = start_plan(plan_generation(
-            doc, int(n), local=use_local, base_url=base_url, api_key=api_key, model=model,
+            doc, int(n), method="bundled" if use_local else "chat",
+            chat=ChatEndpoint(base_url=base_url, model=model, api_key=api_key),
             duplicate_threshold=st.session_state.get(_DUP, DEFAULT_DUPLICATE_THRESHOLD),
             excerpt_threshold=st.session_state.get(_EXC, DEFAULT_EXCERPT_THRESHOLD),
         ))

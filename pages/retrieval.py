@@ -36,6 +36,7 @@ from components.layout import ensure_routed
 from components.lm_runs import model_chunking, session_models, start_plan
 from components.models import job_outcome
 from components.multi import retriever_panel
+from components.questions import panel_expanded, question_generation_panel
 from components.retrieval import SCORES_COLUMN_CONFIG, question_set_upload, questions_frame, scores_frame
 from components.settings import prepare, spec
 from components.state import configurations, require_configurations, require_document
@@ -303,6 +304,9 @@ if qset is not None and len(qset):
                   on_click=lambda: st.session_state.update({QSET: None}))
 else:
     st.caption("Saved queries (with their marks) collect here; the Benchmark page runs them.")
+
+with st.expander("Questions on this document", expanded=panel_expanded(doc, RETRIEVAL)):
+    question_generation_panel(doc, RETRIEVAL)
 
 with st.expander("Import a question set (Chroma format)"):
     imported = question_set_upload(RETRIEVAL, "Import")

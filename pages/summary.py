@@ -14,6 +14,7 @@ from components.keys import SUMMARY, SUMMARY_SHOWN
 from components.layout import ensure_routed
 from components.lm_runs import page_chunkings, session_models
 from components.quality import quality_store, scoring_job_panel, session_throughput
+from components.questions import panel_expanded, question_generation_panel
 from components.settings import prepare, section_values, spec
 from components.state import require_configurations, require_document
 from components.summary import (
@@ -86,7 +87,9 @@ if missing.get("retrieval"):
         st.markdown("**Retrieval metrics on this document not computed yet** for " + ", ".join(missing["retrieval"]))
     retrieval_job_panel(doc, entries, missing["retrieval"])
 
-# --- questions on this document: generate a set (engineer Q's panel goes here) ---------------------------------
+# --- questions on this document: generate a set (a chat model, the bundled one, or model-free) ------------------
+with st.expander("Questions on this document", expanded=panel_expanded(doc, SUMMARY)):
+    question_generation_panel(doc, SUMMARY)
 
 summary_notes(view.notes)
 

@@ -18,11 +18,16 @@ Subcommands:
                 ``--per-question FILE`` also writes every question's scores (the Benchmark
                 page's per-question export, :func:`backend.lab.benchmark.per_question`): CSV
                 for ``.csv``, JSON for ``.json``.
-    questions generate FILE --out DIR [--n 10] [--base-url URL] [--model NAME] [--local]
-                Generate a question set from a document (an OpenAI-compatible LLM when
-                OPENAI_BASE_URL/OPENAI_API_KEY or --base-url is set, else the weaker local
-                fallback) and write ``DIR/questions.csv`` and ``DIR/corpora/<corpus_id>.md``;
-                prints a JSON summary. The API key is read from OPENAI_API_KEY only.
+    questions generate FILE --out DIR [--n 10] [--method chat|bundled|model-free] [--base-url URL]
+                [--model NAME] [--local]
+                Generate a question set from a document and write ``DIR/questions.csv`` and
+                ``DIR/corpora/<corpus_id>.md``; prints a JSON summary, and on stderr one line:
+                kept of attempted, the method and the seconds taken. ``--method chat``: an
+                OpenAI-compatible LLM (OPENAI_BASE_URL/OPENAI_API_KEY or --base-url);
+                ``bundled`` (``--local``): the weaker local fallback on SmolLM2;
+                ``model-free``: keyword questions in about a second, no model
+                (:mod:`backend.retrieval.modelfree`). Default: chat when an API is set, else
+                bundled. The API key is read from OPENAI_API_KEY only.
     questions check --questions FILE.csv|sample:NAME [--corpora DIR]
                 Validate a question set; prints ``{"questions", "corpora"}``.
     index FILE --chunker NAME [--param k=v …]
@@ -68,7 +73,13 @@ from backend.lab.benchmark import per_question, write_per_question
 from backend.models.cache import default_cache
 from backend.models.embeddings import load_text_embedder
 from backend.retrieval.evaluate import evaluate
-from backend.retrieval.generation import generate_questions
+from backend.retrieval.generation import (
+    DEFAULT_DUPLICATE_THRESHOLD,
+    DEFAULT_EXCERPT_THRESHOLD,
+    METHODS,
+    generate_questions,
+)
+from backend.retrieval.modelfree import model_free_questions
 from backend.retrieval.multi.level_router import save_router, train_router
 from backend.retrieval.questions import load_question_set, load_sample_question_set, save_question_set
 from backend.retrieval.retriever.levels import LevelRetriever
@@ -134,10 +145,15 @@ def add_commands(sub: Any) -> None:
     p_gen.add_argument("--n", type=positive_int, default=10, help="questions wanted (default 10)")
     p_gen.add_argument("--base-url", help="OpenAI-compatible API (default OPENAI_BASE_URL; the key: OPENAI_API_KEY)")
     p_gen.add_argument("--model", help="chat model (default OPENAI_MODEL, or the server's only model)")
-    p_gen.add_argument("--local", action="store_true", help="use the local fallback (bundled SmolLM2) even if an API is set")
+    p_gen.add_argument(
+        "--method", choices=METHODS,
+        help="chat (an OpenAI-compatible API), bundled (SmolLM2, weaker) or model-free (keyword questions, "
+        "seconds, offline); default: chat when an API is set, else bundled",
+    )
+    p_gen.add_argument("--local", action="store_true", help="the same as --method bundled")
     p_gen.add_argument("--corpus-id", help="corpus id (default: from the file name)")
-    p_gen.add_argument("--duplicate-threshold", type=_similarity, default=0.70, metavar="COS")
-    p_gen.add_argument("--excerpt-threshold", type=_similarity, default=0.40, metavar="COS")
+    p_gen.add_argument("--duplicate-threshold", type=_similarity, default=DEFAULT_DUPLICATE_THRESHOLD, metavar="COS")
+    p_gen.add_argument("--excerpt-threshold", type=_similarity, default=DEFAULT_EXCERPT_THRESHOLD, metavar="COS")
     p_gen.add_argument("--max-attempts", type=positive_int, metavar="N", help="requests at most (default 3n+2)")
     p_gen.add_argument("--embedder", default="default", metavar="default|PATH", help="embedder of the filters")
     p_gen.add_argument("--seed", type=int, default=0)
@@ -273,24 +289,33 @@ def _eval(args: argparse.Namespace) -> None:
 
 
 def _generate(args: argparse.Namespace) -> None:
+    if args.local and args.method not in (None, "bundled"):
+        raise ParameterError(f"--local is --method bundled: it cannot go with --method {args.method}")
+    method = "bundled" if args.local else args.method
     doc = load_input(args.file)
     with _progress("generating") as line:
-        line.status("loading models…")
-        quiet_hub_progress_bars()
-        result = generate_questions(
-            doc,
-            n=args.n,
-            corpus_id=args.corpus_id,
-            base_url=args.base_url,
-            model=args.model,
-            local=True if args.local else None,
-            embedder=None if args.embedder == "default" else args.embedder,
-            duplicate_threshold=args.duplicate_threshold,
-            excerpt_threshold=args.excerpt_threshold,
-            max_attempts=args.max_attempts,
-            seed=args.seed,
-            progress=line,
-        )
+        if method == "model-free":
+            result = model_free_questions(
+                doc, n=args.n, corpus_id=args.corpus_id, max_attempts=args.max_attempts, seed=args.seed, progress=line
+            )
+        else:
+            line.status("loading models…")
+            quiet_hub_progress_bars()
+            result = generate_questions(
+                doc,
+                n=args.n,
+                corpus_id=args.corpus_id,
+                base_url=args.base_url,
+                model=args.model,
+                method=method,
+                embedder=None if args.embedder == "default" else args.embedder,
+                duplicate_threshold=args.duplicate_threshold,
+                excerpt_threshold=args.excerpt_threshold,
+                max_attempts=args.max_attempts,
+                seed=args.seed,
+                progress=line,
+            )
+    print(result.how, file=sys.stderr)
     written = save_question_set(result.question_set(), args.out / "questions.csv", args.out / "corpora")
     summary = {**result.to_json(), "questions_csv": str(written[0]), "corpora": str(args.out / "corpora")}
     write(json.dumps(summary, ensure_ascii=False, indent=2) + "\n")

@@ -19,7 +19,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -34,14 +34,12 @@ from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.lab.retrieval import question_set_key
 from backend.lab.settings import QUESTION_SOURCES
-from backend.models.chat import remote_llm_configured
 from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark, ConfigResult, MetricSummary, coverage_rows
 from backend.retrieval.generation import GeneratedQuestions
-from backend.retrieval.jobs import benchmark_job, generation_job
+from backend.retrieval.jobs import benchmark_job
 from backend.retrieval.multi.level_router import TrainReport
 from backend.retrieval.multi.retrievers import Routing
 from backend.retrieval.questions import QuestionSet
-from backend.text.document import Document
 
 __all__ = [
     "SAMPLE_SOURCE",
@@ -60,8 +58,6 @@ __all__ = [
     "training_note",
     "candidate_rows",
     "CANDIDATE_COLUMNS",
-    "generation_is_local",
-    "plan_generation",
 ]
 
 SAMPLE_SOURCE = QUESTION_SOURCES[1]  # "Bundled sample set": its name is the sample's, sample:NAME
@@ -467,30 +463,3 @@ def candidate_rows(gen: GeneratedQuestions) -> list[dict[str, Any]]:
         }
         for c, kept, why in zip(gen.candidates, gen.kept, gen.drop_reasons)
     ]
-
-
-def generation_is_local(local: bool, base_url: str, api_key: str) -> bool:
-    """Whether generation runs the bundled model: asked for, or no LLM API given or configured."""
-    return local or not remote_llm_configured(base_url.strip() or None, api_key.strip() or None)
-
-
-def plan_generation(
-    doc: Document,
-    n: int,
-    *,
-    local: bool,
-    base_url: str,
-    api_key: str,
-    model: str,
-    duplicate_threshold: float,
-    excerpt_threshold: float,
-) -> JobPlan:
-    """Question generation from ``doc`` (:func:`backend.retrieval.jobs.generation_job`).
-
-    The API key lives only in the job's body: it is never part of the signature or the meta.
-    """
-    body = generation_job(doc, int(n), local=local, base_url=base_url, api_key=api_key, model=model,
-                          duplicate_threshold=duplicate_threshold, excerpt_threshold=excerpt_threshold)
-    signature: Hashable = ("generate", doc.id, int(n), local, base_url.strip(), model.strip())
-    return JobPlan(f"Generating {int(n)} questions", signature, lambda _scorer, progress: body(progress),
-                   meta={"doc_id": doc.id})

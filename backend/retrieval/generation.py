@@ -13,27 +13,48 @@ a model that small cannot follow that prompt, so Chunk Lab picks a passage (one 
 sentences of the document) and the model only writes a question that the passage answers.
 The result says so (``weak=True`` and a ``notice``): such questions are simpler and weaker.
 
+Every kept reference is ``Reference(doc.text[start:end], start, end)``: its content is cut
+from the document at the offsets found, so ``text[start:end] == content`` holds exactly even
+when the model's copy differed in whitespace (the finder maps the whitespace-free match back to
+the first and last non-whitespace characters it covers).
+
 Then the report's *Prefiltering*, with the embedder (bundled MiniLM by default): a question
 is dropped when its cosine similarity to any of its excerpts is below the excerpt threshold
-(default 0.40), then, in order, when it is more similar than the duplicate threshold (default
-0.70) to an earlier question still kept (the reference's greedy de-duplication). Generation
+(default 0.40, the relevance filter), then, in order, when it is more similar than the
+duplicate threshold (default 0.70) to an earlier question still kept (the reference's greedy
+de-duplication), then when one of its excerpts is nearly identical (cosine above 0.90) to an
+excerpt of an earlier question still kept (the same passage asked about twice). Generation
 goes on until ``n`` questions survive or the attempts run out. All similarities are kept in
 the result, for the report's histograms, and :meth:`GeneratedQuestions.refilter` applies other
 thresholds without asking the model again.
+
+Time: every run records its load seconds, seconds per attempt and attempts per kept question
+on this machine (:func:`record_rate`, a small JSON file in the data directory), and
+:func:`estimate_seconds` predicts the next run from them — nothing is guessed before the first
+run of a method and model. While running, progress counts attempts against the attempts the
+measured keep rate predicts, so its ETA is the measured rate too.
+
+A third, model-free method (:mod:`backend.retrieval.modelfree`) writes keyword questions for
+passages in a second, offline; it returns the same :class:`GeneratedQuestions`.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import math
+import os
 import random
 import re
+import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from backend.config import data_dir
 from backend.errors import ModelError, ParameterError
 from backend.models.chat import chat, remote_llm_configured, resolve_model
 from backend.models.embeddings import TextEmbedder, load_text_embedder
@@ -55,12 +76,37 @@ __all__ = [
     "PLEDGE",
     "DEFAULT_DUPLICATE_THRESHOLD",
     "DEFAULT_EXCERPT_THRESHOLD",
+    "DEFAULT_EXCERPT_DUPLICATE_THRESHOLD",
     "MAX_REFERENCES",
+    "METHODS",
+    "METHOD_TITLES",
+    "passage_spans",
+    "Rate",
+    "measured_rate",
+    "record_rate",
+    "rate_key",
+    "estimate_seconds",
+    "expected_attempts",
+    "default_max_attempts",
 ]
 
 DEFAULT_DUPLICATE_THRESHOLD = 0.70
 DEFAULT_EXCERPT_THRESHOLD = 0.40
+DEFAULT_EXCERPT_DUPLICATE_THRESHOLD = 0.90  # "nearly identical": the same passage, not merely the same topic
 MAX_REFERENCES = 5
+
+
+def default_max_attempts(n: int) -> int:
+    """How many times generation asks the model for ``n`` questions when not told (``3n + 2``)."""
+    return 3 * n + 2
+
+
+METHODS = ("chat", "bundled", "model-free")
+METHOD_TITLES = {
+    "chat": "chat model (the report's method)",
+    "bundled": "bundled small model (weaker)",
+    "model-free": "model-free keyword questions (seconds, offline)",
+}
 WINDOW_CHARS = 4000
 PREVIOUS_QUESTIONS = 20
 
@@ -159,6 +205,12 @@ class GeneratedQuestions:
         weak: True for the local fallback's questions.
         notice: A sentence for the user about the fallback (None for an LLM).
         seconds: Wall time.
+        method: How the questions were made: ``chat``, ``bundled`` or ``model-free`` (:data:`METHODS`).
+        excerpt_pair_similarity: Per pair of candidates, the highest cosine similarity between an
+            excerpt of one and an excerpt of the other (n × n); None when no embedder ran.
+        excerpt_duplicate_threshold: Drop a candidate whose excerpt is more similar than this to an
+            excerpt of an earlier kept one.
+        filter_note: How the filters ran when not as the report's (the model-free method's reason).
     """
 
     questions: tuple[Question, ...]
@@ -176,6 +228,10 @@ class GeneratedQuestions:
     weak: bool
     notice: str | None
     seconds: float
+    method: str = "chat"
+    excerpt_pair_similarity: np.ndarray | None = field(default=None, repr=False)
+    excerpt_duplicate_threshold: float = DEFAULT_EXCERPT_DUPLICATE_THRESHOLD
+    filter_note: str | None = None
 
     @property
     def attempts(self) -> int:
@@ -193,9 +249,30 @@ class GeneratedQuestions:
         """Every question–excerpt similarity of every candidate (the report's excerpt histogram)."""
         return [s for c in self.candidates for s in c.excerpt_similarities]
 
+    @property
+    def how(self) -> str:
+        """One line on how the set was made: method, model, filters and thresholds, time (plain text)."""
+        if self.filter_note:
+            filters = self.filter_note
+        else:
+            filters = (
+                f"filters by {self.embedder}: relevance ≥ {self.excerpt_threshold:.2f}, duplicate questions > "
+                f"{self.duplicate_threshold:.2f}, duplicate excerpts > {self.excerpt_duplicate_threshold:.2f}"
+            )
+        return (
+            f"{len(self.questions)} kept of {self.attempts} attempted · {METHOD_TITLES.get(self.method, self.method)}"
+            f" · model {self.model} · {filters} · {self.seconds:.1f} s"
+        )
+
     def refilter(self, duplicate_threshold: float, excerpt_threshold: float) -> GeneratedQuestions:
         """The same candidates filtered with other thresholds (no model call)."""
-        kept, reasons = prefilter(self.candidates, self.question_similarity, duplicate_threshold, excerpt_threshold)
+        if self.filter_note:  # no embedder ran: nothing to refilter on
+            return self
+        kept, reasons = prefilter(
+            self.candidates, self.question_similarity, duplicate_threshold, excerpt_threshold,
+            excerpt_pair_similarity=self.excerpt_pair_similarity,
+            excerpt_duplicate_threshold=self.excerpt_duplicate_threshold,
+        )
         return GeneratedQuestions(
             questions=tuple(c.question for c, k in zip(self.candidates, kept) if k),
             candidates=self.candidates,
@@ -212,6 +289,10 @@ class GeneratedQuestions:
             weak=self.weak,
             notice=self.notice,
             seconds=self.seconds,
+            method=self.method,
+            excerpt_pair_similarity=self.excerpt_pair_similarity,
+            excerpt_duplicate_threshold=self.excerpt_duplicate_threshold,
+            filter_note=self.filter_note,
         )
 
     def question_set(self) -> QuestionSet:
@@ -230,8 +311,11 @@ class GeneratedQuestions:
                 for c, why in zip(self.candidates, self.drop_reasons)
                 if why is not None
             ],
+            "method": self.method,
             "duplicate_threshold": self.duplicate_threshold,
             "excerpt_threshold": self.excerpt_threshold,
+            "excerpt_duplicate_threshold": self.excerpt_duplicate_threshold,
+            "filter_note": self.filter_note,
             "corpus_id": self.corpus_id,
             "model": self.model,
             "embedder": self.embedder,
@@ -252,17 +336,23 @@ def prefilter(
     question_similarity: np.ndarray,
     duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
     excerpt_threshold: float = DEFAULT_EXCERPT_THRESHOLD,
+    *,
+    excerpt_pair_similarity: np.ndarray | None = None,
+    excerpt_duplicate_threshold: float = DEFAULT_EXCERPT_DUPLICATE_THRESHOLD,
 ) -> tuple[list[bool], list[str | None]]:
     """The report's prefilters: which candidates survive, and why the others do not.
 
     A candidate is dropped when its similarity to any excerpt is below ``excerpt_threshold``;
     then, in order, when its similarity to an earlier surviving question is above
-    ``duplicate_threshold``.
+    ``duplicate_threshold``; then when an excerpt of it is more similar than
+    ``excerpt_duplicate_threshold`` to an excerpt of an earlier survivor
+    (``excerpt_pair_similarity[j, i]``; skipped when None).
 
     Raises:
         ParameterError: a threshold outside -1..1.
     """
     _check_thresholds(duplicate_threshold, excerpt_threshold)
+    _check_thresholds(excerpt_duplicate_threshold, excerpt_threshold)
     kept: list[bool] = []
     reasons: list[str | None] = []
     survivors: list[int] = []
@@ -280,6 +370,15 @@ def prefilter(
                 f"above {duplicate_threshold:.2f})"
             )
             continue
+        if excerpt_pair_similarity is not None:
+            twin = next((j for j in survivors if excerpt_pair_similarity[j, i] > excerpt_duplicate_threshold), None)
+            if twin is not None:
+                kept.append(False)
+                reasons.append(
+                    f"near-duplicate excerpt of candidate {twin + 1} (similarity "
+                    f"{excerpt_pair_similarity[twin, i]:.2f} above {excerpt_duplicate_threshold:.2f})"
+                )
+                continue
         survivors.append(i)
         kept.append(True)
         reasons.append(None)
@@ -357,8 +456,11 @@ def _window(text: str, rng: random.Random, size: int) -> str:
 # --- the local fallback ----------------------------------------------------------------------
 
 
-def _passages(doc: Document, rng: random.Random) -> list[tuple[int, int]]:
-    """Candidate excerpts for the local model: one or two consecutive sentences of a sensible length, shuffled."""
+def passage_spans(doc: Document) -> list[tuple[int, int]]:
+    """Candidate excerpts, in document order: one sentence of 40–500 characters, or a short one with the next.
+
+    The bundled model's and the model-free method's passages (each an exact ``(start, end)`` of ``doc.text``).
+    """
     lo, hi = _PASSAGE_CHARS
     spans = [(s.start, s.end) for s in doc.sentences]
     out = []
@@ -367,6 +469,12 @@ def _passages(doc: Document, rng: random.Random) -> list[tuple[int, int]]:
             out.append((s, e))
         elif e - s < lo and i + 1 < len(spans) and lo <= spans[i + 1][1] - s <= hi:
             out.append((s, spans[i + 1][1]))
+    return out
+
+
+def _passages(doc: Document, rng: random.Random) -> list[tuple[int, int]]:
+    """:func:`passage_spans`, shuffled (the bundled model asks about them in this order)."""
+    out = passage_spans(doc)
     rng.shuffle(out)
     return out
 
@@ -403,11 +511,114 @@ def _clean_local(reply: str) -> str:
     return line
 
 
+# --- measured rates --------------------------------------------------------------------------
+
+RATES_FILE = "generation_rates.json"  # in the data directory
+_rates_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What generation cost on this machine, measured over the runs of one method and model.
+
+    Attributes:
+        setup_seconds: Loading the models and the document (the slowest run's: a cold start).
+        seconds_per_attempt: Mean seconds per attempt over every attempt measured.
+        attempts_per_kept: Attempts per kept question over every run (how many a kept one costs).
+        attempts: Attempts measured so far.
+    """
+
+    setup_seconds: float
+    seconds_per_attempt: float
+    attempts_per_kept: float
+    attempts: int
+
+
+def rate_key(method: str, model: str | None = None) -> str:
+    """The key a method and model are measured under (``bundled:default``, ``chat:URL|MODEL``, ``model-free``)."""
+    if method == "model-free":
+        return method
+    return f"{method}:{model or 'default'}"
+
+
+def _rates_path() -> Path:
+    return data_dir() / RATES_FILE
+
+
+def _read_rates() -> dict[str, Any]:
+    try:
+        raw = json.loads(_rates_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def measured_rate(key: str) -> Rate | None:
+    """The rate measured under ``key`` on this machine, or None before its first run (or when unreadable)."""
+    entry = _read_rates().get(key)
+    try:
+        rate = Rate(float(entry["setup_seconds"]), float(entry["seconds_per_attempt"]),
+                    float(entry["attempts_per_kept"]), int(entry["attempts"]))
+    except (TypeError, KeyError, ValueError):
+        return None
+    ok = rate.attempts > 0 and rate.seconds_per_attempt >= 0 and rate.attempts_per_kept >= 1 and rate.setup_seconds >= 0
+    return rate if ok else None
+
+
+def record_rate(key: str, setup_seconds: float, attempt_seconds: float, attempts: int, kept: int) -> Rate | None:
+    """Add one run's measurement to the rate under ``key`` (running means; a failed write is not an error).
+
+    Returns:
+        The updated rate, or None when the run made no attempt.
+    """
+    if attempts < 1:
+        return None
+    with _rates_lock:
+        old = measured_rate(key)
+        total = attempts + (old.attempts if old else 0)
+        seconds = attempt_seconds + (old.seconds_per_attempt * old.attempts if old else 0.0)
+        # Attempts per kept question over all runs; a run that kept nothing counts as all its attempts for one.
+        kept_runs = (old.attempts / old.attempts_per_kept if old else 0.0) + max(kept, 1)
+        # The setup kept is the slowest seen (a cold start loads the models; a warm process does not).
+        setup = max(setup_seconds, old.setup_seconds if old else 0.0)
+        rate = Rate(round(setup, 3), round(seconds / total, 4), round(max(1.0, total / kept_runs), 4), total)
+        rates = _read_rates()
+        rates[key] = {"setup_seconds": rate.setup_seconds, "seconds_per_attempt": rate.seconds_per_attempt,
+                      "attempts_per_kept": rate.attempts_per_kept, "attempts": rate.attempts}
+        path = _rates_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(rates, indent=1, sort_keys=True), encoding="utf-8")
+            tmp.replace(path)
+        except OSError:
+            pass  # the estimate is a convenience: a read-only data directory only loses it
+    return rate
+
+
+def expected_attempts(n: int, rate: Rate | None, max_attempts: int) -> int:
+    """Attempts a run for ``n`` questions is expected to make: the measured attempts per kept question (at most ``max_attempts``)."""
+    per_kept = rate.attempts_per_kept if rate is not None else 1.0
+    return max(1, min(max_attempts, math.ceil(n * per_kept)))
+
+
+def estimate_seconds(n: int, rate: Rate | None, max_attempts: int) -> float | None:
+    """Seconds a run for ``n`` questions is expected to take, from the measured rate; None before any measurement."""
+    if rate is None:
+        return None
+    return rate.setup_seconds + expected_attempts(n, rate, max_attempts) * rate.seconds_per_attempt
+
+
 # --- the loop --------------------------------------------------------------------------------
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.clip(a @ b.T, -1.0, 1.0)
+
+
+def _max_cos(a: np.ndarray, b: np.ndarray) -> float:
+    """The highest cosine similarity between a row of ``a`` and a row of ``b`` (unit vectors)."""
+    return float(_cos(a, b).max())
 
 
 def generate_questions(
@@ -419,6 +630,7 @@ def generate_questions(
     api_key: str | None = None,
     model: str | None = None,
     local: bool | None = None,
+    method: str | None = None,
     lm: str | None = None,
     embedder: str | TextEmbedder | None = None,
     duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
@@ -440,24 +652,32 @@ def generate_questions(
         model: The chat model (default ``OPENAI_MODEL`` or the server's only model).
         local: True forces the local fallback, False requires an LLM API; None (default)
             uses the API when a base URL or key is configured, else the fallback.
+        method: ``chat`` (as ``local=False``) or ``bundled`` (as ``local=True``); overrides
+            ``local`` when given (``model-free`` is :func:`backend.retrieval.modelfree.model_free_questions`).
         lm: The local model spec for the fallback (default: the bundled SmolLM2).
         embedder: The embedder of the filters (default: ``CHUNKLAB_EMBEDDER`` or MiniLM).
         duplicate_threshold: Drop a question more similar than this to an earlier one.
         excerpt_threshold: Drop a question less similar than this to any of its excerpts.
-        max_attempts: How many times to ask the model (default ``3 * n + 2``).
+        max_attempts: How many times to ask the model (default :func:`default_max_attempts`).
         window_chars: Characters of the document shown per attempt (LLM method).
         temperature: Sampling temperature of the LLM method (the fallback is greedy).
         seed: Seeds the windows, the sampled previous questions and the passages.
-        progress: ``progress(kept, n)`` after each attempt; may raise ``Cancelled``.
+        progress: ``progress(attempt, expected attempts)`` (unit ``attempts``) after each attempt,
+            the expected attempts from this machine's measured keep rate (:func:`expected_attempts`),
+            so its ETA is the measured rate; publishes ``(kept, attempts)``; may raise ``Cancelled``.
 
     Raises:
-        ParameterError: ``n`` or ``max_attempts`` below 1, thresholds outside -1..1.
+        ParameterError: ``n`` or ``max_attempts`` below 1, thresholds outside -1..1, an unknown method.
         ModelError: no LLM configured with ``local=False``; the server failed twice in a
             row; the local or embedding model cannot be loaded.
     """
     if n < 1:
         raise ParameterError(f"n ({n}) must be at least 1")
-    attempts_allowed = max_attempts if max_attempts is not None else 3 * n + 2
+    if method is not None:
+        if method not in ("chat", "bundled"):
+            raise ParameterError(f"method {method!r} is not chat or bundled")
+        local = method == "bundled"
+    attempts_allowed = max_attempts if max_attempts is not None else default_max_attempts(n)
     if attempts_allowed < 1:
         raise ParameterError(f"max_attempts ({attempts_allowed}) must be at least 1")
     if window_chars < 200:
@@ -472,6 +692,8 @@ def generate_questions(
     finder = ExcerptFinder(doc.text)
     emb = load_text_embedder(embedder)
 
+    key = rate_key("bundled", lm) if use_local else rate_key("chat", f"{base_url or ''}|{model or ''}")
+    planned = expected_attempts(n, measured_rate(key), attempts_allowed)
     if use_local:
         local_lm = load_lm(lm)
         model_name = local_lm.info.name
@@ -487,9 +709,24 @@ def generate_questions(
 
     candidates: list[Candidate] = []
     vectors: list[np.ndarray] = []
+    excerpt_vectors: list[np.ndarray] = []
     rejected: list[Rejection] = []
     kept_idx: list[int] = []
     failures = 0
+    setup_seconds = time.perf_counter() - t0
+
+    def report(attempt: int) -> None:
+        nonlocal planned
+        if progress is None:
+            return
+        if attempt >= planned and len(kept_idx) < n:
+            planned = attempts_allowed  # more than measured: count against the ceiling (a new ETA)
+        progress.publish((len(kept_idx), attempt))
+        progress(attempt, planned)
+
+    if progress is not None:
+        progress.set_unit("attempts")
+        progress(0, planned)
     for attempt in range(1, attempts_allowed + 1):
         if len(kept_idx) >= n:
             break
@@ -530,24 +767,31 @@ def generate_questions(
                     found.append((match.start, match.end))
         except ValueError as e:
             rejected.append(Rejection(attempt, str(e), reply[:300]))
-            if progress is not None:
-                progress(len(kept_idx), n)
+            report(attempt)
             continue
+        # The content is cut from the document at the offsets found: text[start:end] == content, exactly.
         q = Question(question, tuple(Reference(doc.text[s:e], s, e) for s, e in found), cid)
         vecs = np.asarray(emb.embed([q.question, *(r.content for r in q.references)]), dtype=np.float32)
         sims = tuple(float(x) for x in _cos(vecs[:1], vecs[1:])[0])
         candidates.append(Candidate(q, sims, attempt))
         vectors.append(vecs[0])
+        excerpt_vectors.append(vecs[1:])
         i = len(candidates) - 1
-        if min(sims) >= excerpt_threshold and all(
-            float(vecs[0] @ vectors[j]) <= duplicate_threshold for j in kept_idx
+        if (
+            min(sims) >= excerpt_threshold
+            and all(float(vecs[0] @ vectors[j]) <= duplicate_threshold for j in kept_idx)
+            and all(_max_cos(vecs[1:], excerpt_vectors[j]) <= DEFAULT_EXCERPT_DUPLICATE_THRESHOLD for j in kept_idx)
         ):
             kept_idx.append(i)
-        if progress is not None:
-            progress(len(kept_idx), n)
+        report(attempt)
 
     matrix = _cos(np.stack(vectors), np.stack(vectors)) if vectors else np.zeros((0, 0), dtype=np.float32)
-    kept, reasons = prefilter(candidates, matrix, duplicate_threshold, excerpt_threshold)
+    pairs = np.array(
+        [[_max_cos(a, b) for b in excerpt_vectors] for a in excerpt_vectors], dtype=np.float32
+    ).reshape(len(excerpt_vectors), len(excerpt_vectors))
+    kept, reasons = prefilter(candidates, matrix, duplicate_threshold, excerpt_threshold,
+                              excerpt_pair_similarity=pairs)
+    record_rate(key, setup_seconds, time.perf_counter() - t0 - setup_seconds, len(candidates) + len(rejected), sum(kept))
     return GeneratedQuestions(
         questions=tuple(c.question for c, k in zip(candidates, kept) if k),
         candidates=tuple(candidates),
@@ -564,4 +808,6 @@ def generate_questions(
         weak=use_local,
         notice=notice,
         seconds=time.perf_counter() - t0,
+        method="bundled" if use_local else "chat",
+        excerpt_pair_similarity=pairs,
     )

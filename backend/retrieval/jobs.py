@@ -16,14 +16,21 @@ from typing import Callable, Mapping, Sequence
 from backend.chunkers import run_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
-from backend.errors import Cancelled, ChunkLabError
+from backend.errors import Cancelled, ChunkLabError, ParameterError
 from backend.metrics.quality import information_support
 from backend.models.cache import default_cache
 from backend.models.embeddings import lazy_text_embedder
 from backend.models.types import Scorer
 from backend.progress import Progress
 from backend.retrieval.evaluate import Benchmark, evaluate
-from backend.retrieval.generation import GeneratedQuestions, generate_questions
+from backend.retrieval.generation import (
+    DEFAULT_DUPLICATE_THRESHOLD,
+    DEFAULT_EXCERPT_THRESHOLD,
+    METHODS,
+    GeneratedQuestions,
+    generate_questions,
+)
+from backend.retrieval.modelfree import model_free_questions
 from backend.retrieval.questions import QuestionSet
 from backend.retrieval.retriever.base import Answer
 from backend.retrieval.retriever.registry import make_retriever
@@ -185,34 +192,43 @@ def generation_job(
     doc: Document,
     n: int,
     *,
-    local: bool,
-    base_url: str,
-    api_key: str,
-    model: str,
-    duplicate_threshold: float,
-    excerpt_threshold: float,
+    method: str,
+    base_url: str = "",
+    api_key: str = "",
+    model: str = "",
+    duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
+    excerpt_threshold: float = DEFAULT_EXCERPT_THRESHOLD,
 ) -> Callable[[Progress], GeneratedQuestions]:
-    """``fn(progress)`` generating up to ``n`` questions from ``doc`` that pass the given thresholds.
+    """``fn(progress)`` generating up to ``n`` questions from ``doc`` by ``method``.
 
-    Empty fields fall back to the environment (``OPENAI_*``). The key lives only in this
-    closure (and wherever the caller keeps it); the result never holds it. The thresholds only
-    decide when enough questions are kept: the result can be refiltered with any others.
+    ``chat`` asks the API (empty fields fall back to ``OPENAI_*``), ``bundled`` the bundled
+    small model, ``model-free`` no model (:func:`backend.retrieval.modelfree.model_free_questions`).
+    The key lives only in this closure (and wherever the caller keeps it); the result never
+    holds it. The thresholds only decide when enough questions are kept: the result can be
+    refiltered with any others.
 
     Args:
         doc: The document the questions are about.
         n: Questions wanted.
-        local: Use the local model even if an API is configured.
+        method: ``chat``, ``bundled`` or ``model-free``.
         base_url: The OpenAI-compatible API ("" : ``OPENAI_BASE_URL``).
         api_key: Its key ("" : ``OPENAI_API_KEY``).
         model: The chat model ("" : ``OPENAI_MODEL`` or the server's only one).
         duplicate_threshold: The report's question–question similarity cut.
         excerpt_threshold: The report's question–excerpt similarity cut.
+
+    Raises:
+        ParameterError: an unknown method (at once, not in the job).
     """
+    if method not in METHODS:
+        raise ParameterError(f"method {method!r} is not one of {', '.join(METHODS)}")
 
     def run(progress: Progress) -> GeneratedQuestions:
-        progress(0, n)
+        progress.check()  # before anything loads
+        if method == "model-free":
+            return model_free_questions(doc, n=n, progress=progress)
         return generate_questions(
-            doc, n=n, local=True if local else None, base_url=base_url.strip() or None,
+            doc, n=n, method=method, base_url=base_url.strip() or None,
             api_key=api_key.strip() or None, model=model.strip() or None,
             duplicate_threshold=duplicate_threshold, excerpt_threshold=excerpt_threshold, progress=progress,
         )

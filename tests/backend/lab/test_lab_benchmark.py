@@ -17,7 +17,6 @@ from backend.lab.benchmark import (
     oracle_note,
     per_question,
     plan_benchmark,
-    plan_generation,
     qset_name,
     routing_view,
     write_per_question,
@@ -26,7 +25,6 @@ from backend.lab.models import SessionModels
 from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult, RetrievedChunk
 from backend.retrieval.multi.retrievers import Agreement, Routing
 from backend.retrieval.questions import Question, QuestionSet, Reference
-from backend.text.document import Document
 
 CORPUS = "c" * 100
 QSET = QuestionSet(
@@ -96,14 +94,9 @@ def test_a_configuration_that_needs_the_language_model_makes_it_a_model_job() ->
         plan_benchmark(QSET, [], LM, **kwargs)
 
 
-def test_qset_names_and_the_generation_plan_keep_the_key_out() -> None:
+def test_qset_names() -> None:
     assert qset_name("Bundled sample set", "narrative") == "sample:narrative"
     assert qset_name("Import", "narrative") == "Import"
-    doc = Document.from_text("A short text about granite.", source="g.md")
-    plan = plan_generation(doc, 3, local=False, base_url=" https://x/v1 ", api_key="sk-secret", model="m",
-                           duplicate_threshold=0.7, excerpt_threshold=0.4)
-    assert plan.signature == ("generate", doc.id, 3, False, "https://x/v1", "m")
-    assert "sk-secret" not in repr(plan) and dict(plan.meta) == {"doc_id": doc.id}
 
 
 def test_the_results_view_marks_a_retrievers_precision_omega_and_names_its_units() -> None:

@@ -24,14 +24,17 @@ from backend.retrieval.generation import (
     SYSTEM_PROMPT,
     Candidate,
     generate_questions,
+    measured_rate,
     parse_reply,
     prefilter,
     question_messages,
+    rate_key,
 )
 from backend.retrieval.questions import Question, Reference, parse_questions_csv, questions_to_csv
 from backend.text.document import Document
 from tests.conftest import ROOT
 from tests.support.openai_compat_server import start_server
+from tests.support.scripted_chat_server import start_scripted_server
 
 KEY = "sk-chunklab-gen-7c1d0e9b44"
 TEXT = (
@@ -212,3 +215,51 @@ def test_cli_generates_a_question_set_that_checks(tmp_path):
     )
     assert check.returncode == 0, check.stderr.decode()
     assert json.loads(check.stdout) == {"questions": 1, "corpora": {"amazon": 1}}
+
+
+# --- exact excerpts, excerpt de-duplication, the measured rate -------------------------------
+
+
+def test_prefilter_drops_a_near_duplicate_excerpt_of_an_earlier_kept_question():
+    cands = [_candidate("a", (0.8,)), _candidate("b", (0.9,)), _candidate("c", (0.7,))]
+    questions = np.array([[1.0, 0.2, 0.2], [0.2, 1.0, 0.2], [0.2, 0.2, 1.0]])
+    excerpts = np.array([[1.0, 0.95, 0.5], [0.95, 1.0, 0.5], [0.5, 0.5, 1.0]])
+    kept, why = prefilter(cands, questions, 0.70, 0.40, excerpt_pair_similarity=excerpts)
+    assert kept == [True, False, True]
+    assert why[1] == "near-duplicate excerpt of candidate 1 (similarity 0.95 above 0.90)"
+    assert prefilter(cands, questions, 0.70, 0.40)[0] == [True, True, True]  # no excerpt similarities: not applied
+
+
+def test_chat_excerpts_found_ignoring_whitespace_are_kept_at_exact_offsets(doc, tmp_path, monkeypatch):
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path))  # the measured rate goes here
+    replies = iter([
+        # Whitespace differs from the document (a line break and double spaces): found, cut exactly.
+        {"question": "When did the rainforest likely form?",
+         "references": ["The rainforest  likely formed\nduring the Eocene era."]},
+        # The same excerpt again under another question: a near-duplicate excerpt, dropped.
+        {"question": "In which era did the Amazon forest appear?",
+         "references": ["The rainforest likely formed during the Eocene era."]},
+        {"question": "How many nations share the region?",
+         "references": ["The region includes territory belonging to nine nations."]},
+        {"question": "What is not in the text?", "references": ["A sentence the document does not hold."]},
+    ])
+    with start_scripted_server(reply=lambda _m: json.dumps({"oath": PLEDGE, **next(replies)})) as scripted:
+        result = generate_questions(doc, n=3, method="chat", base_url=scripted.url, api_key="k", max_attempts=4,
+                                    duplicate_threshold=0.95)  # only the excerpt filter can drop the second
+    assert result.method == "chat" and result.attempts == 4
+    assert [c.question.question for c in result.candidates] == [
+        "When did the rainforest likely form?", "In which era did the Amazon forest appear?",
+        "How many nations share the region?",
+    ]
+    first = result.candidates[0].question.references[0]
+    assert first.content == "The rainforest likely formed during the Eocene era."
+    assert doc.text[first.start : first.end] == first.content
+    assert result.excerpt_pair_similarity[0, 1] > 0.99
+    assert result.kept == (True, False, True) and result.drop_reasons[1].startswith("near-duplicate excerpt of candidate 1")
+    assert result.rejected[0].reason == "reference 1 is not in the document"
+    for q in result.questions:
+        assert all(doc.text[r.start : r.end] == r.content for r in q.references)
+    assert "3 kept" not in result.how and result.how.startswith("2 kept of 4 attempted · chat model")
+    assert result.to_json()["method"] == "chat"
+    rate = measured_rate(rate_key("chat", f"{scripted.url}|"))
+    assert rate.attempts == 4 and rate.attempts_per_kept == 2.0

@@ -1,0 +1,37 @@
+"""``python -m backend questions generate --method …`` in subprocesses: model-free end to end, and bad arguments."""
+
+from __future__ import annotations
+
+import json
+
+from backend.samples import load_sample
+from tests.backend.cli.test_cli import assert_one_line_error
+from tests.backend.cli.test_retrieval_cli import run_cli
+
+
+def test_model_free_generation_writes_a_set_that_checks(tmp_path):
+    out = tmp_path / "set"
+    proc = run_cli("questions", "generate", "sample:technical-pdf", "--out", str(out), "--method", "model-free",
+                   "--n", "6", data_dir=tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr.decode()
+    summary = json.loads(proc.stdout)
+    assert summary["method"] == "model-free" and summary["kept"] == 6 and summary["weak"] is True
+    assert summary["model"] == "none (keyword template)" and "no embedder" in summary["filter_note"]
+    err = proc.stderr.decode().strip().splitlines()
+    assert err[-1].startswith("6 kept of 6 attempted · model-free keyword questions (seconds, offline)")
+    assert err[-1].endswith(" s")
+    cid = summary["corpus_id"]
+    assert (out / "corpora" / f"{cid}.md").read_text(encoding="utf-8") == load_sample("technical-pdf").text
+    check = run_cli("questions", "check", "--questions", str(out / "questions.csv"), "--corpora", str(out / "corpora"),
+                    data_dir=tmp_path / "data")
+    assert check.returncode == 0, check.stderr.decode()
+    assert json.loads(check.stdout) == {"questions": 6, "corpora": {cid: 6}}
+
+
+def test_bad_method_arguments_exit_2_and_chat_without_an_api_exits_1(tmp_path):
+    base = ("questions", "generate", "sample:narrative", "--out", str(tmp_path / "set"))
+    proc = run_cli(*base, "--method", "oracle", data_dir=tmp_path / "data")
+    assert proc.returncode == 2 and b"invalid choice: 'oracle'" in proc.stderr
+    assert_one_line_error(run_cli(*base, "--local", "--method", "model-free", data_dir=tmp_path / "data"), 2,
+                          "--local is --method bundled")
+    assert_one_line_error(run_cli(*base, "--method", "chat", data_dir=tmp_path / "data"), 1, "no LLM configured")
