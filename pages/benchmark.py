@@ -25,12 +25,9 @@ from backend.lab.benchmark import (
     plan_generation,
     qset_name,
 )
-from backend.lab.settings import QUESTION_SOURCES
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
-from backend.samples import DEMO
 from components.cached import sample_question_sets, sample_questions
-from components.demo import take_demo_start
 from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET
 from components.layout import ensure_routed
 from components.lm_runs import session_models, start_plan
@@ -48,7 +45,7 @@ from components.retrieval import (
     summary_frame,
 )
 from components.routing import routing_panel
-from components.settings import get, prepare, put, spec
+from components.settings import get, prepare, spec
 from components.state import configurations, current_document
 
 ensure_routed()
@@ -192,11 +189,6 @@ def _generation_panel(doc):
 
 st.title("Benchmark")
 doc = current_document()
-demo_run = take_demo_start(BENCHMARK)  # demo mode's first visit: the bundled set, every configuration, run
-if demo_run:
-    put("benchmark", "source", QUESTION_SOURCES[1])
-    put("benchmark", "sample", DEMO.sample)
-    st.session_state.pop(BENCHMARK("configs"), None)
 
 # --- the question set ---------------------------------------------------------------------------
 st.subheader("Question set", anchor=False)
@@ -259,7 +251,6 @@ auto = r3.toggle("As many as hold excerpts", key=prepare("benchmark", "auto"), p
 cross = r4.toggle("Across corpora", key=prepare("benchmark", "cross"), persist_state="session", help=s_cross.help)
 run_clicked = st.button("Run benchmark", key=BENCHMARK("run"), type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
-run_clicked = run_clicked or (demo_run and qset is not None and bool(chosen))
 if run_clicked:
     try:
         plan = plan_benchmark(
