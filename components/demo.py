@@ -43,7 +43,7 @@ _TOGGLE = DEMO_MODE("toggle")
 _PENDING = DEMO_MODE("pending")  # prefixes of the pages whose one-time demo run has not happened yet
 _HIDDEN = DEMO_MODE("tour_hidden")
 _STARTING = ("ret",)  # Retrieval: its demo search starts on the page's first visit
-_PROBLEM = DEMO_MODE("problem")  # why the demo benchmark could not start (one line), shown on the Summary's tour
+_PROBLEM = DEMO_MODE("problem")  # why the demo benchmark could not start (one line), shown in the tour
 
 # What to look at, per page title (the navigation's).
 TOUR: dict[str, str] = {

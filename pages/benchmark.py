@@ -275,6 +275,8 @@ view = benchmark_view(benchmark, job.meta, run.chunkings)
 tags = list(view.tags)
 st.subheader("Results", anchor=False)
 st.caption(view.caption)
+if job.meta.get("from_session"):
+    st.caption("Opened from a saved session: these results are the file's (a routed retriever's routing is not saved).")
 summary = summary_frame(view)
 columns = summary_column_config()
 st.dataframe(summary, key=BENCHMARK("table"), column_config=columns, column_order=SCORE_COLUMNS)
