@@ -115,8 +115,8 @@ def init_demo() -> None:
     st.session_state[_TOGGLE] = st.session_state[DEMO_ON]
     if not st.session_state[DEMO_ON]:
         return
-    if any(name in st.query_params for name in ("session", "configs")):
-        enable_demo_cache()  # the link's session or configurations stay: they were opened just before
+    if "session" in st.query_params:
+        enable_demo_cache()  # the link's session stays: it was opened just before (a reload's ?configs= does not)
         st.session_state[_HIDDEN] = False
         return
     _apply()
