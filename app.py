@@ -8,7 +8,7 @@ import streamlit as st
 
 from components.keys import ROUTED
 from components.layout import cache_notice, demo_chrome, page_config, page_list, shared_setup, sidebar_document
-from components.session import sync_query_params
+from components.session import document_prompt, sync_query_params
 
 page_config()
 shared_setup()
@@ -19,7 +19,8 @@ cache_notice()
 
 st.session_state[ROUTED] = True
 try:
-    page.run()
+    if not document_prompt():  # a session being opened waits for its document: asked at the top, page not drawn
+        page.run()
 finally:
     st.session_state[ROUTED] = False
     sync_query_params()  # a configuration the page just added is in the link at once

@@ -2,35 +2,48 @@
 
 ``CHUNKLAB_DEMO=1`` starts every session in demo mode; the sidebar's "Demo mode" switch
 turns it on in a running app. Turning it on opens :data:`backend.samples.DEMO`: its sample,
-its configurations on Compare (replacing the session's), its question on Retrieval and its
-question set on Benchmark, each of those run once on the page's first visit. The model outputs
-all of this needs are read through the same code paths as always, from the read-only entries
-``scripts/make_demo_cache.py`` ships (:func:`backend.models.cache.enable_demo_cache`): cache
-hits, not special cases, so every page draws at once and no model loads.
+its configurations on Compare (replacing the session's), its question on Retrieval (searched
+on the page's first visit) and the benchmark of its bundled question set, run as it opens, so
+the Summary — whichever page is visited first — has its recall and IoU beside BC, CS and DS.
+The model outputs all of this needs are read through the same code paths as always, from the
+read-only entries ``scripts/make_demo_cache.py`` ships
+(:func:`backend.models.cache.enable_demo_cache`): cache hits, not special cases, so every page
+draws at once and no model loads. The benchmark is answered in the opening run itself (the
+plan's ``from_cache``, under the session's cache-only model context); only where the cache
+lacks something (a demo cache from other models) does it run as a background job.
 
 The tour is one caption per page saying what to look at, until the session hides it.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
 
 from backend.config import demo
+from backend.errors import ChunkLabError, one_line
+from backend.lab.benchmark import plan_benchmark, qset_name
+from backend.lab.settings import QUESTION_SOURCES
 from backend.models.cache import enable_demo_cache
+from backend.progress import Progress
 from backend.samples import DEMO
 from components.cached import sample_questions
 from components.documents import load_bundled_sample
-from components.keys import CONFIGS, DEMO_MODE, DEMO_ON, PageKeys
-from components.state import add_configuration, normalized_config
+from components.keys import BENCHMARK, CONFIGS, DEMO_MODE, DEMO_ON, PageKeys
+from components.lm_runs import session_models
+from components.retrieval import start_benchmark
+from components.settings import put
+from components.state import add_configuration, configurations, normalized_config
 
-__all__ = ["TOUR", "init_demo", "demo_sidebar", "tour_caption", "take_demo_start", "demo_question"]
+__all__ = ["TOUR", "init_demo", "demo_sidebar", "tour_caption", "take_demo_start", "demo_question", "end_demo_runs"]
 
 _TOGGLE = DEMO_MODE("toggle")
 _PENDING = DEMO_MODE("pending")  # prefixes of the pages whose one-time demo run has not happened yet
 _HIDDEN = DEMO_MODE("tour_hidden")
-_STARTING = ("ret", "bm")  # Retrieval and Benchmark: their demo search / run starts on the first visit
+_STARTING = ("ret",)  # Retrieval: its demo search starts on the page's first visit
+_PROBLEM = DEMO_MODE("problem")  # why the demo benchmark could not start (one line), shown in the tour
 
 # What to look at, per page title (the navigation's).
 TOUR: dict[str, str] = {
@@ -60,6 +73,38 @@ def _apply() -> None:
         add_configuration(normalized_config(name, params))
     st.session_state[_PENDING] = set(_STARTING)
     st.session_state[_HIDDEN] = False
+    _start_benchmark()
+
+
+def _start_benchmark() -> None:
+    """The demo's benchmark: the sample's bundled question set × every demo configuration, as the Benchmark page runs it.
+
+    The Benchmark page's settings are set to that run first, so the page shows it as its own.
+    Answered here from the shipped cache when it holds every output (chunkings through the
+    session's cache-only language model, embeddings from the cache); else a background job.
+    """
+    put("benchmark", "source", QUESTION_SOURCES[1])
+    put("benchmark", "sample", DEMO.sample)
+    put("benchmark", "retrieve", DEMO.k)
+    put("benchmark", "auto", False)
+    put("benchmark", "cross", True)
+    st.session_state.pop(BENCHMARK("configs"), None)  # every configuration is picked
+    st.session_state.pop(_PROBLEM, None)
+    models = session_models()
+    try:
+        plan = plan_benchmark(
+            sample_questions(DEMO.sample), configurations(), models, embedder=None, retrieve=DEMO.k, auto=False,
+            cross_corpus=True, name=qset_name(QUESTION_SOURCES[1], DEMO.sample),
+        )
+    except ChunkLabError as e:
+        st.session_state[_PROBLEM] = one_line(f"the demo benchmark could not start: {e}")
+        return
+    context = models.cache_only()
+    refusing = context.scorer if context is not None else None  # NotCached on any language-model call
+    if refusing is not None:
+        body = plan.body
+        plan = replace(plan, from_cache=lambda: body(refusing, Progress()))
+    start_benchmark(plan)
 
 
 def init_demo() -> None:
@@ -68,8 +113,18 @@ def init_demo() -> None:
         return
     st.session_state[DEMO_ON] = demo()
     st.session_state[_TOGGLE] = st.session_state[DEMO_ON]
-    if st.session_state[DEMO_ON]:
-        _apply()
+    if not st.session_state[DEMO_ON]:
+        return
+    if "session" in st.query_params:
+        enable_demo_cache()  # the link's session stays: it was opened just before (a reload's ?configs= does not)
+        st.session_state[_HIDDEN] = False
+        return
+    _apply()
+
+
+def end_demo_runs() -> None:
+    """Forget the demo's one-time runs not started yet (a session opened over the demo keeps its own state)."""
+    st.session_state.pop(_PENDING, None)
 
 
 def _on_toggle() -> None:
@@ -97,7 +152,8 @@ def tour_caption(page_title: str) -> None:
     if not st.session_state.get(DEMO_ON) or st.session_state.get(_HIDDEN) or text is None:
         return
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key=DEMO_MODE("tour")):
-        st.caption(f":material/tour: **Tour** · {text}", width="stretch")
+        problem = st.session_state.get(_PROBLEM)
+        st.caption(f":material/tour: **Tour** · {text}" + (f" ({problem})" if problem else ""), width="stretch")
         st.button(
             "Hide the tour", key=DEMO_MODE("tour_hide"), type="tertiary", icon=":material/close:",
             on_click=lambda: st.session_state.update({_HIDDEN: True}),

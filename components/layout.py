@@ -20,7 +20,7 @@ from components.demo import demo_sidebar, init_demo, tour_caption
 from components.documents import load_default_sample
 from components.keys import CACHE_PROBLEM_SHOWN, LEGACY_RERUN, ROUTED
 from components.models import sidebar_models
-from components.session import open_from_query, sidebar_session, sync_query_params
+from components.session import document_prompt, open_from_query, sidebar_session, sync_query_params
 from components.state import current_document, init_session_state
 
 __all__ = [
@@ -143,3 +143,5 @@ def ensure_routed() -> None:
         st.rerun()
     sidebar_document()
     demo_chrome(page)
+    if document_prompt():  # as app.py: a session being opened waits for its document, the page is not drawn
+        st.stop()

@@ -6,29 +6,48 @@ Every row, caption and HTML view comes from the backend (:mod:`backend.lab.retri
 :func:`question_set_upload` is the one widget: the Chroma-format upload both pages offer.
 :func:`start_benchmark` starts the plan :func:`backend.lab.benchmark.plan_benchmark` made, where
 the Benchmark page and the Summary both look for it.
+
+The Retrieval page's state lives under the keys below: :func:`follow_configurations` keeps its
+selection in step with the session's configurations, :func:`retrieval_state` reads it for a
+saved session and :func:`restore_retrieval` puts a saved one back.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 import streamlit as st
 
+from backend.chunking import ConfigEntry
 from backend.errors import ChunkLabError, one_line
 from backend.figures.markdown import md_text
 from backend.lab.benchmark import CANDIDATE_COLUMNS, BenchmarkView, candidate_rows
 from backend.lab.jobs import JobPlan
 from backend.lab.retrieval import QUESTION_COLUMNS, ScoresView, question_rows
+from backend.lab.session import RetrievalState
 from backend.retrieval.evaluate import METRIC_LABELS
 from backend.retrieval.generation import GeneratedQuestions
 from backend.retrieval.questions import QuestionSet, question_set_from_files
 from backend.retrieval.retriever.base import UNIT_TERMS
-from components.keys import BENCHMARK_JOB, PageKeys
+from backend.text.document import Document
+from components.keys import BENCHMARK_JOB, RETRIEVAL, PageKeys
 from components.lm_runs import start_plan
 from components.quality import column_width
 
 __all__ = [
+    "RET_CONFIGS",
+    "RET_OFFERED",
+    "RET_SEARCH_JOB",
+    "RET_CP_JOB",
+    "RET_MARKS",
+    "RET_PICK",
+    "RET_QUERY",
+    "RET_DOC_ID",
+    "follow_configurations",
+    "take_search_again",
+    "retrieval_state",
+    "restore_retrieval",
     "md_text",
     "scores_frame",
     "SCORES_COLUMN_CONFIG",
@@ -43,6 +62,17 @@ __all__ = [
     "candidates_frame",
     "start_benchmark",
 ]
+
+# The Retrieval page's state (pages/retrieval.py); a saved session reads and writes the same keys.
+RET_CONFIGS = RETRIEVAL("configs")  # the uids of the configurations picked (the multiselect's key)
+RET_OFFERED = RETRIEVAL("offered")  # the uids the page has offered: one not among them is new, and picked
+RET_SEARCH_JOB = RETRIEVAL("search_job")
+RET_CP_JOB = RETRIEVAL("cp_job")  # CP: information support
+RET_MARKS = RETRIEVAL("marks")  # pasted excerpts' ranges in the current document
+RET_PICK = RETRIEVAL("pick")  # picked sentence indices
+RET_QUERY = RETRIEVAL("query")
+RET_DOC_ID = RETRIEVAL("doc_id")  # the document the marks and picks are about
+_SEARCH_AGAIN = RETRIEVAL("search_again")  # an opened session's search, run again on the page's next visit
 
 _PM_WIDTH = 95  # pixels that show "100.0 ± 100.0"
 _SUMMARY_CHUNKER_WIDTH = 150
@@ -188,3 +218,67 @@ def start_benchmark(plan: JobPlan) -> None:
     if previous is not None and previous.running:
         previous.cancel()
     st.session_state[BENCHMARK_JOB] = start_plan(plan)
+
+
+# --- the Retrieval page's state ---------------------------------------------------------------------------
+
+
+def follow_configurations(entries: Sequence[ConfigEntry]) -> None:
+    """Keep the page's picked configurations in step with the session's (before its multiselect is drawn).
+
+    A configuration the page has not offered yet (every one on a first visit, one added on
+    Compare since) is picked; one the user unpicked stays unpicked; a removed one drops out.
+    """
+    uids = [e.uid for e in entries]
+    held = st.session_state.get(RET_CONFIGS)
+    offered = st.session_state.get(RET_OFFERED)
+    if held is None:
+        picked = uids
+    else:
+        seen = set(uids) if offered is None else set(offered)  # None: state from before the page kept it
+        picked = [u for u in held if u in uids] + [u for u in uids if u not in seen and u not in held]
+    st.session_state[RET_CONFIGS] = picked
+    st.session_state[RET_OFFERED] = uids
+
+
+def take_search_again() -> bool:
+    """Whether an opened session's search should run now: True once after :func:`restore_retrieval`."""
+    return bool(st.session_state.pop(_SEARCH_AGAIN, False))
+
+
+def retrieval_state(doc: Document, entries: Sequence[ConfigEntry]) -> RetrievalState | None:
+    """The Retrieval page's state to save with the session (None: the page was not used on ``doc``)."""
+    if st.session_state.get(RET_DOC_ID) != doc.id:
+        return None
+    tags = {e.uid: e.tag for e in entries}
+    held = st.session_state.get(RET_CONFIGS)
+    job = st.session_state.get(RET_SEARCH_JOB)
+    return RetrievalState(
+        query=st.session_state.get(RET_QUERY) or "",
+        marks=tuple((int(a), int(b)) for a, b in st.session_state.get(RET_MARKS) or ()),
+        picks=tuple(int(i) for i in st.session_state.get(RET_PICK) or ()),
+        picked=None if held is None else tuple(tags[u] for u in held if u in tags),
+        offered=tuple(tags[u] for u in st.session_state.get(RET_OFFERED) or () if u in tags),
+        searched=job is not None and job.state == "done" and job.meta.get("doc_id") == doc.id,
+    )
+
+
+def restore_retrieval(state: RetrievalState | None, doc: Document, entries: Sequence[ConfigEntry]) -> None:
+    """Put a saved session's Retrieval state back (None: the page starts afresh); its search runs on the next visit."""
+    for key in (RET_SEARCH_JOB, RET_CP_JOB):
+        job = st.session_state.pop(key, None)
+        if job is not None and job.running:
+            job.cancel()
+    for key in (RET_CONFIGS, RET_OFFERED, RET_QUERY, _SEARCH_AGAIN):
+        st.session_state.pop(key, None)
+    st.session_state[RET_DOC_ID] = doc.id
+    st.session_state[RET_MARKS] = list(state.marks) if state is not None else []
+    st.session_state[RET_PICK] = list(state.picks) if state is not None else []
+    if state is None:
+        return
+    uids = {e.tag: e.uid for e in entries}
+    st.session_state[RET_QUERY] = state.query
+    if state.picked is not None:
+        st.session_state[RET_CONFIGS] = [uids[t] for t in state.picked if t in uids]
+        st.session_state[RET_OFFERED] = [uids[t] for t in state.offered if t in uids]
+    st.session_state[_SEARCH_AGAIN] = state.searched and bool(state.query.strip())

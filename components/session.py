@@ -6,6 +6,17 @@ writes one back. Opening is all or nothing: the file, its configurations and its
 checked first, and a refused session (newer format, damaged file, hash mismatch) leaves the
 current one exactly as it was, with one line saying why.
 
+A session also keeps the pages' state (:mod:`backend.lab.session`): the last benchmark
+(:data:`components.keys.BENCHMARK_JOB`: results, letters, question set), put back as a finished
+job, so the Benchmark page, the Summary's recall and IoU and its verdict come back with it; and
+the Retrieval page's query, marks and picked configurations (:mod:`components.retrieval`), whose
+search runs again on the page's next visit. The quality numbers are not in the file: the
+Summary and the Quality page read them back from the output cache, as always.
+
+``?session=NAME`` (or an opened file) on an uploaded document waits for that document:
+:func:`document_prompt`, at the top of the main pane, asks for it, and the page is not drawn
+until it comes or the user keeps the current document.
+
 Settings are saved under their names in :mod:`backend.lab.settings` (``quality.K``,
 ``ppl.threshold``…): :func:`components.settings.capture` reads them from the session and
 :func:`backend.lab.session.settings_to_save` writes them; opening goes back through
@@ -17,11 +28,23 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
-from backend.lab.session import opened_settings, settings_to_save
+from backend.figures.charts import config_color
+from backend.figures.markdown import md_text
+from backend.jobs import Job
+from backend.lab.session import (
+    OpenedState,
+    SavedBenchmark,
+    benchmark_run,
+    opened_settings,
+    opened_state,
+    settings_to_save,
+    state_to_save,
+)
 from backend.loaders import load_bytes
 from backend.report.session import (
     DocRef,
@@ -36,8 +59,10 @@ from backend.report.session import (
     session_to_json,
 )
 from backend.text.document import Document
+from components.demo import end_demo_runs
 from components.documents import current_sample, load_bundled_sample
 from components.keys import (
+    BENCHMARK_JOB,
     CHAT_CHOICE,
     EMB_CHOICE,
     EMB_INFO,
@@ -47,15 +72,25 @@ from components.keys import (
     REMOTE_SCORER,
     SESSION,
 )
+from components.lm_runs import session_models
 from components.models import load_embedding_model, load_language_model
+from components.retrieval import restore_retrieval, retrieval_state
 from components.settings import capture, restore
 from components.state import configurations, current_document, replace_configurations, set_document
 
-__all__ = ["capture_session", "open_session", "open_from_query", "sync_query_params", "sidebar_session"]
+__all__ = [
+    "capture_session",
+    "open_session",
+    "open_from_query",
+    "sync_query_params",
+    "sidebar_session",
+    "document_prompt",
+    "session_link",
+]
 
 _log = logging.getLogger(__name__)
 
-_MESSAGE = SESSION("message")  # ("error" | "info", one line) shown under the panel until the next open
+_MESSAGE = SESSION("message")  # ("error" | "info" | "saved", one line) shown under the panel until the next open/save
 _PENDING = SESSION("pending")  # a parsed Session waiting for its document
 _GEN = SESSION("gen")  # bumped to empty the uploaders once a file is handled
 _URL_DONE = SESSION("url_done")  # ?session= / ?configs= are read on a session's first run only
@@ -91,22 +126,39 @@ def _settings() -> dict[str, Any]:
     return settings_to_save(capture(), st.session_state.get(QSET))
 
 
-def capture_session() -> Session | None:
-    """The current session as a :class:`Session` (None without a document)."""
+def _saved_benchmark() -> SavedBenchmark | None:
+    """The session's last finished benchmark, as a session saves it (None: none finished)."""
+    job = st.session_state.get(BENCHMARK_JOB)
+    if job is None or job.state != "done" or job.result is None or job.meta.get("qset") is None:
+        return None
+    meta = job.meta
+    return SavedBenchmark(job.result.benchmark, tuple(meta["tags"]), str(meta.get("qset_name") or ""), meta["qset"])
+
+
+def _capture() -> tuple[Session | None, tuple[str, ...]]:
+    """The current session and one line for each part of it left out of the file."""
     doc = current_document()
     if doc is None:
-        return None
+        return None, ()
     sample = current_sample()
-    tagged = [(e.tag, e.config) for e in configurations()]
-    return Session.make(DocRef.of(doc, sample.name if sample else None), tagged, _models(), _settings())
+    entries = configurations()
+    tagged = [(e.tag, e.config) for e in entries]
+    state, notes = state_to_save(_saved_benchmark(), retrieval_state(doc, entries))
+    return Session.make(DocRef.of(doc, sample.name if sample else None), tagged, _models(), _settings(), state), notes
+
+
+def capture_session() -> Session | None:
+    """The current session as a :class:`Session` (None without a document)."""
+    return _capture()[0]
 
 
 # --- Session → state -----------------------------------------------------------------------------------
 
 
-def _apply(session: Session, doc: Document) -> list[str]:
+def _apply(session: Session, doc: Document, source: str) -> list[str]:
     """Make ``session`` (already validated, with its document) the app's; returns notes on what was not restored."""
-    opened = opened_settings(session.settings)  # raises before anything changes
+    opened = opened_settings(session.settings, source)  # raises before anything changes
+    state = opened_state(session.state, len(doc.text), source)  # so does this
     notes = list(opened.notes)
     current = current_document()
     if current is None or current.id != doc.id or current.source != doc.source:
@@ -116,7 +168,30 @@ def _apply(session: Session, doc: Document) -> list[str]:
     if opened.questions is not None:
         st.session_state[QSET] = opened.questions
     notes.extend(_apply_models(session.models))
+    _apply_state(state, doc)
     return notes
+
+
+def _apply_state(state: OpenedState, doc: Document) -> None:
+    """Put the saved benchmark (as a finished job) and the Retrieval page's state back; clear what the file lacks."""
+    entries = configurations()
+    previous = st.session_state.pop(BENCHMARK_JOB, None)
+    if previous is not None and previous.running:
+        previous.cancel()
+    saved = state.benchmark
+    if saved is not None:
+        uids = {e.tag: e.uid for e in entries}
+        meta = {
+            "tags": list(saved.tags), "colors": [config_color(uids.get(t, i)) for i, t in enumerate(saved.tags)],
+            "qset": saved.qset, "qset_name": saved.qset_name, "signature": None, "from_session": True,
+        }
+        run = benchmark_run(saved, session_models().cache_only())
+        st.session_state[BENCHMARK_JOB] = Job(
+            f"Benchmarking {len(saved.tags)} configuration(s)", meta, state="done", fraction=1.0,
+            label="from the session file", result=run, seconds=saved.benchmark.seconds,
+        )
+    restore_retrieval(state.retrieval, doc, entries)
+    end_demo_runs()  # the demo's first-visit search would replace the session's query
 
 
 def _apply_models(models: Any) -> list[str]:
@@ -157,7 +232,7 @@ def _apply_models(models: Any) -> list[str]:
 def _finish(session: Session, doc: Document, source: str) -> None:
     """Apply ``session`` and say so (or why not) in the panel's message."""
     try:
-        notes = _apply(session, doc)
+        notes = _apply(session, doc, source)
     except ChunkLabError as e:
         st.session_state[_MESSAGE] = ("error", one_line(str(e)))
         return
@@ -183,10 +258,8 @@ def open_session(data: bytes | str, source: str, document: Document | None = Non
 def _open(session: Session, source: str, document: Document | None) -> bool:
     try:
         if session.doc.sample is None and document is None:
-            st.session_state[_PENDING] = (session, source)
-            st.session_state[_MESSAGE] = (
-                "info", one_line(f"{source} needs its document: upload {session.doc.name} (hash {session.doc.sha})"),
-            )
+            st.session_state[_PENDING] = (session, source)  # document_prompt asks for it, at the top of the page
+            st.session_state.pop(_MESSAGE, None)
             return False
         doc = resolve_document(session.doc, document)
     except ChunkLabError as e:
@@ -228,8 +301,19 @@ def _on_cancel_pending() -> None:
     st.session_state.pop(_MESSAGE, None)
 
 
+def session_link(name: str) -> str:
+    """The link that opens the saved session ``name``: this page's full URL with ``?session=NAME`` when the app
+    knows it (the browser's address), else the relative ``?session=NAME``."""
+    query = "session=" + quote(name, safe="._-")
+    url = getattr(st.context, "url", None)
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        return f"?{query}"
+    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", query, ""))
+
+
 def _on_save_named() -> None:
-    session = capture_session()
+    session, left_out = _capture()
     name = (st.session_state.get(SESSION("name")) or "").strip()
     if session is None:
         return
@@ -242,7 +326,8 @@ def _on_save_named() -> None:
     except OSError as e:
         st.session_state[_MESSAGE] = ("error", one_line(f"the session could not be saved: {e.strerror or e}"))
         return
-    st.session_state[_MESSAGE] = ("info", f"Saved on the server: open it with ?session={path.stem}")
+    text = f"Saved on the server as {path.stem}" + (f" (not in it: {'; '.join(left_out)})" if left_out else "")
+    st.session_state[_MESSAGE] = ("saved", one_line(text), session_link(path.stem))
 
 
 # --- the URL ------------------------------------------------------------------------------------------------
@@ -295,18 +380,41 @@ def sync_query_params() -> None:
 # --- the sidebar panel ------------------------------------------------------------------------------------------
 
 
+def _download_stem(doc: Document) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in doc.source.rsplit(".", 1)[0])
+
+
+def _session_file() -> str:
+    """The session as a file's text (read when the download is clicked)."""
+    session = capture_session()
+    return session_to_json(session) if session is not None else ""
+
+
+def _show_message() -> None:
+    message = st.session_state.get(_MESSAGE)
+    if message is None:
+        return
+    if message[0] == "error":
+        st.error(message[1])
+    elif message[0] == "saved":
+        st.success(f"{md_text(message[1])}. Open it with this link:", icon=":material/check_circle:")
+        st.code(message[2], language=None, wrap_lines=True)
+    else:
+        st.caption(md_text(message[1]))
+
+
 def sidebar_session() -> None:
     """Save session (a download, or a file on the server for ``?session=``) and Open session (an upload)."""
     gen = st.session_state.get(_GEN, 0)
     with st.expander("Session", icon=":material/bookmark:"):
-        session = capture_session()
-        if session is not None:
-            stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in session.doc.name.rsplit(".", 1)[0])
+        doc = current_document()
+        if doc is not None:
             st.download_button(
-                "Save session", session_to_json(session), file_name=f"{stem}.chunklab-session.json",
+                "Save session", _session_file, file_name=f"{_download_stem(doc)}.chunklab-session.json",
                 mime="application/json", key=SESSION("download"), icon=":material/download:", on_click="ignore",
                 help="A small JSON file: the document's name and hash, the configurations with their letters, "
-                "the models, thresholds and view settings. Never an API key.",
+                "the models, thresholds and view settings, the last benchmark's results and the Retrieval "
+                "page's query, marks and picks. Never an API key, never the document's text.",
             )
             left, right = st.columns([3, 2], vertical_alignment="bottom")
             left.text_input("Name on the server", key=SESSION("name"), placeholder="my-comparison")
@@ -319,14 +427,38 @@ def sidebar_session() -> None:
             "Open session", type=["json"], key=key, on_change=_on_open_upload, args=(key,),
             help="A file saved by Save session. The current session is kept if it cannot be opened.",
         )
-        pending = st.session_state.get(_PENDING)
-        if pending is not None:
-            doc_key = SESSION(f"doc_{gen}")
-            st.file_uploader(
-                f"The session's document: {pending[0].doc.name}", key=doc_key, on_change=_on_document_upload,
-                args=(doc_key,), help="Checked against the hash the session saved before anything changes.",
-            )
-            st.button("Cancel", key=SESSION("cancel"), on_click=_on_cancel_pending, type="tertiary")
-    message = st.session_state.get(_MESSAGE)
-    if message is not None:
-        (st.error if message[0] == "error" else st.caption)(message[1])
+    if st.session_state.get(_PENDING) is None:  # else the message is in the document prompt
+        _show_message()
+
+
+def document_prompt() -> bool:
+    """At the top of the main pane: the document a session being opened waits for, with its upload box.
+
+    Returns:
+        True while the session waits (the page is not drawn, so the sample open now never passes
+        for the session's document); False when no session waits.
+    """
+    pending = st.session_state.get(_PENDING)
+    if pending is None:
+        return False
+    session, source = pending
+    ref = session.doc
+    gen = st.session_state.get(_GEN, 0)
+    saved = f", saved {session.created[:16].replace('T', ' ')} UTC" if session.created else ""
+    with st.container(border=True, key=SESSION("ask")):
+        st.warning(
+            f"This session was saved on **{md_text(ref.name)}** ({md_text(source)}: {len(session.configs)} "
+            f"configuration(s){saved}, document hash {ref.sha}): upload it to reopen.",
+            icon=":material/upload_file:",
+        )
+        doc_key = SESSION(f"doc_{gen}")
+        st.file_uploader(
+            f"The session's document: {ref.name}", key=doc_key, on_change=_on_document_upload, args=(doc_key,),
+            help="Checked against the hash the session saved before anything changes.",
+        )
+        st.button(
+            "Keep the current document instead", key=SESSION("cancel"), on_click=_on_cancel_pending, type="tertiary",
+            icon=":material/close:",
+        )
+        _show_message()
+    return True

@@ -19,12 +19,9 @@ from backend.figures.export import figure_html
 from backend.figures.retrieval import similarity_histogram
 from backend.lab.benchmark import benchmark_view, per_question, plan_benchmark, qset_name
 from backend.lab.questions import ChatEndpoint, generation_is_local, plan_generation
-from backend.lab.settings import QUESTION_SOURCES
 from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
 from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
-from backend.samples import DEMO
 from components.cached import sample_question_sets, sample_questions
-from components.demo import take_demo_start
 from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET
 from components.layout import ensure_routed
 from components.lm_runs import session_models, start_plan
@@ -42,7 +39,7 @@ from components.retrieval import (
     summary_frame,
 )
 from components.routing import routing_panel
-from components.settings import get, prepare, put, spec
+from components.settings import get, prepare, spec
 from components.state import configurations, current_document
 
 ensure_routed()
@@ -187,11 +184,6 @@ def _generation_panel(doc):
 
 st.title("Benchmark")
 doc = current_document()
-demo_run = take_demo_start(BENCHMARK)  # demo mode's first visit: the bundled set, every configuration, run
-if demo_run:
-    put("benchmark", "source", QUESTION_SOURCES[1])
-    put("benchmark", "sample", DEMO.sample)
-    st.session_state.pop(BENCHMARK("configs"), None)
 
 # --- the question set ---------------------------------------------------------------------------
 st.subheader("Question set", anchor=False)
@@ -254,7 +246,6 @@ auto = r3.toggle("As many as hold excerpts", key=prepare("benchmark", "auto"), p
 cross = r4.toggle("Across corpora", key=prepare("benchmark", "cross"), persist_state="session", help=s_cross.help)
 run_clicked = st.button("Run benchmark", key=BENCHMARK("run"), type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
-run_clicked = run_clicked or (demo_run and qset is not None and bool(chosen))
 if run_clicked:
     try:
         plan = plan_benchmark(
@@ -279,6 +270,8 @@ view = benchmark_view(benchmark, job.meta, run.chunkings)
 tags = list(view.tags)
 st.subheader("Results", anchor=False)
 st.caption(view.caption)
+if job.meta.get("from_session"):
+    st.caption("Opened from a saved session: these results are the file's (a routed retriever's routing is not saved).")
 summary = summary_frame(view)
 columns = summary_column_config()
 st.dataframe(summary, key=BENCHMARK("table"), column_config=columns, column_order=SCORE_COLUMNS)

@@ -37,29 +37,42 @@ from components.lm_runs import model_chunking, session_models, start_plan
 from components.models import job_outcome
 from components.multi import retriever_panel
 from components.questions import panel_expanded, question_generation_panel
-from components.retrieval import SCORES_COLUMN_CONFIG, question_set_upload, questions_frame, scores_frame
+from components.retrieval import (
+    RET_CONFIGS,
+    RET_CP_JOB,
+    RET_DOC_ID,
+    RET_MARKS,
+    RET_PICK,
+    RET_QUERY,
+    RET_SEARCH_JOB,
+    SCORES_COLUMN_CONFIG,
+    follow_configurations,
+    question_set_upload,
+    questions_frame,
+    scores_frame,
+    take_search_again,
+)
 from components.settings import prepare, spec
 from components.state import configurations, require_configurations, require_document
 from components.views import grid
 
 ensure_routed()
 
-_CONFIGS = RETRIEVAL("configs")
-_SEARCH_JOB = RETRIEVAL("search_job")
-_CP_JOB = RETRIEVAL("cp_job")  # CP: information support
-_MARKS = RETRIEVAL("marks")  # pasted excerpts' ranges in the current document
-_PICK = RETRIEVAL("pick")  # picked sentence indices
-_QUERY = RETRIEVAL("query")
+_CONFIGS = RET_CONFIGS
+_SEARCH_JOB = RET_SEARCH_JOB
+_CP_JOB = RET_CP_JOB
+_MARKS = RET_MARKS
+_PICK = RET_PICK
+_QUERY = RET_QUERY
 _PASTE = RETRIEVAL("paste")
 _ANSWER = RETRIEVAL("answer")
-MAX_PER_ROW = 4
 HITS_PER_ROW = 2  # top-k tables side by side: wide enough to read the chunks' text
 
 
 def _reset_for(doc_id: str) -> None:
     """A new document: its marks and picks start empty."""
-    if st.session_state.get(RETRIEVAL("doc_id")) != doc_id:
-        st.session_state[RETRIEVAL("doc_id")] = doc_id
+    if st.session_state.get(RET_DOC_ID) != doc_id:
+        st.session_state[RET_DOC_ID] = doc_id
         st.session_state[_MARKS] = []
         st.session_state[_PICK] = []
 
@@ -123,13 +136,10 @@ except ChunkLabError as e:
 entries = configurations()
 by_uid = {e.uid: e for e in entries}
 require_configurations()
-held = st.session_state.get(_CONFIGS)
-if held is not None:
-    st.session_state[_CONFIGS] = [u for u in held if u in by_uid]
+follow_configurations(entries)  # new ones (added on Compare) picked, ones the user unpicked left out
 chosen_uids = st.multiselect(
     "Configurations",
     list(by_uid),
-    default=list(by_uid)[:MAX_PER_ROW] if held is None else None,
     format_func=lambda u: f"{by_uid[u].tag} · {by_uid[u].config.label}",
     key=_CONFIGS,
     persist_state="session",
@@ -161,7 +171,8 @@ with st.form(RETRIEVAL("query_form"), border=True):
     search = st.form_submit_button("Search", type="primary", icon=":material/search:", key=RETRIEVAL("search"))
 
 emb_spec = st.session_state.get(EMB_CHOICE)
-if search or demo_search:
+search_again = take_search_again()  # an opened session's search: its results come back
+if search or demo_search or search_again:
     try:
         plan = plan_search(doc, inputs.chunkings, emb_spec, query, k, marks=_marks(doc),
                            train_on=st.session_state.get(QSET))

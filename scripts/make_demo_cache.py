@@ -2,13 +2,17 @@
 
 Runs the bundled models (SmolLM2, all-MiniLM-L6-v2) on the demo sample with the demo setup
 (:data:`backend.samples.DEMO`), through the same backend calls the pages make — the chunkers'
-model context, the Quality page's scoring job, the Retrieval page's search job, the Benchmark
-page's job — against an empty cache folder and an empty Chroma folder, then replaces the
+model context, the Quality page's scoring job under its default metrics (BC and DS), the
+Summary's (BC, CS and DS: every ordered pair within the default pair window, as its quality
+plan scores them), the Retrieval page's search job, the Benchmark page's job — against an
+empty cache folder and an empty Chroma folder, then replaces the
 shipped folder with exactly the entries those runs wrote. Entry names are the sha256 of their
 keys (model weight fingerprints and text hashes), so a rerun with the same models writes the
 same names; it ends by reading every entry back through a cache-only context, as the app does.
 
-Usage (from the checkout's root, a few minutes on a laptop CPU):
+Usage (from the checkout's root; most of the time goes to the Summary's 939 pairs, about 16
+minutes of SmolLM2 on a free laptop CPU, far longer on a busy one; ``--work DIR`` keeps what was
+computed, so an interrupted run resumes):
 
     .venv/bin/python scripts/make_demo_cache.py [--work DIR] [--out DIR]
 """
@@ -40,6 +44,8 @@ def generate(work: Path) -> Path:
     os.environ.pop("CHROMA_HOST", None)
 
     from backend.chunkers import ModelContext, make_chunker, run_chunker
+    from backend.lab.settings import setting
+    from backend.metrics.report import METRICS, model_needs
     from backend.metrics.scores import score_chunkings
     from backend.models.cache import default_cache
     from backend.models.embedder import load_embedder
@@ -78,6 +84,15 @@ def generate(work: Path) -> Path:
     t0 = time.perf_counter()
     score_chunkings(chunkings, scorer=scorer, embedder=lambda: embedder, complete=False, window=None, cache=cache)
     _say(f"quality pairs in {time.perf_counter() - t0:.1f} s")
+    # The Summary: BC, CS and DS under the Quality page's default settings, as its quality plan scores them
+    # (backend.lab.quality.plan_quality): CS needs every ordered pair within the default pair window.
+    t0 = time.perf_counter()
+    needs = model_needs(METRICS)
+    window = setting("quality", "window").default or None
+    score_chunkings(
+        chunkings, scorer=scorer, embedder=lambda: embedder, complete=needs.complete, window=window, cache=cache
+    )
+    _say(f"the Summary's pair tables (every pair within w = {window}) in {time.perf_counter() - t0:.1f} s")
     return cache.directory
 
 
@@ -110,6 +125,7 @@ def main() -> int:
     from backend.models.cache import DEMO_CACHE_DIR
 
     out = args.out or DEMO_CACHE_DIR
+    t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="chunklab-demo-") as tmp:
         written = generate(args.work or Path(tmp))
         entries = sorted(written.glob("*.entry"))
@@ -122,7 +138,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="chunklab-demo-check-") as empty:
             check(Path(empty))
     size = sum(p.stat().st_size for p in out.glob("*.entry"))
-    print(f"{len(entries)} entries, {size / 2**20:.2f} MiB in {out}")
+    print(f"{len(entries)} entries, {size / 2**20:.2f} MiB in {out}, generated in {time.perf_counter() - t0:.0f} s")
     return 0
 
 

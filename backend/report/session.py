@@ -2,7 +2,10 @@
 
 A session names its document by hash (a bundled sample also by name, so it reopens with no
 upload), lists the configurations with their letters and full parameters, the models by
-spec or name and the pages' thresholds and view settings. It never holds document text, and
+spec or name and the pages' thresholds and view settings, and the pages' state
+(``state``: the last benchmark's results, the Retrieval page's query, marks and selection;
+written and checked by :mod:`backend.lab.session`; a file without it — an older one — opens
+as before, and an older Chunk Lab skips it). It never holds document text, and
 never an API key: :func:`session_to_json` drops every entry whose name looks like a secret,
 whatever the caller put there. A session file is untrusted: a model it names by path must lie
 inside the data directory (or be the one ``CHUNKLAB_LM``/``CHUNKLAB_EMBEDDER`` names), so
@@ -103,6 +106,8 @@ class Session:
         models: Model specs or names (``lm``, ``embedder``, ``chat``); never a key.
         settings: Thresholds, modes, the question-set reference and view settings, JSON values.
         created: When it was saved (ISO 8601, UTC).
+        state: The pages' state by page (``benchmark``, ``retrieval``), JSON values
+            (:func:`backend.lab.session.state_to_save`); empty in an older file.
     """
 
     version: int
@@ -111,6 +116,7 @@ class Session:
     models: Mapping[str, Any] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)
     created: str = ""
+    state: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def make(
@@ -119,10 +125,11 @@ class Session:
         configs: Sequence[tuple[str, ChunkerConfig]],
         models: Mapping[str, Any] | None = None,
         settings: Mapping[str, Any] | None = None,
+        state: Mapping[str, Any] | None = None,
     ) -> Session:
         """A session of the current format, stamped now."""
         created = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-        return cls(FORMAT_VERSION, doc, tuple(configs), dict(models or {}), dict(settings or {}), created)
+        return cls(FORMAT_VERSION, doc, tuple(configs), dict(models or {}), dict(settings or {}), created, dict(state or {}))
 
 
 
@@ -156,6 +163,8 @@ def session_to_json(session: Session) -> str:
         "models": _scrub(session.models),
         "settings": _scrub(session.settings),
     }
+    if session.state:
+        payload["state"] = _scrub(session.state)
     try:
         return json.dumps(payload, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
     except (TypeError, ValueError) as e:
@@ -229,8 +238,9 @@ def parse_session(text: str | bytes, source: str = "session") -> Session:
         configs.append((tag, config))
     models = raw.get("models", {})
     settings = raw.get("settings", {})
-    if not isinstance(models, dict) or not isinstance(settings, dict):
-        raise InputError(f"{source}: damaged session file ('models' and 'settings' must be objects)")
+    state = raw.get("state", {})
+    if not isinstance(models, dict) or not isinstance(settings, dict) or not isinstance(state, dict):
+        raise InputError(f"{source}: damaged session file ('models', 'settings' and 'state' must be objects)")
     for role, model in models.items():
         if isinstance(model, dict) and isinstance(model.get("spec"), str):
             _check_model_spec(model["spec"], str(role), source)
@@ -242,6 +252,7 @@ def parse_session(text: str | bytes, source: str = "session") -> Session:
         models=_scrub(models),
         settings=_scrub(settings),
         created=created if isinstance(created, str) else "",
+        state=_scrub(state),
     )
 
 

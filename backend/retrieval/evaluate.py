@@ -42,9 +42,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from backend.chunkers import make_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig
-from backend.errors import ParameterError
+from backend.errors import ChunkLabError, InputError, ParameterError, one_line
 from backend.models.cache import OutputCache, default_cache
 from backend.models.embeddings import TextEmbedder, embed_texts, load_text_embedder
 from backend.progress import Progress
@@ -255,9 +256,15 @@ class Benchmark:
             out[:, j] = [q.metric(metric) for q in r.questions]
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        """Everything but per-question retrievals, JSON-ready."""
-        return {
+    def to_json(self, *, per_question: bool = False) -> dict[str, Any]:
+        """Everything but per-question retrievals, JSON-ready; with ``per_question``, all that :meth:`from_json` reads.
+
+        The per-question part is compact: the questions' corpus and text once (``question_list``), then per
+        configuration one list per metric over the questions and each question's retrieved chunks as
+        ``[corpus, start, end, index, distance, tokens, level, ranges]`` rows (``ranges`` null for one span).
+        A routed retriever's routing is not part of it.
+        """
+        out = {
             "embedder": self.embedder,
             "retrieve": self.retrieve,
             "chunk_spans": self.chunk_spans,
@@ -266,6 +273,156 @@ class Benchmark:
             "seconds": round(self.seconds, 3),
             "results": [{"config": r.config.to_json(), **r.to_json()} for r in self.results],
         }
+        if not per_question:
+            return out
+        first = self.results[0].questions if self.results else ()
+        out["embedder_fingerprint"] = self.embedder_fingerprint
+        out["seconds"] = self.seconds  # unrounded, so the round trip is exact
+        out["question_list"] = [[q.corpus_id, q.question] for q in first]
+        for row, r in zip(out["results"], self.results):
+            row.update(
+                chunk_tokens_mean=r.chunk_tokens_mean, reused=r.reused, seconds=r.seconds, index_seconds=r.index_seconds,
+                query_seconds=r.query_seconds, retrieved_tokens_mean=r.retrieved_tokens_mean,
+            )
+            row["per_question"] = {
+                **{m: [getattr(q, m) for q in r.questions] for m in METRICS},
+                "retrieved": [[_chunk_row(c) for c in q.retrieved] for q in r.questions],
+            }
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "benchmark") -> Benchmark:
+        """The benchmark a :meth:`to_json` ``(per_question=True)`` object holds (untrusted input: every field checked).
+
+        Without the per-question part the configurations' rows keep their means only (no question results).
+
+        Raises:
+            InputError: a missing or ill-typed field, a bad configuration or inconsistent lengths (one line,
+                naming ``source``).
+        """
+        try:
+            return _benchmark_from_json(data)
+        except (KeyError, TypeError, ValueError, ChunkLabError) as e:
+            detail = f"'{e.args[0]}' is missing" if isinstance(e, KeyError) else str(e)
+            raise InputError(one_line(f"{source}: the saved benchmark is damaged ({detail})")) from e
+
+
+def _chunk_row(c: RetrievedChunk) -> list[Any]:
+    """A retrieved chunk as a compact JSON row (see :meth:`Benchmark.to_json`)."""
+    ranges = [list(r) for r in c.ranges] if c.ranges else None
+    return [c.corpus_id, c.start, c.end, c.index, c.distance, c.tokens, c.level, ranges]
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} is not a number")
+    return float(value)
+
+
+def _integer(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} is not an integer")
+    return value
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is not text")
+    return value
+
+
+def _items(value: Any, what: str, n: int | None = None) -> list[Any]:
+    if not isinstance(value, list) or (n is not None and len(value) != n):
+        raise ValueError(f"{what} is not a list" + (f" of {n}" if n is not None else ""))
+    return value
+
+
+def _summary_from_json(raw: Any, what: str) -> MetricSummary:
+    if not isinstance(raw, dict):
+        raise TypeError(f"{what} is not an object")
+    values = {f"{m}_{s}": _number(raw[f"{m}_{s}"], f"{what}: {m}_{s}") for m in METRICS for s in ("mean", "std")}
+    return MetricSummary(**values, questions=_integer(raw.get("questions", 0), f"{what}: questions"))
+
+
+def _retrieved_from_json(row: Any, what: str) -> RetrievedChunk:
+    corpus, start, end, index, distance, tokens, level, ranges = _items(row, what, 8)
+    spans: tuple[tuple[int, int], ...] = ()
+    if ranges is not None:
+        spans = tuple(
+            (_integer(a, what), _integer(b, what)) for a, b in (_items(r, f"{what}: a range", 2) for r in _items(ranges, what))
+        )
+    return RetrievedChunk(
+        _text(corpus, what), _integer(start, what), _integer(end, what), _integer(index, what),
+        _number(distance, what), _integer(tokens, what), _integer(level, what), spans,
+    )
+
+
+def _benchmark_from_json(data: Any) -> Benchmark:
+    """:meth:`Benchmark.from_json` without the one-line wrapping (raises KeyError, TypeError, ValueError, ChunkLabError)."""
+    if not isinstance(data, dict):
+        raise TypeError("not an object")
+    n = _integer(data["questions"], "questions")
+    listed = data.get("question_list")
+    asked = [
+        (_text(cid, "a question's corpus"), _text(text, "a question"))
+        for cid, text in (_items(q, "a question", 2) for q in _items(listed, "question_list", n))
+    ] if listed is not None else None
+    results = []
+    for i, row in enumerate(_items(data["results"], "results"), 1):
+        what = f"configuration {i}"
+        if not isinstance(row, dict) or not isinstance(row.get("config"), dict):
+            raise TypeError(f"{what} is not valid")
+        raw_config = row["config"]
+        params = raw_config.get("params", {})
+        if not isinstance(params, dict):
+            raise TypeError(f"{what}: parameters are not valid")
+        config = make_chunker(
+            _text(raw_config["name"], f"{what}: name"), params, _text(raw_config.get("tokenizer", "cl100k"), what)
+        ).config
+        summary = _summary_from_json({**row, "questions": n}, what)
+        per_corpus = {
+            _text(cid, what): _summary_from_json(s, f"{what}: corpus {cid}")
+            for cid, s in (row.get("per_corpus") or {}).items()
+        }
+        questions: tuple[QuestionResult, ...] = ()
+        detail = row.get("per_question")
+        if detail is not None and asked is not None:
+            if not isinstance(detail, dict):
+                raise TypeError(f"{what}: per_question is not an object")
+            columns = {m: [_number(v, f"{what}: {m}") for v in _items(detail[m], f"{what}: {m}", n)] for m in METRICS}
+            retrieved = _items(detail["retrieved"], f"{what}: retrieved", n)
+            questions = tuple(
+                QuestionResult(
+                    j, asked[j][0], asked[j][1], **{m: columns[m][j] for m in METRICS},
+                    retrieved=tuple(_retrieved_from_json(c, f"{what}: question {j + 1}") for c in
+                                    _items(retrieved[j], f"{what}: question {j + 1}")),
+                )
+                for j in range(n)
+            )
+        omega_units = _text(row.get("omega_units", "chunks"), f"{what}: omega_units")
+        if omega_units not in TERMS:
+            raise ValueError(f"{what}: unknown omega_units {omega_units[:20]!r}")
+        results.append(ConfigResult(
+            config, summary, per_corpus, questions,
+            chunks=_integer(row["chunks"], f"{what}: chunks"),
+            chunk_tokens_mean=_number(row.get("chunk_tokens_mean", 0.0), f"{what}: chunk_tokens_mean"),
+            seconds=_number(row["seconds"], f"{what}: seconds"),
+            reused=bool(row.get("reused", False)),
+            retrieved_tokens_mean=_number(row.get("retrieved_tokens_mean", 0.0), f"{what}: retrieved_tokens_mean"),
+            index_seconds=_number(row.get("index_seconds", 0.0), f"{what}: index_seconds"),
+            texts_embedded=_integer(row.get("texts_embedded", 0), f"{what}: texts_embedded"),
+            query_seconds=_number(row.get("query_seconds", 0.0), f"{what}: query_seconds"),
+            omega_units=omega_units,
+        ))
+    chunk_spans = _text(data.get("chunk_spans", "reference"), "chunk_spans")
+    if chunk_spans not in CHUNK_SPANS:
+        raise ValueError(f"unknown chunk_spans {chunk_spans[:20]!r}")
+    retrieve = _integer(data["retrieve"], "retrieve")
+    return Benchmark(
+        tuple(results), _text(data["embedder"], "embedder"), _text(data.get("embedder_fingerprint", ""), "embedder"),
+        retrieve, n, tuple(_text(c, "a corpus") for c in _items(data["corpora"], "corpora")),
+        _number(data["seconds"], "seconds"), chunk_spans,
+    )
 
 
 def coverage_rows(

@@ -1,5 +1,9 @@
 """Demo mode with ``AppTest``: every page draws its model-backed content from the shipped cache, no model loads.
 
+The Summary is complete whichever page is visited first: BC, CS, DS and the retrieval numbers
+(the demo's benchmark runs as demo mode opens, from the cache), the verdict, no "not computed
+yet" and no Compute button.
+
 ``CHUNKLAB_DEMO=1`` with an empty main cache and an empty Chroma folder: the model outputs
 can only come from ``assets/demo/cache``. The loaders of the language model and the embedder
 raise, so a page (or a job) that tried to load one fails the test.
@@ -12,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from backend.models.cache import DEMO_CACHE_DIR
 from backend.samples import DEMO
-from components.keys import BENCHMARK, COMPARE, CONFIGS, DEMO_MODE, PPL, QUALITY, RETRIEVAL
+from components.keys import BENCHMARK, BENCHMARK_JOB, COMPARE, CONFIGS, DEMO_MODE, PPL, QUALITY, RETRIEVAL
 from tests.conftest import ROOT
 from tests.support.apptest import TIMEOUT, run, wait_job
 from tests.support.patching import patch_everywhere
@@ -78,13 +82,37 @@ def test_every_page_draws_from_the_shipped_cache_without_a_model(demo_app: AppTe
     assert len(_frame(at, "iou")) == len(DEMO.configs)  # the demo answer is marked
 
     _visit(at, "pages/benchmark.py")
-    bench = wait_job(at, BENCHMARK("job"), timeout=120)
-    assert bench.state == "done", bench.error
+    bench = at.session_state[BENCHMARK("job")]
+    assert bench.state == "done" and bench.label == "from the cache", bench.error  # run as the demo opened
     summary = _frame(at, "chunker")
     assert len(summary) == len(DEMO.configs) and (summary["texts embedded"] == 0).all()  # Chroma filled from the cache
 
     _visit(at, "pages/models.py")
     assert _tour(at)
+
+    _assert_complete_summary(_visit(at, "pages/summary.py"))
+
+
+def _assert_complete_summary(at: AppTest) -> None:
+    """The Summary shows every number — BC, CS, DS, recall, IoU — and the verdict, and offers no job."""
+    texts = [e.value for kind in ("markdown", "caption", "error", "warning", "info") for e in getattr(at, kind)]
+    assert not [t for t in texts if "not computed yet" in t.lower()], texts
+    assert not [b.label for b in at.button if "Compute" in b.label or "Run" in b.label or "≈" in b.label]
+    (table,) = [d.value for d in at.dataframe if "iou" in d.value.columns]
+    table = getattr(table, "data", table)
+    assert len(table) == len(DEMO.configs)
+    for metric in ("bc", "cs", "ds", "recall", "precision", "iou", "precision_omega"):
+        assert not table[metric].astype(str).str.contains("not computed").any(), (metric, table[metric].tolist())
+    verdict = [m.value for m in at.markdown if m.value.startswith("- ")]
+    assert any("IoU" in line for line in verdict) and any("BC" in line for line in verdict)
+    caption = " ".join(c.value for c in at.caption)
+    assert f"sample\\:{DEMO.sample} \\(12 questions, " in caption  # the sample's own bundled set (Markdown-escaped)
+
+
+def test_the_summary_first_is_complete(demo_app: AppTest):
+    at = _visit(demo_app, "pages/summary.py")
+    assert at.session_state[BENCHMARK_JOB].state == "done"
+    _assert_complete_summary(at)
 
 
 def test_the_tour_hides_for_the_session(demo_app: AppTest):

@@ -454,3 +454,21 @@ def test_benchmark_runs_on_a_bundled_sample_set() -> None:
         assert table.loc[tag, "IoU"] == f"{100 * r.summary.iou_mean:.1f} ± {100 * r.summary.iou_std:.1f}"
         assert table.loc[tag, "chunks"] == r.chunks
     assert all(r.summary.recall_mean > 0 for r in want.results)
+
+
+def test_a_configuration_added_on_compare_is_picked_and_an_unpicked_one_stays_unpicked() -> None:
+    at = _open("pages/retrieval.py", _doc())
+    assert at.multiselect(key="ret_configs").value == [0, 1]  # every configuration on a first visit
+    at.multiselect(key="ret_configs").unselect(1)
+    _run(at)
+    at.switch_page("pages/compare.py")
+    _run(at)
+    at.session_state["configs"] = [*at.session_state["configs"], ConfigEntry(2, "C", normalized_config("sentence", {}))]
+    at.session_state["configs_next_uid"] = 3
+    _run(at)
+    at.switch_page("pages/retrieval.py")
+    _run(at)
+    assert at.multiselect(key="ret_configs").value == [0, 2]
+    at.session_state["configs"] = at.session_state["configs"][1:]  # A removed on Compare: it drops out
+    _run(at)
+    assert at.multiselect(key="ret_configs").value == [2]

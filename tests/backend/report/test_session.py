@@ -83,6 +83,7 @@ def _edited(doc: Document, edit) -> str:
         (lambda r: r["configs"][1].update(tag="A"), "letter 'A' is not valid or is used twice"),
         (lambda r: r["document"].update(sha="../../x"), "hash '../../x' is not valid"),
         (lambda r: r.pop("configs"), "'configs' is missing"),
+        (lambda r: r.update(state=[1]), "damaged session file ('models', 'settings' and 'state' must be objects)"),
     ],
 )
 def test_a_bad_session_is_one_line_naming_the_problem(doc: Document, edit, expected: str) -> None:
@@ -166,3 +167,10 @@ def test_a_small_question_set_is_embedded_and_checked() -> None:
     assert "csv" not in question_set_to_json(qset, limit=10) and question_set_from_json(question_set_to_json(qset, limit=10)) is None
     with pytest.raises(InputError, match="does not match its hash"):
         question_set_from_json({**ref, "sha": "0" * 16})
+
+
+def test_the_pages_state_is_written_only_when_there_is_some_and_read_back(doc: Document) -> None:
+    assert "state" not in json.loads(session_to_json(_session(doc)))  # a file as an older Chunk Lab writes it
+    state = {"retrieval": {"query": "When?", "marks": [[0, 4]]}, "benchmark": {"tags": ["A"]}}
+    session = Session.make(DocRef.of(doc), [], {}, {}, state)
+    assert parse_session(session_to_json(session)).state == state
