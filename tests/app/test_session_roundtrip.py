@@ -192,9 +192,12 @@ def _visit(at: AppTest, page: str) -> AppTest:
 
 def _summary(at: AppTest) -> tuple[object, list[str]]:
     """The Summary's table and its verdict's lines."""
-    (table,) = [d.value for d in at.dataframe if "iou" in d.value.columns]
+    frames = [getattr(d.value, "data", d.value) for d in at.dataframe]
+    (quality,) = [f for f in frames if "bc" in f.columns]
+    (retrieval,) = [f for f in frames if "iou" in f.columns]
+    table = quality.join(retrieval.drop(columns=[c for c in retrieval.columns if c in quality.columns]))
     verdict = [m.value for m in at.markdown if m.value.startswith("- ")]
-    return table.data if hasattr(table, "data") else table, verdict
+    return table, verdict
 
 
 def _retrieval(at: AppTest) -> tuple:
