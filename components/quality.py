@@ -22,6 +22,7 @@ import streamlit as st
 from backend.lab.quality import QualityPlan, fold_scoring
 from backend.metrics.cost import Throughput
 from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE
+from backend.report.html import NOT_COMPUTED
 from backend.text.document import Document
 from components.keys import QUALITY_STORE, QUALITY_THROUGHPUT
 from components.lm_runs import model_job_panel
@@ -72,8 +73,17 @@ def best_cells(table: pd.DataFrame) -> dict[str, list[Any]]:
     return out
 
 
+def _shown(value: Any, fmt: str) -> str:
+    """A number as the table shows it; a missing one says so, as the Summary does."""
+    return fmt.format(value) if value is not None and np.isfinite(value) else NOT_COMPUTED
+
+
 def styled_table(table: pd.DataFrame) -> Styler:
-    """The table with each metric column's best value highlighted (a pandas ``Styler``)."""
+    """The table with each metric column's best value highlighted (a pandas ``Styler``).
+
+    The numbers are formatted here, and a metric not computed reads "not computed yet", as on the
+    Summary (a missing number in a number column would show as "None" in the browser).
+    """
     best = best_cells(table)
 
     def mark(col: pd.Series) -> list[str]:
@@ -81,8 +91,11 @@ def styled_table(table: pd.DataFrame) -> Styler:
         return [HIGHLIGHT if i in winners else "" for i in col.index]
 
     shown = table.drop(columns=["configuration"])
-    formats = {c: _FORMATS.get(c, "{:.4f}") for c in ("mean_tokens", *BEST)}
-    return shown.style.apply(mark, axis=0, subset=[c for c in BEST if c in shown]).format(formats, na_rep="—")
+    for c in ("mean_tokens", *BEST):
+        if c in shown:
+            fmt = _FORMATS.get(c, "{:.4f}")
+            shown[c] = shown[c].astype(float).map(lambda v, fmt=fmt: _shown(v, fmt))
+    return shown.style.apply(mark, axis=0, subset=[c for c in BEST if c in shown])
 
 
 def column_width(label: str) -> int:
@@ -104,10 +117,11 @@ def column_config() -> dict[str, Any]:
             "Chunker", width=CHUNKER_WIDTH, help="The configuration (its full label is in the CSV)."
         ),
         "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=column_width("Chunks")),
-        "mean_tokens": st.column_config.Column("Mean tokens", width=column_width("Mean tokens")),
+        "mean_tokens": st.column_config.Column("Mean tokens", width=column_width("Mean tokens"), alignment="right"),
     }
-    for m in METRIC_TABLE:
-        config[m.name] = st.column_config.Column(m.label, help=m.help, width=column_width(m.label))
+    for m in METRIC_TABLE:  # wide enough for "not computed yet" too
+        width = max(column_width(m.label), column_width(NOT_COMPUTED))
+        config[m.name] = st.column_config.Column(m.label, help=m.help, width=width, alignment="right")
     return config
 
 

@@ -68,7 +68,10 @@ def test_best_cells_take_the_max_bc_and_the_min_cs() -> None:
 def test_an_all_missing_column_has_no_best() -> None:
     table = quality_frame(table_rows([QualityData("A", ChunkerConfig("x"), chunking_of())]))
     assert best_cells(table)["bc"] == [] and best_cells(table)["ds"] == []
-    styled_table(table).to_html()  # renders with "—" for the missing values
+    styler = styled_table(table)
+    styler.to_html()
+    # A metric not computed reads as on the Summary, never "None" or an empty cell.
+    assert styler.data.loc["A", ["bc", "cs_complete", "cs_incomplete", "ds"]].tolist() == ["not computed yet"] * 4
 
 
 # --- figures -------------------------------------------------------------------------------------------
