@@ -131,12 +131,11 @@ _TABLE_FIT = """() => {
 def test_deep_link_to_compare_makes_no_404(plain: Server) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    with sync_playwright() as p:
-        with offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
-            page.goto(plain.url + DEEP_LINK)
-            expect(page.get_by_role("heading", name="Compare chunkers", exact=True)).to_be_visible()
-            wait_idle(page)
-            expect(page.get_by_text("2 configuration(s)").first).to_be_visible()  # the link's configurations
+    with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
+        page.goto(plain.url + DEEP_LINK)
+        expect(page.get_by_role("heading", name="Compare chunkers", exact=True)).to_be_visible()
+        wait_idle(page)
+        expect(page.get_by_text("2 configuration(s)").first).to_be_visible()  # the link's configurations
     probes = [u for u in offline.local if "/compare/_stcore/" in u]
     assert probes == [], f"the browser probed the page's path as the base path: {probes}"
     assert offline.http_errors == [], f"requests failed: {offline.http_errors}"
@@ -147,25 +146,24 @@ def test_deep_link_to_compare_makes_no_404(plain: Server) -> None:
 def test_compare_and_benchmark_log_no_widget_warning(plain: Server) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    with sync_playwright() as p:
-        with offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
-            page.goto(plain.url + "/compare")
-            expect(page.get_by_role("heading", name="Compare chunkers", exact=True)).to_be_visible()
-            wait_idle(page)
-            strip = page.locator(".st-key-cmp_show_strip label").first
-            strip.click()  # off, then on: the setting's key written by the widget, never beside a default
-            _settle(page)
-            strip.click()
-            _settle(page)
-            _go(page, "Benchmark")
-            expect(page.get_by_role("heading", name="Benchmark", exact=True)).to_be_visible()
-            sources = page.locator(".st-key-bm_source button")
-            sources.nth(1).click()
-            _settle(page)
-            sources.nth(0).click()
-            _settle(page)
-            _go(page, "Compare")
-            _go(page, "Benchmark")
+    with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
+        page.goto(plain.url + "/compare")
+        expect(page.get_by_role("heading", name="Compare chunkers", exact=True)).to_be_visible()
+        wait_idle(page)
+        strip = page.locator(".st-key-cmp_show_strip label").first
+        strip.click()  # off, then on: the setting's key written by the widget, never beside a default
+        _settle(page)
+        strip.click()
+        _settle(page)
+        _go(page, "Benchmark")
+        expect(page.get_by_role("heading", name="Benchmark", exact=True)).to_be_visible()
+        sources = page.locator(".st-key-bm_source button")
+        sources.nth(1).click()
+        _settle(page)
+        sources.nth(0).click()
+        _settle(page)
+        _go(page, "Compare")
+        _go(page, "Benchmark")
     assert WIDGET_WARNING not in plain.log_text()
     offline.assert_clean()
 
@@ -173,15 +171,14 @@ def test_compare_and_benchmark_log_no_widget_warning(plain: Server) -> None:
 def test_summary_table_last_column_in_view_without_scrolling(plain: Server) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    with sync_playwright() as p:
-        with offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
-            page.goto(plain.url + "/summary")
-            expect(page.get_by_role("heading", name="Summary", exact=True)).to_be_visible()
-            wait_idle(page)
-            page.wait_for_function("() => !!" + _TABLE)
-            page.evaluate("() => " + _TABLE + ".scrollIntoView()")
-            _settle(page)
-            fit = page.evaluate(_TABLE_FIT)
+    with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
+        page.goto(plain.url + "/summary")
+        expect(page.get_by_role("heading", name="Summary", exact=True)).to_be_visible()
+        wait_idle(page)
+        page.wait_for_function("() => !!" + _TABLE)
+        page.evaluate("() => " + _TABLE + ".scrollIntoView()")
+        _settle(page)
+        fit = page.evaluate(_TABLE_FIT)
     assert fit is not None, "the Summary table was not found"
     assert fit["scrollWidth"] <= fit["clientWidth"] + 1, f"the table scrolls sideways at 1440×900: {fit}"
     assert fit["right"] <= fit["viewport"], f"the table's right edge is outside the window: {fit}"
@@ -191,18 +188,17 @@ def test_summary_table_last_column_in_view_without_scrolling(plain: Server) -> N
 def test_demo_summary_is_complete_and_logs_no_widget_warning(demo: Server) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    with sync_playwright() as p:
-        with offline_page(p, SCREEN, timeout_ms=90_000) as (page, offline):
-            page.goto(demo.url + "/summary")
-            expect(page.get_by_role("heading", name="Summary", exact=True)).to_be_visible()
-            wait_idle(page)
-            page.wait_for_function("() => !!" + _TABLE)
-            _settle(page)
-            body = page.locator('[data-testid="stMain"]').inner_text()
-            compute = page.get_by_role("button", name="Compute").count()
-            _go(page, "Compare")
-            _go(page, "Benchmark")
-            _go(page, "Compare")
+    with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=90_000) as (page, offline):
+        page.goto(demo.url + "/summary")
+        expect(page.get_by_role("heading", name="Summary", exact=True)).to_be_visible()
+        wait_idle(page)
+        page.wait_for_function("() => !!" + _TABLE)
+        _settle(page)
+        body = page.locator('[data-testid="stMain"]').inner_text()
+        compute = page.get_by_role("button", name="Compute").count()
+        _go(page, "Compare")
+        _go(page, "Benchmark")
+        _go(page, "Compare")
     assert "not computed yet" not in body.lower(), "demo mode's Summary still waits for something"
     assert compute == 0, "demo mode's Summary offers a Compute button"
     assert WIDGET_WARNING not in demo.log_text()
