@@ -34,9 +34,11 @@ __all__ = [
     "CHUNKER_WIDTH",
     "HIGHLIGHT",
     "METRIC_LABELS",
+    "PANE_WIDTH",
     "best_cells",
     "column_config",
     "column_width",
+    "column_widths",
     "quality_frame",
     "quality_store",
     "scoring_job_panel",
@@ -45,7 +47,8 @@ __all__ = [
 ]
 
 METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness", "ds": "DS — dissimilarity"}
-CHUNKER_WIDTH = 190  # pixels of the configuration label column (the table's only long text)
+CHUNKER_WIDTH = 190  # least pixels of the configuration label column (the table's only long text)
+PANE_WIDTH = 960  # pixels of the wide layout's main pane at 1440×900, less the grid's borders
 HIGHLIGHT = "background-color: #dcfce7; font-weight: 600"
 _FORMATS = {"mean_tokens": "{:.1f}", "bc": "{:.4f}", "cs_complete": "{:.3f}", "cs_incomplete": "{:.3f}", "ds": "{:.4f}"}
 
@@ -103,25 +106,41 @@ def column_width(label: str) -> int:
     return max(65, 28 + 7 * len(label))
 
 
-def column_config() -> dict[str, Any]:
-    """``st.dataframe``'s column configuration of the table: headers and help from the metric table.
+def column_widths(table: pd.DataFrame | None = None) -> dict[str, int]:
+    """Pixels per column: numbers as wide as their header or "not computed yet" (where one is), the label the rest.
 
-    Every column has a fixed width — the configuration's label (``CHUNKER_WIDTH``; hover or
-    the CSV for all of it) and each number column as wide as its header — so the whole table,
-    DS included, fits the wide layout's main column on a 1280-pixel screen instead of a long
-    label pushing the last metrics out of sight.
+    The whole table fits the wide layout's main pane at 1440×900 (:data:`PANE_WIDTH`), and the
+    configuration's label takes what the numbers leave (at least :data:`CHUNKER_WIDTH`), so a
+    label is cut only when the pane is narrower than that. Without ``table`` every metric column
+    is sized for "not computed yet".
     """
+    widths = {"_index": 40, "chunks": column_width("Chunks"), "mean_tokens": column_width("Mean tokens")}
+    for m in METRIC_TABLE:
+        missing = table is None or m.name not in table or bool(table[m.name].isna().any())
+        widths[m.name] = max(column_width(m.label), column_width(NOT_COMPUTED) if missing else column_width("0.0000"))
+    return {"_index": widths.pop("_index"), "chunker": max(CHUNKER_WIDTH, PANE_WIDTH - 40 - sum(widths.values())),
+            **widths}
+
+
+def column_config(table: pd.DataFrame | None = None) -> dict[str, Any]:
+    """``st.dataframe``'s column configuration of ``table`` (:func:`quality_frame`): headers and help from the metric table.
+
+    Every column has a fixed width (:func:`column_widths`): the numbers as wide as their header
+    or "not computed yet", the configuration's label the rest of the pane (hover or the CSV for
+    all of it), so the whole table, DS included, fits the wide layout's main column instead of a
+    long label pushing the last metrics out of sight.
+    """
+    widths = column_widths(table)
     config: dict[str, Any] = {
-        "_index": st.column_config.TextColumn("", width=40),
+        "_index": st.column_config.TextColumn("", width=widths["_index"]),
         "chunker": st.column_config.TextColumn(
-            "Chunker", width=CHUNKER_WIDTH, help="The configuration (its full label is in the CSV)."
+            "Chunker", width=widths["chunker"], help="The configuration (its full label is in the CSV)."
         ),
-        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=column_width("Chunks")),
-        "mean_tokens": st.column_config.Column("Mean tokens", width=column_width("Mean tokens"), alignment="right"),
+        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=widths["chunks"]),
+        "mean_tokens": st.column_config.Column("Mean tokens", width=widths["mean_tokens"], alignment="right"),
     }
-    for m in METRIC_TABLE:  # wide enough for "not computed yet" too
-        width = max(column_width(m.label), column_width(NOT_COMPUTED))
-        config[m.name] = st.column_config.Column(m.label, help=m.help, width=width, alignment="right")
+    for m in METRIC_TABLE:
+        config[m.name] = st.column_config.Column(m.label, help=m.help, width=widths[m.name], alignment="right")
     return config
 
 

@@ -122,7 +122,8 @@ cols[3].number_input(
 st.subheader("Metrics", anchor=False)
 view = quality_view(plan, quality_settings(section_values("quality")), doc.source)
 settings = view.settings
-st.dataframe(styled_table(quality_frame(view.rows)), key=QUALITY("table"), column_config=column_config())
+table = quality_frame(view.rows)
+st.dataframe(styled_table(table), key=QUALITY("table"), column_config=column_config(table))
 st.caption(view.notes)
 st.download_button(
     "CSV", view.csv, file_name=view.csv_name, mime="text/csv", key=QUALITY("csv"), icon=":material/download:",

@@ -160,3 +160,15 @@ def test_graph_exports_as_self_contained_html() -> None:
     page = figure_html(stickiness_figure(quality_data("A", 1), 0.3, "#2563eb"))
     assert page.lstrip().lower().startswith(("<!doctype html>", "<html")) and page.rstrip().endswith("</html>")
     assert "<script src=" not in page and len(page) > 1_000_000  # plotly.js inlined: opens offline
+
+
+def test_the_label_column_takes_what_the_numbers_leave_of_the_pane() -> None:
+    from components.quality import CHUNKER_WIDTH, PANE_WIDTH, column_widths
+
+    scored = [quality_data("A", 1), quality_data("B", 2)]
+    table = quality_frame(table_rows(scored, metrics=["bc", "ds"], settings=QualitySettings(K=0.3)))
+    widths = column_widths(table)
+    assert sum(widths.values()) == PANE_WIDTH  # the whole table fits the pane at 1440×900
+    assert widths["bc"] == widths["ds"] == 70 and widths["cs_complete"] == widths["cs_incomplete"] == 140
+    assert widths["chunker"] == PANE_WIDTH - 40 - 70 - 105 - 70 - 140 - 140 - 70
+    assert column_widths()["chunker"] == CHUNKER_WIDTH  # every metric may be missing: the label keeps its least
