@@ -35,6 +35,7 @@ __all__ = [
     "HIGHLIGHT",
     "METRIC_LABELS",
     "PANE_WIDTH",
+    "PLACEHOLDER",
     "best_cells",
     "column_config",
     "column_width",
@@ -48,6 +49,7 @@ __all__ = [
 
 METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness", "ds": "DS — dissimilarity"}
 CHUNKER_WIDTH = 190  # least pixels of the configuration label column (the table's only long text)
+PLACEHOLDER = NOT_COMPUTED  # what the table shows for a metric not computed, as the Summary does
 PANE_WIDTH = 960  # pixels of the wide layout's main pane at 1440×900, less the grid's borders
 HIGHLIGHT = "background-color: #dcfce7; font-weight: 600"
 _FORMATS = {"mean_tokens": "{:.1f}", "bc": "{:.4f}", "cs_complete": "{:.3f}", "cs_incomplete": "{:.3f}", "ds": "{:.4f}"}
@@ -76,16 +78,12 @@ def best_cells(table: pd.DataFrame) -> dict[str, list[Any]]:
     return out
 
 
-def _shown(value: Any, fmt: str) -> str:
-    """A number as the table shows it; a missing one says so, as the Summary does."""
-    return fmt.format(value) if value is not None and np.isfinite(value) else NOT_COMPUTED
-
-
 def styled_table(table: pd.DataFrame) -> Styler:
     """The table with each metric column's best value highlighted (a pandas ``Styler``).
 
-    The numbers are formatted here, and a metric not computed reads "not computed yet", as on the
-    Summary (a missing number in a number column would show as "None" in the browser).
+    A metric not computed reads "not computed yet", as on the Summary: in the Styler's HTML here,
+    and in the browser through ``st.dataframe(..., placeholder=PLACEHOLDER)`` (the data grid shows
+    a missing number as its placeholder, "None" by default, whatever the Styler says).
     """
     best = best_cells(table)
 
@@ -94,11 +92,10 @@ def styled_table(table: pd.DataFrame) -> Styler:
         return [HIGHLIGHT if i in winners else "" for i in col.index]
 
     shown = table.drop(columns=["configuration"])
-    for c in ("mean_tokens", *BEST):
-        if c in shown:
-            fmt = _FORMATS.get(c, "{:.4f}")
-            shown[c] = shown[c].astype(float).map(lambda v, fmt=fmt: _shown(v, fmt))
-    return shown.style.apply(mark, axis=0, subset=[c for c in BEST if c in shown])
+    formats = {c: _FORMATS.get(c, "{:.4f}") for c in ("mean_tokens", *BEST)}
+    return shown.style.apply(mark, axis=0, subset=[c for c in BEST if c in shown]).format(
+        formats, na_rep=PLACEHOLDER
+    )
 
 
 def column_width(label: str) -> int:
@@ -137,10 +134,10 @@ def column_config(table: pd.DataFrame | None = None) -> dict[str, Any]:
             "Chunker", width=widths["chunker"], help="The configuration (its full label is in the CSV)."
         ),
         "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=widths["chunks"]),
-        "mean_tokens": st.column_config.Column("Mean tokens", width=widths["mean_tokens"], alignment="right"),
+        "mean_tokens": st.column_config.Column("Mean tokens", width=widths["mean_tokens"]),
     }
     for m in METRIC_TABLE:
-        config[m.name] = st.column_config.Column(m.label, help=m.help, width=widths[m.name], alignment="right")
+        config[m.name] = st.column_config.Column(m.label, help=m.help, width=widths[m.name])
     return config
 
 
