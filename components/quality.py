@@ -50,7 +50,10 @@ __all__ = [
 METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness", "ds": "DS — dissimilarity"}
 CHUNKER_WIDTH = 190  # least pixels of the configuration label column (the table's only long text)
 PLACEHOLDER = NOT_COMPUTED  # what the table shows for a metric not computed, as the Summary does
-PANE_WIDTH = 960  # pixels of the wide layout's main pane at 1440×900, less the grid's borders
+# The narrowest main pane the table must fit without scrolling sideways (a 1280-pixel screen's wide
+# layout, less the grid's borders); a wider pane (1440×900: about 960) stretches every column alike.
+PANE_WIDTH = 800
+PLACEHOLDER_WIDTH = 120  # pixels that show "not computed yet" in the grid's font
 HIGHLIGHT = "background-color: #dcfce7; font-weight: 600"
 _FORMATS = {"mean_tokens": "{:.1f}", "bc": "{:.4f}", "cs_complete": "{:.3f}", "cs_incomplete": "{:.3f}", "ds": "{:.4f}"}
 
@@ -106,15 +109,15 @@ def column_width(label: str) -> int:
 def column_widths(table: pd.DataFrame | None = None) -> dict[str, int]:
     """Pixels per column: numbers as wide as their header or "not computed yet" (where one is), the label the rest.
 
-    The whole table fits the wide layout's main pane at 1440×900 (:data:`PANE_WIDTH`), and the
-    configuration's label takes what the numbers leave (at least :data:`CHUNKER_WIDTH`), so a
-    label is cut only when the pane is narrower than that. Without ``table`` every metric column
-    is sized for "not computed yet".
+    The whole table fits :data:`PANE_WIDTH` (a 1280-pixel screen) and a wider pane stretches it;
+    the configuration's label takes what the numbers leave (at least :data:`CHUNKER_WIDTH`), so
+    it is as long as it can be while DS stays in view. Without ``table`` every metric column is
+    sized for "not computed yet".
     """
     widths = {"_index": 40, "chunks": column_width("Chunks"), "mean_tokens": column_width("Mean tokens")}
     for m in METRIC_TABLE:
         missing = table is None or m.name not in table or bool(table[m.name].isna().any())
-        widths[m.name] = max(column_width(m.label), column_width(NOT_COMPUTED) if missing else column_width("0.0000"))
+        widths[m.name] = max(column_width(m.label), PLACEHOLDER_WIDTH if missing else column_width("0.0000"))
     return {"_index": widths.pop("_index"), "chunker": max(CHUNKER_WIDTH, PANE_WIDTH - 40 - sum(widths.values())),
             **widths}
 
