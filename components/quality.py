@@ -52,8 +52,9 @@ CHUNKER_WIDTH = 190  # least pixels of the configuration label column (the table
 PLACEHOLDER = NOT_COMPUTED  # what the table shows for a metric not computed, as the Summary does
 # The narrowest main pane the table must fit without scrolling sideways (a 1280-pixel screen's wide
 # layout, less the grid's borders); a wider pane (1440×900: about 960) stretches every column alike.
-PANE_WIDTH = 800
-PLACEHOLDER_WIDTH = 120  # pixels that show "not computed yet" in the grid's font
+PANE_WIDTH = 816
+PLACEHOLDER_WIDTH = 116  # pixels that show "not computed yet" in the grid's font
+LABEL_MIN_WIDTH = 100  # the least the configuration's label keeps when every metric is missing
 HIGHLIGHT = "background-color: #dcfce7; font-weight: 600"
 _FORMATS = {"mean_tokens": "{:.1f}", "bc": "{:.4f}", "cs_complete": "{:.3f}", "cs_incomplete": "{:.3f}", "ds": "{:.4f}"}
 
@@ -110,7 +111,7 @@ def column_widths(table: pd.DataFrame | None = None) -> dict[str, int]:
     """Pixels per column: numbers as wide as their header or "not computed yet" (where one is), the label the rest.
 
     The whole table fits :data:`PANE_WIDTH` (a 1280-pixel screen) and a wider pane stretches it;
-    the configuration's label takes what the numbers leave (at least :data:`CHUNKER_WIDTH`), so
+    the configuration's label takes what the numbers leave (at least :data:`LABEL_MIN_WIDTH`), so
     it is as long as it can be while DS stays in view. Without ``table`` every metric column is
     sized for "not computed yet".
     """
@@ -118,7 +119,7 @@ def column_widths(table: pd.DataFrame | None = None) -> dict[str, int]:
     for m in METRIC_TABLE:
         missing = table is None or m.name not in table or bool(table[m.name].isna().any())
         widths[m.name] = max(column_width(m.label), PLACEHOLDER_WIDTH if missing else column_width("0.0000"))
-    return {"_index": widths.pop("_index"), "chunker": max(CHUNKER_WIDTH, PANE_WIDTH - 40 - sum(widths.values())),
+    return {"_index": widths.pop("_index"), "chunker": max(LABEL_MIN_WIDTH, PANE_WIDTH - 40 - sum(widths.values())),
             **widths}
 
 

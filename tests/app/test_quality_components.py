@@ -163,13 +163,14 @@ def test_graph_exports_as_self_contained_html() -> None:
 
 
 def test_the_label_column_takes_what_the_numbers_leave_of_the_pane() -> None:
-    from components.quality import CHUNKER_WIDTH, PANE_WIDTH, column_widths
+    from components.quality import PANE_WIDTH, column_widths
 
     scored = [quality_data("A", 1), quality_data("B", 2)]
     table = quality_frame(table_rows(scored, metrics=["bc", "ds"], settings=QualitySettings(K=0.3)))
     widths = column_widths(table)
     assert sum(widths.values()) == PANE_WIDTH  # the whole table fits a 1280-pixel screen's pane
     # BC and DS as wide as their numbers, CS as "not computed yet" or its header (the wider).
-    assert (widths["bc"], widths["ds"], widths["cs_complete"], widths["cs_incomplete"]) == (70, 70, 120, 133)
-    assert widths["chunker"] == PANE_WIDTH - 40 - 70 - 105 - 70 - 120 - 133 - 70
-    assert column_widths()["chunker"] == CHUNKER_WIDTH  # every metric may be missing: the label keeps its least
+    assert (widths["bc"], widths["ds"], widths["cs_complete"], widths["cs_incomplete"]) == (70, 70, 119, 133)
+    assert widths["chunker"] == PANE_WIDTH - 40 - 70 - 105 - 70 - 119 - 133 - 70
+    every_missing = column_widths()  # still fits, "not computed yet" whole in every metric column
+    assert sum(every_missing.values()) == PANE_WIDTH and every_missing["chunker"] == PANE_WIDTH - 40 - 70 - 105 - 116 - 119 - 133 - 116
