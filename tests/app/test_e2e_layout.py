@@ -19,6 +19,7 @@ Each server is this module's own (its log is read here), started like a user's:
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.test_e2e_browser import CHROMIUM, _free_port, in_ci, offline_page, wait_idle
+from tests.app.test_e2e_browser import CHROMIUM, in_ci, offline_page, wait_idle
 from tests.conftest import ROOT
 
 SCREEN = {"width": 1440, "height": 900}
@@ -45,6 +46,12 @@ class Server:
 
     def log_text(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @contextmanager
