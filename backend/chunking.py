@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
-__all__ = ["Chunk", "Chunking", "ChunkerConfig", "ConfigEntry", "tag_for", "first_free_tag"]
+__all__ = ["Chunk", "ChunkerConfig", "Chunking", "ConfigEntry", "ModelTime", "duration_text", "first_free_tag", "tag_for"]
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,70 @@ class Chunk:
         return {"index": self.index, "start": self.start, "end": self.end, "text": self.text, "tokens": self.tokens}
 
 
+def duration_text(seconds: float) -> str:
+    """A duration for people: ``27 ms``, ``1.4 s``, ``8 min 3 s``, ``2 h 5 min``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
+@dataclass(frozen=True)
+class ModelTime:
+    """The model work behind one chunking: scoring, embedding, chat replies, computed now or read from the cache.
+
+    A model output read from the output cache carries the seconds it took when it was computed
+    (entries written before that was recorded carry none: they count in ``unknown``).
+
+    Attributes:
+        seconds: Known model seconds: those computed in this run plus those recorded in the
+            cached outputs read.
+        computed_s: The part of ``seconds`` computed in this run (inside the chunking's wall time).
+        computed: Model outputs computed in this run.
+        cached: Model outputs read from the output cache.
+        unknown: Cached outputs stored without their time (older cache entries).
+    """
+
+    seconds: float = 0.0
+    computed_s: float = 0.0
+    computed: int = 0
+    cached: int = 0
+    unknown: int = 0
+
+    @property
+    def known(self) -> bool:
+        """Whether every output's time is known (no old cache entry without one)."""
+        return self.unknown == 0
+
+    @property
+    def source(self) -> str:
+        """``from the cache``, ``computed now``, ``partly cached`` or ``no model call``."""
+        if self.cached and self.computed:
+            return "partly cached"
+        if self.cached:
+            return "from the cache"
+        return "computed now" if self.computed else "no model call"
+
+    def text(self) -> str:
+        """``model 8 min 3 s, from the cache``; ``model time unknown, from the cache`` for old entries."""
+        if not self.cached and not self.computed:
+            return "no model call"
+        if not self.known:
+            amount = f"≥ {duration_text(self.seconds)}, partly unknown" if self.seconds > 0 else "time unknown"
+            return f"model {amount}, {self.source}"
+        return f"model {duration_text(self.seconds)}, {self.source}"
+
+
 @dataclass(frozen=True)
 class Chunking:
     """The chunks a configuration produced for one document, and the time it took.
 
+    ``elapsed_s`` is the wall time of the chunking call (model work done in it included);
+    ``model_time`` the model work behind it, cached or not (None: the chunker runs no model).
     ``meta`` holds what a chunker reports about its run beyond the chunks, as sorted
     ``(name, value)`` pairs of JSON-ready values (e.g. an LLM chunker's ``content_loss`` and
     ``granularity``); empty for most chunkers.
@@ -118,6 +178,7 @@ class Chunking:
     doc_id: str
     doc_length: int
     meta: tuple[tuple[str, Any], ...] = ()
+    model_time: ModelTime | None = None
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -151,6 +212,47 @@ class Chunking:
         if calls:
             parts.append(", ".join(f"{n} {label}{'s' if n != 1 and label != 'cached' else ''}" for n, label in calls))
         return " · ".join(parts) or None
+
+    @property
+    def cut_s(self) -> float:
+        """Seconds spent cutting: the wall time less the model work computed in it (cache reads stay in)."""
+        computed = self.model_time.computed_s if self.model_time is not None else 0.0
+        return max(0.0, self.elapsed_s - computed)
+
+    @property
+    def total_s(self) -> float | None:
+        """Model seconds (cached or not) plus cutting; None when a cached output's time is unknown."""
+        if self.model_time is None:
+            return self.elapsed_s
+        if not self.model_time.known:
+            return None
+        return self.model_time.seconds + self.cut_s
+
+    @property
+    def time_text(self) -> str:
+        """``27 ms``; ``8 min 3 s (model 8 min 3 s, from the cache; cut 27 ms)``; ``cut 27 ms (model time unknown, …)``."""
+        if self.model_time is None:
+            return duration_text(self.elapsed_s)
+        cut = f"cut {duration_text(self.cut_s)}"
+        total = self.total_s
+        if total is None:
+            return f"{cut} ({self.model_time.text()})"
+        return f"{duration_text(total)} ({self.model_time.text()}; {cut})"
+
+    @property
+    def time_note(self) -> str | None:
+        """What the time stands on, for a table's cell (None: no model): ``model 8 min 3 s (cached) + cut 27 ms``."""
+        if self.model_time is None:
+            return None
+        m = self.model_time
+        where = {"from the cache": " (cached)", "partly cached": " (partly cached)"}.get(m.source, "")
+        if not m.cached and not m.computed:
+            model = "no model call"
+        elif not m.known:
+            model = f"model time unknown{where}"
+        else:
+            model = f"model {duration_text(m.seconds)}{where}"
+        return f"{model} + cut {duration_text(self.cut_s)}"
 
     @property
     def token_counts(self) -> list[int]:

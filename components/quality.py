@@ -22,6 +22,7 @@ import streamlit as st
 from backend.lab.quality import QualityPlan, fold_scoring
 from backend.metrics.cost import Throughput
 from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE
+from backend.report.html import NOT_COMPUTED
 from backend.text.document import Document
 from components.keys import QUALITY_STORE, QUALITY_THROUGHPUT
 from components.lm_runs import model_job_panel
@@ -33,9 +34,12 @@ __all__ = [
     "CHUNKER_WIDTH",
     "HIGHLIGHT",
     "METRIC_LABELS",
+    "PANE_WIDTH",
+    "PLACEHOLDER",
     "best_cells",
     "column_config",
     "column_width",
+    "column_widths",
     "quality_frame",
     "quality_store",
     "scoring_job_panel",
@@ -44,7 +48,13 @@ __all__ = [
 ]
 
 METRIC_LABELS = {"bc": "BC — boundary clarity", "cs": "CS — chunk stickiness", "ds": "DS — dissimilarity"}
-CHUNKER_WIDTH = 190  # pixels of the configuration label column (the table's only long text)
+CHUNKER_WIDTH = 190  # least pixels of the configuration label column (the table's only long text)
+PLACEHOLDER = NOT_COMPUTED  # what the table shows for a metric not computed, as the Summary does
+# The narrowest main pane the table must fit without scrolling sideways (a 1280-pixel screen's wide
+# layout, less the grid's borders); a wider pane (1440×900: about 960) stretches every column alike.
+PANE_WIDTH = 816
+PLACEHOLDER_WIDTH = 116  # pixels that show "not computed yet" in the grid's font
+LABEL_MIN_WIDTH = 100  # the least the configuration's label keeps when every metric is missing
 HIGHLIGHT = "background-color: #dcfce7; font-weight: 600"
 _FORMATS = {"mean_tokens": "{:.1f}", "bc": "{:.4f}", "cs_complete": "{:.3f}", "cs_incomplete": "{:.3f}", "ds": "{:.4f}"}
 
@@ -73,7 +83,12 @@ def best_cells(table: pd.DataFrame) -> dict[str, list[Any]]:
 
 
 def styled_table(table: pd.DataFrame) -> Styler:
-    """The table with each metric column's best value highlighted (a pandas ``Styler``)."""
+    """The table with each metric column's best value highlighted (a pandas ``Styler``).
+
+    A metric not computed reads "not computed yet", as on the Summary: in the Styler's HTML here,
+    and in the browser through ``st.dataframe(..., placeholder=PLACEHOLDER)`` (the data grid shows
+    a missing number as its placeholder, "None" by default, whatever the Styler says).
+    """
     best = best_cells(table)
 
     def mark(col: pd.Series) -> list[str]:
@@ -82,7 +97,9 @@ def styled_table(table: pd.DataFrame) -> Styler:
 
     shown = table.drop(columns=["configuration"])
     formats = {c: _FORMATS.get(c, "{:.4f}") for c in ("mean_tokens", *BEST)}
-    return shown.style.apply(mark, axis=0, subset=[c for c in BEST if c in shown]).format(formats, na_rep="—")
+    return shown.style.apply(mark, axis=0, subset=[c for c in BEST if c in shown]).format(
+        formats, na_rep=PLACEHOLDER
+    )
 
 
 def column_width(label: str) -> int:
@@ -90,24 +107,41 @@ def column_width(label: str) -> int:
     return max(65, 28 + 7 * len(label))
 
 
-def column_config() -> dict[str, Any]:
-    """``st.dataframe``'s column configuration of the table: headers and help from the metric table.
+def column_widths(table: pd.DataFrame | None = None) -> dict[str, int]:
+    """Pixels per column: numbers as wide as their header or "not computed yet" (where one is), the label the rest.
 
-    Every column has a fixed width — the configuration's label (``CHUNKER_WIDTH``; hover or
-    the CSV for all of it) and each number column as wide as its header — so the whole table,
-    DS included, fits the wide layout's main column on a 1280-pixel screen instead of a long
-    label pushing the last metrics out of sight.
+    The whole table fits :data:`PANE_WIDTH` (a 1280-pixel screen) and a wider pane stretches it;
+    the configuration's label takes what the numbers leave (at least :data:`LABEL_MIN_WIDTH`), so
+    it is as long as it can be while DS stays in view. Without ``table`` every metric column is
+    sized for "not computed yet".
     """
+    widths = {"_index": 40, "chunks": column_width("Chunks"), "mean_tokens": column_width("Mean tokens")}
+    for m in METRIC_TABLE:
+        missing = table is None or m.name not in table or bool(table[m.name].isna().any())
+        widths[m.name] = max(column_width(m.label), PLACEHOLDER_WIDTH if missing else column_width("0.0000"))
+    return {"_index": widths.pop("_index"), "chunker": max(LABEL_MIN_WIDTH, PANE_WIDTH - 40 - sum(widths.values())),
+            **widths}
+
+
+def column_config(table: pd.DataFrame | None = None) -> dict[str, Any]:
+    """``st.dataframe``'s column configuration of ``table`` (:func:`quality_frame`): headers and help from the metric table.
+
+    Every column has a fixed width (:func:`column_widths`): the numbers as wide as their header
+    or "not computed yet", the configuration's label the rest of the pane (hover or the CSV for
+    all of it), so the whole table, DS included, fits the wide layout's main column instead of a
+    long label pushing the last metrics out of sight.
+    """
+    widths = column_widths(table)
     config: dict[str, Any] = {
-        "_index": st.column_config.TextColumn("", width=40),
+        "_index": st.column_config.TextColumn("", width=widths["_index"]),
         "chunker": st.column_config.TextColumn(
-            "Chunker", width=CHUNKER_WIDTH, help="The configuration (its full label is in the CSV)."
+            "Chunker", width=widths["chunker"], help="The configuration (its full label is in the CSV)."
         ),
-        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=column_width("Chunks")),
-        "mean_tokens": st.column_config.Column("Mean tokens", width=column_width("Mean tokens")),
+        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=widths["chunks"]),
+        "mean_tokens": st.column_config.Column("Mean tokens", width=widths["mean_tokens"]),
     }
     for m in METRIC_TABLE:
-        config[m.name] = st.column_config.Column(m.label, help=m.help, width=column_width(m.label))
+        config[m.name] = st.column_config.Column(m.label, help=m.help, width=widths[m.name])
     return config
 
 

@@ -63,7 +63,7 @@ def config_card(
         if error:
             st.error(error, icon=":material/error:")
         elif chunking is not None:
-            st.caption(f"**{len(chunking.chunks):,}** chunks · {chunking.elapsed_s * 1000:,.0f} ms")
+            st.caption(f"**{len(chunking.chunks):,}** chunks · {chunking.time_text}")
             if chunking.run_report:  # what the chunker reported, e.g. an LLM chunker's content loss
                 st.caption(esc(chunking.run_report))
         elif note:

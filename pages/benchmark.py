@@ -242,8 +242,12 @@ retrieve = r2.number_input(
     "Chunks retrieved", min_value=s_retrieve.low, max_value=s_retrieve.high, step=s_retrieve.step,
     key=prepare("benchmark", "retrieve"), persist_state="session", help=s_retrieve.help,
 )
-auto = r3.toggle("As many as hold excerpts", key=prepare("benchmark", "auto"), persist_state="session", help=s_auto.help)
-cross = r4.toggle("Across corpora", key=prepare("benchmark", "cross"), persist_state="session", help=s_cross.help)
+auto = r3.toggle(
+    "As many as hold excerpts", key=prepare("benchmark", "auto"), persist_state="session", help=s_auto.help, wrap=True
+)
+cross = r4.toggle(
+    "Across corpora", key=prepare("benchmark", "cross"), persist_state="session", help=s_cross.help, wrap=True
+)
 run_clicked = st.button("Run benchmark", key=BENCHMARK("run"), type="primary", icon=":material/play_arrow:",
                 disabled=qset is None or not chosen)
 if run_clicked:

@@ -186,7 +186,12 @@ st.dataframe(
         "overlap_pct": st.column_config.NumberColumn(
             "Overlap %", format="%.1f", help="Share of the document's characters inside two or more chunks"
         ),
-        "time_ms": st.column_config.NumberColumn("Time (ms)", format="%.0f"),
+        "time": st.column_config.TextColumn(
+            "Time", help="Model work (scoring, embedding; from the output cache or computed now) plus cutting"
+        ),
+        "time_ms": None,  # in "time", with which part is the model's
+        "cut_ms": None,
+        "model_s": None,
         "report": st.column_config.TextColumn("Run report", help="What the chunker reported, e.g. content loss"),
     },
 )

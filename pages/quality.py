@@ -18,6 +18,7 @@ from components.lm_runs import page_chunkings, session_models
 from components.match import match_lengths_panel
 from components.quality import (
     METRIC_LABELS,
+    PLACEHOLDER,
     column_config,
     quality_frame,
     quality_store,
@@ -122,7 +123,8 @@ cols[3].number_input(
 st.subheader("Metrics", anchor=False)
 view = quality_view(plan, quality_settings(section_values("quality")), doc.source)
 settings = view.settings
-st.dataframe(styled_table(quality_frame(view.rows)), key=QUALITY("table"), column_config=column_config())
+table = quality_frame(view.rows)
+st.dataframe(styled_table(table), key=QUALITY("table"), column_config=column_config(table), placeholder=PLACEHOLDER)
 st.caption(view.notes)
 st.download_button(
     "CSV", view.csv, file_name=view.csv_name, mime="text/csv", key=QUALITY("csv"), icon=":material/download:",

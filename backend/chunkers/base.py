@@ -18,6 +18,7 @@ from backend.chunkers.context import ModelContext
 from backend.chunking import Chunk, ChunkerConfig, Chunking
 from backend.curves import Curve
 from backend.errors import ParameterError
+from backend.models.timing import model_time_ledger
 from backend.text.document import Document
 from backend.tokenizers import Tokenizer, get_tokenizer
 
@@ -196,7 +197,8 @@ class Chunker(ABC):
             AssertionError: a span is out of the text or out of order (a bug in the chunker).
         """
         t0 = time.perf_counter()
-        pieces = split(doc)
+        with model_time_ledger() as ledger:
+            pieces = split(doc)
         elapsed = time.perf_counter() - t0
         text = doc.text
         n = len(text)
@@ -207,7 +209,9 @@ class Chunker(ABC):
                 raise AssertionError(f"{self.name} produced an invalid span [{s}, {e}) (text length {n})")
             prev_start = s
             chunks.append(Chunk(index=i, start=s, end=e, text=text[s:e], tokens=int(tokens)))
-        return Chunking(config=self.config, chunks=tuple(chunks), elapsed_s=elapsed, doc_id=doc.id, doc_length=n)
+        model_time = ledger.result() if self.needs else None
+        return Chunking(config=self.config, chunks=tuple(chunks), elapsed_s=elapsed, doc_id=doc.id, doc_length=n,
+                        model_time=model_time)
 
 
 def size_params(size_default: int, overlap_help: str | None = None) -> tuple[Param, ...]:

@@ -28,6 +28,7 @@ from backend.models.identity import embedder_fingerprint_without_loading, finger
 from backend.models.remote import RemoteScorer, is_remote_lm
 from backend.models.scorer import load_scorer
 from backend.models.scoring import cached_token_scores, document_token_scores, scored_tokens
+from backend.models.timing import record_cached
 from backend.models.types import ModelInfo, Scorer, TokenScores
 from backend.progress import Progress
 
@@ -171,6 +172,7 @@ class ModelContext:
             if fp is not None:
                 hit = cache.get(embeddings_key(fp, texts))
                 if hit is not None and len(hit.get("vectors", ())) == len(texts):
+                    record_cached(hit)
                     if self.progress is not None:
                         self.progress.set_unit("texts")
                         self.progress(len(texts), len(texts))

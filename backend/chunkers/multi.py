@@ -39,6 +39,8 @@ __all__ = [
     "parse_level_routing",
     "parse_granularities",
     "token_units",
+    "is_sliver",
+    "merge_slivers",
     "MAX_GRANULARITY",
     "RETRIEVER_FAMILY",
 ]
@@ -154,6 +156,50 @@ def token_units(text: str, tokenizer: Tokenizer, unit_tokens: int) -> list[Range
     return out
 
 
+def is_sliver(piece: str) -> bool:
+    """Whether ``piece`` is too small to be a retrieved unit: under 2 non-space characters, or no letter or digit.
+
+    >>> [is_sliver(t) for t in (".", " --- ", "一", "Hi", "二〇")]
+    [True, True, True, False, False]
+    """
+    visible = "".join(piece.split())
+    return len(visible) < 2 or not any(ch.isalnum() for ch in visible)
+
+
+def merge_slivers(text: str, spans: list[Range]) -> list[Range]:
+    """``spans`` (ascending, not overlapping) with every sliver (:func:`is_sliver`) merged into a neighbour.
+
+    A retriever's units are what it returns, alone or joined: a unit that is a lone ".", a
+    "---" rule or a one-character heading ("一") would come back as a hit of its own. Punctuation
+    joins the unit before it (the "." a splitter left after a sentence); a short word or number
+    joins the unit after it (a heading numbers what follows). A sliver with no neighbour on its
+    side takes the other one; a text that is one sliver stays one unit. A merged unit spans from
+    the first start to the last end (the whitespace between them included).
+
+    >>> merge_slivers("Hello there. . 一 Next part", [(0, 12), (13, 14), (15, 16), (17, 26)])
+    [(0, 14), (15, 26)]
+    """
+    out: list[Range] = []
+    waiting: int | None = None  # where slivers waiting for the next unit start
+    for start, end in spans:
+        piece = text[start:end]
+        if is_sliver(piece):
+            if out and waiting is None and not any(ch.isalnum() for ch in piece):
+                out[-1] = (out[-1][0], end)
+            elif waiting is None:
+                waiting = start
+            continue
+        out.append((start if waiting is None else waiting, end))
+        waiting = None
+    if waiting is not None:  # slivers at the very end: the unit before them, else they stand alone
+        last_end = spans[-1][1]
+        if out:
+            out[-1] = (out[-1][0], last_end)
+        else:
+            out.append((waiting, last_end))
+    return out
+
+
 def _routing_params(levels_default: int) -> tuple[Param, ...]:
     return (
         Param("levels", "int", levels_default, "Granularity levels (MoG: 5).", min=2, max=MAX_LEVELS),
@@ -209,7 +255,9 @@ class MoGRetriever(RetrieverChunker):
     returns its top ``k_r`` chunks; every level-1 chunk under a hit scores ``w · t_rs`` (eq. 1–2);
     the level with the largest router weight is chosen and the parents, at that level, of the
     best-scoring level-1 chunks are returned (never parents ranked by their own weighted score:
-    coarse levels score higher, Appendix A). What this entry *chunks* is level 1.
+    coarse levels score higher, Appendix A). What this entry *chunks* is level 1; a level-1 chunk
+    that is only punctuation or one character joins a neighbour (:func:`merge_slivers`), so MoG
+    never returns a lone "." as a hit.
     """
 
     name = "mog"
@@ -226,7 +274,12 @@ class MoGRetriever(RetrieverChunker):
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         base = make_chunker(self.values["base"], {"chunk_size": self.values["chunk_size"]}, self.tokenizer)
-        return [(c.start, c.end, c.tokens) for c in base.chunk(doc).chunks]
+        chunks = base.chunk(doc).chunks
+        cut = [(c.start, c.end) for c in chunks]
+        merged = merge_slivers(doc.text, cut)
+        if merged == cut:
+            return [(c.start, c.end, c.tokens) for c in chunks]
+        return self.with_counts(doc.text, merged)  # a merged sliver may take a unit a token or two over chunk_size
 
 
 @register
@@ -265,7 +318,7 @@ class MoGGRetriever(RetrieverChunker):
         per = self.values["per_node"]
         sentences = [(s.start, s.end) for s in doc.sentences]
         nodes = [(sentences[i][0], sentences[min(i + per, len(sentences)) - 1][1]) for i in range(0, len(sentences), per)]
-        return self.with_counts(doc.text, nodes)
+        return self.with_counts(doc.text, merge_slivers(doc.text, nodes))
 
 
 @register
@@ -306,5 +359,7 @@ class FreeChunkerRetriever(RetrieverChunker):
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         if self.values["unit"] == "tokens":
-            return self.with_counts(doc.text, token_units(doc.text, self.tokenizer, self.values["unit_tokens"]))
-        return self.with_counts(doc.text, [(s.start, s.end) for s in doc.sentences])
+            units = token_units(doc.text, self.tokenizer, self.values["unit_tokens"])
+        else:
+            units = [(s.start, s.end) for s in doc.sentences]
+        return self.with_counts(doc.text, merge_slivers(doc.text, units))

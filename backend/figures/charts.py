@@ -25,12 +25,31 @@ __all__ = [
     "CLIP_PERCENTILE",
     "CLIP_HEADROOM",
     "PREVIEW_CHARS",
+    "legend_with_title",
     "preview",
 ]
 
 # One colour per configuration (tag badges, histogram); chunks inside a row alternate CHUNK_EDGES.
 CHUNK_EDGES = ("#3b82f6", "#f59e0b")  # alternating chunk colours (the strip here, badges in backend.figures.text)
 CONFIG_COLORS = ("#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")
+
+
+def legend_with_title(title: str = "", *, font_size: int = 11) -> dict:
+    """A horizontal legend above the plot, headed by the figure's title: one box, so they never overlap.
+
+    A figure title and a legend above the plot are placed independently by Plotly; in a narrow
+    column the legend wraps onto more rows and climbs into the title. As the legend's own
+    heading, the title sits above the entries however many rows they take, and Plotly grows the
+    top margin to fit the whole box.
+
+    Args:
+        title: The heading, already escaped (empty: none).
+        font_size: The entries' size (the heading is 3 points larger).
+    """
+    legend: dict = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "font": {"size": font_size}}
+    if title:
+        legend["title"] = {"text": title, "side": "top left", "font": {"size": font_size + 3}}
+    return legend
 
 
 def config_color(n: int) -> str:
@@ -201,7 +220,7 @@ def size_histogram(chunkings: Sequence[Chunking], tags: Sequence[str], colors: S
 
     Args:
         chunkings: The chunkings to compare.
-        tags: Legend labels, same order.
+        tags: Legend labels (configuration letters), same order; the legend shows even for one chunking.
         colors: One colour per chunking.
         unit: ``"tokens"`` (each chunking's own tokenizer) or ``"characters"``.
     """
@@ -246,6 +265,7 @@ def size_histogram(chunkings: Sequence[Chunking], tags: Sequence[str], colors: S
         margin={"l": 10, "r": 10, "t": 10, "b": 40},
         xaxis=xaxis,
         yaxis={"title": {"text": "chunks"}},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        legend=legend_with_title(),
+        showlegend=True,  # one configuration alone (the Summary's small multiples) still names its letter
     )
     return fig

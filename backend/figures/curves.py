@@ -14,7 +14,7 @@ import math
 import plotly.graph_objects as go
 
 from backend.curves import Curve
-from backend.figures.charts import preview
+from backend.figures.charts import legend_with_title, preview
 from backend.figures.traces import BOUNDARY_LINES_MAX, boundary_segments, finite, segments
 
 __all__ = ["curve_chart"]
@@ -40,7 +40,7 @@ def curve_chart(curve: Curve, doc_text: str, color: str, title: str, revision: s
         curve: The chunker's curve.
         doc_text: The document text the units index.
         color: The configuration's colour.
-        title: The chart title (escaped here).
+        title: The chart title (escaped here): the legend's heading, so the two never overlap.
         revision: Keeps the user's zoom while it stays the same.
     """
     n = len(curve)
@@ -107,12 +107,11 @@ def curve_chart(curve: Curve, doc_text: str, color: str, title: str, revision: s
         )
     )
     fig.update_layout(
-        title={"text": html.escape(title), "font": {"size": 14}},
         height=320,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
         xaxis={"title": {"text": html.escape(curve.x_label)}, "range": x_range},
         yaxis={"title": {"text": y_name}, "range": [lo - pad, hi + pad]},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "font": {"size": 11}},
+        legend=legend_with_title(html.escape(title)),
         hovermode="closest",
         uirevision=revision,
     )

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from backend.errors import ParameterError
-from backend.figures.charts import config_color
+from backend.figures.charts import config_color, legend_with_title
 from backend.retrieval.multi.level_router import TrainReport
 from backend.retrieval.multi.retrievers import Routing
 
@@ -130,10 +130,9 @@ def training_curve(training: TrainReport) -> go.Figure:
         )
     fig.update_layout(
         height=300,
-        margin={"l": 10, "r": 10, "t": 30, "b": 30},
-        title={"text": "router training (all usable questions)", "font": {"size": 13}},
+        margin={"l": 10, "r": 10, "t": 10, "b": 30},
         xaxis={"title": {"text": "epoch"}, "automargin": True},
         yaxis={"title": {"text": "BCE loss"}, "rangemode": "tozero", "automargin": True},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0.6},
+        legend=legend_with_title("router training (all usable questions)", font_size=10),
     )
     return fig

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from backend import config
@@ -41,6 +42,7 @@ from backend.models.cache import OutputCache, text_digest
 from backend.models.identity import fingerprint_without_loading
 from backend.models.lm import load_lm
 from backend.models.openai_compat import Endpoint, Service
+from backend.models.timing import SECONDS_FIELD, record_cached, record_computed
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -378,10 +380,14 @@ def cached_reply(
         key = chat_cache_key(model.fingerprint, messages, temperature, max_tokens)
         hit = cache.get(key)
         if hit is not None and isinstance(hit.get("reply"), str):
+            record_cached(hit)
             return hit["reply"], True
+    started = time.perf_counter()
     reply = model.complete(messages, max_tokens=max_tokens, temperature=temperature)
+    seconds = time.perf_counter() - started
+    record_computed(seconds)
     if key is not None:
-        cache.put(key, {"reply": reply})
+        cache.put(key, {"reply": reply, SECONDS_FIELD: seconds})
     return reply, False
 
 

@@ -19,6 +19,7 @@ from backend.errors import ModelError
 from backend.models.cache import OutputCache, text_digest
 from backend.models.embedder import embedder_name, load_embedder
 from backend.models.identity import embedder_fingerprint_without_loading
+from backend.models.timing import record_cached, timed
 from backend.models.types import ModelInfo
 from backend.progress import Progress
 
@@ -210,12 +211,14 @@ def embed_texts(
         return {"vectors": np.asarray(embedder.embed(texts, progress=progress), dtype=np.float32)}
 
     if cache is None:
-        return compute()["vectors"], False
+        return timed(compute)()["vectors"], False
     key = embeddings_key(embedder.info.fingerprint, texts)
     parts = [(lo, min(lo + EMBED_PART, len(texts))) for lo in range(0, len(texts), EMBED_PART)]
     if len(parts) > 1:
         compute = _in_parts(embedder, texts, key, parts, cache, progress)
-    value, hit = cache.get_or_compute(key, compute, progress=progress)
+    value, hit = cache.get_or_compute(key, timed(compute), progress=progress)
+    if hit:
+        record_cached(value)
     for part in parts if len(parts) > 1 else ():
         cache.discard(_part_key(key, part))  # the whole list's entry holds them now
     vectors = np.asarray(value["vectors"], dtype=np.float32)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from backend.models.cache import OutputCache, text_digest
+from backend.models.timing import SECONDS_FIELD, record_cached, record_computed, stored_seconds, timed
 from backend.models.types import ModelInfo, PartialTokenScores, Scorer, TokenScores
 from backend.progress import Progress
 from backend.text.document import Document
@@ -113,7 +114,10 @@ def cached_token_scores(
     The CLI uses it to answer a rerun without loading the model at all.
     """
     value = cache.get(token_scores_key(fingerprint, text, window, scorer_kind=scorer_kind))
-    return None if value is None else _scores_from_value(value)
+    if value is None:
+        return None
+    record_cached(value)
+    return _scores_from_value(value)
 
 
 def _scores_from_value(value: dict[str, Any]) -> TokenScores:
@@ -152,7 +156,10 @@ def document_token_scores(
     progress.set_unit("tokens")
     progress.check()  # honours a cancel before anything starts
     if cache is None:
-        return scorer.token_nll(doc_text, window=window, progress=progress), False
+        started = time.perf_counter()
+        scores = scorer.token_nll(doc_text, window=window, progress=progress)
+        record_computed(time.perf_counter() - started)
+        return scores, False
 
     def compute() -> dict[str, Any]:
         ts = scorer.token_nll(doc_text, window=window, progress=progress)
@@ -167,9 +174,10 @@ def document_token_scores(
     key = token_scores_key(info.fingerprint, doc_text, window, scorer_kind=info.kind)
     if getattr(scorer, "resumable", False):
         compute = _checkpointed(doc_text, scorer, window, cache, progress)
-    value, hit = cache.get_or_compute(key, compute, progress=progress)
+    value, hit = cache.get_or_compute(key, timed(compute), progress=progress)
     scores = _scores_from_value(value)
     if hit:
+        record_cached(value)
         progress(scored_tokens(scores), scored_tokens(scores))
     return scores, hit
 
@@ -202,8 +210,10 @@ def scoring_checkpoint(
 class _Checkpoint(Progress):
     """The progress a resumable scorer gets: its parent's, and it stores the partial results now and then."""
 
-    def __init__(self, cache: OutputCache, key: dict[str, Any], progress: Progress) -> None:
+    def __init__(self, cache: OutputCache, key: dict[str, Any], progress: Progress, earlier: float = 0.0) -> None:
         super().__init__()
+        self.earlier = earlier  # model seconds of the passes this one resumes
+        self.started = time.perf_counter()
         self._follow(progress)  # counts, unit, queued state and cancel go to ``progress`` unchanged
         self.cache, self.key = cache, key
         self.latest: PartialTokenScores | None = None
@@ -232,6 +242,7 @@ class _Checkpoint(Progress):
             "nll": np.asarray(ts.nll, dtype=np.float64),
             "window": int(ts.window),
             "scored": int(p.scored),
+            SECONDS_FIELD: self.earlier + time.perf_counter() - self.started,
         })
         self.saved = p.scored
         self.at = time.monotonic()
@@ -251,7 +262,10 @@ def _checkpointed(
             log.info(
                 "resumed: %d of %d tokens were already scored", max(0, resume.scored - 1), scored_tokens(resume.scores)
             )
-        sink = _Checkpoint(cache, ckey, progress)
+        earlier = 0.0
+        if resume is not None:  # the passes before this one took time too
+            earlier = stored_seconds(cache.get(ckey) or {}) or 0.0
+        sink = _Checkpoint(cache, ckey, progress, earlier)
         try:
             ts = scorer.token_nll(doc_text, window=window, progress=sink, resume=resume)  # type: ignore[call-arg]
         except BaseException:
@@ -263,6 +277,7 @@ def _checkpointed(
             "ends": np.asarray(ts.ends, dtype=np.int64),
             "nll": np.asarray(ts.nll, dtype=np.float64),
             "window": int(ts.window),
+            SECONDS_FIELD: earlier,  # timed() adds this pass's seconds
         }
 
     return compute
@@ -391,6 +406,7 @@ def conditional_scores(
     for i, pair in enumerate(pairs):
         hit = cache.get(keys[i]) if cache is not None else None
         if hit is not None:
+            record_cached(hit)
             out[i] = float(hit["nll"])
         else:
             missing.setdefault(pair, []).append(i)
@@ -403,15 +419,19 @@ def conditional_scores(
         done = 0
         progress(0, len(todo))
         for group in groups:
+            started = time.perf_counter()
             values = scorer.conditional_nll(group, progress=progress.slice(done, len(group), len(todo)))
             if len(values) != len(group):
                 raise RuntimeError(f"scorer returned {len(values)} values for {len(group)} pairs")
+            seconds = time.perf_counter() - started
+            record_computed(seconds, len(group))
+            each = seconds / len(group)  # a group is scored at once: each pair gets its share
             for pair, value in zip(group, values, strict=True):
                 indices = missing[pair]
                 for i in indices:
                     out[i] = float(value)
                 if cache is not None:
-                    cache.put(keys[indices[0]], {"nll": np.array(float(value), dtype=np.float64)})
+                    cache.put(keys[indices[0]], {"nll": np.array(float(value), dtype=np.float64), SECONDS_FIELD: each})
             done += len(group)
             progress(done, len(todo))
     return [float(v) for v in out]  # type: ignore[arg-type]

@@ -116,7 +116,11 @@ METRIC_INFO: Mapping[str, MetricInfo] = MappingProxyType({
     "tokens_std": MetricInfo(
         "Std tokens", "How much chunk lengths vary around that average (0: all chunks the same length).", None, "{:.1f}"
     ),
-    "seconds": MetricInfo("Time (s)", "How long cutting the document took.", False, "{:.3f}"),
+    "seconds": MetricInfo(
+        "Time (s)", "The model work behind the chunking (scoring, embedding; read from the cache or not) plus "
+        "cutting the document; where a cached model output's time was not recorded, the cutting alone (the note "
+        "says so).", False, "{:.3f}",
+    ),
     "bc": MetricInfo(
         "BC", "Boundary clarity: how little a chunk helps a language model predict the next one; higher means "
         "cleaner cuts.", _direction("bc"), "{:.3f}",
@@ -502,7 +506,10 @@ def summarize(
         if isinstance(item, Chunking):
             stats = chunking_stats([item])[0]
             values.update(chunks=float(stats["chunks"]), tokens_mean=stats["mean_tokens"],
-                          tokens_std=stats["std_tokens"], seconds=stats["time_ms"] / 1000.0)
+                          tokens_std=stats["std_tokens"],
+                          seconds=(item.total_s if item.total_s is not None else item.cut_s))
+            if item.time_note:  # which part is the model's, whether it came from the cache, or that it is unknown
+                notes["seconds"] = item.time_note
             values.update(_quality_values(quality.get(tag)))
         result = results.get(config)
         if result is not None:

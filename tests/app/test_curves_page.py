@@ -73,7 +73,7 @@ def test_semantic_configuration_gets_a_curve_and_recursive_none() -> None:
     charts = _curve_charts(at)
     assert list(charts) == ["cmp_curve_1"]  # semantic has a curve, recursive none
     figure = charts["cmp_curve_1"]
-    assert "B · semantic" in figure["layout"]["title"]["text"]
+    assert "B · semantic" in figure["layout"]["legend"]["title"]["text"]  # the legend's heading: never overlapped
     names = [t.get("name") for t in figure["data"]]
     assert any(n and n.startswith("threshold: 70th percentile") for n in names)
     assert "Show curves" in [t.label for t in at.toggle]
@@ -128,7 +128,7 @@ def test_curve_chart_draws_every_kind_of_threshold_and_escapes() -> None:
     assert list(bars.y[:2]) == [1.0, 1.5]  # from the minimum up by θ
     line = next(t for t in drops.data if t.name == "mean token NLL")
     assert line.customdata[0][0] == "a &lt;b&gt;x&lt;/b&gt;." and line.y[3] is None
-    assert drops.layout.title.text == "A · &lt;ppl&gt;"
+    assert drops.layout.legend.title.text == "A · &lt;ppl&gt;" and drops.layout.title.text is None
 
     series = curve_chart(
         Curve(units, np.array([0.2, -0.1, 0.4, 0.0]), "sentence", "margin", "gap after sentence",

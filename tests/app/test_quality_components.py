@@ -19,7 +19,7 @@ from backend.metrics.quality import PairTable, chunk_stickiness, cs_curve, edge_
 from backend.metrics.report import QualityData, QualitySettings, table_rows
 from backend.metrics.scores import score_chunkings
 from backend.models.cache import OutputCache
-from components.quality import best_cells, column_config, quality_frame, styled_table
+from components.quality import PLACEHOLDER, best_cells, column_config, quality_frame, styled_table
 from tests.support.quality import TEXTS, Counting, LengthScorer, chunking_of, quality_data
 
 # --- the table -----------------------------------------------------------------------------------------
@@ -68,7 +68,10 @@ def test_best_cells_take_the_max_bc_and_the_min_cs() -> None:
 def test_an_all_missing_column_has_no_best() -> None:
     table = quality_frame(table_rows([QualityData("A", ChunkerConfig("x"), chunking_of())]))
     assert best_cells(table)["bc"] == [] and best_cells(table)["ds"] == []
-    styled_table(table).to_html()  # renders with "—" for the missing values
+    # A metric not computed reads as on the Summary, never "None" or an empty cell (the page passes
+    # PLACEHOLDER to st.dataframe, which shows it for a missing number).
+    assert styled_table(table).to_html().count("not computed yet") == 4
+    assert PLACEHOLDER == "not computed yet"
 
 
 # --- figures -------------------------------------------------------------------------------------------
@@ -157,3 +160,17 @@ def test_graph_exports_as_self_contained_html() -> None:
     page = figure_html(stickiness_figure(quality_data("A", 1), 0.3, "#2563eb"))
     assert page.lstrip().lower().startswith(("<!doctype html>", "<html")) and page.rstrip().endswith("</html>")
     assert "<script src=" not in page and len(page) > 1_000_000  # plotly.js inlined: opens offline
+
+
+def test_the_label_column_takes_what_the_numbers_leave_of_the_pane() -> None:
+    from components.quality import PANE_WIDTH, column_widths
+
+    scored = [quality_data("A", 1), quality_data("B", 2)]
+    table = quality_frame(table_rows(scored, metrics=["bc", "ds"], settings=QualitySettings(K=0.3)))
+    widths = column_widths(table)
+    assert sum(widths.values()) == PANE_WIDTH  # the whole table fits a 1280-pixel screen's pane
+    # BC and DS as wide as their numbers, CS as "not computed yet" or its header (the wider).
+    assert (widths["bc"], widths["ds"], widths["cs_complete"], widths["cs_incomplete"]) == (70, 70, 119, 133)
+    assert widths["chunker"] == PANE_WIDTH - 40 - 70 - 105 - 70 - 119 - 133 - 70
+    every_missing = column_widths()  # still fits, "not computed yet" whole in every metric column
+    assert sum(every_missing.values()) == PANE_WIDTH and every_missing["chunker"] == PANE_WIDTH - 40 - 70 - 105 - 116 - 119 - 133 - 116

@@ -8,6 +8,7 @@ sentence's end, so the whitespace between two chunks belongs to neither.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ from backend.curves import Curve, chunk_end_points
 from backend.errors import ParameterError
 from backend.models.cache import text_digest
 from backend.models.scoring import score_sentences
+from backend.models.timing import SECONDS_FIELD, record_cached, record_computed
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter, Tokenizer
 
@@ -372,14 +374,18 @@ def margin_steps(doc: Document, context: ModelContext, unit: str = "chunk", lang
             key = _margin_key(fingerprint, kind, first, second, both, lang)
             hit = cache.get(key)
             if hit is not None:
+                record_cached(hit)
                 return float(hit["margin"])
         scorer = context.get_scorer()
         fingerprint, kind = scorer.info.fingerprint, scorer.info.kind
+        started = time.perf_counter()
         probs = scorer.next_token_probs(margin_messages(first, second, both, lang), ["1", "2"])
+        seconds = time.perf_counter() - started
+        record_computed(seconds)
         margin = probs["1"] - probs["2"]
         if cache is not None:
             key = _margin_key(fingerprint, kind, first, second, both, lang)
-            cache.put(key, {"margin": np.array(margin, dtype=np.float64)})
+            cache.put(key, {"margin": np.array(margin, dtype=np.float64), SECONDS_FIELD: seconds})
         return margin
 
     return margin_sampling_steps(len(sentences), margin_of, unit, context.progress)

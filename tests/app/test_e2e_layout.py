@@ -1,0 +1,212 @@
+"""End to end at 1440×900 (issue 23): the Summary table fits, demo mode is complete, deep links and the log are clean.
+
+A real app server and Debian's Chromium through Playwright, as in ``test_e2e_browser.py``, on a
+1440×900 screen (the wide layout's main pane is then about 980 pixels):
+
+- the Summary table's last column is in view without scrolling sideways: the data grid's
+  scroller is no wider than its box, and its right edge is inside the window;
+- demo mode's Summary shows no "not computed yet" and no Compute button (a demo shows everything);
+- a ``/compare?…`` deep link makes no request fail, the two base-path probes
+  (``/compare/_stcore/health``, ``/compare/_stcore/host-config``) included;
+- the server's log carries no Streamlit widget warning ("created with a default value but also had
+  its value set via the Session State API") after Compare and Benchmark are used, in plain and in
+  demo mode.
+
+Each server is this module's own (its log is read here), started like a user's:
+``streamlit run app.py`` with ``.streamlit/config.toml``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.app.test_e2e_browser import CHROMIUM, in_ci, offline_page, wait_idle
+from tests.conftest import ROOT
+
+SCREEN = {"width": 1440, "height": 900}
+WIDGET_WARNING = "had its value set via the Session State API"
+DEEP_LINK = "/compare?sample=narrative&configs=recursive:chunk_size=300;fixed_token:chunk_overlap=125"
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    log: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def _serve(tmp: Path, **env: str) -> Iterator[Server]:
+    """``streamlit run app.py`` on a free port with ``env`` added; its output goes to a log file read by the tests."""
+    if not CHROMIUM.exists():
+        if in_ci():
+            pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
+        pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
+    port = _free_port()
+    log_path = tmp / "streamlit.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env},
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 60
+            while True:
+                if proc.poll() is not None:
+                    pytest.fail(f"streamlit exited with code {proc.returncode}; log: {log_path}")
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    pytest.fail(f"streamlit did not become healthy within 60 s; log: {log_path}")
+                time.sleep(0.25)
+            yield Server(url, log_path)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with _serve(tmp_path_factory.mktemp("e2e-layout")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with _serve(tmp_path_factory.mktemp("e2e-layout-demo"), CHUNKLAB_DEMO="1") as server:
+        yield server
+
+
+def _settle(page) -> None:
+    """Let a run start, then wait until it is over."""
+    time.sleep(1.5)
+    wait_idle(page)
+
+
+def _go(page, name: str) -> None:
+    """Open a page from the sidebar's navigation, as a user does (the session is kept)."""
+    page.get_by_role("link", name=name, exact=True).first.click()
+    _settle(page)
+
+
+# The Summary's table: in a container keyed sum_table if there is one, else the page's first data grid
+# (st.dataframe: its scroller) or HTML table (its wrapper), whichever the page draws.
+_TABLE = """(() => {
+    const main = document.querySelector('[data-testid=stMain]') || document;
+    const box = main.querySelector('.st-key-sum_table') || main.querySelector('[data-testid=stDataFrame]')
+        || main.querySelector('table')?.parentElement;
+    return box;
+})()"""
+_TABLE_FIT = """() => {
+    const box = """ + _TABLE + """;
+    if (!box) return null;
+    const scroller = box.querySelector('.dvn-scroller') || box.querySelector('table')?.parentElement || box;
+    const rect = scroller.getBoundingClientRect();
+    return {scrollWidth: scroller.scrollWidth, clientWidth: scroller.clientWidth,
+            right: rect.right, viewport: window.innerWidth};
+}"""
+
+
+def test_deep_link_to_compare_makes_no_404(plain: Server) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
+        page.goto(plain.url + DEEP_LINK)
+        expect(page.get_by_role("heading", name="Compare chunkers", exact=True)).to_be_visible()
+        wait_idle(page)
+        expect(page.get_by_text("2 configuration(s)").first).to_be_visible()  # the link's configurations
+    probes = [u for u in offline.local if "/compare/_stcore/" in u]
+    assert probes == [], f"the browser probed the page's path as the base path: {probes}"
+    assert offline.http_errors == [], f"requests failed: {offline.http_errors}"
+    assert [m for m in offline.console_errors if "404" in m] == []
+    offline.assert_clean()
+
+
+def test_compare_and_benchmark_log_no_widget_warning(plain: Server) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
+        page.goto(plain.url + "/compare")
+        expect(page.get_by_role("heading", name="Compare chunkers", exact=True)).to_be_visible()
+        wait_idle(page)
+        strip = page.locator(".st-key-cmp_show_strip label").first
+        strip.click()  # off, then on: the setting's key written by the widget, never beside a default
+        _settle(page)
+        strip.click()
+        _settle(page)
+        _go(page, "Benchmark")
+        expect(page.get_by_role("heading", name="Benchmark", exact=True)).to_be_visible()
+        sources = page.locator(".st-key-bm_source button")
+        sources.nth(1).click()
+        _settle(page)
+        sources.nth(0).click()
+        _settle(page)
+        _go(page, "Compare")
+        _go(page, "Benchmark")
+    assert WIDGET_WARNING not in plain.log_text()
+    offline.assert_clean()
+
+
+def test_summary_table_last_column_in_view_without_scrolling(plain: Server) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
+        page.goto(plain.url + "/summary")
+        expect(page.get_by_role("heading", name="Summary", exact=True)).to_be_visible()
+        wait_idle(page)
+        page.wait_for_function("() => !!" + _TABLE)
+        page.evaluate("() => " + _TABLE + ".scrollIntoView()")
+        _settle(page)
+        fit = page.evaluate(_TABLE_FIT)
+    assert fit is not None, "the Summary table was not found"
+    assert fit["scrollWidth"] <= fit["clientWidth"] + 1, f"the table scrolls sideways at 1440×900: {fit}"
+    assert fit["right"] <= fit["viewport"], f"the table's right edge is outside the window: {fit}"
+    offline.assert_clean()
+
+
+def test_demo_summary_is_complete_and_logs_no_widget_warning(demo: Server) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=90_000) as (page, offline):
+        page.goto(demo.url + "/summary")
+        expect(page.get_by_role("heading", name="Summary", exact=True)).to_be_visible()
+        wait_idle(page)
+        page.wait_for_function("() => !!" + _TABLE)
+        _settle(page)
+        body = page.locator('[data-testid="stMain"]').inner_text()
+        compute = page.get_by_role("button", name="Compute").count()
+        _go(page, "Compare")
+        _go(page, "Benchmark")
+        _go(page, "Compare")
+    assert "not computed yet" not in body.lower(), "demo mode's Summary still waits for something"
+    assert compute == 0, "demo mode's Summary offers a Compute button"
+    assert WIDGET_WARNING not in demo.log_text()
+    offline.assert_clean()
