@@ -21,15 +21,6 @@ else:
     from components.layout import cache_notice, demo_chrome, page_config, page_list, shared_setup, sidebar_document
     from components.session import document_prompt, sync_query_params
 
-<<<<<<< HEAD
-st.session_state[ROUTED] = True
-try:
-    if not document_prompt():  # a session being opened waits for its document: asked at the top, page not drawn
-        page.run()
-finally:
-    st.session_state[ROUTED] = False
-    sync_query_params()  # a configuration the page just added is in the link at once
-=======
     page_config()
     shared_setup()
     page = st.navigation(page_list())
@@ -44,4 +35,3 @@ finally:
     finally:
         st.session_state[ROUTED] = False
         sync_query_params()  # a configuration the page just added is in the link at once
->>>>>>> i23-p
