@@ -94,7 +94,9 @@ def test_a_failed_chat_answer_is_one_line_and_never_cached(fault, expected, tmp_
         assert cache.get(key) is None and cache.stats()["entries"] == 0
 
         assert _done_job(ask) == ("split_after: 1", False)
-        assert cache.get(key) == {"reply": "split_after: 1"}
+        entry = cache.get(key)  # the reply and how long the model took to write it (the Time column's model time)
+        assert entry["reply"] == "split_after: 1" and set(entry) == {"reply", "model_seconds"}
+        assert 0 < entry["model_seconds"] < 60
         sent = len(server.chat_requests)
         assert _done_job(ask) == ("split_after: 1", True)
         assert len(server.chat_requests) == sent
