@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from backend.chunking import ConfigEntry
 from components.state import normalized_config
-from tests.support.apptest import isolated_lab, open_page, wait_job
+from tests.support.apptest import isolated_lab, open_page, run_sample_benchmark
 from tests.support.apptest import run as _run
 
 MOG = {"chunk_size": 200, "levels": 3}
@@ -41,13 +41,7 @@ def lab_env(tmp_path_factory):
 def _run_benchmark(configs) -> tuple[AppTest, object]:
     entries = [ConfigEntry(i, "ABCDEFGH"[i], normalized_config(n, p)) for i, (n, p) in enumerate(configs)]
     at = open_page("pages/benchmark.py", None, entries)
-    at.segmented_control(key="bm_source").set_value("Bundled sample set")
-    _run(at)
-    at.selectbox(key="bm_sample").set_value("narrative")
-    _run(at)
-    at.button(key="bm_run").click()
-    _run(at)
-    return at, wait_job(at, "bm_job", timeout=300)
+    return at, run_sample_benchmark(at, "narrative")
 
 
 def _spec(at: AppTest, key: str) -> dict:

@@ -21,26 +21,15 @@ from backend.samples import DEMO
 from components.keys import BENCHMARK, BENCHMARK_JOB, COMPARE, CONFIGS, DEMO_MODE, PPL, QUALITY, RETRIEVAL
 from tests.conftest import ROOT
 from tests.support.apptest import TIMEOUT, run, wait_job
-from tests.support.patching import patch_everywhere
+from tests.support.demo import demo_environment
 
 pytestmark = pytest.mark.skipif(not any(DEMO_CACHE_DIR.glob("*.entry")), reason="no shipped demo cache")
-
-
-def _no_model(*args, **kwargs):
-    raise AssertionError("demo mode loaded a model")
 
 
 @pytest.fixture()
 def demo_app(tmp_path, monkeypatch) -> AppTest:
     """The app in demo mode, on its first page, with every model loader refusing."""
-    monkeypatch.setenv("CHUNKLAB_DEMO", "1")
-    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path / "data"))
-    for name in ("CHUNKLAB_LM", "CHUNKLAB_EMBEDDER", "CHROMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    for target in ("backend.models.scorer.load_scorer", "backend.models.lm.load_lm", "backend.models.scorer.load_lm",
-                   "backend.models.embedder.load_embedder"):
-        patch_everywhere(monkeypatch, target, _no_model)
+    demo_environment(monkeypatch, tmp_path)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     run(at)
     return run(at)

@@ -14,11 +14,6 @@ browser fails the test.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.app_server import serve_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -111,12 +106,6 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _document() -> str:
     """About 6,000 characters: enough chunks for every configuration, a marker and hostile markup."""
     paragraphs = [
@@ -136,44 +125,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         if in_ci():
             pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
         pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("e2e") / "streamlit.log"
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "streamlit", "run", "app.py",
-            "--server.port", str(port), "--server.headless", "true",
-            # No --server.fileWatcherType or --browser.gatherUsageStats: .streamlit/config.toml sets both, as for
-            # users, and the offline checks below see what its settings make the browser fetch.
-        ],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with code {proc.returncode}; log: {log_path}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not become healthy within 30 s; log: {log_path}")
-            time.sleep(0.25)
+    with serve_app(tmp_path_factory.mktemp("e2e") / "streamlit.log", healthy_within=30) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
 
 
 @contextmanager

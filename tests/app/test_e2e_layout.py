@@ -18,12 +18,7 @@ Each server is this module's own (its log is read here), started like a user's:
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.test_e2e_browser import CHROMIUM, in_ci, offline_page, wait_idle
-from tests.conftest import ROOT
+from tests.support.app_server import serve_app
 
 SCREEN = {"width": 1440, "height": 900}
 WIDGET_WARNING = "had its value set via the Session State API"
@@ -48,12 +43,6 @@ class Server:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def _serve(tmp: Path, **env: str) -> Iterator[Server]:
     """``streamlit run app.py`` on a free port with ``env`` added; its output goes to a log file read by the tests."""
@@ -61,36 +50,9 @@ def _serve(tmp: Path, **env: str) -> Iterator[Server]:
         if in_ci():
             pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
         pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
-    port = _free_port()
     log_path = tmp / "streamlit.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env},
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"streamlit exited with code {proc.returncode}; log: {log_path}")
-                try:
-                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"streamlit did not become healthy within 60 s; log: {log_path}")
-                time.sleep(0.25)
-            yield Server(url, log_path)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+    with serve_app(log_path, env) as url:
+        yield Server(url, log_path)
 
 
 @pytest.fixture(scope="module")

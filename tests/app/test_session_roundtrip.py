@@ -14,13 +14,12 @@ from streamlit.testing.v1 import AppTest
 
 from backend.chunking import ConfigEntry
 from backend.chunkers import run_chunker
-from backend.models.cache import DEMO_CACHE_DIR
 from backend.samples import load_sample
 from components.keys import BENCHMARK_JOB, RETRIEVAL
 from components.state import normalized_config
 from tests.conftest import ROOT
 from tests.support.apptest import TIMEOUT, open_page, run, wait_job
-from tests.support.patching import patch_everywhere
+from tests.support.demo import demo_environment
 
 COMPARE = "pages/compare.py"
 SECRET = "sk-never-in-a-file-42"
@@ -162,21 +161,7 @@ def test_a_session_on_an_upload_asks_for_its_document_and_checks_its_hash(data_d
 @pytest.fixture
 def demo_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Demo mode (model outputs from the shipped cache) with its own data folder; every model loader refuses."""
-    if not any(DEMO_CACHE_DIR.glob("*.entry")):
-        pytest.skip("no shipped demo cache")
-    monkeypatch.setenv("CHUNKLAB_DEMO", "1")
-    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path / "data"))
-    for name in ("CHUNKLAB_LM", "CHUNKLAB_EMBEDDER", "CHROMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    for target in ("backend.models.scorer.load_scorer", "backend.models.lm.load_lm", "backend.models.scorer.load_lm",
-                   "backend.models.embedder.load_embedder"):
-        patch_everywhere(monkeypatch, target, _no_model)
-    return tmp_path / "data"
-
-
-def _no_model(*args, **kwargs):
-    raise AssertionError("a model was loaded")
+    return demo_environment(monkeypatch, tmp_path)
 
 
 def _app() -> AppTest:

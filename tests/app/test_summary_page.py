@@ -25,7 +25,7 @@ from backend.samples import get_sample, load_sample
 from backend.text.document import Document
 from components.state import normalized_config
 from components.summary import NOT_COMPUTED, QUALITY_COLUMNS, RETRIEVAL_COLUMNS, summary_frame
-from tests.support.apptest import open_page, run as _run, wait_job
+from tests.support.apptest import open_page, run as _run, run_sample_benchmark, wait_job
 
 CONFIGS = (
     ("recursive", {"chunk_size": 100, "chunk_overlap": 0}),
@@ -200,13 +200,7 @@ def test_a_benchmark_on_the_sample_set_never_enters_an_uploaded_pdfs_row_or_verd
     narrative set benchmarked → the PDF's rows and verdict carry no retrieval number; a titled section does."""
     pdf = load_bytes(get_sample("technical-pdf").path.read_bytes(), "quarterly-report.pdf")
     at = open_page("pages/benchmark.py", pdf, _entries())
-    at.segmented_control(key="bm_source").set_value("Bundled sample set")
-    _run(at)
-    at.selectbox(key="bm_sample").set_value("narrative")
-    _run(at)
-    at.button(key="bm_run").click()
-    _run(at)
-    job = _wait(at, "bm_job", timeout=300)
+    job = run_sample_benchmark(at, "narrative")
     assert job.state == "done", job.error
     bm = job.result.benchmark
 

@@ -56,6 +56,17 @@ def wait_job(at: AppTest, key: str, timeout: float = 240) -> Any:
     return job
 
 
+def run_sample_benchmark(at: AppTest, sample: str, timeout: float = 300) -> Any:
+    """On the Benchmark page: pick the bundled sample set ``sample``, run the benchmark, wait for its job."""
+    at.segmented_control(key="bm_source").set_value("Bundled sample set")
+    run(at)
+    at.selectbox(key="bm_sample").set_value(sample)
+    run(at)
+    at.button(key="bm_run").click()
+    run(at)
+    return wait_job(at, "bm_job", timeout=timeout)
+
+
 @contextlib.contextmanager
 def isolated_lab(folder: Path) -> Iterator[Path]:
     """A fresh data directory (Chroma store, output cache) at ``folder`` sharing the converted models.
