@@ -18,3 +18,5 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import pytest  # noqa: E402
 
 pytest.register_assert_rewrite("tests.invariants")
+
+pytest_plugins = ["tests.support.retrieval_fixtures"]

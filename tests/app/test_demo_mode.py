@@ -19,8 +19,7 @@ from streamlit.testing.v1 import AppTest
 from backend.models.cache import DEMO_CACHE_DIR
 from backend.samples import DEMO
 from components.keys import BENCHMARK, BENCHMARK_JOB, COMPARE, CONFIGS, DEMO_MODE, PPL, QUALITY, RETRIEVAL
-from tests.conftest import ROOT
-from tests.support.apptest import TIMEOUT, run, wait_job
+from tests.support.apptest import run, start_app, wait_job
 from tests.support.demo import demo_environment
 
 pytestmark = pytest.mark.skipif(not any(DEMO_CACHE_DIR.glob("*.entry")), reason="no shipped demo cache")
@@ -30,9 +29,7 @@ pytestmark = pytest.mark.skipif(not any(DEMO_CACHE_DIR.glob("*.entry")), reason=
 def demo_app(tmp_path, monkeypatch) -> AppTest:
     """The app in demo mode, on its first page, with every model loader refusing."""
     demo_environment(monkeypatch, tmp_path)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    run(at)
-    return run(at)
+    return start_app()
 
 
 def _visit(at: AppTest, page: str) -> AppTest:

@@ -18,7 +18,7 @@ from backend.samples import load_sample
 from components.keys import BENCHMARK_JOB, RETRIEVAL
 from components.state import normalized_config
 from tests.conftest import ROOT
-from tests.support.apptest import TIMEOUT, open_page, run, wait_job
+from tests.support.apptest import TIMEOUT, open_page, run, start_app, wait_job
 from tests.support.demo import demo_environment
 
 COMPARE = "pages/compare.py"
@@ -165,9 +165,7 @@ def demo_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _app() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    run(at)
-    return run(at)
+    return start_app()
 
 
 def _visit(at: AppTest, page: str) -> AppTest:

@@ -24,6 +24,13 @@ def run(at: AppTest) -> AppTest:
     return at
 
 
+def start_app() -> AppTest:
+    """The app (``app.py``, as in a browser) on its first page, after two runs (the second settles the widget ids)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    run(at)
+    return run(at)
+
+
 def open_page(page: str, doc: Any = None, configs: Sequence[dict] | None = None) -> AppTest:
     """The app (``app.py``, as in a browser) switched to ``page``.
 
@@ -32,9 +39,7 @@ def open_page(page: str, doc: Any = None, configs: Sequence[dict] | None = None)
         doc: Made the current document when given.
         configs: Compare entries (``{"uid", "tag", "config"}``) to start with, when given.
     """
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    run(at)
-    run(at)  # see tests/app/test_pages.py: the second run settles the widget ids
+    at = start_app()
     if doc is not None:
         at.session_state["doc"] = doc
     if configs is not None:

@@ -11,7 +11,6 @@ from backend.retrieval.evaluate import evaluate
 from backend.retrieval.multi.level_router import save_router, train_router
 from backend.retrieval.questions import load_sample_question_set
 from backend.retrieval.retriever.levels import LevelRetriever
-from backend.retrieval.store import ChunkStore
 
 LEVELS = [f"level:{n}" for n in range(1, 6)]
 
@@ -19,18 +18,6 @@ LEVELS = [f"level:{n}" for n in range(1, 6)]
 @pytest.fixture(scope="module")
 def questions():
     return load_sample_question_set("narrative")
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    from backend.models.embedder import load_embedder
-
-    return load_embedder(device="cpu")
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return ChunkStore(path=tmp_path_factory.mktemp("chroma-multi"))
 
 
 @pytest.fixture(scope="module")

@@ -45,18 +45,6 @@ def questions():
 
 
 @pytest.fixture(scope="module")
-def embedder():
-    from backend.models.embedder import load_embedder
-
-    return load_embedder(device="cpu")
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return ChunkStore(path=tmp_path_factory.mktemp("chroma-eval"))
-
-
-@pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     from backend.models.cache import OutputCache
 

@@ -22,25 +22,13 @@ from backend.retrieval.retriever.base import CHUNK_TERMS, UNIT_TERMS, Asking, Re
 from backend.retrieval.retriever.chunks import ChunkAnswer, ChunkIndex, ChunkRetriever
 from backend.retrieval.retriever.levels import LevelAnswer, LevelRetriever
 from backend.retrieval.retriever.registry import RETRIEVERS, describe, make_retriever, register_retriever
-from backend.retrieval.store import ChunkStore, collection_name, entries_collection_name
+from backend.retrieval.store import collection_name, entries_collection_name
 from backend.text.document import Document
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data" / "retrieval"
 QUERY = "How was the granite brought to the headland?"
 RECURSIVE = ChunkerConfig.make("recursive", {"chunk_size": 40})
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    from backend.models.embedder import load_embedder
-
-    return load_embedder(device="cpu")
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return ChunkStore(path=tmp_path_factory.mktemp("chroma-protocol"))
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from backend.chunkers.multi import is_sliver, merge_slivers
 from backend.retrieval.questions import load_sample_question_set
 from backend.retrieval.retriever.levels import LevelRetriever
 from backend.retrieval.retriever.registry import RETRIEVERS, make_retriever
-from backend.retrieval.store import ChunkStore
 from backend.samples import list_question_sets, list_samples, load_sample
 
 # Each retriever with its defaults and the unit choices that once made slivers on the samples:
@@ -60,18 +59,6 @@ def test_no_unit_of_any_retriever_is_a_sliver(name: str, sample: str) -> None:
             assert not is_sliver(c.text), (name, params, sample, c.start, c.text)
         # Nothing of the text is lost: the units still run in order over it.
         assert all(a.end <= b.start for a, b in zip(units.chunks, units.chunks[1:]))
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    from backend.models.embedder import load_embedder
-
-    return load_embedder(device="cpu")
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return ChunkStore(path=tmp_path_factory.mktemp("chroma-slivers"))
 
 
 @pytest.mark.parametrize("sample", [q.name for q in list_question_sets()])
