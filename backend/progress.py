@@ -169,6 +169,8 @@ class Progress:
         elif self._share is not None:
             base, size, whole = self._share
             fraction = min(done, total) / total if total > 0 else 0.0
+            if work is not None and work[1] > 0:
+                fraction = min(max(work[0] / work[1], 0.0), 1.0)  # the child's own weights say how far it is
             outer = None
             if self._work_share is not None:
                 w_base, w_size, w_whole = self._work_share

@@ -153,6 +153,11 @@ class _Ticker:
         self.total_work = total_work  # None: a unit weighs 1
         self.base_work = 0.0  # work of finished batches
         self.batch = (0, 0.0)  # the running batch's (units, work)
+        self.weights: list[float] = []  # each pair's work, when the units are pairs
+
+    def start_pairs(self, batch: Sequence[int]) -> None:
+        """A batch of the pairs at ``batch`` (indices into :attr:`weights`) starts."""
+        self.start_batch(len(batch), sum(self.weights[i] for i in batch) if self.weights else 0.0)
 
     def start_batch(self, units: int = 0, work: float = 0.0) -> None:
         self.partial = 0  # a batch retried after running out of memory starts again
@@ -404,7 +409,11 @@ class LocalScorer:
                 raise ParameterError(f"pair {i} must be a (context, continuation) pair of strings, got {pair!r}")
         out = [math.nan] * len(pairs)
         progress = progress or Progress()
-        ticker = _Ticker(progress, len(pairs))
+        # Pairs differ in length (and a shared context runs once): the count's work is each pair's weight,
+        # so the ETA does not take the long pairs scored first for the speed of the whole run.
+        weights = pair_work([(str(d), str(q)) for d, q in pairs])
+        ticker = _Ticker(progress, len(pairs), float(sum(weights)))
+        ticker.weights = weights
         ctx = self.info.context_length
         with acquired(self.lm.lock, progress):
             ticker.report()  # the count starts once the model is this run's
@@ -421,6 +430,7 @@ class LocalScorer:
             for i, (d, q) in enumerate(pairs):
                 q_ids = tok(q)
                 if q_ids.size == 0:
+                    ticker.start_batch(1, weights[i])
                     ticker.finish_batch(1)
                     continue
                 if ctx is not None and q_ids.size >= ctx:
@@ -434,7 +444,6 @@ class LocalScorer:
             for d, idx in groups.items():
                 if len(idx) > 1:
                     self._conditional_group(d, pairs, idx, tok, out, ticker)
-            weights = pair_work([(str(d), str(q)) for d, q in pairs])
             self._record("pairs", len(pairs), sum(weights), time.perf_counter() - started, sum(weights))
         return out
 
@@ -458,7 +467,7 @@ class LocalScorer:
         order = sorted(which, key=lambda i: -rows[i][0].size)  # similar lengths share a batch: less padding
 
         def run(batch: Sequence[int]) -> list[float]:
-            ticker.start_batch()
+            ticker.start_pairs(batch)
             scores = self._score_rows([rows[i][0] for i in batch], [rows[i][1] for i in batch])
             ticker.finish_batch(len(batch))
             return [float(s.mean()) for s in scores]
@@ -489,7 +498,7 @@ class LocalScorer:
         order = sorted(which, key=lambda i: -q_rows[i].size)
 
         def run(batch: Sequence[int]) -> list[float]:
-            ticker.start_batch()
+            ticker.start_pairs(batch)
             scores = self._score_rows([q_rows[i] for i in batch], [0] * len(batch), prefix=prefix)
             ticker.finish_batch(len(batch))
             return [float(s.mean()) for s in scores]
