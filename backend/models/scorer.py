@@ -211,6 +211,7 @@ class LocalScorer:
         self.lm = lm
         self.info: ModelInfo = lm.info
         self._layers: list[Any] | None = None
+        self._warmed: set[str] = set()  # kinds of work measured once already (the first pays the warm-up)
         self._torch = torch
         self._device = torch.device(lm.info.device)
         on_gpu = lm.info.device.startswith("cuda") or lm.info.device == "mps"
@@ -288,7 +289,15 @@ class LocalScorer:
         return fed + fed * fed / (2 * self._attention_span) + scored * self._logits_share
 
     def _record(self, work: str, units: float, amount: float, seconds: float, chars: float) -> None:
-        """Add a measurement of this model's speed to the rate store (see :mod:`backend.models.rates`)."""
+        """Add a measurement of this model's speed to the rate store (see :mod:`backend.models.rates`).
+
+        The first measurement of each kind of work after the model loaded is left out: it pays the
+        process's one-time warm-up (kernel selection, first allocations), measured at up to twice
+        the time of the same work later.
+        """
+        if work not in self._warmed:
+            self._warmed.add(work)
+            return
         rate_store().record(RateKey.of(self.info, work), units, amount, seconds, chars=chars)
 
     def resolve_window(self, window: int | None = None, block: int | None = None) -> tuple[int, int]:
