@@ -52,6 +52,16 @@ def test_the_speed_is_the_one_measured_else_a_labelled_guess() -> None:
     assert Throughput.measured_for("fp-x", kind="remote-lm") == Throughput()  # another kind of model: not measured
 
 
+def test_before_pairs_are_measured_a_ppl_pass_of_the_model_stands_in() -> None:
+    rate_store().record(RateKey("fp-p", "lm", "cpu", "float32", "token_nll"), units=1_000, work=2_500.0, seconds=20.0,
+                        chars=4_000.0)
+    speed = Throughput.measured_for("fp-p")
+    assert speed == Throughput(200.0, None, measured=True, from_pass=True)
+    assert speed.words == "200 characters/s, measured on this machine's PPL pass of the same model"
+    rate_store().record(RateKey("fp-p", "lm", "cpu", "float32", "pairs"), units=10, work=3_000.0, seconds=10.0)
+    assert Throughput.measured_for("fp-p") == Throughput(300.0, 1.0, measured=True)  # pairs measured: theirs
+
+
 def test_pair_cost_counts_only_the_pairs_missing_from_the_cache(tmp_path) -> None:
     cache = OutputCache(tmp_path / "cache")
     texts = [["aa", "bbbb", "c"], ["aa", "bbbb", "dd"]]  # the pairs shared by both chunkings count once
