@@ -219,6 +219,9 @@ def embed_texts(
         return np.zeros((0, getattr(embedder, "dimension", 0)), dtype=np.float32), False
     progress = progress or Progress()
     progress.set_unit("texts")
+    info = getattr(embedder, "info", None)
+    measured = rate_store().of_model(info, "embed") if isinstance(info, ModelInfo) else None
+    progress.expect(measured.units_per_s if measured is not None else None)  # an ETA from the first text
 
     def compute() -> dict[str, np.ndarray]:
         return {"vectors": _measured_embed(embedder, texts, progress)}
