@@ -99,3 +99,14 @@ def test_a_local_scorer_records_its_speed_as_it_goes(tmp_path, monkeypatch) -> N
     assert after.units - before.units == len(scores) - 1  # every token but the first is scored once
     assert after.work - before.work > len(scores) - 1  # windows feed context they do not score
     assert after.chars > before.chars
+
+
+def test_a_later_window_costs_about_twice_per_token_scored() -> None:
+    """SmolLM2's work model: 30 layers of width 576 attend over a span of 3,072 tokens per token's weights."""
+    from backend.models.scorer import load_scorer
+
+    scorer = load_scorer(None)
+    assert scorer.window_work(3072, 0) == pytest.approx(3072 + 3072 / 2)  # attention over the window: half again
+    first = scorer.window_work(8192, 8191) / 8191  # the first window scores every token it feeds
+    later = scorer.window_work(8192, 4096) / 4096  # a later one feeds 4,096 tokens of context for 4,096 scored
+    assert (round(first, 2), round(later, 2), round(later / first, 2)) == (2.6, 4.93, 1.9)
