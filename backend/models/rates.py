@@ -9,7 +9,9 @@ and per kind of work (:data:`WORKS`):
   :func:`backend.models.scorer.window_work`; also the characters of text read);
 - ``pairs``: conditional scoring of (context, continuation) pairs (units: pairs; work: the
   characters the model reads, each context counted once per group that shares it);
-- ``embed``: embedding texts (units: texts; work: characters).
+- ``embed``: embedding texts (units: texts; work: characters);
+- ``chat``: chat replies of the LLM chunkers' chat model (units: replies; work: characters
+  written; kind ``chat``, device and precision not known at that layer).
 
 (Question generation keeps its own rates, whose shape differs: load seconds, seconds per attempt
 and attempts per kept question; see :mod:`backend.retrieval.generation`.)
@@ -48,7 +50,7 @@ __all__ = [
 
 RATES_FILE = "rates.json"  # in the data directory
 # The kinds of work, and the unit each counts.
-WORKS = {"token_nll": "tokens", "pairs": "pairs", "embed": "texts"}
+WORKS = {"token_nll": "tokens", "pairs": "pairs", "embed": "texts", "chat": "replies"}
 # Seconds of measured work a key keeps: older measurements are scaled down to this much, so the rate is recent.
 HORIZON_SECONDS = 300.0
 
@@ -59,7 +61,7 @@ class RateKey:
 
     Attributes:
         model: The weights' fingerprint (:attr:`~backend.models.types.ModelInfo.fingerprint`).
-        kind: ``lm``, ``remote-lm``, ``embedder``…
+        kind: ``lm``, ``remote-lm``, ``embedder``, ``chat``…
         device: ``cpu``, ``cuda:0``… (``""``: not known).
         dtype: ``float32``, ``bfloat16``… (``""``: not known).
         work: One of :data:`WORKS`.
@@ -91,7 +93,7 @@ class Rate:
     """What was measured under one key (recent work only, see :data:`HORIZON_SECONDS`).
 
     Attributes:
-        units: Units done (tokens, pairs, texts: :data:`WORKS`).
+        units: Units done (tokens, pairs, texts, replies: :data:`WORKS`).
         work: Their weight (token-equivalents or characters, see the module docstring).
         seconds: The seconds they took.
         chars: Characters of input read (0 when not counted).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -110,3 +111,19 @@ def test_a_later_window_costs_about_twice_per_token_scored() -> None:
     first = scorer.window_work(8192, 8191) / 8191  # the first window scores every token it feeds
     later = scorer.window_work(8192, 4096) / 4096  # a later one feeds 4,096 tokens of context for 4,096 scored
     assert (round(first, 2), round(later, 2), round(later / first, 2)) == (2.6, 4.93, 1.9)
+
+
+def test_a_chat_reply_records_the_chat_models_speed(tmp_path, monkeypatch) -> None:
+    from backend.models.chat import cached_reply
+
+    class SlowModel:
+        fingerprint = "fp-chat"
+
+        def complete(self, messages, *, max_tokens, temperature):
+            time.sleep(0.01)
+            return "a reply of 20 chars"[:max_tokens * 4]
+
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path / "data"))
+    cached_reply(SlowModel(), [{"role": "user", "content": "Hi."}], max_tokens=8, cache=None)
+    rate = rate_store().get(RateKey("fp-chat", "chat", "", "", "chat"))
+    assert (rate.units, rate.work, rate.chars) == (1, 19, 19) and rate.seconds >= 0.01
