@@ -26,7 +26,7 @@ actual duration, and as the baseline measured in the same run the median ratio o
 was computed before (units alone, no measured rate) from the same reports. ``--load N`` starts N busy CPU processes for the calibration and the job (the
 "loaded machine" case). ``--quick`` makes it a check of about a minute.
 
-Run:  .venv/bin/python bench/bench_eta.py [--quick] [--load 2] [--chunks 150] [--chunk-size 160] [--ppl]
+Run:  .venv/bin/python bench/bench_eta.py [--quick] [--load 2] [--chunks 100] [--chunk-size 160] [--ppl]
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def _report(rows_wanted: int, what: str, calibration: str, reports: list, start:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--chunks", type=int, default=None, help="chunks the job scores (BC: 2n-1 pairs; default 150)")
+    ap.add_argument("--chunks", type=int, default=None, help="chunks the job scores (BC: 2n-1 pairs; default 100)")
     ap.add_argument("--chunk-size", type=int, default=160, help="tokens per chunk (recursive chunker)")
     ap.add_argument("--calibrate", type=int, default=None, help="chunks of the calibration job (default chunks/8)")
     ap.add_argument("--ppl", action="store_true", help="a PPL scoring pass (token_nll) instead of pair scoring")
@@ -159,7 +159,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a check of about a minute (30 chunks)")
     ap.add_argument("--rows", type=int, default=25, help="ETA rows printed (evenly spread)")
     args = ap.parse_args()
-    chunks = args.chunks or (30 if args.quick else 150)
+    chunks = args.chunks or (30 if args.quick else 100)
     calibrate = args.calibrate or max(4, chunks // 8)
     ppl_chars = args.ppl_chars or (12_000 if args.quick else 24_000)
     if chunks < 2 or args.chunk_size < 8 or args.load < 0 or ppl_chars < 1_000 or args.window < 16:
