@@ -24,9 +24,38 @@ from typing import Any
 
 from backend.errors import Cancelled
 
-__all__ = ["CancelToken", "Progress", "QUEUED", "acquired"]
+__all__ = ["CancelToken", "PRIOR_SECONDS", "Progress", "QUEUED", "acquired", "format_seconds"]
 
 QUEUED = "queued behind another run"
+# How many seconds of the running count's own measurement a rate measured earlier (:meth:`Progress.expect`)
+# is worth: it gives the ETA before a unit is done, and the run's own rate takes over as it goes.
+PRIOR_SECONDS = 20.0
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration as a person reads it: ``42 s``, ``about 4 min``, ``1 h 50 min``.
+
+    Below 90 seconds the seconds (rounded up: an ETA never says 0 s), below an hour the
+    minutes (rounded), above it hours and minutes rounded to 5 minutes (``2 h``, ``12 h``
+    from 10 hours on). The one formatter of durations a user reads
+    (:func:`backend.metrics.cost.format_seconds` is this function).
+
+    >>> [format_seconds(s) for s in (0.2, 42, 390, 6600, 40000)]
+    ['1 s', '42 s', 'about 7 min', '1 h 50 min', '11 h']
+    """
+    seconds = max(float(seconds), 0.0)
+    if not math.isfinite(seconds):
+        return "forever"
+    if seconds < 90:
+        return f"{max(1, math.ceil(seconds))} s"
+    minutes = math.floor(seconds / 60 + 0.5)  # half up, not to even: 6.5 min reads "about 7 min"
+    if minutes < 60:
+        return f"about {minutes} min"
+    if minutes >= 600:
+        return f"{math.floor(minutes / 60 + 0.5)} h"
+    minutes = 5 * math.floor(minutes / 5 + 0.5)
+    hours, rest = divmod(minutes, 60)
+    return f"{hours} h {rest} min" if rest else f"{hours} h"
 
 
 @dataclass
@@ -55,11 +84,17 @@ class Progress:
 
     The computation calls ``progress(done, total)``. The label says what is counted
     (``"1,234 / 4,152 tokens"``, the unit set with :meth:`set_unit`). The ETA comes from the
-    running count's measured rate: units done since the count began (its first report, or the
-    moment the run stopped waiting for a model) over the seconds since then; there is none
-    until a unit is done (shown in whole seconds, rounded up). A new count (another unit,
-    total or part) starts a new measurement. While :meth:`set_queued` says the run waits for a
-    model, the label is :data:`QUEUED`.
+    running count's measured rate: work done since the count began (its first report, or the
+    moment the run stopped waiting for a model) over the seconds since then, shown in human
+    units (:func:`format_seconds`: ``ETA about 4 min``). Work is the units counted, unless the
+    computation says what its units weigh: ``progress(done, total, work=(work done, work
+    total))`` (tokens read, when pairs or windows differ in length), so a long unit late in the
+    run does not make the ETA too short. A rate measured earlier on this machine
+    (:meth:`expect`, work per second) gives an ETA before the first unit is done, and is
+    blended with the running count's own rate, worth :data:`PRIOR_SECONDS` seconds of it;
+    without one there is no ETA until a unit is done. A new count (another unit, total or
+    part) starts a new measurement. While :meth:`set_queued` says the run waits for a model,
+    the label is :data:`QUEUED`.
 
     :meth:`part` and :meth:`slice` give children that report to the same bar. A child made by
     :meth:`part` has its own count, unit and ETA, and its label names it
@@ -93,6 +128,7 @@ class Progress:
         # Where this child's fraction lies in its parent's: parent = (offset + width * own) / scale.
         self._place = (0.0, 1.0, 1.0)
         self._share: tuple[int, int, int] | None = None  # a slice's (base, size, total) of the parent's count
+        self._work_share: tuple[float, float, float] | None = None  # a slice's (base, size, total) of its work
         self._own_count = True  # False for a slice or a follower: its counts are its parent's
         self._prefix = ""  # the label's names of the parts down to this one ("configuration 2 of 3 · ")
         self._one_of_several = False  # inside one of several parts: the ETA is "for this one"
@@ -106,30 +142,60 @@ class Progress:
         self._count: tuple[Any, ...] | None = None  # (counting node, unit, total) of the running count
         self._since = 0.0  # when the running count's rate measurement began
         self._base = 0  # units done at that moment
-        self._last: tuple[Progress, int, int] | None = None  # the last (node, done, total) counted
+        self._work_base = 0.0  # work done at that moment
+        self._expected: float | None = None  # work per second measured earlier (:meth:`expect`) for this count
+        self._last: tuple[Progress, int, int, tuple[float, float] | None] | None = None  # the last count and work
         self._fraction = 0.0
         self._queued = False
 
     # ------------------------------------------------------------------ what a computation calls
 
-    def __call__(self, done: int, total: int) -> None:
-        """``done`` of ``total`` units; raises :class:`~backend.errors.Cancelled` once cancelled."""
+    def __call__(self, done: int, total: int, *, work: tuple[float, float] | None = None) -> None:
+        """``done`` of ``total`` units; raises :class:`~backend.errors.Cancelled` once cancelled.
+
+        Args:
+            done: Units done.
+            total: Units in all.
+            work: ``(work done, work in all)`` when units differ in weight (e.g. tokens read by
+                the pairs done and by all of them); the ETA is measured in it. None: each unit weighs 1.
+        """
         parent = self._parent
         if parent is None or self._own_count:
             root = self._root
             root.check()
             if self is root and root._counts is not None:
                 root._counts(done, total)
-            root._update(self, done, total)
+            root._update(self, done, total, work)
         elif self._share is not None:
             base, size, whole = self._share
-            parent(base + (size * min(done, total) // total if total > 0 else 0), whole)
+            fraction = min(done, total) / total if total > 0 else 0.0
+            if work is not None and work[1] > 0:
+                fraction = min(max(work[0] / work[1], 0.0), 1.0)  # the child's own weights say how far it is
+            outer = None
+            if self._work_share is not None:
+                w_base, w_size, w_whole = self._work_share
+                outer = (w_base + w_size * fraction, w_whole)
+            parent(base + (size * min(done, total) // total if total > 0 else 0), whole, work=outer)
         else:
-            parent(done, total)
+            parent(done, total, work=work)
+
+    def expect(self, work_per_s: float | None) -> None:
+        """The rate this count's work ran at when measured before (on this machine, same model); None: unknown.
+
+        Call it after :meth:`set_unit` (a new unit forgets it). It gives the ETA before the first
+        unit is done and steadies it early on (see the class docstring).
+        """
+        if self._parent is not None and not self._own_count:
+            self._parent.expect(work_per_s)
+            return
+        rate = float(work_per_s) if work_per_s is not None else None
+        self._expected = rate if rate is not None and math.isfinite(rate) and rate > 0 else None
 
     def set_unit(self, unit: str) -> None:
         """What the following counts count (``tokens``, ``pairs``…); a slice keeps its parent's."""
         if self._parent is None or self._own_count:
+            if unit != self._unit:
+                self._expected = None  # another kind of work: a rate measured for the last one does not hold
             self._unit = unit
         elif self._share is None:
             self._parent.set_unit(unit)
@@ -185,13 +251,23 @@ class Progress:
         child._one_of_several = self._one_of_several or n > 1
         return child
 
-    def slice(self, base: int, size: int, total: int) -> Progress:
+    def slice(
+        self, base: int, size: int, total: int, *, work: tuple[float, float, float] | None = None
+    ) -> Progress:
         """A child whose ``(done, t)`` is this progress's ``base + size * done // t`` of ``total``, in its unit.
 
         A scorer call on one group of pairs reports the group's progress as pairs of the whole run.
+
+        Args:
+            base: Units of the whole done before the slice.
+            size: Units of the whole the slice covers.
+            total: Units of the whole.
+            work: ``(work before, the slice's work, work of the whole)``: the slice's counts move the
+                whole's work in proportion (see :meth:`__call__`); None: units weigh 1.
         """
         child = Progress()._follow(self, own_count=False)
         child._share = (base, size, total)
+        child._work_share = work
         if total > 0:
             child._place = (float(base), float(size), float(total))
         return child
@@ -229,28 +305,39 @@ class Progress:
             if self._last is not None:
                 self._update(*self._last)
 
-    def _update(self, node: Progress, done: int, total: int) -> None:
+    def _update(self, node: Progress, done: int, total: int, work: tuple[float, float] | None = None) -> None:
         """Count ``done`` of ``total`` for ``node`` (a node with a count of its own) and report it."""
         if total <= 0:
             return
         done = int(min(max(done, 0), total))
-        self._last = (node, done, total)
+        work_done, work_total = (float(done), float(total)) if work is None else (float(work[0]), float(work[1]))
+        self._last = (node, done, total, work)
         now = self._clock()
         count = (node, node._unit, total)
         if count != self._count or done < self._base:
-            self._count, self._since, self._base = count, now, done
+            self._count, self._since, self._base, self._work_base = count, now, done, work_done
         self._fraction = node._fraction_of_bar(done / total)
         if self._report is None or self._queued:
             return
-        elapsed = now - self._since
         eta = None
-        if done < total and done > self._base and elapsed > 0:
-            eta = (total - done) * elapsed / (done - self._base)
+        if done < total:
+            rate = _blended_rate(node._expected, work_done - self._work_base, now - self._since)
+            if rate is not None:
+                eta = max(work_total - work_done, 0.0) / rate
         unit = f" {node._unit}" if node._unit else ""
         label = f"{node._prefix}{done:,} / {total:,}{unit}"
         if eta is not None:
-            label += f" · ETA {math.ceil(eta)}s" + (" for this one" if node._one_of_several else "")
+            label += f" · ETA {format_seconds(eta)}" + (" for this one" if node._one_of_several else "")
         self._report(self._fraction, eta, label)
+
+
+def _blended_rate(expected: float | None, work: float, elapsed: float) -> float | None:
+    """Work per second: the running count's (``work`` in ``elapsed`` s), steadied by the ``expected`` one; None."""
+    if expected is not None:
+        return (PRIOR_SECONDS * expected + max(work, 0.0)) / (PRIOR_SECONDS + max(elapsed, 0.0))
+    if work > 0 and elapsed > 0:
+        return work / elapsed
+    return None
 
 
 @contextmanager

@@ -44,6 +44,7 @@ from backend.models.lm import loaded_lm
 from backend.models.remote import RemoteScorer
 from backend.models.scorer import load_scorer
 from backend.models.types import ModelInfo, Scorer
+from backend.progress import format_seconds
 from components.keys import (
     CHAT_CHOICE,
     CHAT_KEY,
@@ -261,7 +262,7 @@ def job_progress(job_key: str, cancel_key: str, preview: Callable[[Job], None] |
         st.rerun()  # the whole page: it shows the results
     elapsed = time.perf_counter() - job.started
     cancelling = job.cancel_token.cancelled  # the button's callback ran before this
-    text = f"{job.title}: {'cancelling…' if cancelling else job.label} · {elapsed:.0f}s"
+    text = f"{job.title}: {'cancelling…' if cancelling else job.label} · {format_seconds(elapsed)} so far"
     with st.container(horizontal=True, vertical_alignment="center"):
         st.progress(job.fraction, text=text)
         st.button("Cancel", key=cancel_key, icon=":material/stop_circle:", disabled=cancelling, on_click=job.cancel)

@@ -15,7 +15,16 @@ import streamlit as st
 from backend.errors import ChunkLabError, one_line
 from backend.figures.ppl import chunk_curve, drops_histogram, margin_chart, values_chart
 from backend.figures.text import STYLE
-from backend.lab.ppl import PPLSettings, held_margin, held_scores, margin_plan, margin_view, ppl_view, scoring_plan
+from backend.lab.ppl import (
+    PPLSettings,
+    held_margin,
+    held_scores,
+    margin_plan,
+    margin_view,
+    ppl_view,
+    scoring_label,
+    scoring_plan,
+)
 from components.config_form import TOKENIZER_HELP
 from components.keys import PPL
 from components.layout import ensure_routed
@@ -108,7 +117,7 @@ if scores is None:
     job = model_job_panel(
         _JOB,
         scoring_plan(doc, lm),
-        run_label=f"Score with {lm.name}",
+        run_label=scoring_label(doc, lm),
         run_key=PPL("score"),
         cancel_key=PPL("score_cancel"),
         what="Scoring",

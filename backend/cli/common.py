@@ -21,7 +21,7 @@ from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 from backend.loaders import load_document
 from backend.models.devices import PRECISIONS, set_precision
-from backend.progress import Progress
+from backend.progress import Progress, format_seconds
 from backend.samples import load_sample
 
 _T = TypeVar("_T")
@@ -255,7 +255,7 @@ class StderrProgress(Progress):
     def report(self, fraction: float, eta: float | None, _label: str) -> None:
         """This progress's report callback: draw the fraction and the ETA."""
         now = time.monotonic()
-        eta_text = f", ETA {eta:.0f}s" if eta is not None and fraction < 1 else ""
+        eta_text = f", ETA {format_seconds(eta)}" if eta is not None and fraction < 1 else ""
         text = f"{self._what}: {fraction:6.1%}{eta_text}"
         if self._tty:
             if now - self._drawn >= self._TTY_INTERVAL or fraction >= 1:

@@ -27,8 +27,9 @@ when the session does.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Hashable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -51,9 +52,12 @@ from backend.errors import NotCached
 from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.lab.settings import setting
-from backend.models.scoring import partial_sentence_scores
+from backend.models.cache import default_cache
+from backend.models.rates import rate_store
+from backend.models.scorer import sliding_windows
+from backend.models.scoring import partial_sentence_scores, scoring_checkpoint
 from backend.models.types import PartialTokenScores, Scorer
-from backend.progress import Progress
+from backend.progress import Progress, format_seconds
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 
@@ -70,6 +74,8 @@ __all__ = [
     "score_document",
     "held_scores",
     "scoring_plan",
+    "scoring_estimate",
+    "scoring_label",
     "ppl_view",
     "partial_view",
     "held_margin",
@@ -241,6 +247,43 @@ def scoring_plan(doc: Document, models: SessionModels) -> JobPlan:
 
     signature: Hashable = (doc.id, identity)
     return JobPlan(f"Scoring {doc.source} with {models.name}", signature, body, models=models)
+
+
+def scoring_estimate(doc: Document, models: SessionModels, *, window: int | None = None) -> float | None:
+    """Seconds the scoring pass of ``doc`` is expected to take on this machine; None before any pass was measured.
+
+    Counts only the text still to score (an interrupted pass's checkpoint is resumed), at the
+    speed measured for the model (:mod:`backend.models.rates`): with the model loaded, the
+    pass's windows are priced in work (:meth:`~backend.models.scorer.LocalScorer.window_work`:
+    on a long document each later window costs about twice a first-window token); without it,
+    at the characters per second of the passes measured. ``window``: the pass's window (None: the
+    model's default, as the page scores).
+    """
+    if models.fingerprint is None:
+        return None
+    rate = rate_store().find(models.fingerprint, "token_nll", kind=models.kind)
+    if rate is None or rate.chars_per_s is None:
+        return None
+    chars = len(doc.text)
+    partial = scoring_checkpoint(default_cache(), models.fingerprint, doc.text, window, scorer_kind=models.kind)
+    done_chars = 0
+    if partial is not None and 1 < partial.scored < len(partial.scores):
+        done_chars = int(partial.scores.starts[partial.scored])
+    scorer = models.scorer
+    if scorer is None or not hasattr(scorer, "window_work"):
+        return (chars - done_chars) / rate.chars_per_s
+    tokens = max(2, round(chars * rate.units / rate.chars))  # the tokens per character measured on earlier passes
+    done = round(done_chars * rate.units / rate.chars)
+    window, block = scorer.resolve_window(window)
+    work = sum(scorer.window_work(hi - lo, hi - first) for lo, first, hi in sliding_windows(tokens, window, block)
+               if hi > done)
+    return work / rate.work_per_s
+
+
+def scoring_label(doc: Document, models: SessionModels) -> str:
+    """The scoring button's label: ``Score with SmolLM2 (about 8 min)``, or ``… (time measured on the first run)``."""
+    seconds = scoring_estimate(doc, models)
+    return f"Score with {models.name} ({format_seconds(seconds) if seconds is not None else 'time measured on the first run'})"
 
 
 # --- the view ------------------------------------------------------------------------------------------

@@ -32,11 +32,15 @@ from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.metrics.cost import (
     CONFIRM_SECONDS,
+    DEFAULT_TOKENS_PER_S,
+    EmbedCost,
     Throughput,
     cost_estimate,
     cost_label,
+    embed_cost,
     format_seconds,
     needs_confirmation,
+    pair_cost,
 )
 from backend.metrics.quality import PairTable
 from backend.metrics.report import ModelNeeds, QualityData, QualitySettings, model_needs, table_csv, table_rows
@@ -73,16 +77,29 @@ DEFAULT_EMBEDDER_NAME = "default embedder"  # how the page names the embedder DS
 
 @dataclass(frozen=True)
 class QualityCost:
-    """What scoring the missing pairs costs: distinct pairs, tokens read, seconds at the session's speed."""
+    """What the missing scores cost: distinct pairs still missing from the cache, tokens read, seconds at this speed.
+
+    Attributes:
+        pairs: Distinct pairs the job must still score (those in the output cache are not counted).
+        tokens: Tokens the missing tables read on a fresh cache (each configuration's tokenizer: approximate).
+        seconds: The time of those pairs at :attr:`QualityPlan.throughput` (a guess until measured).
+        total_pairs: Distinct pairs the missing tables need, cached or not.
+        measured: Whether the speed was measured on this machine (False: ``seconds`` is a guess).
+        embed: Embedding the chunks DS needs that are not cached (None: DS not picked or nothing to embed).
+    """
 
     pairs: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    total_pairs: int = 0
+    measured: bool = True
+    embed: EmbedCost | None = None
 
     @property
     def label(self) -> str:
-        """``1,234 pairs, ≈ 6.5 min`` (:func:`~backend.metrics.cost.cost_label`)."""
-        return cost_label({"pairs": self.pairs, "tokens": self.tokens, "seconds": self.seconds})
+        """``1,234 pairs, about 6 min`` (:func:`~backend.metrics.cost.cost_label`; ``(a guess)`` until measured)."""
+        return cost_label({"pairs": self.pairs, "tokens": self.tokens, "seconds": self.seconds,
+                           "measured": self.measured})
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,23 +199,30 @@ class QualityPlan:
     @property
     def cost_note(self) -> str:
         """What the job does and costs, in a sentence or two (Markdown: the numbers in bold)."""
+        embed = self.cost.embed
+        embedding = ""
+        if self.needs.embedder and embed is not None and embed.texts:
+            embedding = (f"Embedding **{embed.texts:,}** chunks for DS ({self.embedder_name}): "
+                         f"{embed.words}.")
         if not self.to_score:
-            return (
-                f"{self.missing_tags}: the chunks need embedding for DS ({self.embedder_name}); it takes seconds."
+            return f"{self.missing_tags}: the chunks need embedding for DS. " + (
+                embedding or f"Embedding them for DS ({self.embedder_name}): time measured on the first run."
             )
         speed, cost = self.throughput, self.cost
-        measured = "measured on your last run" if speed.measured else "a rough CPU figure"
+        cached = f" ({cost.total_pairs - cost.pairs:,} of {cost.total_pairs:,} already scored)" if (
+            cost.total_pairs > cost.pairs) else ""
+        time = format_seconds(cost.seconds) if speed.measured else f"{format_seconds(cost.seconds)} — {speed.words}"
+        at = f" at {speed.words}" if speed.measured else ""
         return (
-            f"Scoring {self.missing_tags} costs **{cost.pairs:,}** pairs over about **{cost.tokens:,}** tokens: "
-            f"≈ {format_seconds(cost.seconds)} at {speed.tokens_per_s:,.0f} tokens/s ({measured}). "
+            f"Scoring {self.missing_tags} costs **{cost.pairs:,}** pairs still missing{cached}: {time}{at}. "
             + ("A pair window w cuts the cost of CS. " if self.needs.complete and not self.window and cost.seconds > 60
                else "")
-            + ("Embedding the chunks for DS takes seconds." if self.needs.embedder else "")
-        )
+            + embedding
+        ).strip()
 
     @property
     def run_label(self) -> str:
-        """The run button's label: ``Score with SmolLM2: 1,234 pairs, ≈ 6.5 min``, or ``Embed the chunks``."""
+        """The run button's label: ``Score with SmolLM2: 1,234 pairs, about 6 min``, or ``Embed the chunks``."""
         return f"Score with {self.models.name}: {self.cost.label}" if self.to_score else "Embed the chunks"
 
     @property
@@ -207,7 +231,8 @@ class QualityPlan:
         if not self.to_score or not needs_confirmation(self.cost.seconds):
             return None
         seconds = format_seconds(self.cost.seconds)
-        return f"Yes, run for ≈ {seconds} (over {format_seconds(CONFIRM_SECONDS)} at this speed)"
+        speed = "at this machine's measured speed" if self.throughput.measured else "by a guess: nothing measured yet"
+        return f"Yes, run for {seconds} (over {format_seconds(CONFIRM_SECONDS)} {speed})"
 
 
 def needs_models(metrics: Sequence[str], configs: Sequence[ChunkerConfig]) -> bool:
@@ -279,7 +304,8 @@ def plan_quality(
         window: The pair window of CS (0 or None: every pair).
         store: What the session holds, by :func:`~backend.metrics.scores.table_key` and
             :func:`~backend.metrics.scores.vectors_key` (only read here: add :attr:`QualityPlan.found`).
-        throughput: The speed measured on the session's last scoring job (None: the default figure).
+        throughput: A speed to use when none is measured on this machine for the model (None: the
+            labelled guess); the speed the rate store holds for the model comes first.
         cache: The output cache (None: the process's default one).
 
     Raises:
@@ -288,7 +314,6 @@ def plan_quality(
     metrics = tuple(metrics)
     needs = model_needs(metrics)
     window = window or None
-    throughput = throughput or Throughput()
     cache = cache if cache is not None else default_cache()
     context = models.cache_only() if needs.scorer else None
     refusing = context.scorer if context is not None else None  # raises NotCached on any model call
@@ -311,11 +336,20 @@ def plan_quality(
             vectors_key=vkey,
         ))
     to_score = [c.chunking for c in configs if c.table_missing]
-    estimate = cost_estimate(
-        [ch.token_counts for ch in to_score], complete=needs.complete, window=window,
-        tokens_per_s=throughput.tokens_per_s, chunk_texts=[_texts(ch) for ch in to_score],  # the pairs the job counts
+    # Only what the cache lacks counts, at the speed measured on this machine for this model.
+    measured = Throughput.measured_for(models.fingerprint, models.kind)
+    throughput = measured if measured.measured or throughput is None else throughput
+    estimate = cost_estimate([ch.token_counts for ch in to_score], complete=needs.complete, window=window,
+                             tokens_per_s=DEFAULT_TOKENS_PER_S)
+    pairs = pair_cost(
+        [_texts(ch) for ch in to_score], complete=needs.complete, window=window, fingerprint=models.fingerprint,
+        kind=models.kind, cache=cache, throughput=throughput,
     )
-    cost = QualityCost(int(estimate["pairs"]), int(estimate["tokens"]), float(estimate["seconds"]))
+    embed = None
+    if needs.embedder:
+        embed = embed_cost([_texts(c.chunking) for c in configs if c.vectors_missing], emb_fp, cache)
+    cost = QualityCost(pairs.pairs, int(estimate["tokens"]), pairs.seconds, pairs.total_pairs, throughput.measured,
+                       embed)
     job = None
     if any(c.missing for c in configs):
         job = _scoring_job(
@@ -356,7 +390,7 @@ def _scoring_job(
 
 
 def fold_scoring(plan: QualityPlan, run: ScoringRun, store: MutableMapping[Hashable, Any]) -> Throughput:
-    """Put a finished scoring job's tables and vectors into ``store``; the speed it measured.
+    """Put a finished scoring job's tables and vectors into ``store``; the speed now measured for the model.
 
     Args:
         plan: The plan whose :attr:`QualityPlan.job` ran.
@@ -364,14 +398,16 @@ def fold_scoring(plan: QualityPlan, run: ScoringRun, store: MutableMapping[Hasha
         store: The session's store (see :func:`plan_quality`).
 
     Returns:
-        The session's scoring speed from now on (unchanged after a run too short to tell).
+        The model's pair-scoring speed from now on: the rate store's (the scorer recorded it as it
+        went), else the plan's.
     """
     for scores, (table, vectors) in zip(plan.configs, run.results, strict=True):
         if table is not None:
             store[scores.table_key] = table
         if vectors is not None:
             store[scores.vectors_key] = vectors
-    return plan.throughput.after_run(plan.cost.tokens, run.seconds)
+    measured = Throughput.measured_for(plan.models.fingerprint, plan.models.kind)
+    return measured if measured.measured else plan.throughput
 
 
 # --- the Quality page's table -------------------------------------------------------------------

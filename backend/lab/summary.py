@@ -106,7 +106,7 @@ def summary_view(
         quality: The Quality page's settings (``K``, ``bc_mode``, ``cs_rule``, ``delta``, ``window``).
         store: The Quality page's store of pair tables and vectors (see
             :func:`~backend.lab.quality.plan_quality`; add ``view.quality.found`` to it).
-        throughput: The speed measured on the session's last scoring job (None: the default figure).
+        throughput: The speed measured on the session's last scoring job (None: the labelled guess; a speed measured for the model comes first).
         benchmark: The session's last benchmark (None: no retrieval numbers).
         question_set_name: How that benchmark's question set is named.
         pending: The configurations waiting for a model run.

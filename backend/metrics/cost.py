@@ -1,13 +1,17 @@
-"""What scoring chunkings for the quality metrics costs: pairs, tokens, and the time at a measured speed.
+"""What scoring chunkings for the quality metrics costs: the pairs still missing, and the time at this machine's speed.
 
-The language model reads every pair's text, so the cost is counted in tokens
-(:func:`~backend.metrics.quality.estimate_cost` per chunking) and turned into time with a
-:class:`Throughput`: a cautious default until a finished run has been timed.
+Only the work not already in the output cache counts: :func:`pair_cost` looks each distinct
+pair's cache entry up (a file check, nothing read) and prices the missing ones at the speed the
+language model was measured at on this machine (:mod:`backend.models.rates`, per model, device
+and precision, remembered across restarts). Until a run has measured it, the time is a guess
+and says so (:data:`GUESS_CHARS_PER_S`, :attr:`Throughput.measured`). :func:`embed_cost` does the
+same for the chunk embeddings DS needs. :func:`cost_estimate` is the token count of
+:func:`~backend.metrics.quality.estimate_cost` over several chunkings (what a fresh cache costs).
 
 The defaults fit a CPU: BC and DS (adjacent pairs only, a few minutes on a sample document),
 and a small pair window for CS when it is picked (every ordered pair is n² passes: hours).
 A run estimated above :data:`CONFIRM_SECONDS` asks for confirmation first
-(:func:`needs_confirmation`).
+(:func:`needs_confirmation`). Durations read in human units (:func:`format_seconds`).
 """
 
 from __future__ import annotations
@@ -16,50 +20,179 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backend.metrics.quality import estimate_cost, pair_requests
+from backend.models.cache import OutputCache
+from backend.models.embeddings import embeddings_key
+from backend.models.rates import Rate, rate_store
+from backend.models.scoring import missing_pairs, pair_work
+from backend.progress import format_seconds
 
 __all__ = [
     "DEFAULT_TOKENS_PER_S",
+    "GUESS_CHARS_PER_S",
     "DEFAULT_METRICS",
     "DEFAULT_PAIR_WINDOW",
     "CONFIRM_SECONDS",
+    "EmbedCost",
+    "PairCost",
     "Throughput",
     "cost_estimate",
     "cost_label",
+    "embed_cost",
     "needs_confirmation",
     "format_seconds",
+    "pair_cost",
 ]
 
-# Tokens per second the time estimate assumes until a run has been timed: a cautious figure
-# for the bundled SmolLM2-135M on two busy CPU cores.
+# The tokens per second of :func:`cost_estimate`'s ``seconds`` when a caller has nothing better: about
+# what SmolLM2-135M reads on two busy CPU cores (a guess, never shown as measured).
 DEFAULT_TOKENS_PER_S = 150.0
-# A run shorter than this, or one read from the cache, says little about the model's speed.
-MIN_TOKENS = 2_000
-MIN_SECONDS = 5.0
+# Until the language model's pair scoring has been measured on this machine, the time of a run is this
+# guess (about DEFAULT_TOKENS_PER_S at four characters a token), always labelled as a guess.
+GUESS_CHARS_PER_S = 600.0
 # What the Quality page computes unless told otherwise: the adjacent-pair metrics (n passes), not CS (n²).
 DEFAULT_METRICS = ("bc", "ds")
 # The pair window CS starts with: pairs with |i − j| ≤ 3, about 6n passes instead of n².
 DEFAULT_PAIR_WINDOW = 3
-# A run estimated longer than this (10 minutes at the session's measured speed) starts only once confirmed.
+# A run estimated longer than this (10 minutes at the measured speed) starts only once confirmed.
 CONFIRM_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
 class Throughput:
-    """The language model's scoring speed: the default, or the one measured on the last long enough run.
+    """The language model's pair-scoring speed: measured on this machine, or the plainly labelled guess.
 
     Attributes:
-        tokens_per_s: Tokens read per second.
-        measured: Whether it was measured (False: :data:`DEFAULT_TOKENS_PER_S`).
+        chars_per_s: Characters of the pairs read per second (the weight of
+            :func:`~backend.models.scoring.pair_work`).
+        pairs_per_s: Pairs per second (None: not measured).
+        measured: Whether it was measured (False: :data:`GUESS_CHARS_PER_S`).
+        from_pass: Measured on a PPL scoring pass of the model, not on pair scoring (see :meth:`measured_for`).
     """
 
-    tokens_per_s: float = DEFAULT_TOKENS_PER_S
+    chars_per_s: float = GUESS_CHARS_PER_S
+    pairs_per_s: float | None = None
     measured: bool = False
+    from_pass: bool = False
 
-    def after_run(self, tokens: int, seconds: float) -> Throughput:
-        """The speed of a finished run that read ``tokens`` in ``seconds``; this one when the run was too short to tell."""
-        if tokens >= MIN_TOKENS and seconds > MIN_SECONDS:
-            return Throughput(tokens / seconds, measured=True)
-        return self
+    @classmethod
+    def of(cls, rate: Rate | None) -> Throughput:
+        """The speed of a measured ``pairs`` rate (:class:`~backend.models.rates.Rate`); None: the guess."""
+        if rate is None:
+            return cls()
+        return cls(rate.work_per_s, rate.units_per_s, measured=True)
+
+    @classmethod
+    def measured_for(cls, fingerprint: str | None, kind: str = "lm") -> Throughput:
+        """The speed measured for the model ``fingerprint`` (its latest device and precision), else the guess.
+
+        Before its pair scoring was measured, a PPL pass of the same model measured on this machine
+        stands in (characters of text read per second; pairs differ — short contexts, no re-read
+        context, one call per group — so the figure is said to be the pass's). Closer than any guess:
+        the issue's Quality page guessed 150 tokens/s minutes after a PPL pass ran at 43.
+        """
+        rates = rate_store()
+        pairs = rates.find(fingerprint, "pairs", kind=kind) if fingerprint else None
+        if pairs is not None:
+            return cls.of(pairs)
+        scoring = rates.find(fingerprint, "token_nll", kind=kind) if fingerprint else None
+        if scoring is not None and scoring.chars_per_s is not None:
+            return cls(scoring.chars_per_s, None, measured=True, from_pass=True)
+        return cls()
+
+    @property
+    def words(self) -> str:
+        """The speed in words: ``3.1 pairs/s, measured on this machine`` or what the guess is."""
+        if not self.measured:
+            return f"a guess ({GUESS_CHARS_PER_S:,.0f} characters/s) until the first run measures this machine"
+        if self.from_pass:
+            return f"{self.chars_per_s:,.0f} characters/s, measured on this machine's PPL pass of the same model"
+        per = f"{self.pairs_per_s:,.1f} pairs/s" if self.pairs_per_s else f"{self.chars_per_s:,.0f} characters/s"
+        return f"{per}, measured on this machine"
+
+
+@dataclass(frozen=True)
+class PairCost:
+    """What scoring the pairs still missing from the cache costs.
+
+    Attributes:
+        pairs: Distinct pairs missing (what the scoring job counts).
+        total_pairs: Distinct pairs the tables need.
+        chars: Their weight (:func:`~backend.models.scoring.pair_work`).
+        seconds: At ``throughput``.
+        throughput: The speed (measured, or the guess).
+    """
+
+    pairs: int
+    total_pairs: int
+    chars: float
+    seconds: float
+    throughput: Throughput
+
+    @property
+    def cached(self) -> int:
+        """Pairs already in the cache."""
+        return self.total_pairs - self.pairs
+
+
+def pair_cost(
+    texts: Sequence[Sequence[str]],
+    *,
+    complete: bool,
+    window: int | None,
+    fingerprint: str | None,
+    kind: str,
+    cache: OutputCache | None,
+    throughput: Throughput,
+) -> PairCost:
+    """The pairs of the chunkings ``texts`` (each its chunks' texts) still missing from ``cache``, and their time.
+
+    Each distinct ``(context, continuation)`` pair counts once, as the scoring job counts it.
+    With no fingerprint (the model's identity is unknown until it loads) or no cache, every
+    pair counts as missing.
+    """
+    requests = [r for t in texts for r in pair_requests(list(t), complete=complete, window=window)]
+    distinct = list(dict.fromkeys(requests))
+    todo = missing_pairs(distinct, fingerprint, kind, cache) if fingerprint and cache is not None else distinct
+    chars = float(sum(pair_work(todo)))
+    return PairCost(len(todo), len(distinct), chars, chars / max(throughput.chars_per_s, 1e-9), throughput)
+
+
+@dataclass(frozen=True)
+class EmbedCost:
+    """What embedding the chunks not in the cache costs (DS).
+
+    Attributes:
+        texts: Texts to embed.
+        chars: Their characters.
+        seconds: At the embedder's measured speed; None: not measured on this machine yet.
+    """
+
+    texts: int
+    chars: int
+    seconds: float | None
+
+    @property
+    def words(self) -> str:
+        """``about 2 min`` at the measured speed, or that the first run measures it."""
+        if self.texts == 0:
+            return "nothing to embed"
+        if self.seconds is None:
+            return "time measured on the first run"
+        return format_seconds(self.seconds)
+
+
+def embed_cost(texts: Sequence[Sequence[str]], fingerprint: str | None, cache: OutputCache | None) -> EmbedCost:
+    """The chunkings ``texts`` whose embeddings (one cache entry per chunking) are not cached, and their time.
+
+    The time is at the embedder's speed measured on this machine (None before its first run).
+    """
+    todo = [list(t) for t in texts if t and not (
+        fingerprint and cache is not None and cache.contains(embeddings_key(fingerprint, list(t)))
+    )]
+    chars = sum(len(x) for t in todo for x in t)
+    rate = rate_store().find(fingerprint, "embed") if fingerprint else None
+    seconds = chars / rate.work_per_s if rate is not None and todo else (0.0 if not todo else None)
+    return EmbedCost(sum(len(t) for t in todo), chars, seconds)
 
 
 def cost_estimate(
@@ -103,15 +236,10 @@ def needs_confirmation(seconds: float, threshold: float = CONFIRM_SECONDS) -> bo
 
 
 def cost_label(cost: dict[str, float]) -> str:
-    """A :func:`cost_estimate` in a few words: ``1,234 pairs, ≈ 6.5 min`` (the unit the job's progress counts)."""
+    """A cost in a few words: ``1,234 pairs, about 6 min`` (the unit the job's progress counts).
+
+    With ``"measured": False`` in ``cost`` the time is marked as a guess (``…, about 6 min (a guess)``).
+    """
     pairs = int(cost["pairs"])
-    return f"{pairs:,} pair{'s' if pairs != 1 else ''}, ≈ {format_seconds(cost['seconds'])}"
-
-
-def format_seconds(seconds: float) -> str:
-    """``42`` → ``42 s``, ``390`` → ``6.5 min``, ``8000`` → ``2.2 h``."""
-    if seconds < 90:
-        return f"{max(seconds, 1):.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    guess = "" if cost.get("measured", True) else " (a guess)"
+    return f"{pairs:,} pair{'s' if pairs != 1 else ''}, {format_seconds(cost['seconds'])}{guess}"

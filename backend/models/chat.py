@@ -40,6 +40,7 @@ from backend import config
 from backend.errors import ModelError, ParameterError
 from backend.models.cache import OutputCache, text_digest
 from backend.models.identity import fingerprint_without_loading
+from backend.models.rates import RateKey, rate_store
 from backend.models.lm import load_lm
 from backend.models.openai_compat import Endpoint, Service
 from backend.models.timing import SECONDS_FIELD, record_cached, record_computed
@@ -386,6 +387,8 @@ def cached_reply(
     reply = model.complete(messages, max_tokens=max_tokens, temperature=temperature)
     seconds = time.perf_counter() - started
     record_computed(seconds)
+    # The chat model's speed here (replies, characters written), for estimates (backend/models/rates.py).
+    rate_store().record(RateKey(model.fingerprint, "chat", "", "", "chat"), 1, max(len(reply), 1), seconds, len(reply))
     if key is not None:
         cache.put(key, {"reply": reply, SECONDS_FIELD: seconds})
     return reply, False

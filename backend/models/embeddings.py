@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
@@ -19,6 +20,7 @@ from backend.errors import ModelError
 from backend.models.cache import OutputCache, text_digest
 from backend.models.embedder import embedder_name, load_embedder
 from backend.models.identity import embedder_fingerprint_without_loading
+from backend.models.rates import RateKey, rate_store
 from backend.models.timing import record_cached, timed
 from backend.models.types import ModelInfo
 from backend.progress import Progress
@@ -154,7 +156,7 @@ def _in_parts(
             vectors = None if got is None else np.asarray(got.get("vectors"), dtype=np.float32)
             if vectors is None or vectors.ndim != 2 or vectors.shape[0] != hi - lo:
                 sub = progress.slice(lo, hi - lo, len(texts))
-                vectors = np.asarray(embedder.embed(texts[lo:hi], progress=sub), dtype=np.float32)
+                vectors = _measured_embed(embedder, texts[lo:hi], sub)
                 cache.put(_part_key(key, (lo, hi)), {"vectors": vectors})
             else:
                 reused += hi - lo
@@ -183,6 +185,17 @@ def embedded_in_parts(cache: OutputCache, fingerprint: str, texts: Sequence[str]
     return sum(hi - lo for lo, hi in parts if cache.contains(_part_key(key, (lo, hi))))
 
 
+def _measured_embed(embedder: TextEmbedder, texts: list[str], progress: Progress) -> np.ndarray:
+    """``embedder.embed(texts)`` as float32, its speed added to the rate store (:mod:`backend.models.rates`)."""
+    started = time.perf_counter()
+    vectors = np.asarray(embedder.embed(texts, progress=progress), dtype=np.float32)
+    info = getattr(embedder, "info", None)
+    if isinstance(info, ModelInfo):
+        chars = float(sum(len(t) for t in texts))
+        rate_store().record(RateKey.of(info, "embed"), len(texts), chars, time.perf_counter() - started, chars)
+    return vectors
+
+
 def embed_texts(
     embedder: TextEmbedder,
     texts: Sequence[str],
@@ -206,9 +219,12 @@ def embed_texts(
         return np.zeros((0, getattr(embedder, "dimension", 0)), dtype=np.float32), False
     progress = progress or Progress()
     progress.set_unit("texts")
+    info = getattr(embedder, "info", None)
+    measured = rate_store().of_model(info, "embed") if isinstance(info, ModelInfo) else None
+    progress.expect(measured.units_per_s if measured is not None else None)  # an ETA from the first text
 
     def compute() -> dict[str, np.ndarray]:
-        return {"vectors": np.asarray(embedder.embed(texts, progress=progress), dtype=np.float32)}
+        return {"vectors": _measured_embed(embedder, texts, progress)}
 
     if cache is None:
         return timed(compute)()["vectors"], False

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
@@ -67,6 +68,8 @@ import numpy as np
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import run_batched, suggest_batch_size
 from backend.models.lm import LanguageModel, load_lm
+from backend.models.rates import RateKey, rate_store
+from backend.models.scoring import pair_work
 from backend.models.types import ModelInfo, PartialTokenScores, TokenScores
 from backend.progress import Progress, acquired
 
@@ -139,18 +142,27 @@ class _Prefix:
 
 
 class _Ticker:
-    """Turns per-chunk token counts into monotonic ``progress(done, total)`` calls."""
+    """Turns per-chunk token counts into monotonic ``progress(done, total)`` calls (with their work, when known)."""
 
-    def __init__(self, progress: Progress, total: int) -> None:
+    def __init__(self, progress: Progress, total: int, total_work: float | None = None) -> None:
         self.progress, self.total = progress, total
         self.base = 0  # tokens of finished batches
         self.partial = 0  # tokens of the running batch
         self.inflight = 0  # the running forward call's share of its tokens, by layers done
         self.reported = -1
+        self.total_work = total_work  # None: a unit weighs 1
+        self.base_work = 0.0  # work of finished batches
+        self.batch = (0, 0.0)  # the running batch's (units, work)
+        self.weights: list[float] = []  # each pair's work, when the units are pairs
 
-    def start_batch(self) -> None:
+    def start_pairs(self, batch: Sequence[int]) -> None:
+        """A batch of the pairs at ``batch`` (indices into :attr:`weights`) starts."""
+        self.start_batch(len(batch), sum(self.weights[i] for i in batch) if self.weights else 0.0)
+
+    def start_batch(self, units: int = 0, work: float = 0.0) -> None:
         self.partial = 0  # a batch retried after running out of memory starts again
         self.inflight = 0
+        self.batch = (units, work)
 
     def within(self, k: int) -> None:
         """The running forward call has done the work of ``k`` of its tokens (its layers so far)."""
@@ -164,15 +176,22 @@ class _Ticker:
 
     def finish_batch(self, k: int) -> None:
         self.base += k
+        self.base_work += self.batch[1]
         self.partial = 0
         self.inflight = 0
+        self.batch = (0, 0.0)
         self.report()
 
     def report(self) -> None:
         done = min(self.total, self.base + self.partial + self.inflight)
         if done > self.reported:
             self.reported = done
-            self.progress(done, self.total)
+            work = None
+            if self.total_work is not None:
+                units, batch_work = self.batch
+                share = min(1.0, (self.partial + self.inflight) / units) if units > 0 else 0.0
+                work = (min(self.total_work, self.base_work + share * batch_work), self.total_work)
+            self.progress(done, self.total, work=work)
 
 
 class LocalScorer:
@@ -192,6 +211,7 @@ class LocalScorer:
         self.lm = lm
         self.info: ModelInfo = lm.info
         self._layers: list[Any] | None = None
+        self._warmed: set[str] = set()  # kinds of work measured once already (the first pays the warm-up)
         self._torch = torch
         self._device = torch.device(lm.info.device)
         on_gpu = lm.info.device.startswith("cuda") or lm.info.device == "mps"
@@ -218,6 +238,11 @@ class LocalScorer:
         self._kv_per_token = 2 * layers * kv_heads * head_dim * elem
         self._act_per_token = (8 * hidden + 3 * inter) * elem
         self._logits_per_token = vocab * elem  # float32 work on them goes _NLL_ROWS positions at a time
+        # Multiply-adds per token, for the work a window costs (window_work): the layers' weights, attention
+        # over each earlier token of the window, and the logits of a scored token.
+        linear = layers * (2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + 3 * hidden * inter)
+        self._attention_span = linear / max(1, layers * 2 * heads * head_dim)
+        self._logits_share = hidden * vocab / max(1, linear)
 
     # ---------------------------------------------------------------- tokenization
 
@@ -249,6 +274,31 @@ class LocalScorer:
         return np.asarray(ids, dtype=np.int64)
 
     # ---------------------------------------------------------------- token_nll
+
+    def window_work(self, fed: int, scored: int) -> float:
+        """What one forward pass over ``fed`` tokens scoring ``scored`` of them costs, in token-equivalents.
+
+        A token fed costs 1 (the layers' weights) plus its attention over the earlier tokens of the
+        window (``position / attention span``: for SmolLM2 the span is about 3,000 tokens, so a token at
+        position 8,000 costs 3.6), and a scored token its logits (about 0.27 for SmolLM2's vocabulary).
+        Why an ETA needs it: on a long document the first window scores all its tokens, each later
+        one scores half of what it feeds, and attention grows with the window, so a token scored
+        late costs about twice one scored early (the ETA of a pass counted in scored tokens alone was
+        measured at half the time left).
+        """
+        return fed + fed * fed / (2 * self._attention_span) + scored * self._logits_share
+
+    def _record(self, work: str, units: float, amount: float, seconds: float, chars: float) -> None:
+        """Add a measurement of this model's speed to the rate store (see :mod:`backend.models.rates`).
+
+        The first measurement of each kind of work after the model loaded is left out: it pays the
+        process's one-time warm-up (kernel selection, first allocations), measured at up to twice
+        the time of the same work later.
+        """
+        if work not in self._warmed:
+            self._warmed.add(work)
+            return
+        rate_store().record(RateKey.of(self.info, work), units, amount, seconds, chars=chars)
 
     def resolve_window(self, window: int | None = None, block: int | None = None) -> tuple[int, int]:
         """The ``(window, block)`` that :meth:`token_nll` uses for these arguments.
@@ -309,24 +359,35 @@ class LocalScorer:
         wins = sliding_windows(n, w, b)
         if not wins:
             return TokenScores(starts, ends, nll, w)
-        ticker = _Ticker(progress, n - 1)
+        work = {win: self.window_work(win[2] - win[0], win[2] - win[1]) for win in wins}
+        ticker = _Ticker(progress, n - 1, sum(work.values()))
         done = _resumable_prefix(resume, wins, starts, ends, w)
         if done:  # windows ending at or before ``done`` were scored by the interrupted pass
             nll[:done] = resume.scores.nll[:done]
+            ticker.base_work = sum(work[win] for win in wins if win[2] <= done)
             wins = [win for win in wins if win[2] > done]
             ticker.base = done - 1
+        measured = rate_store().of_model(self.info, "token_nll")
+        progress.expect(measured.work_per_s if measured is not None else None)
 
         def run(batch: Sequence[tuple[int, int, int]]) -> list[np.ndarray]:
-            ticker.start_batch()
+            scored = sum(hi - s for _, s, hi in batch)
+            batch_work = sum(work[win] for win in batch)
+            ticker.start_batch(scored, batch_work)
+            started = time.perf_counter()
             rows = [ids[lo:hi] for lo, _, hi in batch]
             first = [s - lo for lo, s, _ in batch]
             out = self._score_rows(rows, first, tick=ticker.add, within=ticker.within)
             # The windows come in order: tokens 0 … hi-1 are final now.
             for (_, s, hi), row in zip(batch, out):
                 nll[s:hi] = row
+            chars = sum(int(ends[hi - 1]) - int(starts[s]) for _, s, hi in batch)
+            self._record("token_nll", scored, batch_work, time.perf_counter() - started, chars)
+            measured = rate_store().of_model(self.info, "token_nll")
+            progress.expect(measured.work_per_s if measured is not None else None)
             upto = batch[-1][2]
             progress.publish(PartialTokenScores(TokenScores(starts, ends, nll.copy(), w), upto, text))
-            ticker.finish_batch(sum(hi - s for _, s, hi in batch))
+            ticker.finish_batch(scored)
             return out
 
         longest = max(hi - lo for lo, _, hi in wins)
@@ -357,10 +418,15 @@ class LocalScorer:
                 raise ParameterError(f"pair {i} must be a (context, continuation) pair of strings, got {pair!r}")
         out = [math.nan] * len(pairs)
         progress = progress or Progress()
-        ticker = _Ticker(progress, len(pairs))
+        # Pairs differ in length (and a shared context runs once): the count's work is each pair's weight,
+        # so the ETA does not take the long pairs scored first for the speed of the whole run.
+        weights = pair_work([(str(d), str(q)) for d, q in pairs])
+        ticker = _Ticker(progress, len(pairs), float(sum(weights)))
+        ticker.weights = weights
         ctx = self.info.context_length
         with acquired(self.lm.lock, progress):
             ticker.report()  # the count starts once the model is this run's
+            started = time.perf_counter()  # the speed is measured from here: waiting for the lock is not scoring
             tokens: dict[str, np.ndarray] = {}
 
             def tok(s: str) -> np.ndarray:
@@ -373,6 +439,7 @@ class LocalScorer:
             for i, (d, q) in enumerate(pairs):
                 q_ids = tok(q)
                 if q_ids.size == 0:
+                    ticker.start_batch(1, weights[i])
                     ticker.finish_batch(1)
                     continue
                 if ctx is not None and q_ids.size >= ctx:
@@ -386,6 +453,7 @@ class LocalScorer:
             for d, idx in groups.items():
                 if len(idx) > 1:
                     self._conditional_group(d, pairs, idx, tok, out, ticker)
+            self._record("pairs", len(pairs), sum(weights), time.perf_counter() - started, sum(weights))
         return out
 
     def _conditional_singles(
@@ -408,7 +476,7 @@ class LocalScorer:
         order = sorted(which, key=lambda i: -rows[i][0].size)  # similar lengths share a batch: less padding
 
         def run(batch: Sequence[int]) -> list[float]:
-            ticker.start_batch()
+            ticker.start_pairs(batch)
             scores = self._score_rows([rows[i][0] for i in batch], [rows[i][1] for i in batch])
             ticker.finish_batch(len(batch))
             return [float(s.mean()) for s in scores]
@@ -439,7 +507,7 @@ class LocalScorer:
         order = sorted(which, key=lambda i: -q_rows[i].size)
 
         def run(batch: Sequence[int]) -> list[float]:
-            ticker.start_batch()
+            ticker.start_pairs(batch)
             scores = self._score_rows([q_rows[i] for i in batch], [0] * len(batch), prefix=prefix)
             ticker.finish_batch(len(batch))
             return [float(s.mean()) for s in scores]

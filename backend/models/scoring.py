@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from backend.models.cache import OutputCache, text_digest
+from backend.models.rates import rate_store
 from backend.models.timing import SECONDS_FIELD, record_cached, record_computed, stored_seconds, timed
 from backend.models.types import ModelInfo, PartialTokenScores, Scorer, TokenScores
 from backend.progress import Progress
@@ -31,6 +32,9 @@ __all__ = [
     "cached_token_scores",
     "checkpoint_key",
     "conditional_scores",
+    "missing_pairs",
+    "pair_key",
+    "pair_work",
     "document_token_scores",
     "partial_sentence_scores",
     "score_sentences",
@@ -342,15 +346,62 @@ def sentence_scores(
     return score_sentences(doc, scores)
 
 
-def _pair_key(info: ModelInfo, context: str, continuation: str) -> dict[str, Any]:
+def pair_key(fingerprint: str, scorer_kind: str, context: str, continuation: str) -> dict[str, Any]:
+    """The cache key of one pair's conditional NLL under a model (its fingerprint and ``ModelInfo.kind``)."""
     return {
         "kind": "conditional_nll",
-        "model": info.fingerprint,
-        "scorer": info.kind,
+        "model": fingerprint,
+        "scorer": scorer_kind,
         "context": text_digest(context),
         "continuation": text_digest(continuation),
         "version": SCORES_VERSION,
     }
+
+
+def _pair_key(info: ModelInfo, context: str, continuation: str) -> dict[str, Any]:
+    return pair_key(info.fingerprint, info.kind, context, continuation)
+
+
+def missing_pairs(
+    pairs: Sequence[tuple[str, str]], fingerprint: str, scorer_kind: str, cache: OutputCache
+) -> list[tuple[str, str]]:
+    """The distinct pairs of ``pairs`` with no entry in ``cache`` (first-seen order): what scoring them still costs.
+
+    A cheap lookup (:meth:`~backend.models.cache.OutputCache.contains`: no entry is read), so a
+    page can count the work left on every run; :func:`conditional_scores` scores exactly these
+    (an entry evicted or corrupted meanwhile aside).
+    """
+    digests: dict[str, str] = {}
+
+    def digest(text: str) -> str:
+        hit = digests.get(text)
+        if hit is None:
+            hit = digests[text] = text_digest(text)
+        return hit
+
+    out: dict[tuple[str, str], None] = {}
+    for d, q in pairs:
+        pair = (str(d), str(q))
+        if pair in out:
+            continue
+        key = {"kind": "conditional_nll", "model": fingerprint, "scorer": scorer_kind, "context": digest(pair[0]),
+               "continuation": digest(pair[1]), "version": SCORES_VERSION}
+        if not cache.contains(key):
+            out[pair] = None
+    return list(out)
+
+
+def pair_work(pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """What each distinct pair weighs for the model, in characters read: its continuation, and its share of its context.
+
+    Pairs sharing a context run it once (:meth:`~backend.models.scorer.LocalScorer.conditional_nll`),
+    so each carries ``len(context) / pairs sharing it``. The rate store's ``pairs`` work and the
+    scoring job's ETA are measured in this weight, so a long pair late in a run does not fool them.
+    """
+    sharing: dict[str, int] = {}
+    for d, _ in pairs:
+        sharing[d] = sharing.get(d, 0) + 1
+    return [len(q) + max(len(d), 1) / sharing[d] for d, q in pairs]
 
 
 GROUP_PAIRS = 64  # pairs per scorer call (whole contexts) when results are cached as they come
@@ -416,15 +467,26 @@ def conditional_scores(
         # across its continuations), each group cached as soon as it is done: a cancel or an
         # error late in a long run keeps everything scored before it.
         groups = _context_groups(todo, GROUP_PAIRS) if cache is not None else [todo]
-        done = 0
-        progress(0, len(todo))
+        weight = dict(zip(todo, pair_work(todo), strict=True))
+        total_work = sum(weight.values())
+        rates = rate_store()
+        measured = rates.of_model(scorer.info, "pairs")
+        progress.expect(measured.work_per_s if measured is not None else None)
+        done, done_work = 0, 0.0
+        progress(0, len(todo), work=(0.0, total_work))
         for group in groups:
+            group_work = sum(weight[pair] for pair in group)
+            part = progress.slice(done, len(group), len(todo), work=(done_work, group_work, total_work))
             started = time.perf_counter()
-            values = scorer.conditional_nll(group, progress=progress.slice(done, len(group), len(todo)))
+            values = scorer.conditional_nll(group, progress=part)
             if len(values) != len(group):
                 raise RuntimeError(f"scorer returned {len(values)} values for {len(group)} pairs")
             seconds = time.perf_counter() - started
             record_computed(seconds, len(group))
+            # A local scorer records its speed as it goes (the lock held, so a wait is not counted):
+            # the ETA steadies on it, and the page's next plan knows it.
+            measured = rates.of_model(scorer.info, "pairs") or measured
+            progress.expect(measured.work_per_s if measured is not None else None)
             each = seconds / len(group)  # a group is scored at once: each pair gets its share
             for pair, value in zip(group, values, strict=True):
                 indices = missing[pair]
@@ -433,5 +495,6 @@ def conditional_scores(
                 if cache is not None:
                     cache.put(keys[indices[0]], {"nll": np.array(float(value), dtype=np.float64), SECONDS_FIELD: each})
             done += len(group)
-            progress(done, len(todo))
+            done_work += group_work
+            progress(done, len(todo), work=(done_work, total_work))
     return [float(v) for v in out]  # type: ignore[arg-type]

@@ -88,7 +88,7 @@ def _assert_complete_summary(at: AppTest) -> None:
     # No job to start: no Compute or Run button, and no estimate beyond seconds (the model-free question panel's is).
     assert not [
         b.label for b in at.button
-        if "Compute" in b.label or "Run" in b.label or ("≈" in b.label and not re.search(r"≈ \d+ s$", b.label))
+        if "Compute" in b.label or "Run" in b.label or re.search(r"\b(about \d+ min|\d+ h)\b", b.label)
     ]
     frames = [getattr(d.value, "data", d.value) for d in at.dataframe]
     (quality,) = [f for f in frames if "bc" in f.columns]

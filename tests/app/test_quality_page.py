@@ -20,7 +20,7 @@ from backend.chunking import ConfigEntry
 from backend.metrics.quality import boundary_clarity, chunk_stickiness
 from backend.text.document import Document
 from components.state import normalized_config
-from tests.support.apptest import open_page
+from tests.support.apptest import isolated_lab, open_page
 from tests.support.apptest import run as _run
 from tests.support.apptest import wait_job as _wait
 
@@ -37,13 +37,9 @@ CONFIGS = (
 
 @pytest.fixture(scope="module", autouse=True)
 def module_setup(tmp_path_factory):
-    """One output cache for the module and the default models."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path_factory.mktemp("quality-cache")))
-    mp.delenv("CHUNKLAB_LM", raising=False)
-    mp.delenv("CHUNKLAB_EMBEDDER", raising=False)
-    yield
-    mp.undo()
+    """One output cache and one rate store (a data directory) for the module, and the default models."""
+    with isolated_lab(tmp_path_factory.mktemp("quality-data")):
+        yield
 
 
 def _entries() -> list[dict]:
@@ -121,8 +117,8 @@ def test_uncached_run_shows_its_cost_then_scores_in_a_job() -> None:
     doc = Document.from_text(f"Run {uuid.uuid4().hex[:8]} begins. " + TEXT, source="fresh.txt")
     at = _open(doc)
     assert [t.value for t in at.title] == ["Quality"]
-    (info,) = [i.value for i in at.info if "pairs over about" in i.value]
-    assert "tokens/s" in info and "≈" in info
+    (info,) = [i.value for i in at.info if "pairs still missing" in i.value]
+    assert "a guess" in info or "measured on this machine" in info  # a figure says what it stands on
     assert "qual_job" not in at.session_state  # a long run never starts on its own
     assert not [d for d in at.dataframe if "cs_complete" in d.value.columns]
     # BC and DS only: adjacent pairs, so the run stays short on a busy CPU (CS is checked on cached scores below).
@@ -314,44 +310,65 @@ def _fresh(label: str) -> Document:
     return Document.from_text(f"{label} {uuid.uuid4().hex[:8]} here. " + TEXT, source=f"{label.lower()}.txt")
 
 
-def test_defaults_fit_a_cpu_and_the_button_shows_the_cost() -> None:
+def _expected_label(doc: Document, *, complete: bool) -> str:
+    """The run button's cost as the backend prices it: the pairs missing from the cache, at the measured speed."""
     from backend.chunkers import run_chunker
-    from backend.metrics.cost import DEFAULT_PAIR_WINDOW, DEFAULT_TOKENS_PER_S, cost_estimate, cost_label
+    from backend.lab.models import default_lm_identity
+    from backend.metrics.cost import Throughput, cost_label, pair_cost
+    from backend.models.cache import default_cache
+
+    _name, fingerprint, _error = default_lm_identity(None)
+    speed = Throughput.measured_for(fingerprint)
+    texts = [[c.text for c in run_chunker(doc, e.config).chunks] for e in _entries()]
+    cost = pair_cost(texts, complete=complete, window=3, fingerprint=fingerprint, kind="lm", cache=default_cache(),
+                     throughput=speed)
+    return cost_label({"pairs": cost.pairs, "seconds": cost.seconds, "measured": speed.measured})
+
+
+def test_defaults_fit_a_cpu_and_the_button_shows_the_cost() -> None:
+    from backend.metrics.cost import DEFAULT_PAIR_WINDOW
 
     doc = _fresh("Defaults")
     at = _open(doc)
     assert at.multiselect(key="qual_metrics").value == ["bc", "ds"]  # adjacent pairs only: n passes, not n²
     assert at.number_input(key="qual_window").value == DEFAULT_PAIR_WINDOW == 3
-    chunkings = [run_chunker(doc, e.config) for e in _entries()]
-    counts = [ch.token_counts for ch in chunkings]
-    texts = [[c.text for c in ch.chunks] for ch in chunkings]  # the page counts distinct pairs, as its job does
-    want = cost_estimate(counts, complete=False, window=3, tokens_per_s=DEFAULT_TOKENS_PER_S, chunk_texts=texts)
+    want = _expected_label(doc, complete=False)
     button = at.button(key="qual_run")
-    assert button.label.startswith("Score with ") and button.label.endswith(": " + cost_label(want))
+    assert button.label.startswith("Score with ") and button.label.endswith(": " + want)
     assert not button.disabled and not _has(at, "qual_confirm")  # seconds, not minutes: one click
     # CS with the default window costs more passes, and the label follows.
     at.multiselect(key="qual_metrics").set_value(["bc", "cs", "ds"])
     _run(at)
-    windowed = cost_estimate(counts, complete=True, window=3, tokens_per_s=DEFAULT_TOKENS_PER_S, chunk_texts=texts)
-    assert windowed["pairs"] > want["pairs"]
-    assert at.button(key="qual_run").label.endswith(": " + cost_label(windowed))
+    windowed = _expected_label(doc, complete=True)
+    assert int(windowed.split(" pairs")[0].replace(",", "")) > int(want.split(" pairs")[0].replace(",", ""))
+    assert at.button(key="qual_run").label.endswith(": " + windowed)
     assert "qual_job" not in at.session_state
 
 
 def test_a_run_over_ten_minutes_asks_for_confirmation() -> None:
-    from backend.chunkers import run_chunker
-    from backend.metrics.cost import Throughput, cost_estimate, format_seconds
+    from backend.models.rates import HORIZON_SECONDS, RateKey, rate_store
+    from backend.models.scorer import load_scorer
 
     doc = _fresh("Confirm")
+    key = RateKey.of(load_scorer(None).info, "pairs")
+    rate_store().record(key, units=1, work=30.0, seconds=HORIZON_SECONDS)  # a very slow machine: minutes → hours
+    try:
+        _confirm_a_slow_run(doc, key)
+    finally:  # the module's later jobs run at a plausible speed again (the store keeps the last 300 s)
+        rate_store().record(key, units=300, work=180_000.0, seconds=HORIZON_SECONDS)
+
+
+def _confirm_a_slow_run(doc: Document, key) -> None:
+    from backend.metrics.cost import Throughput, format_seconds
+
     at = _open(doc)
-    at.session_state["qual_throughput"] = Throughput(0.1, measured=True)  # a very slow machine: minutes → hours
-    _run(at)
-    counts = [run_chunker(doc, e.config).token_counts for e in _entries()]
-    cost = cost_estimate(counts, complete=False, window=3, tokens_per_s=0.1)
-    assert cost["seconds"] > 600
-    assert f"≈ {format_seconds(cost['seconds'])}" in at.button(key="qual_run").label
+    slow = Throughput.measured_for(key.model)
+    assert slow.measured and slow.chars_per_s == pytest.approx(0.1)
+    want = _expected_label(doc, complete=False)
+    seconds = want.split(", ", 1)[1]
+    assert at.button(key="qual_run").label.endswith(want) and format_seconds(601) != seconds
     box = at.checkbox(key="qual_confirm")
-    assert not box.value and f"≈ {format_seconds(cost['seconds'])}" in box.label and "10.0 min" in box.label
+    assert not box.value and f"Yes, run for {seconds} (over about 10 min" in box.label
     assert at.button(key="qual_run").disabled  # nothing starts on one click
     box.check()
     _run(at)

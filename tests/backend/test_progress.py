@@ -40,8 +40,8 @@ def test_labels_count_the_unit_and_the_eta_is_the_measured_rate():
     tracker(4152, 4152)
     assert seen == [
         (0.0, None, "0 / 4,152 tokens"),
-        (0.25, 6.0, "1,038 / 4,152 tokens · ETA 6s"),
-        (0.5, 4.0, "2,076 / 4,152 tokens · ETA 4s"),
+        (0.25, 6.0, "1,038 / 4,152 tokens · ETA 6 s"),
+        (0.5, 4.0, "2,076 / 4,152 tokens · ETA 4 s"),
         (1.0, None, "4,152 / 4,152 tokens"),
     ]
 
@@ -56,9 +56,9 @@ def test_the_rate_is_measured_from_the_first_report_and_a_new_count_starts_afres
     tracker(3, 12)  # 3 texts in 2 s: 9 left, 6 s
     assert [(eta, label) for _f, eta, label in seen] == [
         (None, "10 / 40 pairs"),
-        (60.0, "20 / 40 pairs · ETA 60s"),
+        (60.0, "20 / 40 pairs · ETA 60 s"),
         (None, "0 / 12 texts"),
-        (6.0, "3 / 12 texts · ETA 6s"),
+        (6.0, "3 / 12 texts · ETA 6 s"),
     ]
 
 
@@ -74,10 +74,10 @@ def test_queued_says_so_and_the_wait_is_not_counted_in_the_rate():
     tracker(30, 100)  # 20 tokens in 2 s since the wait ended: 70 left, 7 s
     assert seen == [
         (0.0, None, "0 / 100 tokens"),
-        (0.1, 9.0, "10 / 100 tokens · ETA 9s"),
+        (0.1, 9.0, "10 / 100 tokens · ETA 9 s"),
         (0.1, None, QUEUED),
         (0.1, None, "10 / 100 tokens"),
-        (0.3, 7.0, "30 / 100 tokens · ETA 7s"),
+        (0.3, 7.0, "30 / 100 tokens · ETA 7 s"),
     ]
     assert not tracker.cancelled
     token.cancel()
@@ -98,7 +98,7 @@ def test_parts_keep_their_own_unit_count_and_eta():
     part(200, 200)  # reported once the wait is over
     assert seen == [
         (0.25, None, "configuration 2 of 4 · 0 / 200 tokens"),
-        (0.375, 4.0, "configuration 2 of 4 · 100 / 200 tokens · ETA 4s for this one"),
+        (0.375, 4.0, "configuration 2 of 4 · 100 / 200 tokens · ETA 4 s for this one"),
         (0.375, None, "configuration 2 of 4 · " + QUEUED),
     ]
 
@@ -109,7 +109,7 @@ def test_one_part_of_one_is_the_whole_bar_and_unnamed():
     whole.set_unit("texts")
     whole(0, 10)
     whole(5, 10)
-    assert seen == [(0.0, None, "0 / 10 texts"), (0.5, 2.0, "5 / 10 texts · ETA 2s")]
+    assert seen == [(0.0, None, "0 / 10 texts"), (0.5, 2.0, "5 / 10 texts · ETA 2 s")]
 
 
 def test_parts_nest_their_names_and_their_shares():
@@ -120,7 +120,7 @@ def test_parts_nest_their_names_and_their_shares():
     level(250, 1000)  # 250 tokens in 10 s: 750 left, 30 s
     assert seen == [
         ((2 + (1 + 0.0) / 4) / 3, None, "configuration 3 of 3 · level 2 of 4 · 0 / 1,000 tokens"),
-        ((2 + (1 + 0.25) / 4) / 3, 30.0, "configuration 3 of 3 · level 2 of 4 · 250 / 1,000 tokens · ETA 30s for this one"),
+        ((2 + (1 + 0.25) / 4) / 3, 30.0, "configuration 3 of 3 · level 2 of 4 · 250 / 1,000 tokens · ETA 30 s for this one"),
     ]
     assert seen[1][0] == pytest.approx(0.7708333)
     unnamed, seen = _tracker(0.0)
@@ -167,7 +167,7 @@ def test_a_slice_reports_a_group_as_units_of_the_whole_count_in_its_parents_unit
     group(4, 4)
     assert seen == [
         ((1 + 10 / 20) / 2, None, "configuration 2 of 2 · 10 / 20 pairs"),
-        ((1 + 15 / 20) / 2, 1.0, "configuration 2 of 2 · 15 / 20 pairs · ETA 1s for this one"),
+        ((1 + 15 / 20) / 2, 1.0, "configuration 2 of 2 · 15 / 20 pairs · ETA 1 s for this one"),
     ]
 
 
@@ -254,12 +254,12 @@ def test_a_nested_childs_progress_reaches_the_job(monkeypatch):
         assert (job.label, job.partial) == (prefix + "10 / 20 tokens", "half")
         steps.resume()
         steps.next()
-        assert (job.label, job.fraction) == (prefix + "12 / 20 tokens · ETA 8s for this one", (1 + (0 + 12 / 20) / 3) / 2)
+        assert (job.label, job.fraction) == (prefix + "12 / 20 tokens · ETA 8 s for this one", (1 + (0 + 12 / 20) / 3) / 2)
         steps.resume()
         assert job.wait(10)
     finally:
         steps.resume()
-    assert (job.state, job.result, job.label) == ("done", "scored", prefix + "15 / 20 tokens · ETA 5s for this one")
+    assert (job.state, job.result, job.label) == ("done", "scored", prefix + "15 / 20 tokens · ETA 5 s for this one")
 
 
 def test_a_cancel_reaches_a_nested_child_of_the_job():

@@ -134,9 +134,9 @@ def test_one_model_configuration_counts_its_tokens_as_it_goes(cache):
     assert n == 35
     assert seen == [
         (0.0, None, "0 / 35 tokens"),
-        (10 / 35, 2.5, "10 / 35 tokens · ETA 3s"),  # 25 left at 10 tokens/s (seconds rounded up)
-        (20 / 35, 1.5, "20 / 35 tokens · ETA 2s"),
-        (30 / 35, 0.5, "30 / 35 tokens · ETA 1s"),
+        (10 / 35, 2.5, "10 / 35 tokens · ETA 3 s"),  # 25 left at 10 tokens/s (seconds rounded up)
+        (20 / 35, 1.5, "20 / 35 tokens · ETA 2 s"),
+        (30 / 35, 0.5, "30 / 35 tokens · ETA 1 s"),
         (1.0, None, "35 / 35 tokens"),
     ]
 

@@ -23,10 +23,13 @@ from backend.lab.quality import (
     quality_settings,
     quality_view,
 )
-from backend.metrics.cost import Throughput
+from backend.metrics.cost import Throughput, format_seconds
+from backend.metrics.quality import pair_requests
 from backend.metrics.report import QualitySettings, table_rows
 from backend.metrics.scores import score_chunkings, table_key
 from backend.models.cache import OutputCache
+from backend.models.rates import RateKey, rate_store
+from backend.models.scoring import conditional_scores, pair_work
 from backend.text.document import Document
 from tests.support.quality import Counting, LengthScorer, SeededEmbedder
 
@@ -38,7 +41,8 @@ CONFIGS = (
     ChunkerConfig.make("recursive", {"chunk_size": 12, "chunk_overlap": 0}),
     ChunkerConfig.make("fixed_token", {"chunk_size": 10, "chunk_overlap": 0}),
 )
-SLOW = Throughput(10.0, measured=True)  # 10 tokens/s: the costs below read in seconds
+SLOW = Throughput(10.0, 0.5, measured=True)  # 10 characters/s: the costs below read in seconds
+LENGTH_PAIRS = RateKey("fp-length-scorer", "lm", "cpu", "float32", "pairs")  # where the stand-in's speed is kept
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +61,12 @@ def chunked(doc: Document) -> list:
 @pytest.fixture
 def cache(tmp_path) -> OutputCache:
     return OutputCache(tmp_path / "cache")
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch) -> None:
+    """A fresh data directory: no speed is measured until a test records one."""
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path / "data"))
 
 
 def _models(scorer=None) -> SessionModels:
@@ -96,20 +106,57 @@ def test_missing_pairs_and_their_cost_are_counted_exactly(doc, chunked, cache) -
     plan = plan_quality(doc, chunked, _models(), metrics=["bc", "cs"], window=2, store={}, throughput=SLOW, cache=cache)
     assert [c.entry.tag for c in plan.to_score] == ["A", "B"] and plan.found == {}
     # 4 chunks each: 4 unconditional passes + 10 ordered pairs with |i - j| <= 2, no chunk shared.
-    assert (plan.cost.pairs, plan.cost.tokens, plan.cost.seconds) == (28, 155 + 156, pytest.approx(31.1))
-    assert plan.cost_note == (
-        "Scoring A, B costs **28** pairs over about **311** tokens: ≈ 31 s at 10 tokens/s (measured on your last run). "
-    )
-    assert plan.run_label == "Score with length-scorer: 28 pairs, ≈ 31 s"
+    chars = sum(pair_work(list(dict.fromkeys(r for _, ch in chunked for r in pair_requests(
+        [c.text for c in ch.chunks], complete=True, window=2)))))
+    assert chars == pytest.approx(1385.0)
+    assert (plan.cost.pairs, plan.cost.total_pairs, plan.cost.tokens, plan.cost.seconds) == (
+        28, 28, 155 + 156, pytest.approx(138.5))
+    assert plan.cost_note == "Scoring A, B costs **28** pairs still missing: about 2 min at 0.5 pairs/s, measured on this machine."
+    assert plan.run_label == "Score with length-scorer: 28 pairs, about 2 min"
     assert plan.confirm_label is None
     # Every pair (no window) on a very slow machine: hours, so a tick first; DS adds its sentence.
     slow = plan_quality(doc, chunked, _models(), metrics=["bc", "cs", "ds"], window=None, store={},
-                        throughput=Throughput(0.05, measured=True), cache=cache)
+                        throughput=Throughput(0.05, 0.01, measured=True), cache=cache)
     assert slow.cost.pairs == 2 * (4 + 12)
     assert slow.cost_note.endswith(
-        "(measured on your last run). A pair window w cuts the cost of CS. Embedding the chunks for DS takes seconds."
+        "measured on this machine. A pair window w cuts the cost of CS. Embedding **8** chunks for DS "
+        "(seeded-embedder): time measured on the first run."
     )
-    assert slow.confirm_label == "Yes, run for ≈ 1.9 h (over 10.0 min at this speed)"
+    assert slow.confirm_label == "Yes, run for 8 h 15 min (over about 10 min at this machine's measured speed)"
+
+
+def test_with_nothing_measured_the_time_is_a_labelled_guess(doc, chunked, cache) -> None:
+    plan = plan_quality(doc, chunked, _models(), metrics=["bc"], window=None, store={}, cache=cache)
+    assert not plan.throughput.measured and plan.cost.pairs == 14
+    assert plan.run_label == "Score with length-scorer: 14 pairs, 2 s (a guess)"
+    assert plan.cost_note == (
+        "Scoring A, B costs **14** pairs still missing: 2 s — a guess (600 characters/s) until the first run "
+        "measures this machine."
+    )
+
+
+def test_the_speed_measured_for_the_model_comes_first(doc, chunked, cache) -> None:
+    rate_store().record(LENGTH_PAIRS, units=20, work=400.0, seconds=10.0)  # 2 pairs/s, 40 characters/s
+    plan = plan_quality(doc, chunked, _models(), metrics=["bc"], window=None, store={}, throughput=SLOW, cache=cache)
+    assert plan.throughput == Throughput(40.0, 2.0, measured=True)
+    assert plan.cost.seconds == pytest.approx(793.0 / 40.0)  # the 14 pairs' 793 characters at 40 characters/s
+    assert plan.run_label == "Score with length-scorer: 14 pairs, 20 s"
+
+
+def test_scoring_some_pairs_drops_the_count_by_exactly_those(doc, chunked, cache) -> None:
+    before = plan_quality(doc, chunked, _models(), metrics=["bc", "cs"], window=2, store={}, throughput=SLOW,
+                          cache=cache)
+    assert (before.cost.pairs, before.cost.total_pairs) == (28, 28)
+    requests = pair_requests([c.text for c in chunked[1][1].chunks], complete=True, window=2)
+    conditional_scores(requests[:9], LengthScorer(), cache=cache)  # the job stopped after 9 of B's pairs
+    after = plan_quality(doc, chunked, _models(), metrics=["bc", "cs"], window=2, store={}, throughput=SLOW,
+                         cache=cache)
+    assert (after.cost.pairs, after.cost.total_pairs) == (28 - 9, 28)
+    every = dict.fromkeys(r for _, ch in chunked for r in pair_requests([c.text for c in ch.chunks], complete=True,
+                                                                         window=2))
+    left = [r for r in every if r not in set(requests[:9])]
+    assert after.cost.seconds == pytest.approx(sum(pair_work(left)) / 10.0)
+    assert after.cost_note.startswith("Scoring A, B costs **19** pairs still missing (9 of 28 already scored): ")
 
 
 def test_only_what_is_missing_is_counted(doc, chunked, cache) -> None:
@@ -117,6 +164,7 @@ def test_only_what_is_missing_is_counted(doc, chunked, cache) -> None:
     plan = plan_quality(doc, chunked, _models(), metrics=["bc"], window=3, store={}, cache=cache)
     assert [c.missing for c in plan.configs] == [False, True]
     assert (plan.cost.pairs, plan.cost.tokens) == (4 + 3, 30 + 23 + 37)  # B's: contexts, continuations, unconditional
+    assert plan.cost.total_pairs == 7
     assert list(plan.found) == [table_key(chunked[0][1], "fp-length-scorer", complete=False, window=3)]
     # CS too: A's adjacent table still gives BC, but the table CS needs is missing.
     plan = plan_quality(doc, chunked, _models(), metrics=["bc", "cs"], window=3, store={}, cache=cache)
@@ -129,7 +177,15 @@ def test_only_embeddings_missing_says_so(doc, chunked, cache) -> None:
     _score(chunked, cache, complete=False, window=3, embed=False)
     plan = plan_quality(doc, chunked, _models(), metrics=["bc", "ds"], window=3, store={}, cache=cache)
     assert plan.to_score == () and [c.vectors_missing for c in plan.configs] == [True, True]
-    assert plan.cost_note == "A, B: the chunks need embedding for DS (seeded-embedder); it takes seconds."
+    assert plan.cost_note == (
+        "A, B: the chunks need embedding for DS. Embedding **8** chunks for DS (seeded-embedder): time measured on "
+        "the first run."
+    )
+    rate_store().record(RateKey.of(SeededEmbedder.info, "embed"), units=10, work=50.0, seconds=1.0)  # 50 chars/s
+    texts = sum(len(c.text) for _, ch in chunked for c in ch.chunks)
+    measured = plan_quality(doc, chunked, _models(), metrics=["bc", "ds"], window=3, store={}, cache=cache)
+    assert measured.cost.embed.seconds == pytest.approx(texts / 50.0)
+    assert measured.cost_note.endswith(f"(seeded-embedder): {format_seconds(texts / 50.0)}.")
     assert plan.run_label == "Embed the chunks" and plan.confirm_label is None
     assert plan.job is not None and not plan.job.needs_lm  # the language model is not loaded to embed
     default = plan_quality(doc, chunked, SessionModels.of(LengthScorer()), metrics=["ds"], window=3, store={},
@@ -161,20 +217,19 @@ def test_the_job_scores_everything_and_folding_fills_the_store(doc, chunked, cac
     run = plan.job.body(scorer, None)
     assert scorer.calls == 1 and len(run.results) == 2
     store: dict = {"doc": doc.id}
-    assert fold_scoring(plan, run, store) == plan.throughput  # a run of seconds says nothing of the speed
+    assert fold_scoring(plan, run, store) == plan.throughput  # the stand-in scorer measures no speed
     assert set(store) == {"doc", *(c.table_key for c in plan.configs)}
     after = plan_quality(doc, chunked, _models(scorer), metrics=["bc", "cs"], window=2, store=store, cache=cache)
     assert after.missing == () and after.found == {} and after.job is None
     np.testing.assert_allclose(after.configs[0].table.cond, plan.configs[0].table.cond)
 
 
-def test_folding_a_long_run_measures_the_speed(doc, chunked, cache) -> None:
+def test_folding_returns_the_speed_measured_for_the_model(doc, chunked, cache) -> None:
     plan = plan_quality(doc, chunked, _models(), metrics=["bc"], window=None, store={}, cache=cache)
     run = plan.job.body(LengthScorer(), None)
-    long_run = replace(run, seconds=0.5)
-    assert fold_scoring(plan, long_run, {}) == plan.throughput  # too few tokens to tell
-    big = replace(plan, cost=replace(plan.cost, tokens=6_000))
-    assert fold_scoring(big, replace(run, seconds=30.0), {}) == Throughput(200.0, measured=True)
+    assert fold_scoring(plan, run, {}) == plan.throughput  # the stand-in measures nothing: still the guess
+    rate_store().record(LENGTH_PAIRS, units=30, work=600.0, seconds=3.0)  # what a local scorer records as it goes
+    assert fold_scoring(plan, run, {}) == Throughput(200.0, 10.0, measured=True)
 
 
 def test_view_rows_notes_and_csv(doc, chunked, cache) -> None:

@@ -70,7 +70,7 @@ def _score(chunked, cache, *, complete=True, embed=True) -> None:
 
 def test_nothing_computed_yet_plans_the_quality_pages_job(doc, entries, chunked, cache) -> None:
     view = summary_view(doc, entries, chunked, _models(), quality=QUALITY, store={},
-                        throughput=Throughput(10.0, measured=True), cache=cache)
+                        throughput=Throughput(10.0, 0.5, measured=True), cache=cache)
     assert [r.tag for r in view.summary.rows] == ["A", "B"]
     assert view.missing == {"quality": ["A", "B"], "retrieval": ["A", "B"]} and view.to_score == ("A", "B")
     assert view.verdict == (
@@ -82,7 +82,7 @@ def test_nothing_computed_yet_plans_the_quality_pages_job(doc, entries, chunked,
         "benchmark on questions whose answers are in its text."
     )
     assert view.elsewhere is None
-    assert view.quality_run_label == "Compute BC, CS and DS for A, B with length-scorer: 28 pairs, ≈ 31 s"
+    assert view.quality_run_label == "Compute BC, CS and DS for A, B with length-scorer: 28 pairs, about 2 min"
     # The same plan as the Quality page's with BC, CS and DS picked under the same settings: one job, not two.
     quality_page = plan_quality(doc, chunked, _models(), metrics=["bc", "cs", "ds"], window=2, store={}, cache=cache)
     assert view.quality.job.signature == quality_page.job.signature

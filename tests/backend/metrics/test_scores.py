@@ -160,7 +160,9 @@ def test_the_job_counts_the_pairs_its_cost_estimate_counts(tmp_path) -> None:
     assert [f for f, _ in labels] == sorted(f for f, _ in labels)
 
 
-def test_embedding_alone_counts_texts(tmp_path) -> None:
+def test_embedding_alone_counts_texts(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path / "data"))  # no embedding speed measured yet: no ETA
+
     class Embedder:
         info = ModelInfo("emb", "tests", "embedder", 0, "cpu", "float32", "fp-emb-count")
 
