@@ -42,7 +42,7 @@ from backend.models.devices import (
     suggest_batch_size,
 )
 from backend.models.hub import hub_reachable
-from backend.models.lm import file_sha256
+from backend.models.lm import LOADING_LOCK, file_sha256
 from backend.models.types import ModelInfo
 from backend.progress import Progress, acquired
 from backend.tokenizers import minilm_dir
@@ -222,6 +222,10 @@ def load_embedder(spec: str | None = None, device: str | None = None) -> Embedde
     apply_thread_setting()
     key = (resolved, dev)
     with _lock:
+        hit = _loaded.get(key)
+    if hit is not None:
+        return hit
+    with LOADING_LOCK, _lock:  # one model loads at a time in a process (see LOADING_LOCK)
         hit = _loaded.get(key)
         if hit is None:
             hit = _loaded[key] = _load(resolved, dev)

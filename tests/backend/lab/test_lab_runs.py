@@ -8,6 +8,9 @@ its forward passes at once.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -16,10 +19,12 @@ import pytest
 from backend.chunkers import make_chunker
 from backend.lab.models import SessionModels
 from backend.lab.runs import MODEL_GROUPS, model_group, plan_model_runs, runs_cover
+from backend.models.chat import LocalChat
 from backend.models.embedder import load_embedder
 from backend.models.scorer import load_scorer
 from backend.progress import QUEUED, Progress
 from backend.text.document import Document
+from tests.conftest import ROOT
 
 TEXT = (
     "The lighthouse was built in 1851. Its lamp burned whale oil. Keepers climbed the steps at dusk. "
@@ -142,3 +147,55 @@ def test_two_jobs_on_one_embedder_take_turns_batch_by_batch(cache, monkeypatch) 
     assert all(e1 <= s2 for (_, e1), (s2, _) in zip(spans, spans[1:])), "two forward passes ran at once"
     assert QUEUED in labels["first"] + labels["second"]  # the waiting job's bar said so
     assert labels["first"][-1] == labels["second"][-1] == "12 / 12"
+
+
+def test_the_bundled_chat_model_waits_its_turn_on_the_language_model(cache) -> None:
+    # The local chat model is the scorer's SmolLM2: a chat job beside a scoring job takes turns with it.
+    scorer = load_scorer(None, "cpu")
+    chat = LocalChat(lm=scorer.lm)
+    labels: list[str] = []
+    replies: list[str] = []
+
+    def ask() -> None:
+        progress = Progress(lambda f, eta, label: labels.append(label))
+        replies.append(chat.complete([{"role": "user", "content": "Say yes."}], max_tokens=2, progress=progress))
+
+    worker = threading.Thread(target=ask)
+    with scorer.lm.lock:
+        worker.start()
+        assert _wait_for(lambda: QUEUED in labels)
+        assert replies == []
+    worker.join(120)
+    assert len(replies) == 1 and isinstance(replies[0], str)
+
+
+_LOAD_BOTH = """
+import threading, traceback
+import PIL.Image  # as backend.jobs.start_job imports it first
+from backend.models.embedder import load_embedder
+from backend.models.scorer import load_scorer
+errors = []
+def run(fn):
+    try:
+        fn()
+    except Exception:
+        errors.append(traceback.format_exc(limit=1))
+jobs = [threading.Thread(target=run, args=(lambda: load_scorer(None, "cpu"),)),
+        threading.Thread(target=run, args=(lambda: load_embedder(None, "cpu").embed(["a lighthouse"]),))]
+for job in jobs:
+    job.start()
+for job in jobs:
+    job.join()
+print(errors)
+"""
+
+
+def test_two_jobs_load_their_models_at_once_in_a_fresh_process() -> None:
+    # Without LOADING_LOCK, one of two threads importing transformers together was handed a
+    # partially initialized module about every other time ("cannot import name 'AutoModelForCausalLM'").
+    out = subprocess.run(
+        [sys.executable, "-c", _LOAD_BOTH], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "CHUNKLAB_TORCH_THREADS": "1"},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
