@@ -64,7 +64,7 @@ class PageKeys:
 
     @property
     def lm_job(self) -> str:
-        """The model-run panel's background job."""
+        """The model-run panel's job of the language model's configurations (``group_job("lm")``)."""
         return self("lm_job")
 
     @property
