@@ -31,6 +31,7 @@ __all__ = [
     "default_device_spec",
     "default_precision_spec",
     "torch_threads",
+    "default_torch_threads",
     "default_lm_spec",
     "default_embedder_spec",
     # the Hugging Face hub
@@ -148,15 +149,30 @@ def default_precision_spec() -> str:
     return _get("CHUNKLAB_PRECISION").lower()
 
 
-def torch_threads() -> int | None:
-    """The CPU threads torch may use (``CHUNKLAB_TORCH_THREADS``); None when unset or not a positive integer.
+def default_torch_threads() -> int:
+    """The CPU threads torch gets when ``CHUNKLAB_TORCH_THREADS`` is unset: half the cores this process may use, at least 1.
 
-    torch's default (one per core) is fastest on an idle machine; where other processes share
-    a few cores, fewer threads avoid the slow-down of threads waiting on each other (measured on
-    a loaded 2-core machine: 1 thread several times faster than 2).
+    Model jobs run side by side (one per model: language model, embedder, chat model), and
+    torch's thread pool is one per process: with torch's own default (one thread per core) two
+    jobs run twice as many threads as there are cores, and a thread that waits for a core
+    slows its whole forward pass down. Measured with ``bench/bench_threads.py`` on the
+    project's shared 2-core machine (load average 2 to 7; the numbers are in the README's
+    ``CHUNKLAB_TORCH_THREADS`` row): 2 threads instead of 1 made SmolLM2 and MiniLM at most
+    1.7x faster in a quiet moment, and 2.6x to 10x slower in the median round; the two models'
+    jobs side by side took 0.8x to 3.3x as long. Half the cores keeps two jobs within the cores
+    on larger machines too.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // 2)
+
+
+def torch_threads() -> int:
+    """The CPU threads torch uses for the models: ``CHUNKLAB_TORCH_THREADS``, else :func:`default_torch_threads`.
+
+    A value that is not a positive integer falls back to the default.
     """
     raw = _get("CHUNKLAB_TORCH_THREADS")
-    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+    return int(raw) if raw.isdigit() and int(raw) > 0 else default_torch_threads()
 
 
 def default_lm_spec() -> str:

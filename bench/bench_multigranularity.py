@@ -508,6 +508,7 @@ def main() -> None:
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+        os.environ["CHUNKLAB_TORCH_THREADS"] = str(args.threads)  # the model loaders apply it
     t_all = time.perf_counter()
     out: dict[str, Any] = {"torch_threads": torch.get_num_threads(), "load_start": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="bench-multi-") as tmp:

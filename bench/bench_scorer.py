@@ -167,6 +167,7 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+        os.environ["CHUNKLAB_TORCH_THREADS"] = str(args.threads)  # the model loaders apply it
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
     if args.kernels:
         compare_kernels(args)

@@ -64,7 +64,7 @@ class PageKeys:
 
     @property
     def lm_job(self) -> str:
-        """The model-run panel's background job."""
+        """The model-run panel's job of the language model's configurations (``group_job("lm")``)."""
         return self("lm_job")
 
     @property
@@ -81,6 +81,23 @@ class PageKeys:
     def lm_cancel(self) -> str:
         """The Cancel button of the panel's job."""
         return self("lm_cancel")
+
+    # One job per model group (backend.lab.runs.model_group: lm, embedder, chat); the lm group's keys are the above.
+    def group_job(self, group: str) -> str:
+        """The model-run panel's job of model group ``group``."""
+        return self(f"{group}_job")
+
+    def group_run(self, group: str) -> str:
+        """The "Run with <model>" button of ``group``'s job."""
+        return self(f"{group}_run")
+
+    def group_rerun(self, group: str) -> str:
+        """The "run again" button of ``group``'s job."""
+        return self(f"{group}_rerun")
+
+    def group_cancel(self, group: str) -> str:
+        """The Cancel button of ``group``'s job."""
+        return self(f"{group}_cancel")
 
 
 COMPARE = PageKeys("cmp")

@@ -34,7 +34,7 @@ from backend.jobs import Job
 from backend.lab.compare import chunk_entries, pending, ready
 from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
-from backend.lab.runs import plan_model_runs, runs_cover
+from backend.lab.runs import GroupRun, model_group, plan_model_runs, runs_cover
 from backend.models.types import ModelInfo
 from backend.text.document import Document
 from components.cached import chunk_document, chunk_with_model
@@ -186,16 +186,18 @@ def waiting_note(
 ) -> tuple[str, Callable[[], None] | None]:
     """What a configuration's card says while it has no chunks, and a callback that runs it again.
 
-    ``Waiting for <the models it needs>…`` while its run is queued or running; when the panel's
-    run for it was cancelled or failed, that, with a callback (for a button's ``on_click``)
-    after which :func:`pending_runs_panel` starts the run again.
+    ``Waiting for <the models it needs>…`` while its group's run (:func:`backend.lab.runs.model_group`)
+    is queued or running; when that run was cancelled or failed, that, with a callback (for a
+    button's ``on_click``) after which :func:`pending_runs_panel` starts the run again. Another
+    group's job never speaks for this card.
     """
     models = lm.needed_by(config)
-    job: Job | None = st.session_state.get(keys.lm_job)
+    job_key = keys.group_job(model_group(config))
+    job: Job | None = st.session_state.get(job_key)
     ended = job is not None and not job.running and runs_cover(job.meta.get("signature"), doc, lm, config)
     if ended and job.state in ("cancelled", "failed"):
         what = "was cancelled" if job.state == "cancelled" else "failed"
-        return f"The run with {models} {what}.", partial(_forget_job, keys.lm_job)
+        return f"The run with {models} {what}.", partial(_forget_job, job_key)
     return f"Waiting for {models}…", None
 
 
@@ -206,39 +208,59 @@ def pending_runs_panel(
     keys: PageKeys,
     preview: Callable[[Job], None] | None = None,
 ) -> None:
-    """Run the model-backed configurations that are not cached, in a background job, with progress and cancel.
+    """Run the model-backed configurations that are not cached in background jobs, one per model, side by side.
 
-    Starts on its own (once per document, model and set of configurations); after a cancel
-    or a failure a "Run with <model>" button starts it again. The finished job's outcomes
-    (:func:`backend.chunkers.run.run_configs`: a chunking or a one-line error each) go to
-    ``st.session_state[keys.lm_results]`` (this document's only), read by
-    :func:`model_chunking`, and the page reruns to show them. ``preview(job)`` draws what
-    the running job has published so far under its bar (see :func:`model_job_panel`).
+    :func:`backend.lab.runs.plan_model_runs` splits them by the model they run (language
+    model, embedder, chat model); each group's job starts on its own (once per document,
+    models and set of configurations) with its own progress bar and Cancel button, and runs at
+    the same time as the others (jobs on one model take turns: the waiting one's bar says it
+    is queued). After a cancel or a failure a "Run with <model>" button starts that group's job
+    again. A finished job's outcomes (:func:`backend.chunkers.run.run_configs`: a chunking or a
+    one-line error each) go to ``st.session_state[keys.lm_results]`` (this document's only),
+    read by :func:`model_chunking`, and the page reruns to show them while the other groups
+    go on. ``preview(job)`` draws what the language model's running job has published so far
+    under its bar (see :func:`model_job_panel`).
     """
-    plan = plan_model_runs(doc, lm, configs)
+    runs = plan_model_runs(doc, lm, configs)
     n = len(configs)
-    models = plan.model
+    names = " and ".join(dict.fromkeys(run.plan.model for run in runs))
+    together = " side by side" if len(runs) > 1 else ""
     st.caption(
         f"{n} configuration{'s' if n != 1 else ''} use{'s' if n == 1 else ''} a model: "
-        f"running {'it' if n == 1 else 'them'} with {models} in the background."
+        f"running {'it' if n == 1 else 'them'} with {names}{together} in the background."
     )
+    arrived = False
+    for run in runs:
+        arrived = _group_panel(doc, lm, run, keys, preview if run.group == "lm" else None, several=len(runs) > 1) or arrived
+    if arrived:
+        st.rerun()
+
+
+def _group_panel(
+    doc: Document, lm: SessionModels, run: GroupRun, keys: PageKeys, preview: Callable[[Job], None] | None,
+    *, several: bool,
+) -> bool:
+    """One group's job in the panel; whether its finished outcomes were new (stored: the page must rerun)."""
+    plan, group = run.plan, run.group
+    models = plan.model
     job = model_job_panel(
-        keys.lm_job, plan, run_label=f"Run with {models}", run_key=keys.lm_run,
-        cancel_key=keys.lm_cancel, what="The model run", preview=preview,
-        resume=lm.scoring_resume_note(doc.text) if plan.needs_lm else None,
+        keys.group_job(group), plan, run_label=f"Run with {models}", run_key=keys.group_run(group),
+        cancel_key=keys.group_cancel(group), what=f"The run with {models}" if several else "The model run",
+        preview=preview, resume=lm.scoring_resume_note(doc.text) if plan.needs_lm else None,
     )
     if job is None:
-        return
+        return False
     held = {k: v for k, v in st.session_state.get(keys.lm_results, {}).items() if k[0] == doc.id}
     fresh = {(doc.id, lm.models_key, outcome.config): outcome for outcome in job.result}
     if any(k not in held for k in fresh):
         held.update(fresh)
         st.session_state[keys.lm_results] = held
-        st.rerun()
+        return True
     st.warning(f"{models} ran, but the results are missing: run again.", icon=":material/warning:")
-    if st.button(f"Run with {models}", key=keys.lm_rerun, icon=":material/play_arrow:"):
-        st.session_state[keys.lm_job] = start_plan(plan)
+    if st.button(f"Run with {models}", key=keys.group_rerun(group), icon=":material/play_arrow:"):
+        st.session_state[keys.group_job(group)] = start_plan(plan)
         st.rerun()
+    return False
 
 
 def page_chunkings(

@@ -44,6 +44,7 @@ from backend.models.rates import RateKey, rate_store
 from backend.models.lm import load_lm
 from backend.models.openai_compat import Endpoint, Service
 from backend.models.timing import SECONDS_FIELD, record_cached, record_computed
+from backend.progress import Progress, acquired
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -214,8 +215,14 @@ class ChatModel(Protocol):
     @property
     def name(self) -> str: ...
 
-    def complete(self, messages: Messages, *, max_tokens: int, temperature: float = 0.0) -> str:
-        """The reply to ``messages`` (at most ``max_tokens`` tokens)."""
+    def complete(
+        self, messages: Messages, *, max_tokens: int, temperature: float = 0.0, progress: Progress | None = None
+    ) -> str:
+        """The reply to ``messages`` (at most ``max_tokens`` tokens).
+
+        ``progress`` (optional) is the calling job's: a model shared with other jobs says through
+        it that the job is queued while another one uses the model.
+        """
         ...
 
 
@@ -263,8 +270,10 @@ class RemoteChat:
         """``openai-compatible:<model name>``: the same model behind any URL shares cached answers."""
         return f"openai-compatible:{self.name}"
 
-    def complete(self, messages: Messages, *, max_tokens: int, temperature: float = 0.0) -> str:
-        """One request through :func:`chat` (retries and errors as documented there)."""
+    def complete(
+        self, messages: Messages, *, max_tokens: int, temperature: float = 0.0, progress: Progress | None = None
+    ) -> str:
+        """One request through :func:`chat` (retries and errors as documented there); a server needs no turn."""
         return chat(
             messages, base_url=self.base_url, model=self.name, api_key=self._api_key,
             temperature=temperature, max_tokens=max_tokens, timeout=self.timeout, retries=self.retries,
@@ -319,8 +328,13 @@ class LocalChat:
             self._fingerprint = f"local:{fp}"
         return self._fingerprint
 
-    def complete(self, messages: Messages, *, max_tokens: int, temperature: float = 0.0) -> str:
+    def complete(
+        self, messages: Messages, *, max_tokens: int, temperature: float = 0.0, progress: Progress | None = None
+    ) -> str:
         """Greedy generation of at most ``max_tokens`` new tokens after the chat-templated ``messages``.
+
+        The generation holds the model's lock (the bundled chat model is the scorer's SmolLM2):
+        while another job scores with it, ``progress`` says this one is queued.
 
         Raises:
             ModelError: the prompt and answer do not fit the model's context.
@@ -340,7 +354,7 @@ class LocalChat:
                 f"the prompt ({n_prompt} tokens) and answer ({max_tokens}) exceed {lm.info.name}'s context of {limit} tokens"
             )
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        with lm.lock, torch.inference_mode():
+        with acquired(lm.lock, progress), torch.inference_mode():
             out = lm.model.generate(
                 **enc, max_new_tokens=max_tokens, do_sample=False, pad_token_id=pad,
                 temperature=None, top_p=None, top_k=None,
@@ -368,10 +382,12 @@ def cached_reply(
     max_tokens: int,
     temperature: float = 0.0,
     cache: OutputCache | None = None,
+    progress: Progress | None = None,
 ) -> tuple[str, bool]:
     """``model``'s reply to ``messages``, from ``cache`` when it holds it; and whether it did.
 
-    Only temperature-0 requests are read from or written to the cache.
+    Only temperature-0 requests are read from or written to the cache. ``progress`` is the
+    calling job's, handed to :meth:`ChatModel.complete`.
 
     Raises:
         ModelError: as :meth:`ChatModel.complete` raises it (nothing is cached then).
@@ -384,7 +400,7 @@ def cached_reply(
             record_cached(hit)
             return hit["reply"], True
     started = time.perf_counter()
-    reply = model.complete(messages, max_tokens=max_tokens, temperature=temperature)
+    reply = model.complete(messages, max_tokens=max_tokens, temperature=temperature, progress=progress)
     seconds = time.perf_counter() - started
     record_computed(seconds)
     # The chat model's speed here (replies, characters written), for estimates (backend/models/rates.py).

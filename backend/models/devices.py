@@ -70,13 +70,33 @@ _GPU_MEMORY_SHARE = 0.5
 _CPU_MEMORY_SHARE = 0.25
 
 
+_threads_lock = threading.Lock()
+_threads_applied: int | None = None  # the count this process last gave torch (None: not yet)
+
+
 def apply_thread_setting() -> int:
-    """Give torch ``CHUNKLAB_TORCH_THREADS`` CPU threads when set (models call this as they load); the count in use."""
+    """Give torch its CPU thread count once per process, before any model runs; the count in use.
+
+    The count is :func:`backend.config.torch_threads` (``CHUNKLAB_TORCH_THREADS``, default half
+    the cores): every model loader calls this first. ``torch.set_num_threads`` sets the one
+    intra-op pool of the whole process, so it is applied once, and again only when the
+    variable changed since; the inter-op pool can only be sized before torch's first parallel
+    work, so it is sized on the first call when it still can be.
+    """
+    global _threads_applied
     import torch
 
     wanted = torch_threads()
-    if wanted is not None and torch.get_num_threads() != wanted:
-        torch.set_num_threads(wanted)
+    with _threads_lock:
+        if _threads_applied != wanted:
+            first = _threads_applied is None
+            torch.set_num_threads(wanted)
+            if first:
+                try:
+                    torch.set_num_interop_threads(wanted)
+                except RuntimeError:  # torch already ran parallel work in this process: its pool stays
+                    pass
+            _threads_applied = wanted
     return torch.get_num_threads()
 
 

@@ -42,9 +42,9 @@ from backend.models.devices import (
     suggest_batch_size,
 )
 from backend.models.hub import hub_reachable
-from backend.models.lm import file_sha256
+from backend.models.lm import LOADING_LOCK, file_sha256
 from backend.models.types import ModelInfo
-from backend.progress import Progress
+from backend.progress import Progress, acquired
 from backend.tokenizers import minilm_dir
 
 if TYPE_CHECKING:
@@ -78,12 +78,16 @@ class Embedder:
     Attributes:
         info: Name, source, parameter count, device, dtype, weight fingerprint and maximum
             sequence length (``context_length``, in tokens; longer texts are truncated).
+        lock: Held around each batch's forward pass; shared by every job on this embedder.
     """
 
     def __init__(self, model: SentenceTransformer, info: ModelInfo) -> None:
         """Wrap a loaded ``SentenceTransformer``."""
         self._model = model
         self.info = info
+        # Held around each forward pass: two jobs on this embedder take turns batch by batch
+        # instead of running its forward passes at once (see backend.progress.acquired).
+        self.lock = threading.RLock()
         dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self._dimension = int(dim())
         # Working memory of one text at full length, for suggest_batch_size: the activations
@@ -136,7 +140,13 @@ class Embedder:
             raise ParameterError(f"batch_size ({batch_size}) must be at least 1")
         # Sorting by length keeps each batch's padding small; results go back in input order.
         order = sorted(range(len(items)), key=lambda i: len(items[i]), reverse=True)
-        rows = run_batched(self._encode, [items[i] for i in order], batch_size, progress=progress)
+        waiting = progress if isinstance(progress, Progress) else None  # says "queued" while another run embeds
+
+        def encode(batch: Sequence[str]) -> np.ndarray:
+            with acquired(self.lock, waiting):
+                return self._encode(batch)
+
+        rows = run_batched(encode, [items[i] for i in order], batch_size, progress=progress)
         out = np.empty((len(items), self._dimension), dtype=np.float32)
         out[np.asarray(order)] = np.stack(rows)
         return out
@@ -212,6 +222,10 @@ def load_embedder(spec: str | None = None, device: str | None = None) -> Embedde
     apply_thread_setting()
     key = (resolved, dev)
     with _lock:
+        hit = _loaded.get(key)
+    if hit is not None:
+        return hit
+    with LOADING_LOCK, _lock:  # one model loads at a time in a process (see LOADING_LOCK)
         hit = _loaded.get(key)
         if hit is None:
             hit = _loaded[key] = _load(resolved, dev)

@@ -67,7 +67,7 @@ from backend.tokenizers import smollm2_gguf
 
 __all__ = [
     "LanguageModel", "load_lm", "loaded_lm", "resolve_spec", "file_sha256", "converted_dir", "DEFAULT_LM",
-    "remove_stale_temporaries",
+    "remove_stale_temporaries", "LOADING_LOCK",
 ]
 
 DEFAULT_LM = "smollm2"
@@ -109,6 +109,15 @@ class _Source:
 
 _models: dict[tuple[str, str, str], LanguageModel] = {}
 _load_lock = threading.Lock()
+
+LOADING_LOCK = threading.RLock()
+"""Held while a model of this process loads: a language model here, an embedder in :mod:`backend.models.embedder`.
+
+Jobs on different models run side by side, and two threads importing transformers at once can
+hand one of them a partially initialized module ("cannot import name 'AutoModelForCausalLM'
+from 'transformers'", seen when a PPL job and a semantic job loaded their models together). So
+models load one at a time, then compute side by side.
+"""
 _hash_lock = threading.Lock()
 
 
@@ -174,7 +183,8 @@ def load_lm(
     with acquired(_load_lock, progress):
         hit = _models.get(key)
         if hit is None:
-            hit = _models[key] = _load(src, dev, dtype, prec)
+            with acquired(LOADING_LOCK, progress):
+                hit = _models[key] = _load(src, dev, dtype, prec)
         return hit
 
 

@@ -54,7 +54,7 @@ def test_models_page_sets_the_chat_model_and_compare_runs_moc_through_it(tmp_pat
         at.session_state["configs_next_uid"] = 1
         at.switch_page("pages/compare.py")
         _run(at)
-        job = wait_job(at, "cmp_lm_job")
+        job = wait_job(at, "cmp_chat_job")
         assert job.state == "done", job.error
         assert server.chat_requests, "the session's chat model was not asked"
         sent = server.chat_requests[0]

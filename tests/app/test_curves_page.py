@@ -64,11 +64,11 @@ def _texts(at: AppTest) -> str:
 def test_semantic_configuration_gets_a_curve_and_recursive_none() -> None:
     doc = Document.from_text(f"Curves {uuid.uuid4().hex[:8]}. " + TEXT, source="curves.txt")
     at = _open(doc, [("recursive", {"chunk_size": 30, "chunk_overlap": 0}), ("semantic", {"amount": 70})])
-    job = at.session_state["cmp_lm_job"]  # the embedder runs in a job, never inline
+    job = at.session_state["cmp_embedder_job"]  # the embedder runs in a job, never inline
     if job.running:
         assert "cmp_curve_1" not in _curve_charts(at)
         assert "Waiting for the model run" in _texts(at)
-    job = _wait(at, "cmp_lm_job")
+    job = _wait(at, "cmp_embedder_job")
     assert job.state == "done", job.error
     charts = _curve_charts(at)
     assert list(charts) == ["cmp_curve_1"]  # semantic has a curve, recursive none
@@ -85,7 +85,7 @@ def test_semantic_configuration_gets_a_curve_and_recursive_none() -> None:
 
     # Reopened with the embeddings cached: the curve at once, no job.
     again = _open(doc, [("semantic", {"amount": 70})])
-    assert "cmp_lm_job" not in again.session_state
+    assert "cmp_embedder_job" not in again.session_state
     assert list(_curve_charts(again)) == ["cmp_curve_0"]
 
 
@@ -100,8 +100,8 @@ def test_only_recursive_configurations_have_no_curves_section() -> None:
 def test_toggle_hides_the_curves() -> None:
     doc = Document.from_text(f"Toggle {uuid.uuid4().hex[:8]}. " + TEXT, source="toggle.txt")
     at = _open(doc, [("semantic", {})])
-    if "cmp_lm_job" in at.session_state:
-        _wait(at, "cmp_lm_job")
+    if "cmp_embedder_job" in at.session_state:
+        _wait(at, "cmp_embedder_job")
     assert "cmp_curve_0" in _curve_charts(at)
     at.toggle(key="cmp_show_curves").set_value(False)
     _run(at)

@@ -402,7 +402,7 @@ def test_a_failed_model_run_shows_its_error_on_the_compare_card(tmp_path, monkey
         at.session_state[CHAT_KEY] = "sk-a-wrong-one"  # the server answers 401
         at.switch_page("pages/compare.py")
         checked_run(at)
-        job = wait_job(at, COMPARE.lm_job)
+        job = wait_job(at, COMPARE.group_job("chat"))
         assert job.state == "done", job.error  # the job ran; its one configuration failed
         assert server.chat_requests, "the job did not ask the chat model"
         checked_run(at)  # and stays shown on later runs
@@ -412,7 +412,7 @@ def test_a_failed_model_run_shows_its_error_on_the_compare_card(tmp_path, monkey
     assert "\n" not in errors[0]
     assert not any("Waiting for" in c.value for c in card.caption)
     assert not any("results are missing" in w.value for w in at.warning)
-    assert job is at.session_state[COMPARE.lm_job]  # no second run was started
+    assert job is at.session_state[COMPARE.group_job("chat")]  # no second run was started
 
 
 def test_an_embedder_run_names_the_embedder_and_a_cancelled_card_can_run_again(tmp_path, monkeypatch) -> None:
@@ -441,7 +441,7 @@ def test_an_embedder_run_names_the_embedder_and_a_cancelled_card_can_run_again(t
     at.session_state[NEXT_UID] = 1
     at.switch_page("pages/compare.py")
     checked_run(at)
-    job = at.session_state[COMPARE.lm_job]
+    job = at.session_state[COMPARE.group_job("embedder")]
     assert started.wait(30) and job.running
     panel = " ".join(c.value for c in at.caption)
     assert "running it with all-MiniLM-L6-v2 (default) in the background" in panel and "SmolLM2" not in panel
@@ -449,7 +449,7 @@ def test_an_embedder_run_names_the_embedder_and_a_cancelled_card_can_run_again(t
     assert "Waiting for all-MiniLM-L6-v2 (default)…" in card and "SmolLM2" not in card
 
     job.cancel()
-    wait_job(at, COMPARE.lm_job)
+    wait_job(at, COMPARE.group_job("embedder"))
     assert job.state == "cancelled"
     card = at.get_by_key("cmp_card_0")
     assert "The run with all-MiniLM-L6-v2 (default) was cancelled." in [c.value for c in card.caption]
@@ -457,9 +457,9 @@ def test_an_embedder_run_names_the_embedder_and_a_cancelled_card_can_run_again(t
     monkeypatch.setattr(lab_runs, "run_configs", real)
     at.button(key="cmp_retry_0").click()
     checked_run(at)
-    again = at.session_state[COMPARE.lm_job]
+    again = at.session_state[COMPARE.group_job("embedder")]
     assert again is not job  # the card's button started the run again
-    wait_job(at, COMPARE.lm_job)
+    wait_job(at, COMPARE.group_job("embedder"))
     assert again.state == "done", again.error
     card = " ".join(c.value for c in at.get_by_key("cmp_card_0").caption)
     assert "chunks" in card and "cancelled" not in card

@@ -394,7 +394,7 @@ def test_compare_runs_an_embedder_chunker_in_a_job_then_from_the_cache() -> None
     uid = at.session_state["configs"][-1].uid
     config = at.session_state["configs"][-1].config
     assert config.name == "semantic"
-    job = _wait(at, "cmp_lm_job")
+    job = _wait(at, "cmp_embedder_job")
     assert job.state == "done", job.error
     want = make_chunker("semantic", config.params_dict).chunk(doc, ModelContext())
     card = " ".join(c.value for c in at.get_by_key(f"cmp_card_{uid}").caption)
@@ -404,7 +404,7 @@ def test_compare_runs_an_embedder_chunker_in_a_job_then_from_the_cache() -> None
     again = _open(doc, "pages/compare.py")
     again.session_state["configs"] = at.session_state["configs"]
     _run(again)
-    assert "cmp_lm_job" not in again.session_state
+    assert "cmp_embedder_job" not in again.session_state
     card = " ".join(c.value for c in again.get_by_key(f"cmp_card_{uid}").caption)
     assert f"**{len(want)}** chunks" in card
 

@@ -259,7 +259,7 @@ def test_an_embedder_chunker_runs_in_jobs_on_the_page_and_in_match_lengths(score
         _entries()[0], ConfigEntry(2, "C", normalized_config("semantic_max", {"chunk_size": 30}))
     ]
     _run(at)
-    job = _wait(at, "qual_lm_job")  # the chunker needs the embedder: a job, never inline
+    job = _wait(at, "qual_embedder_job")  # the chunker needs the embedder: its job, never inline
     assert job.state == "done", job.error
     at.button(key="qual_run").click()
     _run(at)

@@ -420,7 +420,7 @@ def test_a_model_backed_configuration_is_never_chunked_inline() -> None:
     _run(at)
     captions = " ".join(c.value for c in at.caption)
     assert "C needs a model run: open it on the Compare page first" in captions
-    for key in ("ret_search_job", "ret_cp_job", "cmp_lm_job"):  # nothing started a model run
+    for key in ("ret_search_job", "ret_cp_job", "cmp_lm_job", "cmp_embedder_job", "cmp_chat_job"):  # nothing started a model run
         assert key not in at.session_state or not at.session_state[key].running
 
 

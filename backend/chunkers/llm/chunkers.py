@@ -64,7 +64,8 @@ class _LLMChunker(Chunker):
 
     def _ask(self, messages: list[dict[str, str]], max_tokens: int) -> str:
         reply, hit = cached_reply(
-            self.context.get_chat(), messages, max_tokens=max_tokens, temperature=0.0, cache=self.context.cache
+            self.context.get_chat(), messages, max_tokens=max_tokens, temperature=0.0, cache=self.context.cache,
+            progress=self.context.progress,
         )
         self._meta["cache_hits" if hit else "model_calls"] += 1
         return reply

@@ -90,7 +90,7 @@ class FakeChat:
     def calls(self) -> int:
         return len(self.prompts)
 
-    def complete(self, messages, *, max_tokens, temperature=0.0):
+    def complete(self, messages, *, max_tokens, temperature=0.0, progress=None):
         self.prompts.append([dict(m) for m in messages])
         return self.answer(messages) if callable(self.answer) else self.answer.pop(0)
 

@@ -41,7 +41,7 @@ class CountingModel:
     def __init__(self) -> None:
         self.calls = 0
 
-    def complete(self, messages, *, max_tokens, temperature=0.0):
+    def complete(self, messages, *, max_tokens, temperature=0.0, progress=None):
         self.calls += 1
         return f"reply {self.calls}"
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 import torch
 
+import backend.models.devices as devices
+from backend.config import default_torch_threads, torch_threads
 from backend.errors import Cancelled, ModelError, ParameterError
 from backend.models.devices import (
     default_dtype,
@@ -152,24 +155,28 @@ def test_other_errors_and_cancellation_propagate():
         run_batched(lambda b: b, [1], 0)
 
 
-@pytest.mark.parametrize(("value", "expected"), [("", None), ("1", 1), (" 3 ", 3), ("0", None), ("-2", None), ("two", None)])
+@pytest.mark.parametrize(("value", "expected"), [("1", 1), (" 3 ", 3), ("", "default"), ("0", "default"), ("-2", "default"), ("two", "default")])
 def test_torch_threads_variable(monkeypatch, value, expected) -> None:
-    from backend.config import torch_threads
-
     monkeypatch.setenv("CHUNKLAB_TORCH_THREADS", value)
+    assert torch_threads() == (default_torch_threads() if expected == "default" else expected)
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 1), (2, 1), (3, 1), (4, 2), (16, 8)])
+def test_the_default_thread_count_is_half_the_usable_cores(monkeypatch, cores, expected) -> None:
+    monkeypatch.delenv("CHUNKLAB_TORCH_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     assert torch_threads() == expected
 
 
-def test_apply_thread_setting_sets_and_keeps_torch_threads(monkeypatch) -> None:
-    import torch
-
-    from backend.models.devices import apply_thread_setting
-
+def test_apply_thread_setting_applies_the_count_once_unless_it_changes(monkeypatch) -> None:
     before = torch.get_num_threads()
+    monkeypatch.setattr(devices, "_threads_applied", None)  # a fresh process
     try:
-        monkeypatch.setenv("CHUNKLAB_TORCH_THREADS", "1")
-        assert apply_thread_setting() == 1 and torch.get_num_threads() == 1
-        monkeypatch.delenv("CHUNKLAB_TORCH_THREADS")
-        assert apply_thread_setting() == 1  # unset: whatever torch has is left alone
+        monkeypatch.delenv("CHUNKLAB_TORCH_THREADS", raising=False)
+        assert devices.apply_thread_setting() == default_torch_threads() == torch.get_num_threads()
+        torch.set_num_threads(3)  # a script's own choice, made after the first model loaded
+        assert devices.apply_thread_setting() == 3  # not undone by the next model load
+        monkeypatch.setenv("CHUNKLAB_TORCH_THREADS", "2")
+        assert devices.apply_thread_setting() == 2 == torch.get_num_threads()  # a new setting applies
     finally:
         torch.set_num_threads(before)
