@@ -20,6 +20,7 @@ from components.quality import (
     METRIC_LABELS,
     PLACEHOLDER,
     column_config,
+    estimates_preview,
     quality_frame,
     quality_store,
     scoring_job_panel,
@@ -90,13 +91,16 @@ if not chunked:
 store = quality_store(doc)
 plan = plan_quality(doc, chunked, lm, metrics=metrics, window=window, store=store, throughput=session_throughput())
 store.update(plan.found)
+scoring = False
 if plan.missing:
     st.info(plan.cost_note, icon=":material/schedule:")
-    scoring_job_panel(
+    # While the job runs, its estimates so far (± their 95% intervals) are the table, under its bar, every second.
+    scoring = scoring_job_panel(
         plan, store, job_key=QUALITY("job"), run_key=QUALITY("run"), cancel_key=QUALITY("cancel"),
         confirm_key=QUALITY("confirm"), run_label=plan.run_label,
+        preview=estimates_preview(plan, quality_settings(section_values("quality")), doc.source, QUALITY("estimates")),
     )
-if not plan.ready:
+if not plan.ready and not scoring:
     st.stop()
 
 # --- controls: recompute from the scores, no model call ----------------------------------------------
@@ -118,6 +122,9 @@ cols[3].number_input(
     "δ", min_value=s_delta.low, max_value=s_delta.high, step=s_delta.step, key=prepare("quality", "delta"),
     persist_state="session", disabled="cs" not in metrics, help=s_delta.help,
 )
+
+if scoring:
+    st.stop()  # the table is the job's estimates above; the figures need every pair, so they wait for its end
 
 # --- the table (MoC Table 3): the rows the CLI's `metrics` prints -----------------------------------------
 st.subheader("Metrics", anchor=False)
