@@ -15,6 +15,17 @@ replacement from the ``pairs_total`` boundaries, so the interval closes to the e
 the sample grows to all of them. The variance is the simple random sample's; with one draw per
 stratum it is conservative when the values drift along the document.
 
+Chunk Stickiness is no mean: it is the entropy of the degree distribution of the kept edges
+(MoC eq. 3), ``-Σ p_v log2 p_v`` with ``p_v = deg_v / 2m``. Sampling whole context rows (every
+pair ``(i, j)`` of a sampled chunk ``i``), each edge is seen with the same probability ``f``, so
+the observed degrees are, in expectation, ``f`` times the true ones and their shares estimate
+``p_v`` without knowing ``f``. The plug-in entropy of those shares is biased low (a sample's
+shares are more uneven than the population's); :func:`degree_entropy_estimate` adds the
+Miller–Madow correction ``(k - 1) / 2M`` (nats; ``k`` nodes with a degree, ``M = 2m`` edge ends
+seen) scaled by ``1 - f`` for sampling without replacement, and takes the interval from a
+bootstrap over the sampled rows (the rows are the clusters the sample was drawn in), its
+deviations scaled by ``√(1 - f)``. Every row scored, the caller gives the exact value instead.
+
 A running scoring job publishes :class:`QualityEstimates` as it goes, one mapping of metric name
 to estimate per configuration.
 """
@@ -24,13 +35,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "BOOTSTRAP_ROUNDS",
     "CONFIDENCE",
     "Estimate",
     "QualityEstimates",
+    "degree_entropy_estimate",
     "exact_estimate",
     "mean_estimate",
     "overlap",
@@ -39,6 +53,7 @@ __all__ = [
 ]
 
 CONFIDENCE = 0.95  # the level of every interval shown
+BOOTSTRAP_ROUNDS = 400  # resamples of a bootstrap interval (its ends move by well under its width between seeds)
 
 # Two-sided 95% quantiles of Student's t for 1–5 degrees of freedom (up to 5 the series below is too coarse).
 _T975_SMALL = {1: 12.7062, 2: 4.3027, 3: 3.1824, 4: 2.7764, 5: 2.5706}
@@ -206,6 +221,80 @@ def stratified_order(n: int, seed: int) -> list[int]:
     return order
 
 
+def _entropy_bits(degrees: np.ndarray) -> np.ndarray:
+    """``-Σ p log2 p`` of each row's degree shares (0 for a row without a degree)."""
+    total = degrees.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(total > 0, degrees / np.where(total > 0, total, 1), 0.0)
+        terms = np.where(p > 0, -p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
+    return terms.sum(axis=-1)
+
+
+def _miller_madow_bits(degrees: np.ndarray, unseen: float) -> np.ndarray:
+    """The Miller–Madow bias correction ``(k - 1) / 2M`` in bits, scaled by the unseen fraction ``1 - f``."""
+    k = (degrees > 0).sum(axis=-1)
+    ends = degrees.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = np.where(ends > 0, (k - 1) / (2.0 * np.where(ends > 0, ends, 1)), 0.0)
+    return corr * unseen / math.log(2)
+
+
+def degree_entropy_estimate(
+    ends: np.ndarray,
+    pairs_scored: int,
+    pairs_total: int,
+    *,
+    seed: int = 0,
+    rounds: int = BOOTSTRAP_ROUNDS,
+) -> Estimate:
+    """Chunk Stickiness (the entropy of the kept edges' degree distribution) from a sample of context rows.
+
+    Each sampled row ``r`` gives ``ends[r, v]``: how many ends of its kept edges fall on node ``v``
+    (an edge ``(i, j)`` adds one to ``i`` and one to ``j``). The estimate is the plug-in entropy of
+    the summed degrees plus the Miller–Madow correction scaled by ``1 - f`` (``f`` the fraction
+    of the ``pairs_total`` pairs scored); the 95% interval is the basic bootstrap over rows, its
+    deviations scaled by ``√(1 - f)``, clipped to ``[0, log2 n]``. With no kept edge seen the
+    estimate is 0 and the upper end is the largest entropy of as many edges as the rule of three
+    allows (``3 / pairs_scored`` of the pairs). The caller gives the exact value once every pair
+    is scored (this function never sees the whole graph).
+
+    Args:
+        ends: ``(rows sampled, n nodes)`` counts of kept-edge ends per sampled row.
+        pairs_scored: The pairs the rows hold (the units scored).
+        pairs_total: The pairs of the whole graph.
+        seed: The bootstrap's seed.
+        rounds: Bootstrap resamples.
+    """
+    ends = np.asarray(ends, dtype=np.float64)
+    if ends.ndim != 2:
+        raise ValueError(f"ends must be a (rows, nodes) array, got shape {ends.shape}")
+    rows, nodes = ends.shape
+    if pairs_scored <= 0 or rows == 0:
+        return Estimate(None, None, None, max(0, pairs_scored), pairs_total, "bootstrap")
+    top = math.log2(nodes) if nodes > 1 else 0.0
+    f = min(1.0, pairs_scored / max(pairs_total, 1))
+    degrees = ends.sum(axis=0)
+    if degrees.sum() == 0:
+        # No kept edge among the sampled pairs: the rule of three bounds the kept ones.
+        most = math.ceil(3.0 / pairs_scored * pairs_total * (1.0 - f))
+        high = math.log2(min(nodes, 2 * most)) if most > 0 else 0.0
+        return Estimate(0.0, 0.0, min(high, top), pairs_scored, pairs_total, "bootstrap")
+    unseen = 1.0 - f
+    value = float(_entropy_bits(degrees) + _miller_madow_bits(degrees, unseen))
+    if rows < 2:  # one cluster: no spread to measure
+        return Estimate(min(max(value, 0.0), top), 0.0, top, pairs_scored, pairs_total, "bootstrap")
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(rows, np.full(rows, 1.0 / rows), size=rounds).astype(np.float64)
+    boot = weights @ ends
+    replicas = _entropy_bits(boot) + _miller_madow_bits(boot, unseen)
+    deviation = (replicas - value) * math.sqrt(unseen)
+    low_q, high_q = np.quantile(deviation, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+    estimate = min(max(value, 0.0), top)
+    low = min(max(value - float(high_q), 0.0), estimate)
+    high = max(min(value - float(low_q), top), estimate)
+    return Estimate(estimate, low, high, pairs_scored, pairs_total, "bootstrap")
+
+
 @dataclass(frozen=True)
 class QualityEstimates:
     """What a running scoring job knows so far (published through its progress as it goes).
@@ -215,8 +304,14 @@ class QualityEstimates:
             ``cs_incomplete``, ``ds``) to its estimate; a metric not asked for is absent.
         done: The job's units of work done so far (pairs scored, in the job's count).
         total: All of them.
+        tables: Per configuration, the pair table scored so far (a partial
+            :class:`~backend.metrics.quality.PairTable`, ``partial=True``, nan where not scored;
+            None: no table), so a page recomputes the estimates under its own K, rule or mode.
+        vectors: Per configuration, its chunks' embeddings once computed (None before).
     """
 
     estimates: tuple[Mapping[str, Estimate], ...]
     done: int
     total: int
+    tables: tuple[Any, ...] = ()
+    vectors: tuple[Any, ...] = ()

@@ -27,6 +27,13 @@ Chunk Stickiness, ordered pairs ``d = c_i``, ``q = c_j``, ``i != j``
     ``|i - j| <= w``; the other pairs count as not kept.
 Dissimilarity, adjacent chunks
     ``DS = 1 - cos(emb(d), emb(q))`` with the embedder's normalized vectors (section 4.5).
+Estimates from a sample (:mod:`backend.metrics.estimate`)
+    A *partial* table (``PairTable.partial``) holds the pairs of some context rows, sampled in
+    :func:`~backend.metrics.estimate.stratified_order` (:func:`sample_rows`), with ``nan``
+    where not scored. :func:`bc_estimate` and :func:`ds_estimate` are means over the scored
+    boundaries (a t interval with the finite-population correction); :func:`cs_estimate` is the
+    degree entropy of the kept edges among the sampled rows' pairs, Miller–Madow corrected, with
+    a bootstrap interval over rows. A table with every pair scored gives the exact value.
 Information support (A.4)
     ``CP = -(1/M) Σ log P(a_i | C)``: the mean NLL of the answer's tokens given the retrieved
     chunks joined by blank lines.
@@ -41,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from backend.errors import ParameterError
+from backend.metrics.estimate import Estimate, degree_entropy_estimate, exact_estimate, mean_estimate, stratified_order
 from backend.models.scoring import conditional_scores
 from backend.models.types import ModelInfo
 
@@ -52,8 +60,12 @@ __all__ = [
     "LazyScorer",
     "PairTable",
     "UNCONDITIONAL_CONTEXT",
+    "bc_estimate",
     "boundary_clarity",
     "chunk_stickiness",
+    "cs_estimate",
+    "cs_units",
+    "ds_estimate",
     "cs_curve",
     "dissimilarity",
     "edge_values",
@@ -62,7 +74,11 @@ __all__ = [
     "kept_edges",
     "pair_requests",
     "pair_table",
+    "partial_table",
+    "sampled_pair_table",
     "required_pairs",
+    "row_pairs",
+    "sample_rows",
     "stickiness_edges",
     "structural_entropy",
     "table_from_values",
@@ -122,12 +138,15 @@ class PairTable:
         window: The pair window used (None: every pair that was asked for).
         complete: Whether every ordered pair (within the window) was scored, as Chunk
             Stickiness needs; False: only the adjacent pairs of Boundary Clarity.
+        partial: Only the pairs of a sample of context rows are scored (``nan`` elsewhere, in
+            ``uncond`` too): the metrics are estimates (:func:`bc_estimate`, :func:`cs_estimate`).
     """
 
     uncond: np.ndarray
     cond: np.ndarray
     window: int | None = None
     complete: bool = True
+    partial: bool = False
 
     @property
     def n(self) -> int:
@@ -160,6 +179,46 @@ def pair_table(
     return table_from_values(len(texts), values, complete=complete, window=window)
 
 
+def sampled_pair_table(
+    chunk_texts: Sequence[str],
+    scorer: Any,
+    *,
+    units: int,
+    seed: int,
+    complete: bool = True,
+    window: int | None = None,
+    cache: Any = None,
+    progress: Any = None,
+) -> PairTable:
+    """Score a seeded sample of at least ``units`` units per metric (through the cache): a partial table.
+
+    Boundary Clarity gets the adjacent pairs of the first rows of :func:`sample_rows` holding
+    ``units`` boundaries; with ``complete``, Chunk Stickiness gets every pair of the first rows
+    (the same order) holding ``units`` pairs. Each scored pair's ``uncond`` is scored too. When
+    the sample takes every row, the table is the full one (:func:`pair_table`, exact).
+
+    Raises:
+        ParameterError: ``units`` below 1.
+    """
+    if units < 1:
+        raise ParameterError(f"pairs ({units}) must be at least 1")
+    texts = [str(t) for t in chunk_texts]
+    n = len(texts)
+    bc_rows = sample_rows(n, units, seed, complete=False)
+    cs_rows = sample_rows(n, units, seed, complete=True, window=window) if complete else []
+    if len(bc_rows) >= n and (not complete or len(cs_rows) >= n):
+        return pair_table(texts, scorer, complete=complete, window=window, cache=cache, progress=progress)
+    wanted = dict.fromkeys(p for i in cs_rows for p in row_pairs(n, i, complete=True, window=window))
+    wanted.update(dict.fromkeys(p for i in bc_rows for p in row_pairs(n, i, complete=False)))
+    pairs = list(wanted)
+    needed = sorted({j for _, j in pairs})
+    requests = [(UNCONDITIONAL_CONTEXT, texts[j]) for j in needed] + [(texts[i], texts[j]) for i, j in pairs]
+    values = conditional_scores(requests, scorer, cache=cache, progress=progress)
+    uncond = dict(zip(needed, values[: len(needed)], strict=True))
+    cond = dict(zip(pairs, values[len(needed) :], strict=True))
+    return partial_table(n, uncond, cond, complete=complete, window=window)
+
+
 def pair_requests(
     chunk_texts: Sequence[str], *, complete: bool = True, window: int | None = None
 ) -> list[tuple[str, str]]:
@@ -168,6 +227,61 @@ def pair_requests(
     texts = [str(t) for t in chunk_texts]
     pairs = required_pairs(len(texts), complete=complete, window=window)
     return [(UNCONDITIONAL_CONTEXT, t) for t in texts] + [(texts[i], texts[j]) for i, j in pairs]
+
+
+def row_pairs(n: int, i: int, *, complete: bool = True, window: int | None = None) -> list[tuple[int, int]]:
+    """The pairs of context row ``i`` among :func:`required_pairs`: ``(i, j)`` for every ``j`` it pairs with.
+
+    The rows of a chunking partition its required pairs, so sampling rows samples pairs, and a
+    row's pairs share their context (the scorer reads it once for all of them).
+
+    >>> row_pairs(5, 2, window=1), row_pairs(5, 4, complete=False)
+    ([(2, 1), (2, 3)], [])
+    """
+    if not complete:
+        return [(i, i + 1)] if i < n - 1 else []
+    lo, hi = (0, n) if window is None else (max(0, i - window), min(n, i + window + 1))
+    return [(i, j) for j in range(lo, hi) if j != i]
+
+
+def sample_rows(
+    n: int, units: int, seed: int, *, complete: bool = True, window: int | None = None
+) -> list[int]:
+    """The context rows of a seeded sample of at least ``units`` pairs: a prefix of :func:`stratified_order`.
+
+    Whole rows are taken, in the stratified order, until they hold ``units`` pairs (or all rows);
+    with ``complete=False`` a row holds its one adjacent pair (the last row none).
+
+    >>> sample_rows(6, 2, 0, complete=False)
+    [5, 1, 3]
+    """
+    if units < 0:
+        raise ParameterError(f"units ({units}) must be at least 0")
+    rows, held = [], 0
+    for i in stratified_order(n, seed):
+        if held >= units:
+            break
+        rows.append(i)
+        held += len(row_pairs(n, i, complete=complete, window=window))
+    return rows
+
+
+def partial_table(
+    n: int,
+    uncond: dict[int, float],
+    cond: dict[tuple[int, int], float],
+    *,
+    complete: bool,
+    window: int | None,
+) -> PairTable:
+    """A :class:`PairTable` of the values scored so far (``partial=True``; ``nan`` where not scored)."""
+    u = np.full(n, np.nan, dtype=np.float64)
+    for j, v in uncond.items():
+        u[j] = v
+    c = np.full((n, n), np.nan, dtype=np.float64)
+    for (i, j), v in cond.items():
+        c[i, j] = v
+    return PairTable(uncond=u, cond=c, window=window if complete else 1, complete=complete, partial=True)
 
 
 def table_from_values(n: int, values: Sequence[float], *, complete: bool, window: int | None) -> PairTable:
@@ -292,6 +406,83 @@ def cs_curve(
     complete = [structural_entropy(kept_edges(edges, k, graph="complete"), table.n) for k in ks]
     incomplete = [structural_entropy(kept_edges(edges, k, graph="incomplete", delta=delta), table.n) for k in ks]
     return complete, incomplete
+
+
+def bc_estimate(table: PairTable, mode: str = "reference") -> Estimate:
+    """Mean Boundary Clarity with its 95% interval: exact for a full table, else from the scored boundaries.
+
+    A boundary ``i`` is scored when ``cond[i, i+1]`` and ``uncond[i+1]`` are; the interval is
+    :func:`~backend.metrics.estimate.mean_estimate`'s (t, finite-population corrected).
+    """
+    values = boundary_clarity(table, mode)
+    n = table.n
+    if not table.partial:
+        finite = values[np.isfinite(values)]
+        return exact_estimate(float(finite.mean()) if finite.size else None, max(0, n - 1))
+    idx = np.arange(max(0, n - 1))
+    scored = ~np.isnan(table.cond[idx, idx + 1]) & ~np.isnan(table.uncond[idx + 1])
+    return mean_estimate(values, scored)
+
+
+def cs_units(n: int, *, graph: str = "complete", delta: int = 0, window: int | None = None) -> np.ndarray:
+    """The ``(n, n)`` mask of the ordered pairs CS's graph is made of: ``i != j``, within the window, ``j - i > δ``."""
+    _check("graph", graph, GRAPHS)
+    i, j = np.indices((n, n))
+    mask = i != j
+    if window is not None:
+        mask &= np.abs(i - j) <= window
+    if graph == "incomplete":
+        mask &= (j - i) > delta
+    return mask
+
+
+def cs_estimate(
+    table: PairTable,
+    K: float = DEFAULT_K,
+    *,
+    rule: str = "paper",
+    graph: str = "complete",
+    delta: int = 0,
+    seed: int = 0,
+) -> Estimate:
+    """Chunk Stickiness with its 95% interval: exact for a full table (:func:`chunk_stickiness`), else estimated.
+
+    The units are the ordered pairs of the graph (within the table's window); the sample is
+    the context rows whose every pair (and its ``uncond``) is scored. The sampled context rows are the clusters of
+    :func:`~backend.metrics.estimate.degree_entropy_estimate`. Every unit scored: the exact value.
+    """
+    n = table.n
+    window = table.window if table.complete else 1
+    units = cs_units(n, graph=graph, delta=delta, window=window)
+    total = int(units.sum())
+    known = ~np.isnan(table.cond) & ~np.isnan(table.uncond)[None, :]
+    # A row is in the sample when every pair of it is scored (a row holding only its adjacent pair
+    # was scored for BC, not drawn for CS).
+    row_units = cs_units(n, window=window)
+    sampled = (known | ~row_units).all(axis=1) & row_units.any(axis=1)
+    scored = units & sampled[:, None]
+    done = int(scored.sum())
+    if not table.partial or done >= total:
+        return exact_estimate(chunk_stickiness(table, K, rule=rule, graph=graph, delta=delta), total)
+    with np.errstate(invalid="ignore"):
+        kept = scored & (edge_values(table, rule) > K)
+    rows = np.flatnonzero(scored.any(axis=1))
+    ends = kept[rows].astype(np.float64)  # each kept (i, j) adds one end to j …
+    ends[np.arange(rows.size), rows] += kept[rows].sum(axis=1)  # … and one to i
+    return degree_entropy_estimate(ends, done, total, seed=seed)
+
+
+def ds_estimate(vectors: np.ndarray) -> Estimate:
+    """Mean dissimilarity with its 95% interval: rows of ``nan`` are chunks not embedded yet (a sample).
+
+    A boundary is scored when both its chunks are embedded; with every chunk embedded, the exact mean.
+    """
+    v = np.asarray(vectors, dtype=np.float64)
+    values = dissimilarity(v)
+    if v.shape[0] < 2:
+        return exact_estimate(None, 0)
+    embedded = ~np.isnan(v).any(axis=1)
+    return mean_estimate(values, embedded[:-1] & embedded[1:])
 
 
 def dissimilarity(vectors: np.ndarray) -> np.ndarray:
