@@ -24,6 +24,7 @@ from backend.report.summary import (
     split_benchmark,
     summarize,
     verdict,
+    with_quality,
 )
 from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult
 from backend.retrieval.questions import Question, QuestionSet, Reference
@@ -436,3 +437,16 @@ def test_summarize_carries_a_rows_estimates_into_its_cells_json_and_csv():
     assert [row_b[c] for c in ("bc_ci_low", "bc_ci_high", "bc_pairs_scored", "bc_pairs_total")] == [
         "0.9", "0.9", "4", "4"]  # exact: an interval of width 0, every pair
     assert [row_b[c] for c in ("ds_ci_low", "ds_ci_high", "ds_pairs_scored")] == ["0.25", "0.25", ""]
+
+
+def test_with_quality_puts_a_running_jobs_estimates_into_its_rows_only():
+    a, b = _chunking(A, 4), _chunking(B, 5)
+    s = summarize(DOC, [("A", a), ("B", b)], quality={"A": {"bc": 0.9, "cs_complete": 1.1, "ds": 0.2}})
+    bc = _est(0.93, 0.02)
+    live = with_quality(s, {"B": {"bc": 0.93, "cs_complete": None, "ds": None, "estimates": {"bc": bc}}})
+    assert live.row("A") == s.row("A")
+    assert dict(live.row("B").estimates) == {"bc": bc}
+    assert {m: live.row("B").values[m] for m in ("chunks", "bc", "cs", "ds")} == {
+        "chunks": 5.0, "bc": 0.93, "cs": None, "ds": None}
+    assert live.row("B").cell("bc") == "0.93 ± 0.02 (120 of 1,747 pairs)"
+    assert verdict(live)[0] == "B's boundaries are clearer (BC 0.93 ± 0.02 vs 0.900 for A; higher is clearer)."
