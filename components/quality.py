@@ -25,7 +25,7 @@ from backend.metrics.cost import Throughput
 from backend.metrics.estimate import Estimate
 from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE, QualitySettings
 from backend.report.html import NOT_COMPUTED
-from backend.report.summary import leaders_of
+from backend.report.summary import estimate_text, leaders_of
 from backend.text.document import Document
 from components.keys import QUALITY_STORE, QUALITY_THROUGHPUT
 from components.lm_runs import model_job_panel
@@ -181,7 +181,7 @@ def estimated(rows: Sequence[Mapping[str, Any]]) -> bool:
 def _estimate_cell(row: Mapping[str, Any], name: str) -> str:
     est = _estimate(row, name)
     if est is not None:
-        return est.label()
+        return estimate_text(est)
     value = row.get(name)
     if value is None or not math.isfinite(float(value)):
         return PLACEHOLDER

@@ -66,6 +66,7 @@ __all__ = [
     "Summary",
     "QualityRowLike",
     "format_value",
+    "estimate_text",
     "leaders_of",
     "SUMMARY_CSV_COLUMNS",
     "question_set_title",
@@ -184,6 +185,19 @@ def format_value(metric: str, value: float | None) -> str:
     return fmt.format(int(value)) if fmt.endswith("d}") else fmt.format(value)
 
 
+def estimate_text(est: Estimate, *, pairs: bool = True) -> str:
+    """An estimate as a cell shows it: ``0.93 ± 0.02 (120 of 1,747 pairs)``; ``pairs=False``: ``0.93 ± 0.02``.
+
+    An interval not bounded yet (one value so far: no spread to measure) reads ``0.93 ± ∞``,
+    never as a bare number that would pass for an exact one.
+    """
+    h = est.half_width
+    if est.exact or est.estimate is None or h is None or math.isfinite(h):
+        return est.label() if pairs else est.value_text()
+    text = f"{est.estimate:.2f} ± ∞"
+    return f"{text} ({est.pairs_scored:,} of {est.pairs_total:,} {est.unit})" if pairs else text
+
+
 @dataclass(frozen=True)
 class ConfigSummary:
     """One configuration's row.
@@ -212,12 +226,12 @@ class ConfigSummary:
     def shown(self, metric: str) -> str:
         """``metric`` as a sentence cites it: ``0.930``, or ``0.93 ± 0.02`` for an estimate from some pairs."""
         est = self.estimate(metric)
-        return est.value_text() if est is not None else format_value(metric, _finite(self.values.get(metric)))
+        return estimate_text(est, pairs=False) if est is not None else format_value(metric, _finite(self.values.get(metric)))
 
     def cell(self, metric: str) -> str:
         """``metric`` as the table shows it: ``0.930``, or ``0.93 ± 0.02 (120 of 1,747 pairs)`` for an estimate."""
         est = self.estimate(metric)
-        return est.label() if est is not None else format_value(metric, _finite(self.values.get(metric)))
+        return estimate_text(est) if est is not None else format_value(metric, _finite(self.values.get(metric)))
 
     def to_json(self) -> dict[str, Any]:
         """``{"tag", "config", "values", "notes", "estimates"}``.

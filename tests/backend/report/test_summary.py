@@ -19,6 +19,7 @@ from backend.report.summary import (
     ConfigSummary,
     Summary,
     collect,
+    estimate_text,
     format_value,
     question_set_title,
     split_benchmark,
@@ -450,3 +451,12 @@ def test_with_quality_puts_a_running_jobs_estimates_into_its_rows_only():
         "chunks": 5.0, "bc": 0.93, "cs": None, "ds": None}
     assert live.row("B").cell("bc") == "0.93 ± 0.02 (120 of 1,747 pairs)"
     assert verdict(live)[0] == "B's boundaries are clearer (BC 0.93 ± 0.02 vs 0.900 for A; higher is clearer)."
+
+
+def test_an_interval_not_bounded_yet_reads_plus_minus_infinity():
+    one = Estimate(0.63, -math.inf, math.inf, 1, 8, "t")  # one boundary scored: no spread to measure
+    assert estimate_text(one) == "0.63 ± ∞ (1 of 8 pairs)" and estimate_text(one, pairs=False) == "0.63 ± ∞"
+    assert estimate_text(_est(0.93, 0.02)) == "0.93 ± 0.02 (120 of 1,747 pairs)"
+    assert estimate_text(exact_estimate(0.93, 8)) == "0.93 (all 8 pairs)"
+    s = Summary("d", "id", (_estimated("A", bc=one), _estimated("B", bc=_est(0.9, 0.01))))
+    assert verdict(s)[0] == "A and B cannot be told apart yet (BC 0.63 ± ∞ vs 0.90 ± 0.01)."
