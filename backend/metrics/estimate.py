@@ -16,15 +16,13 @@ the sample grows to all of them. The variance is the simple random sample's; wit
 stratum it is conservative when the values drift along the document.
 
 Chunk Stickiness is no mean: it is the entropy of the degree distribution of the kept edges
-(MoC eq. 3), ``-Σ p_v log2 p_v`` with ``p_v = deg_v / 2m``. Sampling whole context rows (every
-pair ``(i, j)`` of a sampled chunk ``i``), each edge is seen with the same probability ``f``, so
-the observed degrees are, in expectation, ``f`` times the true ones and their shares estimate
-``p_v`` without knowing ``f``. The plug-in entropy of those shares is biased low (a sample's
-shares are more uneven than the population's); :func:`degree_entropy_estimate` adds the
-Miller–Madow correction ``(k - 1) / 2M`` (nats; ``k`` nodes with a degree, ``M = 2m`` edge ends
-seen) scaled by ``1 - f`` for sampling without replacement, and takes the interval from a
-bootstrap over the sampled rows (the rows are the clusters the sample was drawn in), its
-deviations scaled by ``√(1 - f)``. Every row scored, the caller gives the exact value instead.
+(MoC eq. 3), ``-Σ p_v log2 p_v`` with ``p_v = deg_v / 2m``, which is ``log2(2m) - Σ_v deg_v
+log2 deg_v / 2m``: a function of two totals over the chunks (nodes). So the sample is one of
+*nodes*, each with its star (its row and its column of pairs) scored, so that its degree is
+exact; :func:`degree_entropy_estimate` is the ratio estimator of the two totals with a
+delta-method t interval and the finite-population correction. (Sampling context rows alone
+leaves in-degrees partial: the plug-in entropy of such degrees covered the exact value in
+only 20 of 50 seeded 5 % samples of a 60-chunk, window-3 graph, even Miller–Madow corrected.)
 
 A running scoring job publishes :class:`QualityEstimates` as it goes, one mapping of metric name
 to estimate per configuration.
@@ -40,7 +38,6 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "BOOTSTRAP_ROUNDS",
     "CONFIDENCE",
     "Estimate",
     "QualityEstimates",
@@ -53,7 +50,6 @@ __all__ = [
 ]
 
 CONFIDENCE = 0.95  # the level of every interval shown
-BOOTSTRAP_ROUNDS = 400  # resamples of a bootstrap interval (its ends move by well under its width between seeds)
 
 # Two-sided 95% quantiles of Student's t for 1–5 degrees of freedom (up to 5 the series below is too coarse).
 _T975_SMALL = {1: 12.7062, 2: 4.3027, 3: 3.1824, 4: 2.7764, 5: 2.5706}
@@ -92,7 +88,7 @@ class Estimate:
         pairs_scored: The units the estimate stands on (boundaries for BC and DS, ordered pairs for CS).
         pairs_total: All of them; ``pairs_scored == pairs_total`` is the exact value (interval of width 0).
         method: How the interval was made: ``exact``, ``t`` (a mean's t interval with the
-            finite-population correction) or ``bootstrap``.
+            finite-population correction) or ``ratio`` (CS: the ratio estimator's delta-method t interval).
         unit: What ``pairs_scored`` counts, for the label (``pairs``).
     """
 
@@ -221,78 +217,61 @@ def stratified_order(n: int, seed: int) -> list[int]:
     return order
 
 
-def _entropy_bits(degrees: np.ndarray) -> np.ndarray:
-    """``-Σ p log2 p`` of each row's degree shares (0 for a row without a degree)."""
-    total = degrees.sum(axis=-1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(total > 0, degrees / np.where(total > 0, total, 1), 0.0)
-        terms = np.where(p > 0, -p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
-    return terms.sum(axis=-1)
-
-
-def _miller_madow_bits(degrees: np.ndarray, unseen: float) -> np.ndarray:
-    """The Miller–Madow bias correction ``(k - 1) / 2M`` in bits, scaled by the unseen fraction ``1 - f``."""
-    k = (degrees > 0).sum(axis=-1)
-    ends = degrees.sum(axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        corr = np.where(ends > 0, (k - 1) / (2.0 * np.where(ends > 0, ends, 1)), 0.0)
-    return corr * unseen / math.log(2)
-
-
 def degree_entropy_estimate(
-    ends: np.ndarray,
+    degrees: Sequence[float] | np.ndarray,
+    nodes_total: int,
     pairs_scored: int,
     pairs_total: int,
-    *,
-    seed: int = 0,
-    rounds: int = BOOTSTRAP_ROUNDS,
 ) -> Estimate:
-    """Chunk Stickiness (the entropy of the kept edges' degree distribution) from a sample of context rows.
+    """Chunk Stickiness (the entropy of the kept edges' degree distribution) from a sample of nodes' degrees.
 
-    Each sampled row ``r`` gives ``ends[r, v]``: how many ends of its kept edges fall on node ``v``
-    (an edge ``(i, j)`` adds one to ``i`` and one to ``j``). The estimate is the plug-in entropy of
-    the summed degrees plus the Miller–Madow correction scaled by ``1 - f`` (``f`` the fraction
-    of the ``pairs_total`` pairs scored); the 95% interval is the basic bootstrap over rows, its
-    deviations scaled by ``√(1 - f)``, clipped to ``[0, log2 n]``. With no kept edge seen the
-    estimate is 0 and the upper end is the largest entropy of as many edges as the rule of three
-    allows (``3 / pairs_scored`` of the pairs). The caller gives the exact value once every pair
-    is scored (this function never sees the whole graph).
+    ``CS = log2(2m) - Σ_v deg_v log2 deg_v / 2m`` with ``2m = Σ_v deg_v``: two totals over the
+    nodes. A seeded sample of ``r`` of the ``N = nodes_total`` nodes, each with its exact degree
+    (its row and its column of pairs scored), estimates them by ``N`` times the sample means
+    ``ȳ1`` (degree) and ``ȳ2`` (``deg log2 deg``): ``CS ≈ log2(N ȳ1) - ȳ2 / ȳ1``, a ratio
+    estimator. Its 95% interval is the t interval of the linearized values
+    ``z_v = y1_v (1/(ȳ1 ln 2) + ȳ2/ȳ1²) - y2_v/ȳ1`` (the delta method) with the finite-population
+    correction ``√(1 - r/N)``, clipped to ``[0, log2 N]``. With no kept edge seen the estimate is
+    0 and the upper end is the largest entropy of as many edges as the rule of three allows
+    (``3 / pairs_scored`` of the pairs not scored). The caller gives the exact value once every
+    node is sampled (this function never sees the whole graph).
 
     Args:
-        ends: ``(rows sampled, n nodes)`` counts of kept-edge ends per sampled row.
-        pairs_scored: The pairs the rows hold (the units scored).
-        pairs_total: The pairs of the whole graph.
-        seed: The bootstrap's seed.
-        rounds: Bootstrap resamples.
+        degrees: The sampled nodes' degrees in the graph of kept edges.
+        nodes_total: All nodes (chunks).
+        pairs_scored: The graph's pairs scored (the stars of the sampled nodes): the label's count.
+        pairs_total: All the graph's pairs.
     """
-    ends = np.asarray(ends, dtype=np.float64)
-    if ends.ndim != 2:
-        raise ValueError(f"ends must be a (rows, nodes) array, got shape {ends.shape}")
-    rows, nodes = ends.shape
-    if pairs_scored <= 0 or rows == 0:
-        return Estimate(None, None, None, max(0, pairs_scored), pairs_total, "bootstrap")
+    y1 = np.asarray(degrees, dtype=np.float64)
+    r, nodes = int(y1.size), int(nodes_total)
+    if r == 0:
+        return Estimate(None, None, None, pairs_scored, pairs_total, "ratio")
     top = math.log2(nodes) if nodes > 1 else 0.0
-    f = min(1.0, pairs_scored / max(pairs_total, 1))
-    degrees = ends.sum(axis=0)
-    if degrees.sum() == 0:
-        # No kept edge among the sampled pairs: the rule of three bounds the kept ones.
-        most = math.ceil(3.0 / pairs_scored * pairs_total * (1.0 - f))
+    f = min(1.0, r / max(nodes, 1))
+    if y1.sum() == 0:
+        # No kept edge in the sampled stars: the rule of three bounds the kept pairs among the others.
+        most = math.ceil(3.0 / max(pairs_scored, 1) * max(pairs_total - pairs_scored, 0))
         high = math.log2(min(nodes, 2 * most)) if most > 0 else 0.0
-        return Estimate(0.0, 0.0, min(high, top), pairs_scored, pairs_total, "bootstrap")
-    unseen = 1.0 - f
-    value = float(_entropy_bits(degrees) + _miller_madow_bits(degrees, unseen))
-    if rows < 2:  # one cluster: no spread to measure
-        return Estimate(min(max(value, 0.0), top), 0.0, top, pairs_scored, pairs_total, "bootstrap")
-    rng = np.random.default_rng(seed)
-    weights = rng.multinomial(rows, np.full(rows, 1.0 / rows), size=rounds).astype(np.float64)
-    boot = weights @ ends
-    replicas = _entropy_bits(boot) + _miller_madow_bits(boot, unseen)
-    deviation = (replicas - value) * math.sqrt(unseen)
-    low_q, high_q = np.quantile(deviation, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+        return Estimate(0.0, 0.0, min(high, top), pairs_scored, pairs_total, "ratio")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y2 = np.where(y1 > 0, y1 * np.log2(np.where(y1 > 0, y1, 1.0)), 0.0)
+    m1, m2 = float(y1.mean()), float(y2.mean())
+    value = math.log2(nodes * m1) - m2 / m1
     estimate = min(max(value, 0.0), top)
-    low = min(max(value - float(high_q), 0.0), estimate)
-    high = max(min(value - float(low_q), top), estimate)
-    return Estimate(estimate, low, high, pairs_scored, pairs_total, "bootstrap")
+    if r < 2:  # one node: no spread to measure
+        return Estimate(estimate, 0.0, top, pairs_scored, pairs_total, "ratio")
+    unseen = max(0.0, 1.0 - f)
+    z = y1 * (1.0 / (m1 * math.log(2)) + m2 / m1**2) - y2 / m1
+    cov = np.cov(np.vstack([y1, y2]), ddof=1) / r * unseen  # of the two sample means
+    # The ratio's second-order bias ½ Σ H_ij Cov_ij (H the Hessian in the means; H_22 = 0): removed from
+    # the estimate and added to the half-width, since near uniform degrees the first-order term vanishes.
+    bias = 0.5 * (-(1.0 / (m1**2 * math.log(2)) + 2 * m2 / m1**3) * cov[0, 0] + 2.0 / m1**2 * cov[0, 1])
+    value -= bias
+    estimate = min(max(value, 0.0), top)
+    half = t_quantile(r - 1) * float(z.std(ddof=1)) / math.sqrt(r) * math.sqrt(unseen) + abs(bias)
+    low = min(max(value - half, 0.0), estimate)
+    high = max(min(value + half, top), estimate)
+    return Estimate(estimate, low, high, pairs_scored, pairs_total, "ratio")
 
 
 @dataclass(frozen=True)

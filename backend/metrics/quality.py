@@ -28,12 +28,14 @@ Chunk Stickiness, ordered pairs ``d = c_i``, ``q = c_j``, ``i != j``
 Dissimilarity, adjacent chunks
     ``DS = 1 - cos(emb(d), emb(q))`` with the embedder's normalized vectors (section 4.5).
 Estimates from a sample (:mod:`backend.metrics.estimate`)
-    A *partial* table (``PairTable.partial``) holds the pairs of some context rows, sampled in
-    :func:`~backend.metrics.estimate.stratified_order` (:func:`sample_rows`), with ``nan``
-    where not scored. :func:`bc_estimate` and :func:`ds_estimate` are means over the scored
-    boundaries (a t interval with the finite-population correction); :func:`cs_estimate` is the
-    degree entropy of the kept edges among the sampled rows' pairs, Miller–Madow corrected, with
-    a bootstrap interval over rows. A table with every pair scored gives the exact value.
+    A *partial* table (``PairTable.partial``) holds the pairs of a seeded sample of chunks
+    (``PairTable.sample``, a prefix of :func:`~backend.metrics.estimate.stratified_order`, see
+    :func:`sample_nodes`), with ``nan`` where not scored: with CS each sampled chunk's star (its
+    row and its column of pairs, :func:`node_pairs`), without it its boundary pair.
+    :func:`bc_estimate` and :func:`ds_estimate` are means over the sampled boundaries (a t
+    interval with the finite-population correction); :func:`cs_estimate` is the ratio estimator
+    of CS from the sampled chunks' exact degrees (a delta-method t interval). Every chunk
+    sampled: the exact value.
 Information support (A.4)
     ``CP = -(1/M) Σ log P(a_i | C)``: the mean NLL of the answer's tokens given the retrieved
     chunks joined by blank lines.
@@ -75,10 +77,11 @@ __all__ = [
     "pair_requests",
     "pair_table",
     "partial_table",
+    "sample_requests",
     "sampled_pair_table",
     "required_pairs",
-    "row_pairs",
-    "sample_rows",
+    "node_pairs",
+    "sample_nodes",
     "stickiness_edges",
     "structural_entropy",
     "table_from_values",
@@ -138,8 +141,10 @@ class PairTable:
         window: The pair window used (None: every pair that was asked for).
         complete: Whether every ordered pair (within the window) was scored, as Chunk
             Stickiness needs; False: only the adjacent pairs of Boundary Clarity.
-        partial: Only the pairs of a sample of context rows are scored (``nan`` elsewhere, in
+        partial: Only the pairs of a sample of chunks are scored (``nan`` elsewhere, in
             ``uncond`` too): the metrics are estimates (:func:`bc_estimate`, :func:`cs_estimate`).
+        sample: The sampled chunks of a partial table, in the order drawn (their
+            :func:`node_pairs` are scored); None for a full table.
     """
 
     uncond: np.ndarray
@@ -147,6 +152,7 @@ class PairTable:
     window: int | None = None
     complete: bool = True
     partial: bool = False
+    sample: tuple[int, ...] | None = None
 
     @property
     def n(self) -> int:
@@ -192,10 +198,10 @@ def sampled_pair_table(
 ) -> PairTable:
     """Score a seeded sample of at least ``units`` units per metric (through the cache): a partial table.
 
-    Boundary Clarity gets the adjacent pairs of the first rows of :func:`sample_rows` holding
-    ``units`` boundaries; with ``complete``, Chunk Stickiness gets every pair of the first rows
-    (the same order) holding ``units`` pairs. Each scored pair's ``uncond`` is scored too. When
-    the sample takes every row, the table is the full one (:func:`pair_table`, exact).
+    The chunks are the first of :func:`sample_nodes`: as many as hold ``units`` boundaries (BC),
+    and with ``complete`` at least as many as hold ``units`` pairs in their stars (CS); each
+    scored pair's ``uncond`` is scored too. When the sample takes every chunk, the table is the
+    full one (:func:`pair_table`, exact).
 
     Raises:
         ParameterError: ``units`` below 1.
@@ -204,19 +210,35 @@ def sampled_pair_table(
         raise ParameterError(f"pairs ({units}) must be at least 1")
     texts = [str(t) for t in chunk_texts]
     n = len(texts)
-    bc_rows = sample_rows(n, units, seed, complete=False)
-    cs_rows = sample_rows(n, units, seed, complete=True, window=window) if complete else []
-    if len(bc_rows) >= n and (not complete or len(cs_rows) >= n):
+    nodes = sample_nodes(n, units, seed, complete=False)
+    if complete:
+        stars = sample_nodes(n, units, seed, complete=True, window=window)
+        nodes = nodes if len(nodes) >= len(stars) else stars  # both are prefixes of the same order
+    if len(nodes) >= n:
         return pair_table(texts, scorer, complete=complete, window=window, cache=cache, progress=progress)
-    wanted = dict.fromkeys(p for i in cs_rows for p in row_pairs(n, i, complete=True, window=window))
-    wanted.update(dict.fromkeys(p for i in bc_rows for p in row_pairs(n, i, complete=False)))
-    pairs = list(wanted)
-    needed = sorted({j for _, j in pairs})
-    requests = [(UNCONDITIONAL_CONTEXT, texts[j]) for j in needed] + [(texts[i], texts[j]) for i, j in pairs]
+    requests, pairs, needed = sample_requests(texts, nodes, complete=complete, window=window)
     values = conditional_scores(requests, scorer, cache=cache, progress=progress)
     uncond = dict(zip(needed, values[: len(needed)], strict=True))
     cond = dict(zip(pairs, values[len(needed) :], strict=True))
-    return partial_table(n, uncond, cond, complete=complete, window=window)
+    return partial_table(n, uncond, cond, complete=complete, window=window, sample=nodes)
+
+
+def sample_requests(
+    chunk_texts: Sequence[str], nodes: Sequence[int], *, complete: bool, window: int | None
+) -> tuple[list[tuple[str, str]], list[tuple[int, int]], list[int]]:
+    """The ``(context, continuation)`` texts sampled chunks need: each needed chunk given ``" "``, then their pairs.
+
+    Returns:
+        ``(requests, pairs, needed)``: the requests, the pairs ``(i, j)`` (distinct, in the
+        nodes' order, each context's pairs together) and the chunks whose ``uncond`` they need,
+        so that ``requests == [(" ", texts[j]) for j in needed] + [(texts[i], texts[j]) for i, j in pairs]``.
+    """
+    texts = [str(t) for t in chunk_texts]
+    n = len(texts)
+    pairs = list(dict.fromkeys(p for v in nodes for p in node_pairs(n, v, complete=complete, window=window)))
+    needed = sorted({j for _, j in pairs})
+    requests = [(UNCONDITIONAL_CONTEXT, texts[j]) for j in needed] + [(texts[i], texts[j]) for i, j in pairs]
+    return requests, pairs, needed
 
 
 def pair_requests(
@@ -229,41 +251,43 @@ def pair_requests(
     return [(UNCONDITIONAL_CONTEXT, t) for t in texts] + [(texts[i], texts[j]) for i, j in pairs]
 
 
-def row_pairs(n: int, i: int, *, complete: bool = True, window: int | None = None) -> list[tuple[int, int]]:
-    """The pairs of context row ``i`` among :func:`required_pairs`: ``(i, j)`` for every ``j`` it pairs with.
+def node_pairs(n: int, v: int, *, complete: bool = True, window: int | None = None) -> list[tuple[int, int]]:
+    """The pairs a sampled chunk ``v`` brings among :func:`required_pairs`: its star, or its boundary pair.
 
-    The rows of a chunking partition its required pairs, so sampling rows samples pairs, and a
-    row's pairs share their context (the scorer reads it once for all of them).
+    With ``complete`` (CS), its row ``(v, j)`` and its column ``(i, v)`` within the window, so its
+    degree in the stickiness graph is exact; without, the adjacent pair ``(v, v+1)`` (none for
+    the last chunk). The row's pairs share their context (the scorer reads it once for all).
 
-    >>> row_pairs(5, 2, window=1), row_pairs(5, 4, complete=False)
-    ([(2, 1), (2, 3)], [])
+    >>> node_pairs(5, 2, window=1), node_pairs(5, 3, complete=False), node_pairs(5, 4, complete=False)
+    ([(2, 1), (2, 3), (1, 2), (3, 2)], [(3, 4)], [])
     """
     if not complete:
-        return [(i, i + 1)] if i < n - 1 else []
-    lo, hi = (0, n) if window is None else (max(0, i - window), min(n, i + window + 1))
-    return [(i, j) for j in range(lo, hi) if j != i]
+        return [(v, v + 1)] if v < n - 1 else []
+    lo, hi = (0, n) if window is None else (max(0, v - window), min(n, v + window + 1))
+    return [(v, j) for j in range(lo, hi) if j != v] + [(i, v) for i in range(lo, hi) if i != v]
 
 
-def sample_rows(
+def sample_nodes(
     n: int, units: int, seed: int, *, complete: bool = True, window: int | None = None
 ) -> list[int]:
-    """The context rows of a seeded sample of at least ``units`` pairs: a prefix of :func:`stratified_order`.
+    """A seeded sample of chunks whose pairs hold at least ``units`` units: a prefix of :func:`stratified_order`.
 
-    Whole rows are taken, in the stratified order, until they hold ``units`` pairs (or all rows);
-    with ``complete=False`` a row holds its one adjacent pair (the last row none).
+    Chunks are taken in the stratified order until their :func:`node_pairs` (distinct pairs)
+    number ``units``, or every chunk is taken.
 
-    >>> sample_rows(6, 2, 0, complete=False)
+    >>> sample_nodes(6, 2, 0, complete=False)
     [5, 1, 3]
     """
     if units < 0:
         raise ParameterError(f"units ({units}) must be at least 0")
-    rows, held = [], 0
-    for i in stratified_order(n, seed):
-        if held >= units:
+    nodes: list[int] = []
+    held: set[tuple[int, int]] = set()
+    for v in stratified_order(n, seed):
+        if len(held) >= units:
             break
-        rows.append(i)
-        held += len(row_pairs(n, i, complete=complete, window=window))
-    return rows
+        nodes.append(v)
+        held.update(node_pairs(n, v, complete=complete, window=window))
+    return nodes
 
 
 def partial_table(
@@ -273,15 +297,28 @@ def partial_table(
     *,
     complete: bool,
     window: int | None,
+    sample: Sequence[int],
 ) -> PairTable:
-    """A :class:`PairTable` of the values scored so far (``partial=True``; ``nan`` where not scored)."""
+    """A :class:`PairTable` of the values scored so far (``partial=True``; ``nan`` where not scored).
+
+    Args:
+        n: Number of chunks.
+        uncond: ``uncond[j]`` scored so far.
+        cond: ``cond[(i, j)]`` scored so far.
+        complete: Whether the table is CS's (stars sampled) or BC's (boundaries).
+        window: The pair window.
+        sample: The sampled chunks whose :func:`node_pairs` are all in ``cond`` (and their ``uncond``).
+    """
     u = np.full(n, np.nan, dtype=np.float64)
     for j, v in uncond.items():
         u[j] = v
     c = np.full((n, n), np.nan, dtype=np.float64)
     for (i, j), v in cond.items():
         c[i, j] = v
-    return PairTable(uncond=u, cond=c, window=window if complete else 1, complete=complete, partial=True)
+    return PairTable(
+        uncond=u, cond=c, window=window if complete else 1, complete=complete, partial=True,
+        sample=tuple(int(v) for v in sample),
+    )
 
 
 def table_from_values(n: int, values: Sequence[float], *, complete: bool, window: int | None) -> PairTable:
@@ -409,10 +446,11 @@ def cs_curve(
 
 
 def bc_estimate(table: PairTable, mode: str = "reference") -> Estimate:
-    """Mean Boundary Clarity with its 95% interval: exact for a full table, else from the scored boundaries.
+    """Mean Boundary Clarity with its 95% interval: exact for a full table, else from the sampled boundaries.
 
-    A boundary ``i`` is scored when ``cond[i, i+1]`` and ``uncond[i+1]`` are; the interval is
-    :func:`~backend.metrics.estimate.mean_estimate`'s (t, finite-population corrected).
+    The sample is boundary ``v`` of each sampled chunk ``v`` (``table.sample``; without one,
+    every boundary scored); the interval is :func:`~backend.metrics.estimate.mean_estimate`'s
+    (t, finite-population corrected).
     """
     values = boundary_clarity(table, mode)
     n = table.n
@@ -421,6 +459,10 @@ def bc_estimate(table: PairTable, mode: str = "reference") -> Estimate:
         return exact_estimate(float(finite.mean()) if finite.size else None, max(0, n - 1))
     idx = np.arange(max(0, n - 1))
     scored = ~np.isnan(table.cond[idx, idx + 1]) & ~np.isnan(table.uncond[idx + 1])
+    if table.sample is not None:
+        drawn = np.zeros(idx.size, dtype=bool)
+        drawn[[v for v in table.sample if v < n - 1]] = True
+        scored &= drawn
     return mean_estimate(values, scored)
 
 
@@ -443,33 +485,28 @@ def cs_estimate(
     rule: str = "paper",
     graph: str = "complete",
     delta: int = 0,
-    seed: int = 0,
 ) -> Estimate:
     """Chunk Stickiness with its 95% interval: exact for a full table (:func:`chunk_stickiness`), else estimated.
 
-    The units are the ordered pairs of the graph (within the table's window); the sample is
-    the context rows whose every pair (and its ``uncond``) is scored. The sampled context rows are the clusters of
-    :func:`~backend.metrics.estimate.degree_entropy_estimate`. Every unit scored: the exact value.
+    The units are the ordered pairs of the graph (within the table's window). The sample is
+    ``table.sample``'s chunks, whose stars are scored, so their degrees are exact:
+    :func:`~backend.metrics.estimate.degree_entropy_estimate` (a ratio estimator, delta-method
+    t interval). Every chunk sampled: the exact value.
     """
     n = table.n
     window = table.window if table.complete else 1
     units = cs_units(n, graph=graph, delta=delta, window=window)
     total = int(units.sum())
-    known = ~np.isnan(table.cond) & ~np.isnan(table.uncond)[None, :]
-    # A row is in the sample when every pair of it is scored (a row holding only its adjacent pair
-    # was scored for BC, not drawn for CS).
-    row_units = cs_units(n, window=window)
-    sampled = (known | ~row_units).all(axis=1) & row_units.any(axis=1)
-    scored = units & sampled[:, None]
-    done = int(scored.sum())
-    if not table.partial or done >= total:
+    drawn = sorted(set(table.sample or ())) if table.partial else list(range(n))
+    if len(drawn) >= n:
         return exact_estimate(chunk_stickiness(table, K, rule=rule, graph=graph, delta=delta), total)
     with np.errstate(invalid="ignore"):
-        kept = scored & (edge_values(table, rule) > K)
-    rows = np.flatnonzero(scored.any(axis=1))
-    ends = kept[rows].astype(np.float64)  # each kept (i, j) adds one end to j …
-    ends[np.arange(rows.size), rows] += kept[rows].sum(axis=1)  # … and one to i
-    return degree_entropy_estimate(ends, done, total, seed=seed)
+        kept = units & (edge_values(table, rule) > K)  # nan (not scored) is never kept
+    degrees = kept.sum(axis=0) + kept.sum(axis=1)
+    in_star = np.zeros(n, dtype=bool)
+    in_star[drawn] = True
+    scored = int((units & (in_star[:, None] | in_star[None, :])).sum())
+    return degree_entropy_estimate(degrees[drawn], n, scored, total)
 
 
 def ds_estimate(vectors: np.ndarray) -> Estimate:

@@ -44,7 +44,7 @@ from backend.metrics.quality import (
     dissimilarity,
     ds_estimate,
     pair_table,
-    sample_rows,
+    sample_nodes,
     sampled_pair_table,
 )
 from backend.models.embeddings import embed_texts
@@ -359,7 +359,7 @@ def sampled_vectors(
 ) -> np.ndarray:
     """The embeddings of the chunks around a seeded sample of at least ``units`` boundaries; ``nan`` rows elsewhere.
 
-    The boundaries are those of :func:`~backend.metrics.quality.sample_rows` (the order BC's
+    The boundaries are those of :func:`~backend.metrics.quality.sample_nodes` (the order BC's
     sample follows); every chunk sampled: the full embeddings (DS exact).
 
     Raises:
@@ -369,7 +369,7 @@ def sampled_vectors(
         raise ParameterError(f"pairs ({units}) must be at least 1")
     texts = [str(t) for t in chunk_texts]
     n = len(texts)
-    chunks = sorted({k for i in sample_rows(n, units, seed, complete=False) for k in (i, i + 1) if k < n})
+    chunks = sorted({k for i in sample_nodes(n, units, seed, complete=False) for k in (i, i + 1) if k < n})
     vectors, _hit = embed_texts(embedder, [texts[k] for k in chunks], cache=cache)
     vectors = np.asarray(vectors, dtype=np.float64)
     if len(chunks) == n:
