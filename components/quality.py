@@ -160,10 +160,14 @@ ESTIMATE_WIDTH = 150  # pixels of a metric column holding "0.93 ± 0.02 (120 of 
 # Streamlit wraps a cell's text only in rows taller than 4rem (64 px); three lines fit an estimate's label.
 ESTIMATE_ROW_HEIGHT = 84
 ESTIMATES_NOTE = (
-    "So far: each ± is the 95% interval of an estimate from the pairs scored so far (how many, in brackets); it "
-    "narrows as the job goes on and closes on the exact value once every pair is scored. Green marks a column's best "
-    "only where its interval does not overlap another's. The BC chart, CS against K and the stickiness graphs need "
-    "every pair: they are drawn when the job ends."
+    "Estimates so far, redrawn as the job scores: each ± narrows as pairs are scored and closes on the exact value "
+    "once every pair is. Green marks a column's best only where its interval does not overlap another's. The BC "
+    "chart, CS against K and the stickiness graphs need every pair: they are drawn when the job ends."
+)
+SAMPLE_NOTE = (
+    "Estimates from the pairs a stopped run scored (how many, in brackets): scoring again goes on from them. Green "
+    "marks a column's best only where its interval does not overlap another's. The figures need every pair of a "
+    "configuration."
 )
 
 
@@ -251,8 +255,9 @@ def estimate_column_config(frame: pd.DataFrame) -> dict[str, Any]:
     return config
 
 
-def estimates_table(view: QualityView, key: str) -> None:
-    """The table of ``view`` (a running job's estimates, :func:`~backend.lab.quality.quality_view` with ``partial``)."""
+def estimates_table(view: QualityView, key: str, *, running: bool = True) -> None:
+    """The table of ``view`` with estimates: a running job's (:func:`~backend.lab.quality.quality_view` with
+    ``partial``), or, ``running=False``, those of the pairs a stopped run left."""
     frame = estimate_frame(view.rows)
     best = estimate_best(view.rows)
 
@@ -265,7 +270,7 @@ def estimates_table(view: QualityView, key: str) -> None:
         shown.style.apply(mark, axis=0, subset=[c for c in BEST if c in shown]), key=key,
         column_config=estimate_column_config(frame), row_height=ESTIMATE_ROW_HEIGHT, placeholder=PLACEHOLDER,
     )
-    st.caption(ESTIMATES_NOTE + " " + view.notes)
+    st.caption((ESTIMATES_NOTE if running else SAMPLE_NOTE) + " " + view.notes)
 
 
 def estimates_preview(plan: QualityPlan, settings: QualitySettings, doc_source: str, key: str) -> Callable[[Job], None]:

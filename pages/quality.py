@@ -21,6 +21,7 @@ from components.quality import (
     PLACEHOLDER,
     column_config,
     estimates_preview,
+    estimates_table,
     quality_frame,
     quality_store,
     scoring_job_panel,
@@ -89,7 +90,10 @@ if not chunked:
 
 # --- the scores: session state, else the output cache alone, else a background job ----------------------
 store = quality_store(doc)
-plan = plan_quality(doc, chunked, lm, metrics=metrics, window=window, store=store, throughput=session_throughput())
+plan = plan_quality(
+    doc, chunked, lm, metrics=metrics, window=window, store=store, throughput=session_throughput(),
+    settings=quality_settings(section_values("quality")),
+)
 store.update(plan.found)
 scoring = False
 if plan.missing:
@@ -100,8 +104,8 @@ if plan.missing:
         confirm_key=QUALITY("confirm"), run_label=plan.run_label,
         preview=estimates_preview(plan, quality_settings(section_values("quality")), doc.source, QUALITY("estimates")),
     )
-if not plan.ready and not scoring:
-    st.stop()
+if not plan.ready and not scoring and not any(c.estimated for c in plan.configs):
+    st.stop()  # nothing known yet (a stopped run's sample would give estimates)
 
 # --- controls: recompute from the scores, no model call ----------------------------------------------
 cols = st.columns([2.2, 1.2, 1.2, 1], vertical_alignment="bottom")
@@ -130,15 +134,20 @@ if scoring:
 st.subheader("Metrics", anchor=False)
 view = quality_view(plan, quality_settings(section_values("quality")), doc.source)
 settings = view.settings
-table = quality_frame(view.rows)
-st.dataframe(styled_table(table), key=QUALITY("table"), column_config=column_config(table), placeholder=PLACEHOLDER)
-st.caption(view.notes)
+if view.estimated:  # what a stopped run scored: estimates with their intervals, the best marked only when apart
+    estimates_table(view, QUALITY("table"), running=False)
+else:
+    table = quality_frame(view.rows)
+    st.dataframe(styled_table(table), key=QUALITY("table"), column_config=column_config(table), placeholder=PLACEHOLDER)
+    st.caption(view.notes)
 st.download_button(
     "CSV", view.csv, file_name=view.csv_name, mime="text/csv", key=QUALITY("csv"), icon=":material/download:",
     on_click="ignore",
 )
 
 # --- BC along the document ---------------------------------------------------------------------------------
+if not view.data:
+    st.stop()  # the figures need every pair of a configuration
 if "bc" in metrics:
     st.subheader("Boundary clarity along the document", anchor=False)
     st.caption("One point per boundary, at the character where the next chunk starts; hover for the two chunks' edges.")

@@ -21,13 +21,14 @@ from typing import Any
 from backend.chunkers.run import needs_model
 from backend.chunking import Chunking, ConfigEntry
 from backend.lab.models import SessionModels
-from backend.lab.quality import QualityPlan, plan_quality, quality_settings, quality_view
+from backend.lab.quality import ConfigScores, QualityPlan, plan_quality, quality_settings, quality_view
 from backend.metrics.cost import Throughput
 from backend.metrics.estimate import QualityEstimates
 from backend.metrics.report import METRICS, QualityData, QualitySettings
 from backend.models.cache import OutputCache
 from backend.report.summary import (
     GROUPS,
+    QualityRowLike,
     RetrievalElsewhere,
     Summary,
     question_set_title,
@@ -127,13 +128,14 @@ def summary_view(
     """
     settings = quality_settings(quality)
     plan = plan_quality(
-        doc, chunked, models, metrics=METRICS, window=settings.window, store=store, throughput=throughput, cache=cache
+        doc, chunked, models, metrics=METRICS, window=settings.window, store=store, throughput=throughput, cache=cache,
+        settings=settings,
     )
     data = {c.entry.tag: c.data for c in plan.configs}
     chunkings = {e.tag: ch for e, ch in chunked}
     summary = summarize(
         doc, [(e.tag, chunkings.get(e.tag, e.config)) for e in entries],
-        quality={tag: d.report(settings=settings) for tag, d in data.items()}, benchmark=benchmark,
+        quality={c.entry.tag: _quality_row(c, settings) for c in plan.configs}, benchmark=benchmark,
         questions=questions, cross_corpus=cross_corpus,
         settings={
             **settings.to_json(),
@@ -170,6 +172,16 @@ def summary_view(
         to_score=_to_score(summary, chunkings),
         no_set_line=_no_set_line(doc, summary),
     )
+
+
+def _quality_row(scores: ConfigScores, settings: QualitySettings) -> QualityRowLike:
+    """A configuration's BC, CS and DS: from its full scores, else (a stopped run's sample) its estimates."""
+    if not scores.estimated:
+        return scores.data.report(settings=settings)
+    estimates = dict(scores.estimates)
+    return {name: est.estimate if est is not None else None for name, est in estimates.items()} | {
+        "estimates": estimates
+    }
 
 
 def _to_score(summary: Summary, chunkings: Mapping[str, Chunking]) -> tuple[str, ...]:
