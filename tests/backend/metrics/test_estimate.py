@@ -9,8 +9,13 @@ runs the real bundled model.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,6 +45,7 @@ from backend.samples import load_sample
 from tests.support.quality import chunking_of
 
 SEEDS = range(50)
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class WordShareScorer:
@@ -119,7 +125,7 @@ def test_ds_interval_covers_the_exact_value_in_90_percent_of_50_seeded_samples(t
     exact = float(np.mean(dissimilarity(embedder.embed(technical))))
     estimates = [ds_estimate(sampled_vectors(technical, embedder, units=15, seed=s)) for s in SEEDS]
     assert all(e.pairs_scored >= 15 and not e.exact for e in estimates)
-    assert _covered(estimates, exact) >= 45
+    assert _covered(estimates, exact) >= 45  # measured 48 of 50
 
 
 def test_a_sample_of_every_unit_is_the_exact_value(technical) -> None:
@@ -210,6 +216,46 @@ def test_the_real_model_estimate_runs_to_the_exact_value(tmp_path) -> None:
     published: list[QualityEstimates] = []
     run = score_chunkings([chunking_of(tuple(texts))], scorer=scorer, embedder=None, complete=False, window=None,
                           cache=cache, progress=Progress(partial=published.append))
-    exact = quality_report(texts, [1] * 6, metrics=["bc"], scorer=scorer, cache=OutputCache(tmp_path / "fresh"))
+    # The exact run (every pair through the same cache) gives the job's last estimate, byte for byte.
+    exact = quality_report(texts, [1] * 6, metrics=["bc"], scorer=scorer, cache=cache)
     assert published[-1].estimates[0]["bc"] == exact.estimates["bc"] and exact.estimates["bc"].exact
     np.testing.assert_array_equal(run.results[0][0].cond, exact.table.cond)
+    # On a fresh cache the model batches the pairs differently: the same values to float32 precision.
+    fresh = quality_report(texts, [1] * 6, metrics=["bc"], scorer=scorer, cache=OutputCache(tmp_path / "fresh"))
+    assert fresh.values["bc"] == pytest.approx(exact.values["bc"], abs=1e-6)
+    assert estimate.ci_low <= fresh.values["bc"] <= estimate.ci_high
+
+
+def _cli(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CHUNKLAB_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "backend", "metrics", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=600)
+
+
+def test_cli_pairs_and_seed_print_estimates_and_an_exact_run_has_width_0(tmp_path) -> None:
+    path = tmp_path / "doc.txt"
+    path.write_text(" ".join(_texts("narrative", 400)[:5]), encoding="utf-8")
+    args = (str(path), "--chunker", "sentence", "--param", "chunk_size=120", "--metrics", "bc")
+    proc = _cli(*args, "--pairs", "2", "--seed", "4", cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    est = out["bc_estimate"]
+    assert set(est) == {"estimate", "ci_low", "ci_high", "pairs_scored", "pairs_total", "method"}
+    assert est["pairs_scored"] == 2 < est["pairs_total"] == out["chunks"] - 1 and est["method"] == "t"
+    assert est["ci_low"] < est["estimate"] == out["bc_mean"] < est["ci_high"]
+    assert out["sample"] == {"pairs": 2, "seed": 4} and out["cs_complete_estimate"] is None
+    assert sum(x is not None for x in out["bc"]) == 2  # the boundaries not sampled are null
+    exact = json.loads(_cli(*args, cache=tmp_path / "cache").stdout)["bc_estimate"]
+    assert exact["pairs_scored"] == exact["pairs_total"] == est["pairs_total"]
+    assert exact["ci_low"] == exact["estimate"] == exact["ci_high"] and exact["method"] == "exact"
+    assert est["ci_low"] <= exact["estimate"] <= est["ci_high"]
+
+
+def test_cli_bad_pairs_and_seed_exit_2_with_one_line(tmp_path) -> None:
+    path = tmp_path / "d.txt"
+    path.write_text("One sentence. Two sentences.", encoding="utf-8")
+    for bad in (["--pairs", "0"], ["--pairs", "many"], ["--seed", "-1"], ["--pairs", "-3"]):
+        proc = _cli(str(path), "--chunker", "sentence", *bad, cache=tmp_path / "cache")
+        assert proc.returncode == 2, (bad, proc.stderr)
+        assert "Traceback" not in proc.stderr and proc.stderr.strip().count("\n") <= 1
+        assert ("--pairs" if "--pairs" in bad else "--seed") in proc.stderr
