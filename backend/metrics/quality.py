@@ -195,13 +195,15 @@ def sampled_pair_table(
     window: int | None = None,
     cache: Any = None,
     progress: Any = None,
+    boundaries: bool = True,
 ) -> PairTable:
     """Score a seeded sample of at least ``units`` units per metric (through the cache): a partial table.
 
     The chunks are the first of :func:`sample_nodes`: as many as hold ``units`` boundaries (BC),
     and with ``complete`` at least as many as hold ``units`` pairs in their stars (CS); each
     scored pair's ``uncond`` is scored too. When the sample takes every chunk, the table is the
-    full one (:func:`pair_table`, exact).
+    full one (:func:`pair_table`, exact). ``boundaries=False`` (CS without BC, ``complete``
+    only) samples only the chunks CS needs.
 
     Raises:
         ParameterError: ``units`` below 1.
@@ -210,7 +212,7 @@ def sampled_pair_table(
         raise ParameterError(f"pairs ({units}) must be at least 1")
     texts = [str(t) for t in chunk_texts]
     n = len(texts)
-    nodes = sample_nodes(n, units, seed, complete=False)
+    nodes = sample_nodes(n, units, seed, complete=False) if boundaries or not complete else []
     if complete:
         stars = sample_nodes(n, units, seed, complete=True, window=window)
         nodes = nodes if len(nodes) >= len(stars) else stars  # both are prefixes of the same order

@@ -432,7 +432,7 @@ def quality_report(
             else:
                 table = sampled_pair_table(
                     texts, scorer, units=pairs, seed=seed, complete=needs.complete, window=settings.window,
-                    cache=cache, progress=progress,
+                    cache=cache, progress=progress, boundaries="bc" in metrics,
                 )
         if needs.embedder:
             if embedder is None:
