@@ -10,7 +10,8 @@ first estimate, to the exact value, their ratio, and the first and final estimat
 is loaded before the clock starts. Run it with ``CHUNKLAB_TORCH_THREADS=1`` on a shared CPU.
 
 Run:  CHUNKLAB_TORCH_THREADS=1 .venv/bin/python bench/bench_first_estimate.py [--quick]
-          [--file PATH] [--chunker sentence] [--chunk-size 400] [--window 3] [--lm NAME|PATH] [--device cpu]
+          [--only bc|cs] [--file PATH] [--chunker sentence] [--chunk-size 200] [--window 3] [--lm NAME|PATH]
+          [--device cpu]
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the bundled 'technical' sample instead of the PDF")
     parser.add_argument("--file", help=f"document path or sample:NAME (default {PDF})")
     parser.add_argument("--chunker", default="sentence", help="registered chunker (default sentence)")
-    parser.add_argument("--chunk-size", type=int, default=400, help="its chunk_size (default 400 tokens)")
+    parser.add_argument("--chunk-size", type=int, default=200, help="its chunk_size (default 200 tokens)")
     parser.add_argument("--window", type=int, default=3, help="CS pair window (default 3)")
+    parser.add_argument("--only", choices=("bc", "cs"), help="run only the BC job or only the CS job (default both)")
     parser.add_argument("--lm", help="language model (default: the bundled SmolLM2)")
     parser.add_argument("--device", help="device (default: the app's)")
     opts = parser.parse_args()
@@ -89,9 +91,11 @@ def main() -> None:
           f"CS window {opts.window}; torch threads {os.environ.get('CHUNKLAB_TORCH_THREADS', '(default)')}")
     scorer = ModelContext(lm=opts.lm, device=opts.device).get_scorer()
     print(f"model {scorer.info.name} on {scorer.info.device}")
-    report("BC", timed_job(chunking, scorer, complete=False, window=None, metric="bc"))
-    report(f"CS (w={opts.window})", timed_job(chunking, scorer, complete=True, window=opts.window,
-                                             metric="cs_complete"))
+    if opts.only != "cs":
+        report("BC", timed_job(chunking, scorer, complete=False, window=None, metric="bc"))
+    if opts.only != "bc":
+        report(f"CS (w={opts.window})", timed_job(chunking, scorer, complete=True, window=opts.window,
+                                                 metric="cs_complete"))
 
 
 if __name__ == "__main__":

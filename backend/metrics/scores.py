@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 SAMPLE_SEED = 0  # the scoring job's sample order: fixed, so a page finds what a cancelled job left
-FIRST_REQUESTS = 24  # about this many model passes in the first batch, so the first estimate comes fast
+FIRST_REQUESTS = 16  # about this many model passes in the first batch (never under 2 chunks), so the first estimate comes fast
 GROWTH = 1.5  # each batch this much larger than the one before …
 MOST_OF_TOTAL = 0.05  # … up to this fraction of the chunks, so the estimate is refreshed often to the end
 
