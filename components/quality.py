@@ -12,17 +12,20 @@ scoring job of a :class:`~backend.lab.quality.QualityPlan` with :func:`scoring_j
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from backend.lab.quality import QualityPlan, fold_scoring
+from backend.jobs import Job
+from backend.lab.quality import QualityPlan, QualityView, fold_scoring, quality_view
 from backend.metrics.cost import Throughput
-from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE
+from backend.metrics.estimate import Estimate
+from backend.metrics.report import BEST, COLUMNS, METRIC_TABLE, QualitySettings
 from backend.report.html import NOT_COMPUTED
+from backend.report.summary import estimate_text, leaders_of
 from backend.text.document import Document
 from components.keys import QUALITY_STORE, QUALITY_THROUGHPUT
 from components.lm_runs import model_job_panel
@@ -38,6 +41,12 @@ __all__ = [
     "PLACEHOLDER",
     "best_cells",
     "column_config",
+    "estimate_best",
+    "estimate_column_config",
+    "estimate_frame",
+    "estimated",
+    "estimates_preview",
+    "estimates_table",
     "column_width",
     "column_widths",
     "quality_frame",
@@ -145,6 +154,140 @@ def column_config(table: pd.DataFrame | None = None) -> dict[str, Any]:
     return config
 
 
+# --- while the scoring job runs: estimates with their intervals --------------------------------------------------
+
+ESTIMATE_WIDTH = 150  # pixels of a metric column holding "0.93 ± 0.02 (120 of 1,747 pairs)" (wrapped)
+# Streamlit wraps a cell's text only in rows taller than 4rem (64 px); three lines fit an estimate's label.
+ESTIMATE_ROW_HEIGHT = 84
+ESTIMATES_NOTE = (
+    "Estimates so far, redrawn as the job scores: each ± narrows as pairs are scored and closes on the exact value "
+    "once every pair is. Green marks a column's best only where its interval does not overlap another's. The BC "
+    "chart, CS against K and the stickiness graphs need every pair: they are drawn when the job ends."
+)
+SAMPLE_NOTE = (
+    "Estimates from the pairs a stopped run scored (how many, in brackets): scoring again goes on from them. Green "
+    "marks a column's best only where its interval does not overlap another's. The figures need every pair of a "
+    "configuration."
+)
+
+
+def _estimate(row: Mapping[str, Any], name: str) -> Estimate | None:
+    """The row's estimate of metric ``name`` when it stands on only some of the pairs; None when exact or unknown."""
+    est = (row.get("estimates") or {}).get(name)
+    return est if est is not None and est.estimate is not None and not est.exact else None
+
+
+def estimated(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any value of the rows is an estimate from some of the pairs (not the exact value yet)."""
+    return any(_estimate(r, m.name) is not None for r in rows for m in METRIC_TABLE)
+
+
+def _estimate_cell(row: Mapping[str, Any], name: str) -> str:
+    est = _estimate(row, name)
+    if est is not None:
+        return estimate_text(est)
+    value = row.get(name)
+    if value is None or not math.isfinite(float(value)):
+        return PLACEHOLDER
+    return _FORMATS[name].format(float(value))
+
+
+def estimate_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """The rows as text, indexed by tag: an estimate reads ``0.93 ± 0.02 (120 of 1,747 pairs)``, an exact value as the table formats it."""
+    frame = pd.DataFrame(
+        [
+            {"configuration": r["configuration"], "chunker": r["chunker"], "chunks": int(r["chunks"]),
+             "mean_tokens": _FORMATS["mean_tokens"].format(float(r["mean_tokens"])),
+             **{m.name: _estimate_cell(r, m.name) for m in METRIC_TABLE}}
+            for r in rows
+        ],
+        columns=list(COLUMNS),
+    )
+    return frame.set_index("configuration", drop=False)
+
+
+def estimate_best(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Per metric column, the tags to highlight: its best, only where it is told apart from every other.
+
+    :func:`backend.report.summary.leaders_of`, the verdict's rule: an estimate is best only when
+    its 95% interval overlaps no other's; exact values compare as the exact table does (a tie
+    as shown marks every tied row).
+    """
+    out: dict[str, list[Any]] = {}
+    for m in METRIC_TABLE:
+        items = []
+        for r in rows:
+            value = r.get(m.name)
+            if value is None or not math.isfinite(float(value)):
+                continue
+            exact = Estimate(float(value), float(value), float(value), 0, 0)
+            items.append((r["configuration"], _estimate(r, m.name) or exact))
+        fmt = _FORMATS[m.name]
+        leaders = leaders_of(items, higher=m.best == "max", shown=lambda e, f=fmt: f.format(e.estimate))
+        ties = all(e.exact for name, e in items if name in leaders)
+        out[m.name] = leaders if len(leaders) == 1 or ties else []
+    return out
+
+
+def estimate_column_config(frame: pd.DataFrame) -> dict[str, Any]:
+    """``st.dataframe``'s columns of :func:`estimate_frame`: a column holding an estimate is wide enough for its label."""
+    widths = column_widths(None)
+    for m in METRIC_TABLE:
+        if frame[m.name].str.contains("±", regex=False).any():
+            widths[m.name] = ESTIMATE_WIDTH
+        elif not (frame[m.name] == PLACEHOLDER).any():
+            widths[m.name] = max(column_width(m.label), column_width("0.0000"))
+    widths.pop("chunker")
+    widths["chunker"] = max(LABEL_MIN_WIDTH, PANE_WIDTH - sum(widths.values()))
+    config: dict[str, Any] = {
+        "_index": st.column_config.TextColumn("", width=widths["_index"]),
+        "chunker": st.column_config.TextColumn(
+            "Chunker", width=widths["chunker"], help="The configuration (its full label is in the CSV)."
+        ),
+        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=widths["chunks"]),
+        "mean_tokens": st.column_config.TextColumn("Mean tokens", width=widths["mean_tokens"]),
+    }
+    for m in METRIC_TABLE:
+        config[m.name] = st.column_config.TextColumn(
+            m.label, width=widths[m.name],
+            help=f"{m.help}. While the job runs: the estimate ± its 95% interval (pairs scored of all).",
+        )
+    return config
+
+
+def estimates_table(view: QualityView, key: str, *, running: bool = True) -> None:
+    """The table of ``view`` with estimates: a running job's (:func:`~backend.lab.quality.quality_view` with
+    ``partial``), or, ``running=False``, those of the pairs a stopped run left."""
+    frame = estimate_frame(view.rows)
+    best = estimate_best(view.rows)
+
+    def mark(col: pd.Series) -> list[str]:
+        winners = set(best.get(col.name, ()))
+        return [HIGHLIGHT if i in winners else "" for i in col.index]
+
+    shown = frame.drop(columns=["configuration"])
+    st.dataframe(
+        shown.style.apply(mark, axis=0, subset=[c for c in BEST if c in shown]), key=key,
+        column_config=estimate_column_config(frame), row_height=ESTIMATE_ROW_HEIGHT, placeholder=PLACEHOLDER,
+    )
+    st.caption((ESTIMATES_NOTE if running else SAMPLE_NOTE) + " " + view.notes)
+
+
+def estimates_preview(plan: QualityPlan, settings: QualitySettings, doc_source: str, key: str) -> Callable[[Job], None]:
+    """What a running scoring job shows under its bar: the table of its estimates so far (:func:`estimates_table`).
+
+    Drawn at every rerun of the job's progress (every second), from the job's latest
+    :class:`~backend.metrics.estimate.QualityEstimates` (``job.partial``), under ``settings``.
+    """
+
+    def draw(job: Job) -> None:
+        view = quality_view(plan, settings, doc_source, partial=job.partial)
+        if view.rows:
+            estimates_table(view, key)
+
+    return draw
+
+
 def quality_store(doc: Document) -> dict[Hashable, Any]:
     """The session's pair tables and vectors of ``doc`` (a new store for another document), shared with the Summary."""
     store = st.session_state.get(QUALITY_STORE)
@@ -167,20 +310,26 @@ def scoring_job_panel(
     cancel_key: str,
     confirm_key: str,
     run_label: str,
-) -> None:
+    preview: Callable[[Job], None] | None = None,
+) -> bool:
     """The button that starts ``plan``'s scoring job (ticked first when long), its progress, its end.
 
     The finished job's tables and vectors go to ``store`` and its measured speed to the
-    session (the next cost estimate's), then the page reruns to show them.
+    session (the next cost estimate's), then the page reruns to show them. ``preview(job)``
+    draws the running job's estimates under its bar (:func:`estimates_preview`).
+
+    Returns:
+        Whether ``plan``'s job is running (its estimates are what the page has to show).
     """
     if plan.job is None:
-        return
+        return False
     job = model_job_panel(
         job_key, plan.job, run_label=run_label, run_key=run_key, cancel_key=cancel_key, auto=False, what="Scoring",
-        confirm=plan.confirm_label, confirm_key=confirm_key,
+        confirm=plan.confirm_label, confirm_key=confirm_key, preview=preview,
     )
     if job is None:
-        return
+        running: Job | None = st.session_state.get(job_key)
+        return running is not None and running.running and running.meta.get("signature") == plan.job.signature
     st.session_state[QUALITY_THROUGHPUT] = fold_scoring(plan, job.result, store)
     st.session_state.pop(job_key, None)
     st.rerun()

@@ -18,7 +18,7 @@ is its own titled section (:func:`elsewhere_section`), never in those tables.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +29,12 @@ from backend.chunking import Chunking, ConfigEntry
 from backend.errors import ChunkLabError, one_line
 from backend.figures.charts import boundary_strip, config_color, size_histogram
 from backend.figures.export import export_name
+from backend.jobs import Job
 from backend.lab.benchmark import plan_benchmark
-from backend.lab.summary import question_sets_on_document
+from backend.lab.summary import SummaryView, question_sets_on_document, summary_estimates
 from backend.metrics.report import QualityData
 from backend.report.html import cached_curves, report_html
-from backend.report.summary import GROUPS, METRIC_INFO, METRICS, RetrievalElsewhere, Summary, format_value
+from backend.report.summary import GROUPS, METRIC_INFO, METRICS, ConfigSummary, RetrievalElsewhere, Summary
 from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
@@ -41,7 +42,7 @@ from components.cached import sample_question_sets, sample_questions
 from components.keys import BENCHMARK_JOB, EMB_CHOICE, QSET, SUMMARY
 from components.lm_runs import session_models
 from components.models import job_outcome
-from components.quality import HIGHLIGHT
+from components.quality import ESTIMATE_ROW_HEIGHT, ESTIMATE_WIDTH, HIGHLIGHT
 from components.retrieval import md_text, start_benchmark
 from components.settings import get
 from components.views import grid
@@ -60,6 +61,7 @@ __all__ = [
     "styled_summary",
     "summary_column_config",
     "quality_table",
+    "estimates_preview",
     "retrieval_table",
     "elsewhere_section",
     "summary_notes",
@@ -67,6 +69,7 @@ __all__ = [
     "retrieval_job_panel",
     "small_multiples",
     "report_button",
+    "csv_button",
 ]
 
 NOT_COMPUTED = "not computed yet"
@@ -85,6 +88,7 @@ COLUMN_WIDTHS = MappingProxyType({
 # Streamlit wraps text in a cell only when rows are taller than 4rem (64 px): a long configuration
 # label, or "not computed yet" in a narrow column, then takes a second line instead of being cut.
 ROW_HEIGHT = 68
+ESTIMATE_LABEL_WIDTH = 150  # the least the configuration's label keeps when BC, CS and DS show estimates
 
 
 def session_benchmark() -> tuple[Benchmark | None, Mapping[str, Any]]:
@@ -95,12 +99,12 @@ def session_benchmark() -> tuple[Benchmark | None, Mapping[str, Any]]:
     return job.result.benchmark, job.meta
 
 
-def _cell(row: Any, metric: str) -> str:
+def _cell(row: ConfigSummary, metric: str) -> str:
     value = row.values.get(metric)
     if value is None:
         return NOT_COMPUTED
     note = row.notes.get(metric)
-    return format_value(metric, value) + (f" ({note})" if note else "")
+    return row.cell(metric) + (f" ({note})" if note else "")
 
 
 def summary_frame(summary: Summary | RetrievalElsewhere, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
@@ -125,29 +129,67 @@ def styled_summary(summary: Summary, metrics: Sequence[str] = METRICS) -> Styler
     return frame.style.apply(mark, axis=0, subset=list(metrics))
 
 
-def summary_column_config(metrics: Sequence[str] = METRICS) -> dict[str, Any]:
-    """``st.dataframe``'s columns: each metric's label and fixed width, and its meaning in one sentence on hover."""
+def _estimated_columns(summary: Summary | RetrievalElsewhere | None, metrics: Sequence[str]) -> set[str]:
+    """The columns of ``metrics`` where some row shows an estimate from some of the pairs (loops over configurations)."""
+    if summary is None:
+        return set()
+    return {m for m in metrics for r in summary.rows if r.estimate(m) is not None}
+
+
+def summary_column_config(
+    metrics: Sequence[str] = METRICS, summary: Summary | RetrievalElsewhere | None = None
+) -> dict[str, Any]:
+    """``st.dataframe``'s columns: each metric's label and fixed width, and its meaning in one sentence on hover.
+
+    A column showing an estimate (``0.93 ± 0.02 (120 of 1,747 pairs)``) is wider
+    (:data:`~components.quality.ESTIMATE_WIDTH`) and the configuration's label narrower by
+    as much, so the table still fits the pane.
+    """
+    wide = _estimated_columns(summary, metrics)
+    label = max(ESTIMATE_LABEL_WIDTH, LABEL_WIDTH - sum(ESTIMATE_WIDTH - COLUMN_WIDTHS[m] for m in wide))
     config: dict[str, Any] = {
         "_index": st.column_config.TextColumn("", width=INDEX_WIDTH),
         "configuration": st.column_config.TextColumn(
-            "Configuration", width=LABEL_WIDTH, help="The chunker and its parameters (hover for all of it)."
+            "Configuration", width=label, help="The chunker and its parameters (hover for all of it)."
         ),
     }
     for m in metrics:
         info = METRIC_INFO[m]
         way = {True: " Higher is better.", False: " Lower is better.", None: ""}[info.higher_is_better]
-        config[m] = st.column_config.TextColumn(info.label, help=info.help + way, width=COLUMN_WIDTHS[m])
+        if m in wide:
+            way += " With ±: an estimate from the pairs scored so far and its 95% interval."
+        width = ESTIMATE_WIDTH if m in wide else COLUMN_WIDTHS[m]
+        config[m] = st.column_config.TextColumn(info.label, help=info.help + way, width=width)
     return config
 
 
-def _table(data: Any, metrics: Sequence[str], key: str) -> None:
-    st.dataframe(data, key=key, column_config=summary_column_config(metrics), row_height=ROW_HEIGHT)
+def _table(data: Any, metrics: Sequence[str], key: str, summary: Summary | RetrievalElsewhere | None = None) -> None:
+    tall = bool(_estimated_columns(summary, metrics))
+    st.dataframe(data, key=key, column_config=summary_column_config(metrics, summary),
+                 row_height=ESTIMATE_ROW_HEIGHT if tall else ROW_HEIGHT)
 
 
-def quality_table(summary: Summary) -> None:
-    """This document's "Chunks and quality" table."""
+def quality_table(summary: Summary, key: str = SUMMARY("table")) -> None:
+    """This document's "Chunks and quality" table (an estimate reads ``0.93 ± 0.02 (120 of 1,747 pairs)``)."""
     st.markdown("**Chunks and quality**")
-    _table(styled_summary(summary, QUALITY_COLUMNS), QUALITY_COLUMNS, SUMMARY("table"))
+    _table(styled_summary(summary, QUALITY_COLUMNS), QUALITY_COLUMNS, key, summary)
+
+
+def estimates_preview(view: SummaryView, doc_source: str) -> Callable[[Job], None]:
+    """What the Summary's running scoring job shows under its bar: the verdict and table with its estimates so far.
+
+    :func:`backend.lab.summary.summary_estimates` of the job's latest estimates, redrawn at every
+    rerun of its progress (every second); the verdict calls a difference only where the
+    intervals do not overlap.
+    """
+
+    def draw(job: Job) -> None:
+        live = summary_estimates(view, doc_source, job.partial)
+        st.markdown("**So far** (estimates from the pairs scored so far, ± their 95% intervals)")
+        st.markdown(verdict_markdown(live.verdict))
+        quality_table(live.summary, key=SUMMARY("estimates_table"))
+
+    return draw
 
 
 def retrieval_table(summary: Summary, no_set_line: str) -> None:
@@ -265,6 +307,16 @@ def small_multiples(doc: Document, chunked: Sequence[tuple[ConfigEntry, Chunking
                 size_histogram([ch], [e.tag], [config_color(e.uid)], "tokens"), key=SUMMARY(f"hist_{e.tag}"),
                 config=_PLOT,
             )
+
+
+def csv_button(summary: Summary, doc: Document) -> None:
+    """"CSV": the Summary's rows, every metric, and BC, CS and DS's intervals and pairs (:meth:`Summary.to_csv`)."""
+    st.download_button(
+        "CSV", summary.to_csv, file_name=f"{export_name(doc.source, 'summary')}.csv", mime="text/csv",
+        key=SUMMARY("csv"), icon=":material/download:", on_click="ignore",
+        help="One row per configuration: every number of the tables, and for BC, CS and DS the 95% interval "
+        "(ci_low, ci_high) and the pairs scored of all (equal when exact).",
+    )
 
 
 def report_button(

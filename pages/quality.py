@@ -20,6 +20,8 @@ from components.quality import (
     METRIC_LABELS,
     PLACEHOLDER,
     column_config,
+    estimates_preview,
+    estimates_table,
     quality_frame,
     quality_store,
     scoring_job_panel,
@@ -88,16 +90,22 @@ if not chunked:
 
 # --- the scores: session state, else the output cache alone, else a background job ----------------------
 store = quality_store(doc)
-plan = plan_quality(doc, chunked, lm, metrics=metrics, window=window, store=store, throughput=session_throughput())
+plan = plan_quality(
+    doc, chunked, lm, metrics=metrics, window=window, store=store, throughput=session_throughput(),
+    settings=quality_settings(section_values("quality")),
+)
 store.update(plan.found)
+scoring = False
 if plan.missing:
     st.info(plan.cost_note, icon=":material/schedule:")
-    scoring_job_panel(
+    # While the job runs, its estimates so far (± their 95% intervals) are the table, under its bar, every second.
+    scoring = scoring_job_panel(
         plan, store, job_key=QUALITY("job"), run_key=QUALITY("run"), cancel_key=QUALITY("cancel"),
         confirm_key=QUALITY("confirm"), run_label=plan.run_label,
+        preview=estimates_preview(plan, quality_settings(section_values("quality")), doc.source, QUALITY("estimates")),
     )
-if not plan.ready:
-    st.stop()
+if not plan.ready and not scoring and not any(c.estimated for c in plan.configs):
+    st.stop()  # nothing known yet (a stopped run's sample would give estimates)
 
 # --- controls: recompute from the scores, no model call ----------------------------------------------
 cols = st.columns([2.2, 1.2, 1.2, 1], vertical_alignment="bottom")
@@ -119,19 +127,27 @@ cols[3].number_input(
     persist_state="session", disabled="cs" not in metrics, help=s_delta.help,
 )
 
+if scoring:
+    st.stop()  # the table is the job's estimates above; the figures need every pair, so they wait for its end
+
 # --- the table (MoC Table 3): the rows the CLI's `metrics` prints -----------------------------------------
 st.subheader("Metrics", anchor=False)
 view = quality_view(plan, quality_settings(section_values("quality")), doc.source)
 settings = view.settings
-table = quality_frame(view.rows)
-st.dataframe(styled_table(table), key=QUALITY("table"), column_config=column_config(table), placeholder=PLACEHOLDER)
-st.caption(view.notes)
+if view.estimated:  # what a stopped run scored: estimates with their intervals, the best marked only when apart
+    estimates_table(view, QUALITY("table"), running=False)
+else:
+    table = quality_frame(view.rows)
+    st.dataframe(styled_table(table), key=QUALITY("table"), column_config=column_config(table), placeholder=PLACEHOLDER)
+    st.caption(view.notes)
 st.download_button(
     "CSV", view.csv, file_name=view.csv_name, mime="text/csv", key=QUALITY("csv"), icon=":material/download:",
     on_click="ignore",
 )
 
 # --- BC along the document ---------------------------------------------------------------------------------
+if not view.data:
+    st.stop()  # the figures need every pair of a configuration
 if "bc" in metrics:
     st.subheader("Boundary clarity along the document", anchor=False)
     st.caption("One point per boundary, at the character where the next chunk starts; hover for the two chunks' edges.")

@@ -18,12 +18,14 @@ from components.questions import panel_expanded, question_generation_panel
 from components.settings import prepare, section_values, spec
 from components.state import require_configurations, require_document
 from components.summary import (
+    csv_button,
     elsewhere_section,
+    estimates_preview,
+    quality_table,
     report_button,
     retrieval_job_panel,
-    session_benchmark,
-    quality_table,
     retrieval_table,
+    session_benchmark,
     small_multiples,
     summary_notes,
     verdict_markdown,
@@ -51,15 +53,17 @@ store.update(view.quality.found)
 summary = view.summary
 st.session_state[SUMMARY_SHOWN] = summary
 
-head, download = st.columns([4, 1], vertical_alignment="bottom")
+head, download = st.columns([3, 1.3], vertical_alignment="bottom")
 with head:
     st.text(doc.source)  # a file name is user input: plain text
     st.caption(f"{len(doc.text):,} characters · {len(entries)} configuration(s) · language model {lm.label}")
 with download:
     # The one-file report of exactly what this page shows (backend/report/html.py).
-    report_button(
-        summary, doc, view.chunkings, benchmark=benchmark, quality=view.quality_data, questions=bm_meta.get("qset")
-    )
+    with st.container(horizontal=True, gap="small"):
+        report_button(
+            summary, doc, view.chunkings, benchmark=benchmark, quality=view.quality_data, questions=bm_meta.get("qset")
+        )
+        csv_button(summary, doc)
 
 st.subheader("Verdict", anchor=False)
 st.markdown(verdict_markdown(view.verdict))
@@ -74,10 +78,11 @@ if view.to_score:
     if lm.error:
         st.error(lm.error, icon=":material/error:")
     else:
+        # While the job runs, the verdict and this table with its estimates so far (± 95% intervals), every second.
         scoring_job_panel(
             view.quality, store, job_key=SUMMARY("quality_job"), run_key=SUMMARY("quality_run"),
             cancel_key=SUMMARY("quality_cancel"), confirm_key=SUMMARY("quality_confirm"),
-            run_label=view.quality_run_label,
+            run_label=view.quality_run_label, preview=estimates_preview(view, doc.source),
         )
 
 # --- retrieval on this document: its table, or where it would be, why there is none and the benchmark to run ---

@@ -3,12 +3,17 @@
 Subcommand:
     metrics FILE --chunker NAME [--param k=v …] [--tokenizer T] [--metrics bc,cs,ds]
             [--K 0.8] [--bc-mode reference|paper] [--cs-rule paper|reference] [--delta 0]
-            [--window W] [--match-length N] [--embedder default|PATH]
+            [--window W] [--pairs N] [--seed S] [--match-length N] [--embedder default|PATH]
             [--lm NAME|PATH] [--lm-window N] [--device D] [--no-cache]
         MoC's Boundary Clarity, Chunk Stickiness (complete and incomplete graphs) and
         dissimilarity of one chunking, as one JSON object: ``{"chunks", "mean_tokens",
-        "bc_mean", "bc", "cs_complete", "cs_incomplete", "ds_mean", "ds", "K", "bc_mode",
-        "cs_rule", "delta", "window", "pairs", "seconds"}`` (a metric not asked for is null).
+        "bc_mean", "bc", "bc_estimate", "cs_complete", "cs_complete_estimate", "cs_incomplete",
+        "cs_incomplete_estimate", "ds_mean", "ds", "ds_estimate", "K", "bc_mode", "cs_rule",
+        "delta", "window", "pairs", "sample", "seconds"}`` (a metric not asked for is null).
+        Each ``<metric>_estimate`` is ``{"estimate", "ci_low", "ci_high", "pairs_scored",
+        "pairs_total", "method"}``: without ``--pairs`` every pair is scored (``pairs_scored ==
+        pairs_total``, ``ci_low == ci_high``); with ``--pairs N`` only a seeded sample of at
+        least N units per metric (``--seed S``, default 0) and the interval is a 95% one.
         ``--window W`` scores only chunk pairs with ``|i - j| <= W`` for CS (an approximation
         for the CPU); the language model's own context window is ``--lm-window``.
         ``--match-length N`` first tunes the configuration's length parameter until its mean
@@ -73,6 +78,10 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--delta", type=non_negative_int, default=0, help="δ of the incomplete graph: pairs with j - i > δ")
     p.add_argument("--window", type=positive_int, metavar="W",
                    help="score only chunk pairs with |i - j| <= W for CS (CPU approximation; default every pair)")
+    p.add_argument("--pairs", type=positive_int, metavar="N",
+                   help="score only a seeded sample of at least N units per metric (BC, DS: boundaries; CS: pairs) "
+                        "and print estimates with 95%% intervals (default: every pair, exact)")
+    p.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help="the sample's seed (default 0)")
     p.add_argument("--match-length", type=positive_float, metavar="N",
                    help="first tune the length parameter to a mean chunk length of N tokens (±5%%)")
     p.add_argument("--embedder", default="default", metavar="default|PATH", help="embedder for dissimilarity")
@@ -121,11 +130,14 @@ def run(args: argparse.Namespace) -> int:
             settings=settings,
             cache=context.cache,
             progress=context.progress,
+            pairs=args.pairs,
+            seed=args.seed,
         )
     out = report.to_json()
     scored = needs.scorer and len(texts) > 1
     cost = estimate_cost(counts, complete=needs.complete, window=args.window) if scored else {"pairs": 0}
     out["pairs"] = cost["pairs"]
+    out["sample"] = None if args.pairs is None else {"pairs": args.pairs, "seed": args.seed}
     out["config"] = chunking.config.to_json()
     if match is not None:
         out["match"] = match.to_json()

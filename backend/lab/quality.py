@@ -13,12 +13,19 @@ a finished job's tables and vectors into the store and returns the speed it meas
 The Quality page and the Summary (its "compute the missing BC, CS and DS") both plan here, so
 they look up, count and key the same scores; :func:`quality_view` is what the Quality page's
 table shows (its rows are what ``python -m backend metrics`` prints).
+
+Estimates: the job is anytime (:func:`~backend.metrics.scores.score_chunkings`): it publishes
+:class:`~backend.metrics.estimate.QualityEstimates` as it goes, and what a cancelled one
+scored stays in the cache. :attr:`ConfigScores.estimates` is each metric's estimate from what
+is known (a full table: exact; the sample a cancelled job left: an estimate with its 95%
+interval), and :func:`quality_view` with the running job's latest ``partial`` shows the
+configurations being scored with their estimates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,11 +49,21 @@ from backend.metrics.cost import (
     needs_confirmation,
     pair_cost,
 )
+from backend.metrics.estimate import Estimate, QualityEstimates
 from backend.metrics.quality import PairTable
-from backend.metrics.report import ModelNeeds, QualityData, QualitySettings, model_needs, table_csv, table_rows
+from backend.metrics.report import (
+    ModelNeeds,
+    QualityData,
+    QualitySettings,
+    model_needs,
+    quality_row,
+    table_csv,
+    table_rows,
+)
 from backend.metrics.scores import (
     ScoringRun,
     cached_pair_table,
+    cached_sample_table,
     cached_vectors,
     score_chunkings,
     table_key,
@@ -67,6 +84,7 @@ __all__ = [
     "fold_scoring",
     "needs_models",
     "plan_quality",
+    "known_estimates",
     "quality_settings",
     "quality_view",
 ]
@@ -116,6 +134,11 @@ class ConfigScores:
         vectors_missing: The metrics need the embeddings and they are not known.
         table_key: The store's key of the pair table the metrics need.
         vectors_key: The store's key of the embeddings.
+        sample: The needed table's sampled part a cancelled scoring job left in the cache (a
+            partial :class:`~backend.metrics.quality.PairTable`), when the full one is missing.
+        estimates: Per metric of :data:`~backend.metrics.report.METRIC_TABLE`, its value from
+            what is known under the plan's settings: exact from the full scores, an estimate
+            with its 95% interval from ``sample``, None when nothing is known.
     """
 
     entry: ConfigEntry
@@ -126,6 +149,8 @@ class ConfigScores:
     vectors_missing: bool
     table_key: tuple
     vectors_key: tuple
+    sample: PairTable | None = None
+    estimates: Mapping[str, Estimate | None] = field(default_factory=dict)
 
     @property
     def missing(self) -> bool:
@@ -136,6 +161,34 @@ class ConfigScores:
     def data(self) -> QualityData:
         """The chunking and its known scores, as the table and the figures take them."""
         return QualityData(self.entry.tag, self.entry.config, self.chunking, self.table, self.vectors)
+
+    @property
+    def estimated(self) -> bool:
+        """Whether something is missing but an estimate is known (a row of the table with intervals)."""
+        return self.missing and any(e is not None for e in self.estimates.values())
+
+    def estimated_data(self) -> QualityData:
+        """The chunking with the scores its estimates come from: the sampled table where the full one is missing."""
+        table = self.sample if self.table_missing and self.sample is not None else self.table
+        return QualityData(self.entry.tag, self.entry.config, self.chunking, table, self.vectors)
+
+
+def known_estimates(
+    scores: ConfigScores, metrics: Sequence[str], settings: QualitySettings
+) -> dict[str, Estimate | None]:
+    """Each metric's estimate from what ``scores`` knows: a full table exact, else the sampled one.
+
+    CS picked with only BC's adjacent table known: BC is exact from it, CS comes from the sample.
+    """
+    counts = scores.chunking.token_counts
+    known = quality_row(counts, table=scores.table, vectors=scores.vectors, metrics=metrics, settings=settings)
+    out = dict(known.estimates)
+    if scores.table_missing and scores.sample is not None:
+        sampled = quality_row(counts, table=scores.sample, metrics=metrics, settings=settings).estimates
+        for name, est in sampled.items():
+            if out.get(name) is None:
+                out[name] = est
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -289,6 +342,7 @@ def plan_quality(
     store: Mapping[Hashable, Any],
     throughput: Throughput | None = None,
     cache: OutputCache | None = None,
+    settings: QualitySettings | None = None,
 ) -> QualityPlan:
     """What is known of each configuration's quality scores, what is missing, its cost and the job for it.
 
@@ -307,6 +361,8 @@ def plan_quality(
         throughput: A speed to use when none is measured on this machine for the model (None: the
             labelled guess); the speed the rate store holds for the model comes first.
         cache: The output cache (None: the process's default one).
+        settings: K, the rule, the mode and δ of :attr:`ConfigScores.estimates` and of the
+            estimates the job publishes (None: the defaults).
 
     Raises:
         ParameterError: an unknown metric.
@@ -315,6 +371,7 @@ def plan_quality(
     needs = model_needs(metrics)
     window = window or None
     cache = cache if cache is not None else default_cache()
+    estimate_settings = replace(settings or QualitySettings(), window=window)
     context = models.cache_only() if needs.scorer else None
     refusing = context.scorer if context is not None else None  # raises NotCached on any model call
     emb_fp = models.embedder_fingerprint if needs.embedder else None
@@ -328,13 +385,21 @@ def plan_quality(
             vectors = cached_vectors(cache, emb_fp, _texts(chunking))
             if vectors is not None:
                 found[vkey] = vectors
-        configs.append(ConfigScores(
+        table_missing = needs.scorer and (table is None or (needs.complete and not table.complete))
+        sample = None
+        if table_missing and refusing is not None:  # what a cancelled job left
+            sample = cached_sample_table(
+                _texts(chunking), refusing.info, complete=needs.complete, window=window, cache=cache
+            )
+        scores = ConfigScores(
             entry, chunking, table, vectors,
-            table_missing=needs.scorer and (table is None or (needs.complete and not table.complete)),
+            table_missing=table_missing,
             vectors_missing=needs.embedder and vectors is None,
             table_key=table_key(chunking, models.identity, complete=needs.complete, window=window),
             vectors_key=vkey,
-        ))
+            sample=sample,
+        )
+        configs.append(replace(scores, estimates=known_estimates(scores, metrics, estimate_settings)))
     to_score = [c.chunking for c in configs if c.table_missing]
     # Only what the cache lacks counts, at the speed measured on this machine for this model.
     measured = Throughput.measured_for(models.fingerprint, models.kind)
@@ -353,7 +418,8 @@ def plan_quality(
     job = None
     if any(c.missing for c in configs):
         job = _scoring_job(
-            doc, [ch for _, ch in chunkings], models, needs, metrics, window, emb_fp, cache, score_pairs=bool(to_score)
+            doc, [ch for _, ch in chunkings], models, needs, metrics, window, emb_fp, cache, score_pairs=bool(to_score),
+            settings=estimate_settings,
         )
     return QualityPlan(
         doc.id, metrics, window, needs, models, emb_fp, tuple(configs), found, cost, throughput, job
@@ -362,9 +428,13 @@ def plan_quality(
 
 def _scoring_job(
     doc: Document, chunkings: Sequence[Chunking], models: SessionModels, needs: ModelNeeds, metrics: Sequence[str],
-    window: int | None, emb_fp: str | None, cache: OutputCache, score_pairs: bool,
+    window: int | None, emb_fp: str | None, cache: OutputCache, score_pairs: bool, settings: QualitySettings,
 ) -> JobPlan:
-    """The job that scores every chunking's pairs and embeds its chunks (what is cached is read back at once)."""
+    """The job that scores every chunking's pairs and embeds its chunks (what is cached is read back at once).
+
+    Anytime: it publishes :class:`~backend.metrics.estimate.QualityEstimates` (under ``settings``)
+    after each batch, which the page reads as the job's partial result.
+    """
     chunkings = tuple(chunkings)
     embedder = models.job_embedder if needs.embedder else None
 
@@ -372,7 +442,7 @@ def _scoring_job(
         # Called once the model has loaded: the run's seconds are the scoring's own.
         return score_chunkings(
             chunkings, scorer=scorer, embedder=embedder, complete=needs.complete, window=window, cache=cache,
-            progress=progress,
+            progress=progress, settings=settings,
         )
 
     n = len(chunkings)
@@ -438,8 +508,12 @@ class QualityView:
         settings: K, the CS rule, the BC mode, δ and the window the numbers are computed under.
         rows: The table (MoC Table 3): :func:`~backend.metrics.report.table_rows`, what the CLI's
             ``metrics`` prints for one chunking.
-        notes: The line under the table (the settings, the window, DS's embedder, unequal lengths).
+        notes: The line under the table (the settings, the window, DS's embedder, unequal lengths,
+            estimates).
         csv_name: The CSV's file name.
+        row_entries: The configuration of each row of ``rows``: those of ``entries``, then the
+            configurations being scored (or left part-scored) whose metrics are estimates.
+        row_colors: Each row's colour.
     """
 
     entries: tuple[ConfigEntry, ...]
@@ -449,23 +523,61 @@ class QualityView:
     rows: tuple[dict[str, Any], ...]
     notes: str
     csv_name: str
+    row_entries: tuple[ConfigEntry, ...] = ()
+    row_colors: tuple[str, ...] = ()
+
+    @property
+    def estimated(self) -> bool:
+        """Whether a row holds an estimate from a sample (not every pair scored)."""
+        return any(not row["exact"] for row in self.rows)
 
     def csv(self) -> str:
         """The table as CSV, with the settings as extra columns."""
         return table_csv(self.rows, self.settings)
 
 
-def quality_view(plan: QualityPlan, settings: QualitySettings, doc_source: str) -> QualityView:
-    """The table, its notes and the figures' data of ``plan``'s configurations whose scores are all known.
+def _estimated_data(
+    plan: QualityPlan, partial: QualityEstimates | None
+) -> list[tuple[ConfigEntry, QualityData]]:
+    """The configurations still missing scores with an estimate: from the running job's latest tables, else the cache's sample."""
+    out = []
+    for k, c in enumerate(plan.configs):
+        if not c.missing:
+            continue
+        table = vectors = None
+        if partial is not None and k < len(partial.tables):
+            table = partial.tables[k]
+            vectors = partial.vectors[k] if k < len(partial.vectors) else None
+        data = c.estimated_data()
+        table = table if table is not None else data.table
+        vectors = vectors if vectors is not None else data.vectors
+        if table is None and vectors is None:
+            continue
+        out.append((c.entry, QualityData(c.entry.tag, c.entry.config, c.chunking, table, vectors)))
+    return out
+
+
+def quality_view(
+    plan: QualityPlan, settings: QualitySettings, doc_source: str, partial: QualityEstimates | None = None
+) -> QualityView:
+    """The table, its notes and the figures' data of ``plan``'s configurations.
+
+    The figures (``entries``, ``data``, ``colors``) are those whose scores are all known; the
+    table's rows are those, then the configurations still missing scores that have an estimate
+    (each row's ``estimates`` with 95% intervals, ``exact`` False): from ``partial``, the
+    running scoring job's latest :class:`~backend.metrics.estimate.QualityEstimates` (its
+    tables are recomputed under ``settings``), else from what a cancelled job left in the cache.
 
     Args:
         plan: The plan (:func:`plan_quality`).
         settings: K, the CS rule, the BC mode and δ (:func:`quality_settings`); no model call.
         doc_source: The document's name (for the CSV's file name).
+        partial: The running job's latest partial result (``job.partial``), or None.
     """
     ready = plan.ready
     data = tuple(c.data for c in ready)
-    rows = tuple(table_rows(data, metrics=plan.metrics, settings=settings))
+    estimated = _estimated_data(plan, partial)
+    rows = tuple(table_rows(data + tuple(d for _, d in estimated), metrics=plan.metrics, settings=settings))
     notes = [
         f"best value per column in green; K = {settings.K:.2f}, CS rule {settings.cs_rule}, "
         f"BC mode {settings.bc_mode}, δ = {settings.delta}"
@@ -479,6 +591,9 @@ def quality_view(plan: QualityPlan, settings: QualitySettings, doc_source: str) 
     means = [float(row["mean_tokens"]) for row in rows]
     if len(means) > 1 and max(means) > 1.1 * min(means):
         notes.append("mean lengths differ by more than 10 %: match lengths (above) for a fair comparison")
+    if any(not row["exact"] for row in rows):
+        notes.append("± is a 95 % interval from the pairs scored so far (a seeded sample spread over the document)")
+    row_entries = tuple(c.entry for c in ready) + tuple(e for e, _ in estimated)
     return QualityView(
         entries=tuple(c.entry for c in ready),
         data=data,
@@ -487,4 +602,6 @@ def quality_view(plan: QualityPlan, settings: QualitySettings, doc_source: str) 
         rows=rows,
         notes="Best " + " · ".join(notes)[len("best ") :],
         csv_name=csv_file_name(doc_source, settings),
+        row_entries=row_entries,
+        row_colors=tuple(config_color(e.uid) for e in row_entries),
     )

@@ -13,6 +13,7 @@ computed by that plan's job, so the Quality page and the Summary score, key and 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,16 +21,26 @@ from typing import Any
 from backend.chunkers.run import needs_model
 from backend.chunking import Chunking, ConfigEntry
 from backend.lab.models import SessionModels
-from backend.lab.quality import QualityPlan, plan_quality, quality_settings
+from backend.lab.quality import ConfigScores, QualityPlan, plan_quality, quality_settings, quality_view
 from backend.metrics.cost import Throughput
+from backend.metrics.estimate import QualityEstimates
 from backend.metrics.report import METRICS, QualityData, QualitySettings
 from backend.models.cache import OutputCache
-from backend.report.summary import RetrievalElsewhere, Summary, question_set_title, summarize, verdict
+from backend.report.summary import (
+    GROUPS,
+    QualityRowLike,
+    RetrievalElsewhere,
+    Summary,
+    question_set_title,
+    summarize,
+    verdict,
+    with_quality,
+)
 from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
 
-__all__ = ["SummaryView", "question_sets_on_document", "summary_view"]
+__all__ = ["SummaryView", "question_sets_on_document", "summary_estimates", "summary_view"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,8 +56,8 @@ class SummaryView:
         chunkings: Each chunked configuration's chunking, by tag.
         quality: The quality scoring plan of every chunked configuration (its job computes what is missing).
         quality_data: Each chunked configuration's chunking and known scores, by tag (what the report draws).
-        to_score: The tags whose BC, CS or DS is not computed yet (a chunking of fewer than two
-            chunks has none to compute).
+        to_score: The tags whose BC, CS or DS is not computed yet, or only estimated from some
+            of the pairs (a chunking of fewer than two chunks has none to compute).
         no_set_line: Where the retrieval numbers would be when no benchmarked question is on
             this document, what to do about it in one line; "" when some are.
     """
@@ -117,13 +128,14 @@ def summary_view(
     """
     settings = quality_settings(quality)
     plan = plan_quality(
-        doc, chunked, models, metrics=METRICS, window=settings.window, store=store, throughput=throughput, cache=cache
+        doc, chunked, models, metrics=METRICS, window=settings.window, store=store, throughput=throughput, cache=cache,
+        settings=settings,
     )
     data = {c.entry.tag: c.data for c in plan.configs}
     chunkings = {e.tag: ch for e, ch in chunked}
     summary = summarize(
         doc, [(e.tag, chunkings.get(e.tag, e.config)) for e in entries],
-        quality={tag: d.report(settings=settings) for tag, d in data.items()}, benchmark=benchmark,
+        quality={c.entry.tag: _quality_row(c, settings) for c in plan.configs}, benchmark=benchmark,
         questions=questions, cross_corpus=cross_corpus,
         settings={
             **settings.to_json(),
@@ -157,9 +169,49 @@ def summary_view(
         chunkings=chunkings,
         quality=plan,
         quality_data=data,
-        to_score=tuple(t for t in summary.missing().get("quality", ()) if t in chunkings),
+        to_score=_to_score(summary, chunkings),
         no_set_line=_no_set_line(doc, summary),
     )
+
+
+def _quality_row(scores: ConfigScores, settings: QualitySettings) -> QualityRowLike:
+    """A configuration's BC, CS and DS: from its full scores, else (a stopped run's sample) its estimates."""
+    if not scores.estimated:
+        return scores.data.report(settings=settings)
+    estimates = dict(scores.estimates)
+    return {name: est.estimate if est is not None else None for name, est in estimates.items()} | {
+        "estimates": estimates
+    }
+
+
+def _to_score(summary: Summary, chunkings: Mapping[str, Chunking]) -> tuple[str, ...]:
+    """The chunked rows whose BC, CS or DS is not computed yet, or only estimated from some of the pairs."""
+    missing = set(summary.missing().get("quality", ()))
+    return tuple(
+        r.tag for r in summary.rows
+        if r.tag in chunkings and (r.tag in missing or any(r.estimate(m) is not None for m in GROUPS["quality"]))
+    )
+
+
+def summary_estimates(view: SummaryView, doc_source: str, partial: QualityEstimates | None) -> SummaryView:
+    """``view`` with a running scoring job's estimates in the rows it scores: their cells and the verdict.
+
+    The rows of :func:`~backend.lab.quality.quality_view` with ``partial`` (the job's latest
+    :class:`~backend.metrics.estimate.QualityEstimates`) replace the BC, CS and DS of the rows
+    still to score; the verdict calls a difference only where the intervals do not overlap.
+    No model call and no cache lookup: cheap enough to redraw every second.
+
+    Args:
+        view: The Summary as the page drew it (:func:`summary_view`).
+        doc_source: The document's name.
+        partial: The job's estimates so far (None: ``view`` as it is).
+    """
+    if partial is None:
+        return view
+    live = quality_view(view.quality, view.settings, doc_source, partial=partial)
+    scoring = set(view.to_score)
+    summary = with_quality(view.summary, {r["configuration"]: r for r in live.rows if r["configuration"] in scoring})
+    return dataclasses.replace(view, summary=summary, verdict=tuple(verdict(summary)))
 
 
 def _no_set_line(doc: Document, summary: Summary) -> str:

@@ -15,6 +15,15 @@ replacement from the ``pairs_total`` boundaries, so the interval closes to the e
 the sample grows to all of them. The variance is the simple random sample's; with one draw per
 stratum it is conservative when the values drift along the document.
 
+Chunk Stickiness is no mean: it is the entropy of the degree distribution of the kept edges
+(MoC eq. 3), ``-Σ p_v log2 p_v`` with ``p_v = deg_v / 2m``, which is ``log2(2m) - Σ_v deg_v
+log2 deg_v / 2m``: a function of two totals over the chunks (nodes). So the sample is one of
+*nodes*, each with its star (its row and its column of pairs) scored, so that its degree is
+exact; :func:`degree_entropy_estimate` is the ratio estimator of the two totals with a
+delta-method t interval and the finite-population correction. (Sampling context rows alone
+leaves in-degrees partial: the plug-in entropy of such degrees covered the exact value in
+only 20 of 50 seeded 5 % samples of a 60-chunk, window-3 graph, even Miller–Madow corrected.)
+
 A running scoring job publishes :class:`QualityEstimates` as it goes, one mapping of metric name
 to estimate per configuration.
 """
@@ -24,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +41,7 @@ __all__ = [
     "CONFIDENCE",
     "Estimate",
     "QualityEstimates",
+    "degree_entropy_estimate",
     "exact_estimate",
     "mean_estimate",
     "overlap",
@@ -77,7 +88,7 @@ class Estimate:
         pairs_scored: The units the estimate stands on (boundaries for BC and DS, ordered pairs for CS).
         pairs_total: All of them; ``pairs_scored == pairs_total`` is the exact value (interval of width 0).
         method: How the interval was made: ``exact``, ``t`` (a mean's t interval with the
-            finite-population correction) or ``bootstrap``.
+            finite-population correction) or ``ratio`` (CS: the ratio estimator's delta-method t interval).
         unit: What ``pairs_scored`` counts, for the label (``pairs``).
     """
 
@@ -206,6 +217,63 @@ def stratified_order(n: int, seed: int) -> list[int]:
     return order
 
 
+def degree_entropy_estimate(
+    degrees: Sequence[float] | np.ndarray,
+    nodes_total: int,
+    pairs_scored: int,
+    pairs_total: int,
+) -> Estimate:
+    """Chunk Stickiness (the entropy of the kept edges' degree distribution) from a sample of nodes' degrees.
+
+    ``CS = log2(2m) - Σ_v deg_v log2 deg_v / 2m`` with ``2m = Σ_v deg_v``: two totals over the
+    nodes. A seeded sample of ``r`` of the ``N = nodes_total`` nodes, each with its exact degree
+    (its row and its column of pairs scored), estimates them by ``N`` times the sample means
+    ``ȳ1`` (degree) and ``ȳ2`` (``deg log2 deg``): ``CS ≈ log2(N ȳ1) - ȳ2 / ȳ1``, a ratio
+    estimator. Its 95% interval is the t interval of the linearized values
+    ``z_v = y1_v (1/(ȳ1 ln 2) + ȳ2/ȳ1²) - y2_v/ȳ1`` (the delta method) with the finite-population
+    correction ``√(1 - r/N)``, clipped to ``[0, log2 N]``. With no kept edge seen the estimate is
+    0 and the upper end is the largest entropy of as many edges as the rule of three allows
+    (``3 / pairs_scored`` of the pairs not scored). The caller gives the exact value once every
+    node is sampled (this function never sees the whole graph).
+
+    Args:
+        degrees: The sampled nodes' degrees in the graph of kept edges.
+        nodes_total: All nodes (chunks).
+        pairs_scored: The graph's pairs scored (the stars of the sampled nodes): the label's count.
+        pairs_total: All the graph's pairs.
+    """
+    y1 = np.asarray(degrees, dtype=np.float64)
+    r, nodes = int(y1.size), int(nodes_total)
+    if r == 0:
+        return Estimate(None, None, None, pairs_scored, pairs_total, "ratio")
+    top = math.log2(nodes) if nodes > 1 else 0.0
+    f = min(1.0, r / max(nodes, 1))
+    if y1.sum() == 0:
+        # No kept edge in the sampled stars: the rule of three bounds the kept pairs among the others.
+        most = math.ceil(3.0 / max(pairs_scored, 1) * max(pairs_total - pairs_scored, 0))
+        high = math.log2(min(nodes, 2 * most)) if most > 0 else 0.0
+        return Estimate(0.0, 0.0, min(high, top), pairs_scored, pairs_total, "ratio")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y2 = np.where(y1 > 0, y1 * np.log2(np.where(y1 > 0, y1, 1.0)), 0.0)
+    m1, m2 = float(y1.mean()), float(y2.mean())
+    value = math.log2(nodes * m1) - m2 / m1
+    estimate = min(max(value, 0.0), top)
+    if r < 2:  # one node: no spread to measure
+        return Estimate(estimate, 0.0, top, pairs_scored, pairs_total, "ratio")
+    unseen = max(0.0, 1.0 - f)
+    z = y1 * (1.0 / (m1 * math.log(2)) + m2 / m1**2) - y2 / m1
+    cov = np.cov(np.vstack([y1, y2]), ddof=1) / r * unseen  # of the two sample means
+    # The ratio's second-order bias ½ Σ H_ij Cov_ij (H the Hessian in the means; H_22 = 0): removed from
+    # the estimate and added to the half-width, since near uniform degrees the first-order term vanishes.
+    bias = 0.5 * (-(1.0 / (m1**2 * math.log(2)) + 2 * m2 / m1**3) * cov[0, 0] + 2.0 / m1**2 * cov[0, 1])
+    value -= bias
+    estimate = min(max(value, 0.0), top)
+    half = t_quantile(r - 1) * float(z.std(ddof=1)) / math.sqrt(r) * math.sqrt(unseen) + abs(bias)
+    low = min(max(value - half, 0.0), estimate)
+    high = max(min(value + half, top), estimate)
+    return Estimate(estimate, low, high, pairs_scored, pairs_total, "ratio")
+
+
 @dataclass(frozen=True)
 class QualityEstimates:
     """What a running scoring job knows so far (published through its progress as it goes).
@@ -215,8 +283,14 @@ class QualityEstimates:
             ``cs_incomplete``, ``ds``) to its estimate; a metric not asked for is absent.
         done: The job's units of work done so far (pairs scored, in the job's count).
         total: All of them.
+        tables: Per configuration, the pair table scored so far (a partial
+            :class:`~backend.metrics.quality.PairTable`, ``partial=True``, nan where not scored;
+            None: no table), so a page recomputes the estimates under its own K, rule or mode.
+        vectors: Per configuration, its chunks' embeddings once computed (None before).
     """
 
     estimates: tuple[Mapping[str, Estimate], ...]
     done: int
     total: int
+    tables: tuple[Any, ...] = ()
+    vectors: tuple[Any, ...] = ()

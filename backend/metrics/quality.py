@@ -27,6 +27,15 @@ Chunk Stickiness, ordered pairs ``d = c_i``, ``q = c_j``, ``i != j``
     ``|i - j| <= w``; the other pairs count as not kept.
 Dissimilarity, adjacent chunks
     ``DS = 1 - cos(emb(d), emb(q))`` with the embedder's normalized vectors (section 4.5).
+Estimates from a sample (:mod:`backend.metrics.estimate`)
+    A *partial* table (``PairTable.partial``) holds the pairs of a seeded sample of chunks
+    (``PairTable.sample``, a prefix of :func:`~backend.metrics.estimate.stratified_order`, see
+    :func:`sample_nodes`), with ``nan`` where not scored: with CS each sampled chunk's star (its
+    row and its column of pairs, :func:`node_pairs`), without it its boundary pair.
+    :func:`bc_estimate` and :func:`ds_estimate` are means over the sampled boundaries (a t
+    interval with the finite-population correction); :func:`cs_estimate` is the ratio estimator
+    of CS from the sampled chunks' exact degrees (a delta-method t interval). Every chunk
+    sampled: the exact value.
 Information support (A.4)
     ``CP = -(1/M) Σ log P(a_i | C)``: the mean NLL of the answer's tokens given the retrieved
     chunks joined by blank lines.
@@ -41,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from backend.errors import ParameterError
+from backend.metrics.estimate import Estimate, degree_entropy_estimate, exact_estimate, mean_estimate, stratified_order
 from backend.models.scoring import conditional_scores
 from backend.models.types import ModelInfo
 
@@ -52,8 +62,12 @@ __all__ = [
     "LazyScorer",
     "PairTable",
     "UNCONDITIONAL_CONTEXT",
+    "bc_estimate",
     "boundary_clarity",
     "chunk_stickiness",
+    "cs_estimate",
+    "cs_units",
+    "ds_estimate",
     "cs_curve",
     "dissimilarity",
     "edge_values",
@@ -62,7 +76,12 @@ __all__ = [
     "kept_edges",
     "pair_requests",
     "pair_table",
+    "partial_table",
+    "sample_requests",
+    "sampled_pair_table",
     "required_pairs",
+    "node_pairs",
+    "sample_nodes",
     "stickiness_edges",
     "structural_entropy",
     "table_from_values",
@@ -122,12 +141,18 @@ class PairTable:
         window: The pair window used (None: every pair that was asked for).
         complete: Whether every ordered pair (within the window) was scored, as Chunk
             Stickiness needs; False: only the adjacent pairs of Boundary Clarity.
+        partial: Only the pairs of a sample of chunks are scored (``nan`` elsewhere, in
+            ``uncond`` too): the metrics are estimates (:func:`bc_estimate`, :func:`cs_estimate`).
+        sample: The sampled chunks of a partial table, in the order drawn (their
+            :func:`node_pairs` are scored); None for a full table.
     """
 
     uncond: np.ndarray
     cond: np.ndarray
     window: int | None = None
     complete: bool = True
+    partial: bool = False
+    sample: tuple[int, ...] | None = None
 
     @property
     def n(self) -> int:
@@ -160,6 +185,64 @@ def pair_table(
     return table_from_values(len(texts), values, complete=complete, window=window)
 
 
+def sampled_pair_table(
+    chunk_texts: Sequence[str],
+    scorer: Any,
+    *,
+    units: int,
+    seed: int,
+    complete: bool = True,
+    window: int | None = None,
+    cache: Any = None,
+    progress: Any = None,
+    boundaries: bool = True,
+) -> PairTable:
+    """Score a seeded sample of at least ``units`` units per metric (through the cache): a partial table.
+
+    The chunks are the first of :func:`sample_nodes`: as many as hold ``units`` boundaries (BC),
+    and with ``complete`` at least as many as hold ``units`` pairs in their stars (CS); each
+    scored pair's ``uncond`` is scored too. When the sample takes every chunk, the table is the
+    full one (:func:`pair_table`, exact). ``boundaries=False`` (CS without BC, ``complete``
+    only) samples only the chunks CS needs.
+
+    Raises:
+        ParameterError: ``units`` below 1.
+    """
+    if units < 1:
+        raise ParameterError(f"pairs ({units}) must be at least 1")
+    texts = [str(t) for t in chunk_texts]
+    n = len(texts)
+    nodes = sample_nodes(n, units, seed, complete=False) if boundaries or not complete else []
+    if complete:
+        stars = sample_nodes(n, units, seed, complete=True, window=window)
+        nodes = nodes if len(nodes) >= len(stars) else stars  # both are prefixes of the same order
+    if len(nodes) >= n:
+        return pair_table(texts, scorer, complete=complete, window=window, cache=cache, progress=progress)
+    requests, pairs, needed = sample_requests(texts, nodes, complete=complete, window=window)
+    values = conditional_scores(requests, scorer, cache=cache, progress=progress)
+    uncond = dict(zip(needed, values[: len(needed)], strict=True))
+    cond = dict(zip(pairs, values[len(needed) :], strict=True))
+    return partial_table(n, uncond, cond, complete=complete, window=window, sample=nodes)
+
+
+def sample_requests(
+    chunk_texts: Sequence[str], nodes: Sequence[int], *, complete: bool, window: int | None
+) -> tuple[list[tuple[str, str]], list[tuple[int, int]], list[int]]:
+    """The ``(context, continuation)`` texts sampled chunks need: each needed chunk given ``" "``, then their pairs.
+
+    Returns:
+        ``(requests, pairs, needed)``: the requests, the pairs ``(i, j)`` (distinct, in the
+        nodes' order, each context's pairs together) and the chunks whose ``uncond`` they need,
+        so that ``requests == [(" ", texts[j]) for j in needed] + [(texts[i], texts[j]) for i, j in pairs]``.
+    """
+    texts = [str(t) for t in chunk_texts]
+    n = len(texts)
+    pairs = list(dict.fromkeys(p for v in nodes for p in node_pairs(n, v, complete=complete, window=window)))
+    needed = sorted({j for _, j in pairs})
+    requests = [(UNCONDITIONAL_CONTEXT, texts[j]) for j in needed] + [(texts[i], texts[j]) for i, j in pairs]
+    return requests, pairs, needed
+
+
 def pair_requests(
     chunk_texts: Sequence[str], *, complete: bool = True, window: int | None = None
 ) -> list[tuple[str, str]]:
@@ -168,6 +251,76 @@ def pair_requests(
     texts = [str(t) for t in chunk_texts]
     pairs = required_pairs(len(texts), complete=complete, window=window)
     return [(UNCONDITIONAL_CONTEXT, t) for t in texts] + [(texts[i], texts[j]) for i, j in pairs]
+
+
+def node_pairs(n: int, v: int, *, complete: bool = True, window: int | None = None) -> list[tuple[int, int]]:
+    """The pairs a sampled chunk ``v`` brings among :func:`required_pairs`: its star, or its boundary pair.
+
+    With ``complete`` (CS), its row ``(v, j)`` and its column ``(i, v)`` within the window, so its
+    degree in the stickiness graph is exact; without, the adjacent pair ``(v, v+1)`` (none for
+    the last chunk). The row's pairs share their context (the scorer reads it once for all).
+
+    >>> node_pairs(5, 2, window=1), node_pairs(5, 3, complete=False), node_pairs(5, 4, complete=False)
+    ([(2, 1), (2, 3), (1, 2), (3, 2)], [(3, 4)], [])
+    """
+    if not complete:
+        return [(v, v + 1)] if v < n - 1 else []
+    lo, hi = (0, n) if window is None else (max(0, v - window), min(n, v + window + 1))
+    return [(v, j) for j in range(lo, hi) if j != v] + [(i, v) for i in range(lo, hi) if i != v]
+
+
+def sample_nodes(
+    n: int, units: int, seed: int, *, complete: bool = True, window: int | None = None
+) -> list[int]:
+    """A seeded sample of chunks whose pairs hold at least ``units`` units: a prefix of :func:`stratified_order`.
+
+    Chunks are taken in the stratified order until their :func:`node_pairs` (distinct pairs)
+    number ``units``, or every chunk is taken.
+
+    >>> sample_nodes(6, 2, 0, complete=False)
+    [5, 1, 3]
+    """
+    if units < 0:
+        raise ParameterError(f"units ({units}) must be at least 0")
+    nodes: list[int] = []
+    held: set[tuple[int, int]] = set()
+    for v in stratified_order(n, seed):
+        if len(held) >= units:
+            break
+        nodes.append(v)
+        held.update(node_pairs(n, v, complete=complete, window=window))
+    return nodes
+
+
+def partial_table(
+    n: int,
+    uncond: dict[int, float],
+    cond: dict[tuple[int, int], float],
+    *,
+    complete: bool,
+    window: int | None,
+    sample: Sequence[int],
+) -> PairTable:
+    """A :class:`PairTable` of the values scored so far (``partial=True``; ``nan`` where not scored).
+
+    Args:
+        n: Number of chunks.
+        uncond: ``uncond[j]`` scored so far.
+        cond: ``cond[(i, j)]`` scored so far.
+        complete: Whether the table is CS's (stars sampled) or BC's (boundaries).
+        window: The pair window.
+        sample: The sampled chunks whose :func:`node_pairs` are all in ``cond`` (and their ``uncond``).
+    """
+    u = np.full(n, np.nan, dtype=np.float64)
+    for j, v in uncond.items():
+        u[j] = v
+    c = np.full((n, n), np.nan, dtype=np.float64)
+    for (i, j), v in cond.items():
+        c[i, j] = v
+    return PairTable(
+        uncond=u, cond=c, window=window if complete else 1, complete=complete, partial=True,
+        sample=tuple(int(v) for v in sample),
+    )
 
 
 def table_from_values(n: int, values: Sequence[float], *, complete: bool, window: int | None) -> PairTable:
@@ -292,6 +445,83 @@ def cs_curve(
     complete = [structural_entropy(kept_edges(edges, k, graph="complete"), table.n) for k in ks]
     incomplete = [structural_entropy(kept_edges(edges, k, graph="incomplete", delta=delta), table.n) for k in ks]
     return complete, incomplete
+
+
+def bc_estimate(table: PairTable, mode: str = "reference") -> Estimate:
+    """Mean Boundary Clarity with its 95% interval: exact for a full table, else from the sampled boundaries.
+
+    The sample is boundary ``v`` of each sampled chunk ``v`` (``table.sample``; without one,
+    every boundary scored); the interval is :func:`~backend.metrics.estimate.mean_estimate`'s
+    (t, finite-population corrected).
+    """
+    values = boundary_clarity(table, mode)
+    n = table.n
+    if not table.partial:
+        finite = values[np.isfinite(values)]
+        return exact_estimate(float(finite.mean()) if finite.size else None, max(0, n - 1))
+    idx = np.arange(max(0, n - 1))
+    scored = ~np.isnan(table.cond[idx, idx + 1]) & ~np.isnan(table.uncond[idx + 1])
+    if table.sample is not None:
+        drawn = np.zeros(idx.size, dtype=bool)
+        drawn[[v for v in table.sample if v < n - 1]] = True
+        scored &= drawn
+    return mean_estimate(values, scored)
+
+
+def cs_units(n: int, *, graph: str = "complete", delta: int = 0, window: int | None = None) -> np.ndarray:
+    """The ``(n, n)`` mask of the ordered pairs CS's graph is made of: ``i != j``, within the window, ``j - i > δ``."""
+    _check("graph", graph, GRAPHS)
+    i, j = np.indices((n, n))
+    mask = i != j
+    if window is not None:
+        mask &= np.abs(i - j) <= window
+    if graph == "incomplete":
+        mask &= (j - i) > delta
+    return mask
+
+
+def cs_estimate(
+    table: PairTable,
+    K: float = DEFAULT_K,
+    *,
+    rule: str = "paper",
+    graph: str = "complete",
+    delta: int = 0,
+) -> Estimate:
+    """Chunk Stickiness with its 95% interval: exact for a full table (:func:`chunk_stickiness`), else estimated.
+
+    The units are the ordered pairs of the graph (within the table's window). The sample is
+    ``table.sample``'s chunks, whose stars are scored, so their degrees are exact:
+    :func:`~backend.metrics.estimate.degree_entropy_estimate` (a ratio estimator, delta-method
+    t interval). Every chunk sampled: the exact value.
+    """
+    n = table.n
+    window = table.window if table.complete else 1
+    units = cs_units(n, graph=graph, delta=delta, window=window)
+    total = int(units.sum())
+    drawn = sorted(set(table.sample or ())) if table.partial else list(range(n))
+    if len(drawn) >= n:
+        return exact_estimate(chunk_stickiness(table, K, rule=rule, graph=graph, delta=delta), total)
+    with np.errstate(invalid="ignore"):
+        kept = units & (edge_values(table, rule) > K)  # nan (not scored) is never kept
+    degrees = kept.sum(axis=0) + kept.sum(axis=1)
+    in_star = np.zeros(n, dtype=bool)
+    in_star[drawn] = True
+    scored = int((units & (in_star[:, None] | in_star[None, :])).sum())
+    return degree_entropy_estimate(degrees[drawn], n, scored, total)
+
+
+def ds_estimate(vectors: np.ndarray) -> Estimate:
+    """Mean dissimilarity with its 95% interval: rows of ``nan`` are chunks not embedded yet (a sample).
+
+    A boundary is scored when both its chunks are embedded; with every chunk embedded, the exact mean.
+    """
+    v = np.asarray(vectors, dtype=np.float64)
+    values = dissimilarity(v)
+    if v.shape[0] < 2:
+        return exact_estimate(None, 0)
+    embedded = ~np.isnan(v).any(axis=1)
+    return mean_estimate(values, embedded[:-1] & embedded[1:])
 
 
 def dissimilarity(vectors: np.ndarray) -> np.ndarray:

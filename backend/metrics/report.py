@@ -10,6 +10,12 @@ or :func:`~backend.metrics.scores.score_chunkings` (the page's job).
 Adding a metric: write its function of the pair table or of the vectors, and register it as
 one :class:`Metric` in :data:`METRIC_TABLE`; its column, its JSON keys, its CSV column and its
 "best" highlight follow from that entry.
+
+Every metric also has an :class:`~backend.metrics.estimate.Estimate` (:attr:`QualityReport.estimates`):
+exact (an interval of width 0) from a full table, or an estimate with its 95% interval from a
+partial one (a sample of context rows, :attr:`~backend.metrics.quality.PairTable.partial`) or
+from embeddings with rows not computed yet (``nan``). The numbers in ``values`` are then the
+point estimates, so a caller that reads only them keeps working.
 """
 
 from __future__ import annotations
@@ -25,15 +31,21 @@ import numpy as np
 
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import ParameterError
+from backend.metrics.estimate import Estimate
 from backend.metrics.quality import (
     BC_MODES,
     CS_RULES,
     DEFAULT_K,
     PairTable,
+    bc_estimate,
     boundary_clarity,
     chunk_stickiness,
+    cs_estimate,
     dissimilarity,
+    ds_estimate,
     pair_table,
+    sample_nodes,
+    sampled_pair_table,
 )
 from backend.models.embeddings import embed_texts
 
@@ -50,6 +62,7 @@ __all__ = [
     "model_needs",
     "quality_report",
     "quality_row",
+    "sampled_vectors",
     "table_csv",
     "table_rows",
 ]
@@ -113,6 +126,8 @@ class Metric:
         help: One-line explanation of the column.
         value: ``value(input, settings) -> float``.
         boundaries: ``boundaries(input, settings) -> array``, one value per boundary.
+        estimate: ``estimate(input, settings) -> Estimate``: the value with its 95% interval
+            (exact from full scores, estimated from a partial table or partial embeddings).
     """
 
     name: str
@@ -123,8 +138,11 @@ class Metric:
     help: str
     value: Callable[[Any, QualitySettings], float] | None = None
     boundaries: Callable[[Any, QualitySettings], np.ndarray] | None = None
+    estimate: Callable[[Any, QualitySettings], Estimate] | None = None
 
     def __post_init__(self) -> None:
+        if self.estimate is None:
+            raise ValueError(f"metric {self.name!r}: set its estimate")
         if (self.value is None) == (self.boundaries is None):
             raise ValueError(f"metric {self.name!r}: set exactly one of value and boundaries")
         if self.group not in METRICS or self.needs not in NEEDS or self.best not in ("max", "min"):
@@ -147,16 +165,33 @@ def _ds(vectors: np.ndarray, _s: QualitySettings) -> np.ndarray:
     return dissimilarity(vectors)
 
 
+def _bc_estimate(table: PairTable, s: QualitySettings) -> Estimate:
+    return bc_estimate(table, s.bc_mode)
+
+
+def _cs_complete_estimate(table: PairTable, s: QualitySettings) -> Estimate:
+    return cs_estimate(table, s.K, rule=s.cs_rule, graph="complete")
+
+
+def _cs_incomplete_estimate(table: PairTable, s: QualitySettings) -> Estimate:
+    return cs_estimate(table, s.K, rule=s.cs_rule, graph="incomplete", delta=s.delta)
+
+
+def _ds_estimate(vectors: np.ndarray, _s: QualitySettings) -> Estimate:
+    return ds_estimate(vectors)
+
+
 # MoC, Table 3: BC higher is better, CS (both graphs) lower. DS is shown as the paper does
 # (section 4.5) with its highest value marked, though the paper finds it does not follow QA quality.
 METRIC_TABLE: tuple[Metric, ...] = (
-    Metric("bc", "bc", "pairs", "max", "BC ↑", "Mean boundary clarity over the boundaries", boundaries=_bc),
+    Metric("bc", "bc", "pairs", "max", "BC ↑", "Mean boundary clarity over the boundaries", boundaries=_bc,
+           estimate=_bc_estimate),
     Metric("cs_complete", "cs", "graph", "min", "CS complete ↓", "Chunk stickiness, complete graph",
-           value=_cs_complete),
+           value=_cs_complete, estimate=_cs_complete_estimate),
     Metric("cs_incomplete", "cs", "graph", "min", "CS incomplete ↓", "Chunk stickiness, j − i > δ",
-           value=_cs_incomplete),
+           value=_cs_incomplete, estimate=_cs_incomplete_estimate),
     Metric("ds", "ds", "vectors", "max", "DS", "Mean dissimilarity of adjacent chunks (highest marked)",
-           boundaries=_ds),
+           boundaries=_ds, estimate=_ds_estimate),
 )
 BEST = {m.name: m.best for m in METRIC_TABLE}
 COLUMNS = ("configuration", "chunker", "chunks", "mean_tokens", *(m.name for m in METRIC_TABLE))
@@ -212,8 +247,12 @@ class QualityReport:
         settings: What the metrics were computed under.
         values: Per metric of :data:`METRIC_TABLE`, its number (a per-boundary metric's mean
             over the finite boundaries); None when not computed, or without a boundary.
-        boundaries: Per per-boundary metric, its values (None when not computed).
+        boundaries: Per per-boundary metric, its values (None when not computed; a boundary
+            not scored in a sample is ``nan``).
         table: The pair table the metrics came from (None without one).
+        estimates: Per metric of :data:`METRIC_TABLE`, its value with its 95% interval and the
+            units it stands on: exact (width 0) from full scores, estimated from a sample; None
+            when not computed. ``values`` holds the point estimates.
     """
 
     chunks: int
@@ -222,22 +261,38 @@ class QualityReport:
     values: Mapping[str, float | None]
     boundaries: Mapping[str, tuple[float, ...] | None]
     table: PairTable | None = field(default=None, repr=False, compare=False)
+    estimates: Mapping[str, Estimate | None] = field(default_factory=dict)
+
+    @property
+    def exact(self) -> bool:
+        """Whether every metric computed is exact (no estimate from a sample)."""
+        return all(e is None or e.exact for e in self.estimates.values())
 
     def to_json(self) -> dict[str, Any]:
-        """``{"chunks", "mean_tokens", "bc_mean", "bc", "cs_complete", "cs_incomplete", "ds_mean", "ds", "K", …}``.
+        """``{"chunks", "mean_tokens", "bc_mean", "bc", "bc_estimate", "cs_complete", "cs_complete_estimate", …, "K", …}``.
 
-        A per-boundary metric gives ``<name>_mean`` and the list ``<name>`` (a non-finite value is
-        null); a metric not computed is null.
+        A per-boundary metric gives ``<name>_mean`` and the list ``<name>`` (a non-finite or
+        unscored value is null); a metric not computed is null. Every metric gives
+        ``<name>_estimate``: ``{"estimate", "ci_low", "ci_high", "pairs_scored", "pairs_total",
+        "method"}`` (:meth:`~backend.metrics.estimate.Estimate.to_json`; exact: ``pairs_scored ==
+        pairs_total``, ``ci_low == ci_high``), or null when not computed.
         """
         out: dict[str, Any] = {"chunks": self.chunks, "mean_tokens": self.mean_tokens}
         for m in METRIC_TABLE:
             if m.boundaries is None:
                 out[m.name] = self.values[m.name]
-                continue
-            xs = self.boundaries[m.name]
-            out[f"{m.name}_mean"] = self.values[m.name]
-            out[m.name] = None if xs is None else [x if math.isfinite(x) else None for x in xs]
+            else:
+                xs = self.boundaries[m.name]
+                out[f"{m.name}_mean"] = self.values[m.name]
+                out[m.name] = None if xs is None else [x if math.isfinite(x) else None for x in xs]
+            est = self.estimates.get(m.name)
+            out[f"{m.name}_estimate"] = None if est is None else _finite_json(est.to_json())
         return out | self.settings.to_json()
+
+
+def _finite_json(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with infinite floats (an unbounded interval) as null, so the JSON stays valid."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in values.items()}
 
 
 def quality_row(
@@ -251,7 +306,9 @@ def quality_row(
     """The metrics of one chunking from its scores: the one computation behind the CLI and the page.
 
     A metric is computed when its group is in ``metrics`` and its input is there: a pair
-    table for BC, a complete one (``table.complete``) for CS, vectors for DS.
+    table for BC, a complete one (``table.complete``) for CS, vectors for DS. From a partial
+    table (or vectors with ``nan`` rows) the values are the point estimates of
+    :attr:`QualityReport.estimates`; from full scores they are exact, as before.
 
     Args:
         token_counts: The chunks' token counts, in order.
@@ -267,12 +324,17 @@ def quality_row(
     inputs = {"pairs": table, "graph": table if table is not None and table.complete else None, "vectors": vectors}
     values: dict[str, float | None] = {}
     boundaries: dict[str, tuple[float, ...] | None] = {}
+    estimates: dict[str, Estimate | None] = {}
     for m in METRIC_TABLE:
         source = inputs[m.needs] if m.group in metrics else None
+        est = None if source is None else m.estimate(source, settings)  # type: ignore[misc]
+        estimates[m.name] = est
         if m.boundaries is not None:
             xs = None if source is None else tuple(float(x) for x in m.boundaries(source, settings))
             boundaries[m.name] = xs
             values[m.name] = None if xs is None else _mean(np.array(xs, dtype=np.float64))
+        elif est is not None and not est.exact:
+            values[m.name] = est.estimate
         else:
             values[m.name] = None if source is None else float(m.value(source, settings))  # type: ignore[misc]
     counts = [int(t) for t in token_counts]
@@ -283,12 +345,38 @@ def quality_row(
         values=values,
         boundaries=boundaries,
         table=table,
+        estimates=estimates,
     )
 
 
 def _no_pairs(n: int) -> tuple[PairTable, np.ndarray]:
     """The scores of a chunking of fewer than two chunks: no pair and no boundary, so no model call."""
     return PairTable(uncond=np.zeros(n), cond=np.full((n, n), np.nan), complete=True), np.zeros((n, 0))
+
+
+def sampled_vectors(
+    chunk_texts: Sequence[str], embedder: Any, *, units: int, seed: int, cache: Any = None
+) -> np.ndarray:
+    """The embeddings of the chunks around a seeded sample of at least ``units`` boundaries; ``nan`` rows elsewhere.
+
+    The boundaries are those of :func:`~backend.metrics.quality.sample_nodes` (the order BC's
+    sample follows); every chunk sampled: the full embeddings (DS exact).
+
+    Raises:
+        ParameterError: ``units`` below 1.
+    """
+    if units < 1:
+        raise ParameterError(f"pairs ({units}) must be at least 1")
+    texts = [str(t) for t in chunk_texts]
+    n = len(texts)
+    chunks = sorted({k for i in sample_nodes(n, units, seed, complete=False) for k in (i, i + 1) if k < n})
+    vectors, _hit = embed_texts(embedder, [texts[k] for k in chunks], cache=cache)
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if len(chunks) == n:
+        return vectors
+    out = np.full((n, vectors.shape[1]), np.nan, dtype=np.float64)
+    out[chunks] = vectors
+    return out
 
 
 def quality_report(
@@ -301,10 +389,15 @@ def quality_report(
     settings: QualitySettings = QualitySettings(),
     cache: Any = None,
     progress: Any = None,
+    pairs: int | None = None,
+    seed: int = 0,
 ) -> QualityReport:
     """Score one chunking (through the cache) and report its BC, CS (complete and incomplete) and DS.
 
     What ``python -m backend metrics`` prints; a chunking of fewer than two chunks needs no model.
+    With ``pairs`` only a seeded sample is scored (:func:`~backend.metrics.quality.sampled_pair_table`,
+    :func:`sampled_vectors`: at least ``pairs`` units per metric) and the metrics are estimates
+    with 95% intervals (:attr:`QualityReport.estimates`); without, every pair (exact).
 
     Args:
         chunk_texts: The chunks' texts in document order.
@@ -315,11 +408,15 @@ def quality_report(
         settings: K, rule, mode, δ and the pair window for CS (``settings.window``).
         cache: The output cache.
         progress: ``progress(done, total)`` for the model work; may raise ``Cancelled``.
+        pairs: Score a sample of at least this many units per metric (None: every pair).
+        seed: The sample's seed.
 
     Raises:
-        ParameterError: an unknown metric, or a model missing for the metrics asked for.
+        ParameterError: an unknown metric, a model missing for the metrics asked for, or ``pairs`` below 1.
     """
     needs = model_needs(metrics)
+    if pairs is not None and pairs < 1:
+        raise ParameterError(f"pairs ({pairs}) must be at least 1")
     texts = [str(t) for t in chunk_texts]
     table = vectors = None
     if len(texts) < 2:
@@ -328,13 +425,22 @@ def quality_report(
         if needs.scorer:
             if scorer is None:
                 raise ParameterError("bc and cs need a language model")
-            table = pair_table(
-                texts, scorer, complete=needs.complete, window=settings.window, cache=cache, progress=progress
-            )
+            if pairs is None:
+                table = pair_table(
+                    texts, scorer, complete=needs.complete, window=settings.window, cache=cache, progress=progress
+                )
+            else:
+                table = sampled_pair_table(
+                    texts, scorer, units=pairs, seed=seed, complete=needs.complete, window=settings.window,
+                    cache=cache, progress=progress, boundaries="bc" in metrics,
+                )
         if needs.embedder:
             if embedder is None:
                 raise ParameterError("ds needs an embedder")
-            vectors, _hit = embed_texts(embedder, texts, cache=cache)
+            if pairs is None:
+                vectors, _hit = embed_texts(embedder, texts, cache=cache)
+            else:
+                vectors = sampled_vectors(texts, embedder, units=pairs, seed=seed, cache=cache)
     return quality_row(token_counts, table=table, vectors=vectors, metrics=metrics, settings=settings)
 
 
@@ -375,13 +481,16 @@ def table_rows(
     """The quality table (MoC Table 3): one row per configuration, keyed by :data:`COLUMNS`.
 
     ``configuration`` is the tag, ``chunker`` the configuration's label, then ``chunks``,
-    ``mean_tokens`` and each metric's :attr:`QualityReport.values` entry (None: not computed).
+    ``mean_tokens`` and each metric's :attr:`QualityReport.values` entry (None: not computed;
+    from a partial table the point estimate), then ``estimates`` (metric name to its
+    :class:`~backend.metrics.estimate.Estimate` or None) and ``exact`` (no metric is an estimate).
     """
     rows = []
     for d in scored:
         report = d.report(metrics=metrics, settings=settings)
         rows.append({"configuration": d.tag, "chunker": d.config.label, "chunks": report.chunks,
-                     "mean_tokens": report.mean_tokens, **report.values})
+                     "mean_tokens": report.mean_tokens, **report.values, "estimates": dict(report.estimates),
+                     "exact": report.exact})
     return rows
 
 

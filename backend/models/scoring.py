@@ -29,6 +29,7 @@ __all__ = [
     "SCORES_VERSION",
     "CHECKPOINT_SECONDS",
     "SentenceScore",
+    "cached_conditional_scores",
     "cached_token_scores",
     "checkpoint_key",
     "conditional_scores",
@@ -498,3 +499,20 @@ def conditional_scores(
             done_work += group_work
             progress(done, len(todo), work=(done_work, total_work))
     return [float(v) for v in out]  # type: ignore[arg-type]
+
+
+def cached_conditional_scores(
+    pairs: Sequence[tuple[str, str]], info: ModelInfo, cache: OutputCache
+) -> list[float | None]:
+    """The cached values of ``(context, continuation)`` pairs under the model ``info`` (None: not cached).
+
+    A plain lookup with no model: what an anytime scoring job reads back before it scores the
+    rest, and what a page reads of a cancelled job's sampled pairs.
+    """
+    out: list[float | None] = []
+    for d, q in pairs:
+        hit = cache.get(_pair_key(info, str(d), str(q)))
+        if hit is not None:
+            record_cached(hit)
+        out.append(None if hit is None else float(hit["nll"]))
+    return out

@@ -41,7 +41,6 @@ from backend.report.summary import (
     METRICS,
     RetrievalElsewhere,
     Summary,
-    format_value,
     split_benchmark,
     verdict,
 )
@@ -162,7 +161,7 @@ def _table(summary: Summary | RetrievalElsewhere, metrics: tuple[str, ...] = MET
             value = row.values.get(m)
             note = row.notes.get(m)
             title = f' title="{_e(note)}"' if note else ""
-            shown = _e(format_value(m, value)) + (f" <small>({_e(note)})</small>" if note else "")
+            shown = _e(row.cell(m)) + (f" <small>({_e(note)})</small>" if note else "")
             if value is None:
                 cells.append(f'<td class="missing"{title}>{NOT_COMPUTED}</td>')
             elif best.get(m) == row.tag:
@@ -182,9 +181,14 @@ def _table(summary: Summary | RetrievalElsewhere, metrics: tuple[str, ...] = MET
         if scope is not None
         else "Recall, precision, IoU and precision-Ω: no benchmark on questions about this document yet."
     )
+    estimated = any(r.estimate(m) is not None for r in summary.rows for m in metrics)
+    intervals = (
+        " A value with ± is an estimate from the pairs scored so far (how many, in brackets) and its 95% interval; "
+        "★ marks it only when that interval does not overlap another's." if estimated else ""
+    )
     foot = (
-        f'<p class="note">★ marks the best value of a column; hover a column\'s name for what it means. {about} '
-        f"{missing} number{'s are' if missing != 1 else ' is'} {NOT_COMPUTED}.</p>"
+        f'<p class="note">★ marks the best value of a column; hover a column\'s name for what it means.{intervals} '
+        f"{about} {missing} number{'s are' if missing != 1 else ' is'} {NOT_COMPUTED}.</p>"
     )
     return table + foot
 

@@ -25,9 +25,11 @@ None), or computing what is missing (``compute=True``: the CLI's report, the pag
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Union
@@ -37,6 +39,7 @@ from backend.chunkers.context import ModelContext
 from backend.chunkers.run import chunk_all, needs_model
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import NotCached, ParameterError
+from backend.metrics.estimate import Estimate, overlap
 from backend.metrics.quality import LazyScorer, PairTable
 from backend.metrics.report import BEST, QualityReport, QualitySettings, quality_row
 from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings
@@ -63,10 +66,14 @@ __all__ = [
     "Summary",
     "QualityRowLike",
     "format_value",
+    "estimate_text",
+    "leaders_of",
+    "SUMMARY_CSV_COLUMNS",
     "question_set_title",
     "split_benchmark",
     "summarize",
     "verdict",
+    "with_quality",
     "missing_sentence",
     "NO_SET_ON_DOCUMENT",
     "cached_scores",
@@ -84,6 +91,11 @@ GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 _QUALITY_COLUMN = {"bc": "bc", "cs": "cs_complete", "ds": "ds"}
 _RETRIEVAL_FIELD = {m: f"{m}_mean" for m in GROUPS["retrieval"]}
 _FOLLOW_CHUNKS = ("tokens_mean", "tokens_std", "seconds")  # known exactly when the chunk count is
+# The Summary's CSV: the row, every metric, then each quality metric's interval and the pairs it stands on.
+SUMMARY_CSV_COLUMNS = (
+    "tag", "configuration", *METRICS,
+    *(f"{m}_{part}" for m in _QUALITY_COLUMN for part in ("ci_low", "ci_high", "pairs_scored", "pairs_total")),
+)
 
 
 @dataclass(frozen=True)
@@ -173,6 +185,19 @@ def format_value(metric: str, value: float | None) -> str:
     return fmt.format(int(value)) if fmt.endswith("d}") else fmt.format(value)
 
 
+def estimate_text(est: Estimate, *, pairs: bool = True) -> str:
+    """An estimate as a cell shows it: ``0.93 ± 0.02 (120 of 1,747 pairs)``; ``pairs=False``: ``0.93 ± 0.02``.
+
+    An interval not bounded yet (one value so far: no spread to measure) reads ``0.93 ± ∞``,
+    never as a bare number that would pass for an exact one.
+    """
+    h = est.half_width
+    if est.exact or est.estimate is None or h is None or math.isfinite(h):
+        return est.label() if pairs else est.value_text()
+    text = f"{est.estimate:.2f} ± ∞"
+    return f"{text} ({est.pairs_scored:,} of {est.pairs_total:,} {est.unit})" if pairs else text
+
+
 @dataclass(frozen=True)
 class ConfigSummary:
     """One configuration's row.
@@ -180,18 +205,42 @@ class ConfigSummary:
     Attributes:
         tag: Its letter (A, B…).
         config: The configuration.
-        values: Per name of :data:`METRICS`, its number (None: not computed yet).
+        values: Per name of :data:`METRICS`, its number (None: not computed yet); for BC, CS and
+            DS the point estimate when only some pairs are scored.
         notes: Per metric, a short qualifier shown beside the number (``"precision_omega": "on units"``).
+        estimates: Per quality metric (``bc``, ``cs``, ``ds``), its estimate with the 95% interval
+            and the pairs it stands on (absent: not computed, or known only as a bare number).
     """
 
     tag: str
     config: ChunkerConfig
     values: Mapping[str, float | None]
     notes: Mapping[str, str] = field(default_factory=dict)
+    estimates: Mapping[str, Estimate] = field(default_factory=dict)
+
+    def estimate(self, metric: str) -> Estimate | None:
+        """``metric``'s estimate when it stands on only some of the pairs (not exact); else None."""
+        est = self.estimates.get(metric)
+        return est if est is not None and not est.exact and est.estimate is not None else None
+
+    def shown(self, metric: str) -> str:
+        """``metric`` as a sentence cites it: ``0.930``, or ``0.93 ± 0.02`` for an estimate from some pairs."""
+        est = self.estimate(metric)
+        return estimate_text(est, pairs=False) if est is not None else format_value(metric, _finite(self.values.get(metric)))
+
+    def cell(self, metric: str) -> str:
+        """``metric`` as the table shows it: ``0.930``, or ``0.93 ± 0.02 (120 of 1,747 pairs)`` for an estimate."""
+        est = self.estimate(metric)
+        return estimate_text(est) if est is not None else format_value(metric, _finite(self.values.get(metric)))
 
     def to_json(self) -> dict[str, Any]:
-        """``{"tag", "config", "values", "notes"}``."""
-        return {"tag": self.tag, "config": self.config.to_json(), "values": dict(self.values), "notes": dict(self.notes)}
+        """``{"tag", "config", "values", "notes", "estimates"}``.
+
+        ``estimates`` holds, per quality metric known, ``{"estimate", "ci_low", "ci_high",
+        "pairs_scored", "pairs_total", "method"}`` (an exact value: ``pairs_scored == pairs_total``).
+        """
+        return {"tag": self.tag, "config": self.config.to_json(), "values": dict(self.values), "notes": dict(self.notes),
+                "estimates": {m: e.to_json() for m, e in self.estimates.items()}}
 
 
 def question_set_title(name: str | None) -> str:
@@ -318,14 +367,18 @@ class Summary:
         return [(r.tag, v) for r in self.rows if (v := _finite(r.values.get(metric))) is not None]
 
     def leaders(self, metric: str) -> list[str]:
-        """The tags sharing the best ``metric`` value as shown (its format); [] without a direction or two values."""
+        """The tags that cannot be told apart from the best ``metric`` value; [] without a direction or two values.
+
+        Two exact values are told apart as shown (their format: equal as shown is a tie). Where
+        either is an estimate from some of the pairs, they are told apart only when their 95%
+        intervals do not overlap (:func:`~backend.metrics.estimate.overlap`; an exact value is
+        an interval of width 0). In row order.
+        """
         higher = METRIC_INFO[metric].higher_is_better
-        values = self.computed(metric)
-        if higher is None or len(values) < 2:
+        if higher is None:
             return []
-        top = (max if higher else min)(v for _, v in values)
-        shown = format_value(metric, top)
-        return [t for t, v in values if format_value(metric, v) == shown]
+        items = [(tag, _interval(self.row(tag), metric)) for tag, _ in self.computed(metric)]
+        return leaders_of(items, higher=higher, shown=lambda e: format_value(metric, e.estimate))
 
     def best(self, metric: str) -> str | None:
         """The tag of the single best row on ``metric``; None with fewer than two values, no direction, or a tie."""
@@ -375,6 +428,29 @@ class Summary:
                 return r
         raise KeyError(tag)
 
+    def to_csv(self) -> str:
+        """The rows as CSV (:data:`SUMMARY_CSV_COLUMNS`): tag, configuration, every metric, then BC, CS and DS's intervals.
+
+        ``<m>_ci_low``, ``<m>_ci_high``, ``<m>_pairs_scored`` and ``<m>_pairs_total`` per quality
+        metric: an estimate's 95% interval and the pairs it stands on (an exact value: an
+        interval of width 0, ``pairs_scored == pairs_total``; the counts empty where not known).
+        A value not computed is an empty cell.
+        """
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(SUMMARY_CSV_COLUMNS)
+        for r in self.rows:
+            cells: list[Any] = [r.tag, r.config.label, *(_finite(r.values.get(m)) for m in METRICS)]
+            for m in _QUALITY_COLUMN:
+                est = r.estimates.get(m)
+                value = _finite(r.values.get(m))
+                if est is not None and est.estimate is not None:
+                    cells += [_finite(est.ci_low), _finite(est.ci_high), est.pairs_scored, est.pairs_total]
+                else:
+                    cells += [value, value, None, None]
+            writer.writerow(["" if c is None else c for c in cells])
+        return out.getvalue()
+
     def to_json(self) -> dict[str, Any]:
         """``{"doc_name", "doc_id", "settings", "rows", "best", "missing", "verdict", "retrieval", "elsewhere"}``.
 
@@ -394,18 +470,57 @@ class Summary:
         }
 
 
+def leaders_of(
+    items: Sequence[tuple[str, Estimate]], *, higher: bool, shown: Callable[[Estimate], str]
+) -> list[str]:
+    """The names that cannot be told apart from the best estimate, in the given order; [] with fewer than two values.
+
+    The one rule behind every "X is better" the app states (the verdict, the Summary's and the
+    Quality table's highlights): two exact values are told apart as ``shown`` (equal as shown
+    is a tie); where either is an estimate from some of the pairs, only when their 95%
+    intervals do not overlap (:func:`~backend.metrics.estimate.overlap`). The best is the
+    highest point estimate (``higher``) or the lowest.
+
+    >>> leaders_of([("A", Estimate(0.93, 0.9, 0.96, 120, 1747)), ("B", Estimate(0.94, 0.91, 0.97, 120, 1747))],
+    ...            higher=True, shown=lambda e: f"{e.estimate:.3f}")
+    ['A', 'B']
+    """
+    known = [(name, e) for name, e in items if e.estimate is not None and math.isfinite(e.estimate)]
+    if len(known) < 2:
+        return []
+    _, top = (max if higher else min)(known, key=lambda p: p[1].estimate)
+    return [
+        name for name, e in known
+        if shown(e) == shown(top) or ((not e.exact or not top.exact) and overlap(top, e))
+    ]
+
+
+def _interval(row: ConfigSummary, metric: str) -> Estimate:
+    """``row``'s ``metric`` as an interval: its estimate, or its exact value as an interval of width 0."""
+    est = row.estimate(metric)
+    if est is not None:
+        return est
+    value = _finite(row.values.get(metric))
+    return Estimate(value, value, value, 0, 0)
+
+
 def _single_chunk(row: ConfigSummary) -> bool:
     """A chunking of fewer than two chunks (no boundary: no BC, CS or DS)."""
     chunks = row.values.get("chunks")
     return chunks is not None and chunks < 2
 
 
-def _quality_values(row: QualityRowLike | None) -> dict[str, float | None]:
-    """BC, CS and DS of one quality row (a :class:`QualityReport` or a ``table_rows`` row)."""
+def _quality_values(row: QualityRowLike | None) -> tuple[dict[str, float | None], dict[str, Estimate]]:
+    """BC, CS and DS of one quality row (a :class:`QualityReport` or a ``table_rows`` row), and their estimates.
+
+    The estimates are the row's ``estimates`` (by the quality table's column), those known only.
+    """
     if row is None:
-        return {m: None for m in _QUALITY_COLUMN}
+        return {m: None for m in _QUALITY_COLUMN}, {}
     values = row.values if isinstance(row, QualityReport) else row
-    return {m: _finite(values.get(col)) for m, col in _QUALITY_COLUMN.items()}
+    known = (row.estimates if isinstance(row, QualityReport) else row.get("estimates")) or {}
+    estimates = {m: est for m, col in _QUALITY_COLUMN.items() if (est := known.get(col)) is not None}
+    return {m: _finite(values.get(col)) for m, col in _QUALITY_COLUMN.items()}, estimates
 
 
 def _restricted(benchmark: Benchmark, questions: QuestionSet | None, corpora: Sequence[str]) -> Benchmark:
@@ -480,7 +595,9 @@ def summarize(
         tagged: ``(tag, chunking)`` per configuration, in order; a bare :class:`ChunkerConfig`
             in place of the chunking is a configuration not chunked yet (every value None).
         quality: Per tag, its quality row (from :func:`~backend.metrics.report.quality_row`
-            or :func:`~backend.metrics.report.table_rows`); a tag absent: not computed.
+            or :func:`~backend.metrics.report.table_rows`); a tag absent: not computed. Its
+            ``estimates`` (an :class:`~backend.metrics.estimate.Estimate` per column) make the
+            row's BC, CS and DS read ``0.93 ± 0.02 (120 of 1,747 pairs)`` while not exact.
         benchmark: A benchmark; a configuration's retrieval numbers are those of the first
             result with an equal configuration, over the questions on ``doc`` only
             (:func:`split_benchmark`); the questions on other corpora go to
@@ -503,6 +620,7 @@ def summarize(
         config = item.config if isinstance(item, Chunking) else item
         values: dict[str, float | None] = dict.fromkeys(METRICS)
         notes: dict[str, str] = {}
+        estimates: dict[str, Estimate] = {}
         if isinstance(item, Chunking):
             stats = chunking_stats([item])[0]
             values.update(chunks=float(stats["chunks"]), tokens_mean=stats["mean_tokens"],
@@ -510,13 +628,14 @@ def summarize(
                           seconds=(item.total_s if item.total_s is not None else item.cut_s))
             if item.time_note:  # which part is the model's, whether it came from the cache, or that it is unknown
                 notes["seconds"] = item.time_note
-            values.update(_quality_values(quality.get(tag)))
+            known, estimates = _quality_values(quality.get(tag))
+            values.update(known)
         result = results.get(config)
         if result is not None:
             values.update(_retrieval_values(result))
             notes.update(result.terms.result_notes)
         notes.update(describe(config).terms.config_notes)
-        rows.append(ConfigSummary(tag, config, values, notes))
+        rows.append(ConfigSummary(tag, config, values, notes, estimates))
     elsewhere = None
     if others is not None and benchmark is not None:
         tags = {}
@@ -536,6 +655,21 @@ def summarize(
         retrieval=_scope(mine, benchmark, name, cross_corpus) if mine is not None and benchmark is not None else None,
         elsewhere=elsewhere,
     )
+
+
+def with_quality(summary: Summary, quality: Mapping[str, QualityRowLike]) -> Summary:
+    """``summary`` with the BC, CS and DS of the rows in ``quality`` (by tag) replaced: a running job's estimates.
+
+    The other rows, the other columns and the settings stay as they are (no model, no cache).
+    """
+    rows = []
+    for row in summary.rows:
+        if row.tag not in quality:
+            rows.append(row)
+            continue
+        values, estimates = _quality_values(quality[row.tag])
+        rows.append(dataclasses.replace(row, values={**row.values, **values}, estimates=estimates))
+    return dataclasses.replace(summary, rows=tuple(rows))
 
 
 # --- the verdict ----------------------------------------------------------------------------------
@@ -563,19 +697,27 @@ def _comparison(summary: Summary, metric: str) -> tuple[str, float, str, float] 
     return best, value, others[0][1], others[0][0]
 
 
-def _vs(summary: Summary, metric: str, best: float, runner: str, value: float) -> str:
-    """``6.8% vs 6.1% for A`` (``…, the next best`` among more than two)."""
+def _vs(summary: Summary, metric: str, best: str, runner: str) -> str:
+    """``6.8% vs 6.1% for A`` (``…, the next best`` among more than two); an estimate reads ``0.93 ± 0.02``."""
     next_best = ", the next best" if len(summary.computed(metric)) > 2 else ""
-    return f"{format_value(metric, best)} vs {format_value(metric, value)} for {runner}{next_best}"
+    return f"{summary.row(best).shown(metric)} vs {summary.row(runner).shown(metric)} for {runner}{next_best}"
 
 
 def _tie(summary: Summary, metric: str) -> str | None:
-    """``A and B tie on IoU (6.8%).`` when the best value is shared, else None."""
+    """When the best value is not alone, which rows share it, else None.
+
+    Exact values: ``A and B tie on IoU (6.8%).``; with an estimate among them:
+    ``A and B cannot be told apart yet (BC 0.93 ± 0.03 vs 0.94 ± 0.03).``
+    """
     leaders = summary.leaders(metric)
     if len(leaders) < 2:
         return None
-    value = dict(summary.computed(metric))[leaders[0]]
-    return f"{_names(leaders)} tie on {_word(metric)} ({format_value(metric, value)})."
+    rows = [summary.row(t) for t in leaders]
+    if all(r.estimate(metric) is None for r in rows):
+        value = dict(summary.computed(metric))[leaders[0]]
+        return f"{_names(leaders)} tie on {_word(metric)} ({format_value(metric, value)})."
+    cited = " vs ".join(r.shown(metric) for r in rows)
+    return f"{_names(leaders)} cannot be told apart yet ({METRIC_INFO[metric].label} {cited})."
 
 
 def _retrieval_sentence(summary: Summary, metric: str) -> str | None:
@@ -586,8 +728,8 @@ def _retrieval_sentence(summary: Summary, metric: str) -> str | None:
     found = _comparison(summary, metric)
     if found is None:
         return None
-    best, value, runner, other = found
-    sentence = f"{best} has the highest {_word(metric)} ({_vs(summary, metric, value, runner, other)})"
+    best, _value, runner, _other = found
+    sentence = f"{best} has the highest {_word(metric)} ({_vs(summary, metric, best, runner)})"
     if metric == "iou":
         # The chunk counts as the table shows them (a ratio would be a number the table does not hold).
         mine, theirs = summary.row(best).values.get("chunks"), summary.row(runner).values.get("chunks")
@@ -607,7 +749,7 @@ def _quality_sentence(summary: Summary, metric: str) -> str | None:
     found = _comparison(summary, metric)
     if found is None:
         return None
-    best, value, runner, other = found
+    best, _value, runner, _other = found
     most = len(summary.computed(metric)) > 2
     if metric == "bc":
         what = f"{best}'s boundaries are {'the clearest' if most else 'clearer'}"
@@ -616,7 +758,7 @@ def _quality_sentence(summary: Summary, metric: str) -> str | None:
         what = f"{best}'s chunks lean on each other {'the least' if most else 'less'}"
         way = "lower is better"
     label = METRIC_INFO[metric].label
-    return f"{what} ({label} {_vs(summary, metric, value, runner, other)}; {way})."
+    return f"{what} ({label} {_vs(summary, metric, best, runner)}; {way})."
 
 
 NO_SET_ON_DOCUMENT = "no benchmark on questions about this document yet"
@@ -645,9 +787,12 @@ def verdict(summary: Summary) -> list[str]:
     In order: the best IoU (with its chunk count against the runner-up's), the best recall,
     the clearest boundaries (BC, higher is clearer in both BC modes), the least sticky chunks
     (CS, lower is better), then what is not computed yet (:func:`missing_sentence`). A metric
-    with fewer than two values says nothing; a best value shared as shown is a tie. Every
-    number cited is a cell of the table as the table formats it (:func:`format_value`), and
-    only the rows are read: retrieval on other corpora (:attr:`Summary.elsewhere`) is never cited.
+    with fewer than two values says nothing; a best value shared as shown is a tie. An
+    estimate from some of the pairs is called better only when its 95% interval does not
+    overlap the others' (:meth:`Summary.leaders`); otherwise ``A and B cannot be told apart
+    yet (BC 0.93 ± 0.03 vs 0.94 ± 0.03)``. Every number cited is a cell of the table as the
+    table formats it (:meth:`ConfigSummary.shown`), and only the rows are read: retrieval on
+    other corpora (:attr:`Summary.elsewhere`) is never cited.
     """
     if len(summary.rows) < 2:
         only = f" ({summary.rows[0].tag})" if summary.rows else ""

@@ -16,13 +16,18 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunkers import run_chunker
 from backend.chunking import ConfigEntry
-from backend.metrics.quality import boundary_clarity, chunk_stickiness
+from backend.jobs import Job
+from backend.metrics.estimate import QualityEstimates, stratified_order
+from backend.metrics.quality import boundary_clarity, chunk_stickiness, node_pairs, partial_table
+from backend.metrics.report import QualitySettings, quality_row
 from backend.text.document import Document
 from components.state import normalized_config
 from tests.support.apptest import isolated_lab, open_page
 from tests.support.apptest import run as _run
 from tests.support.apptest import wait_job as _wait
+from tests.support.quality import random_table
 
 TEXT = (
     "The cat sat on the <b>mat</b> & slept. It was warm by the fire. "
@@ -381,3 +386,80 @@ def _confirm_a_slow_run(doc: Document, key) -> None:
     _run(at)
     assert not at.checkbox(key="qual_confirm").value and at.button(key="qual_run").disabled
     assert "qual_job" not in at.session_state
+
+
+def _live_frame(at: AppTest, column: str):
+    """The running job's table (drawn by its progress fragment, whose one-second timer may redraw it meanwhile)."""
+    for _ in range(3):
+        frames = [d.value for d in at.dataframe if column in d.value.columns]
+        if frames:
+            return frames[0]
+        _run(at)
+    raise AssertionError(f"no table with {column} under the running job")
+
+
+def _partial(doc: Document, rows_scored: int = 3) -> QualityEstimates:
+    """What the scoring job publishes after its first batches: every ``uncond`` and the pairs of three context rows.
+
+    Seeded random scores (``random_table``) stand in for the model's: the page only draws them.
+    """
+    tables, estimates, done, total = [], [], 0, 0
+    for seed, e in enumerate(_entries()):
+        chunking = run_chunker(doc, e.config)
+        n = len(chunking.chunks)
+        full = random_table(seed, n)
+        rows = [i for i in stratified_order(n, seed) if i < n - 1][:rows_scored]
+        cond = {(i, j): float(full.cond[i, j]) for v in rows for i, j in node_pairs(n, v)}
+        table = partial_table(n, dict(enumerate(map(float, full.uncond))), cond, complete=True, window=None, sample=rows)
+        tables.append(table)
+        estimates.append(dict(quality_row(chunking.token_counts, table=table, metrics=("bc", "cs")).estimates))
+        done, total = done + len(cond), total + n * (n - 1)
+    return QualityEstimates(tuple(estimates), done, total, tables=tuple(tables), vectors=(None,) * len(tables))
+
+
+def test_a_running_job_shows_its_estimates_then_the_exact_numbers() -> None:
+    doc = Document.from_text(f"Run {uuid.uuid4().hex[:8]} begins. " + " ".join([TEXT] * 3), source="running.txt")
+    at = _open(doc)
+    at.multiselect(key="qual_metrics").set_value(["bc", "cs"])
+    _run(at)
+    at.number_input(key="qual_window").set_value(0)
+    _run(at)
+    at.button(key="qual_run").click()
+    _run(at)
+    started = at.session_state["qual_job"]
+    started.cancel()
+    assert started.wait(120)
+    # The job as the page sees it mid-run: running, for this plan, with its latest estimates.
+    partial = _partial(doc)
+    at.session_state["qual_job"] = Job(started.title, dict(started.meta), partial=partial)
+    _run(at)
+    frame = _live_frame(at, "cs_complete")
+    chunkings = [run_chunker(doc, e.config) for e in _entries()]
+    expected = [
+        quality_row(ch.token_counts, table=t, metrics=("bc", "cs")).estimates
+        for ch, t in zip(chunkings, partial.tables)
+    ]
+    assert list(frame["bc"]) == [est["bc"].label() for est in expected]
+    assert list(frame["cs_complete"]) == [est["cs_complete"].label() for est in expected]
+    assert all(" ± " in cell and " pairs)" in cell for cell in frame["bc"])
+    assert all(" ± " in cell and " pairs)" in cell for cell in frame["cs_complete"])
+    assert not any(est["cs_complete"].exact for est in expected)
+    assert any("± narrows" in c.value and "when the job ends" in c.value for c in at.caption)
+    assert not _has(at, "qual_bc_chart") and not _has(at, "qual_cs_k")  # they need every pair
+    assert _has(at, "qual_K")  # K, the rule and the mode recompute the estimates meanwhile
+    at.slider(key="qual_K").set_value(0.3)
+    _run(at)
+    at_k = [quality_row(ch.token_counts, table=t, metrics=("cs",), settings=QualitySettings(K=0.3)).estimates
+            for ch, t in zip(chunkings, partial.tables)]
+    assert list(_live_frame(at, "cs_complete")["cs_complete"]) == [est["cs_complete"].label() for est in at_k]
+
+    # The job ends (here: run again for real): the exact numbers, the figures.
+    del at.session_state["qual_job"]
+    _run(at)
+    at.button(key="qual_run").click()
+    _run(at)
+    job = _wait(at, "qual_job")
+    assert job.state == "done", job.error
+    table = _table(at)
+    assert np.isfinite(table["bc"].astype(float)).all() and np.isfinite(table["cs_complete"].astype(float)).all()
+    assert _has(at, "qual_bc_chart") and _has(at, "qual_cs_k")

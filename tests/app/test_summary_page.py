@@ -18,14 +18,21 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from backend.chunkers import run_chunker
 from backend.chunking import ConfigEntry
+from backend.jobs import Job
 from backend.loaders import load_bytes
+from backend.metrics.estimate import QualityEstimates, overlap, stratified_order
+from backend.metrics.quality import node_pairs, partial_table
+from backend.metrics.report import quality_row
 from backend.report.summary import Summary, verdict
 from backend.samples import get_sample, load_sample
 from backend.text.document import Document
 from components.state import normalized_config
 from components.summary import NOT_COMPUTED, QUALITY_COLUMNS, RETRIEVAL_COLUMNS, summary_frame
-from tests.support.apptest import open_page, run as _run, run_sample_benchmark, wait_job
+from tests.support.apptest import open_page, run_sample_benchmark, wait_job
+from tests.support.apptest import run as _run
+from tests.support.quality import random_table
 
 CONFIGS = (
     ("recursive", {"chunk_size": 100, "chunk_overlap": 0}),
@@ -231,3 +238,42 @@ def test_a_benchmark_on_the_sample_set_never_enters_an_uploaded_pdfs_row_or_verd
     # "Run the benchmark" offers no set on another document (none is on this one).
     assert "sum_qset" not in [getattr(w, "key", None) for w in at.selectbox]
     assert "Run the benchmark" not in [b.label for b in at.button]
+
+
+def test_a_running_scoring_job_shows_the_summary_with_its_estimates():
+    """While "Compute BC, CS and DS" runs: the verdict and the table with ± estimates under its bar."""
+    text = _opening().text
+    doc = Document.from_text("\n\n".join([text] * 3), source="estimates.txt")  # six chunks and more; not cached
+    at = open_page("pages/summary.py", doc, _entries())
+    at.button(key="sum_quality_run").click()
+    _run(at)
+    started = at.session_state["sum_quality_job"]
+    started.cancel()
+    assert started.wait(120)
+    tables, estimates = [], []
+    chunkings = [run_chunker(doc, e.config) for e in _entries()]
+    for seed, ch in enumerate(chunkings):
+        n = len(ch.chunks)
+        full = random_table(seed + 3, n)
+        rows = [i for i in stratified_order(n, seed) if i < n - 1][:3]  # three boundaries: a bounded interval
+        cond = {(i, j): float(full.cond[i, j]) for v in rows for i, j in node_pairs(n, v)}
+        tables.append(partial_table(n, dict(enumerate(map(float, full.uncond))), cond, complete=True, window=None,
+                                    sample=rows))
+        estimates.append(dict(quality_row(ch.token_counts, table=tables[-1]).estimates))
+    partial = QualityEstimates(tuple(estimates), 1, 10, tables=tuple(tables), vectors=(None, None))
+    at.session_state["sum_quality_job"] = Job(started.title, dict(started.meta), partial=partial)
+    _run(at)
+    # The table under the bar (the page's own table above stays as computed: exact numbers only).
+    for _ in range(3):  # the progress fragment's one-second timer may be redrawing it: look again after a run
+        live = [f for f in (d.value for d in at.dataframe) if "bc" in f.columns and "±" in "".join(f["bc"])]
+        if live:
+            break
+        _run(at)
+    (live,) = live
+    a, b = (est["bc"] for est in estimates)
+    assert list(live["bc"]) == [a.label(), b.label()]
+    assert all(" pairs)" in cell for cell in live["cs"])
+    texts = " ".join(m.value for m in at.markdown).replace("\\", "")  # the verdict is Markdown-escaped
+    assert overlap(a, b) and a.estimate < b.estimate  # B's point estimate is higher, but the intervals overlap
+    assert f"A and B cannot be told apart yet (BC {a.value_text()} vs {b.value_text()})." in texts
+    assert "boundaries are clearer" not in texts

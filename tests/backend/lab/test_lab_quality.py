@@ -14,6 +14,7 @@ import pytest
 
 from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig, ConfigEntry
+from backend.errors import Cancelled
 from backend.lab.models import SessionModels
 from backend.lab.quality import (
     csv_file_name,
@@ -30,6 +31,7 @@ from backend.metrics.scores import score_chunkings, table_key
 from backend.models.cache import OutputCache
 from backend.models.rates import RateKey, rate_store
 from backend.models.scoring import conditional_scores, pair_work
+from backend.progress import CancelToken, Progress
 from backend.text.document import Document
 from tests.support.quality import Counting, LengthScorer, SeededEmbedder
 
@@ -288,3 +290,45 @@ def test_the_embedder_fingerprint_is_known_without_loading() -> None:
     assert _models().embedder_fingerprint == "fp-seeded-embedder"  # the loaded one's
     hub = SessionModels.of(LengthScorer(), embedder_spec="some-org/some-embedder")
     assert hub.embedder_fingerprint is None  # a hub id is only known once loaded (the job loads it)
+
+
+def test_a_cancelled_jobs_sample_gives_estimates_and_the_view_shows_a_running_job(tmp_path) -> None:
+    text = " ".join(f"Sentence {i} is about topic {i % 5} and the cat number {i}." for i in range(40))
+    doc = Document.from_text(text, source="long.txt")
+    entry = ConfigEntry(0, "A", ChunkerConfig.make("recursive", {"chunk_size": 12, "chunk_overlap": 0}))
+    chunking = run_chunker(doc, entry.config)
+    cache = OutputCache(tmp_path / "cache")
+    token, seen = CancelToken(), []
+
+    def cancel_after_two(value) -> None:
+        seen.append(value)
+        if len(seen) == 2:
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        score_chunkings([chunking], scorer=LengthScorer(), embedder=None, complete=False, window=None, cache=cache,
+                        progress=Progress(cancel=token, partial=cancel_after_two))
+    settings = QualitySettings(bc_mode="paper")
+    plan = plan_quality(doc, [(entry, chunking)], _models(), metrics=["bc"], window=None, store={}, cache=cache,
+                        settings=settings)
+    (scores,) = plan.configs
+    assert scores.table_missing and scores.sample is not None and scores.estimated and plan.job is not None
+    estimate = scores.estimates["bc"]
+    assert not estimate.exact and estimate.pairs_scored >= seen[-1].estimates[0]["bc"].pairs_scored
+    assert estimate.pairs_total == len(chunking.chunks) - 1
+    view = quality_view(plan, settings, doc.source)
+    assert (view.entries, view.row_entries, view.estimated) == ((), (entry,), True)
+    assert view.rows[0]["estimates"]["bc"] == estimate and view.rows[0]["bc"] == estimate.estimate
+    assert "95 % interval" in view.notes
+    # The running job's latest partial result: its tables, recomputed under the page's settings.
+    running = quality_view(plan, settings, doc.source, partial=seen[0])
+    first = running.rows[0]["estimates"]["bc"]
+    assert first.pairs_scored == seen[0].estimates[0]["bc"].pairs_scored < estimate.pairs_scored
+    # Once the job has run to its end, the configuration is exact and in the figures.
+    run = plan.job.body(LengthScorer(), Progress())
+    store: dict = {}
+    fold_scoring(plan, run, store)
+    done = plan_quality(doc, [(entry, chunking)], _models(), metrics=["bc"], window=None, store=store, cache=cache,
+                        settings=settings)
+    assert done.configs[0].estimates["bc"].exact and done.job is None
+    assert quality_view(done, settings, doc.source).rows[0]["exact"] is True

@@ -11,13 +11,16 @@ import pytest
 
 from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig, ConfigEntry
+from backend.errors import Cancelled
 from backend.lab.models import SessionModels
 from backend.lab.quality import plan_quality
-from backend.lab.summary import question_sets_on_document, summary_view
+from backend.lab.summary import question_sets_on_document, summary_estimates, summary_view
 from backend.metrics.cost import Throughput
 from backend.metrics.report import QualitySettings, quality_row
 from backend.metrics.scores import score_chunkings
 from backend.models.cache import OutputCache
+from backend.progress import CancelToken, Progress
+from backend.report.summary import verdict
 from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult
 from backend.retrieval.questions import Question, QuestionSet, Reference
 from backend.text.document import Document
@@ -173,3 +176,35 @@ def test_question_sets_on_document_offers_only_sets_on_it(doc) -> None:
     other, _ = _benchmark(doc, [("clock", "The clockmaker wound every clock at noon.")])
     offered = question_sets_on_document(doc, {"session": mixed, "sample:narrative": other})
     assert list(offered) == ["session"] and [q.corpus_id for q in offered["session"].questions] == ["summary"]
+
+
+def test_a_stopped_runs_sample_and_a_running_jobs_partial_read_as_estimates(tmp_path) -> None:
+    """What a cancelled job scored: ± cells, still to score; a running job's partial: the live Summary and verdict."""
+    text = " ".join(f"Sentence {i} is about topic {i % 5} and the cat number {i}." for i in range(40))
+    long_doc = Document.from_text(text, source="long.txt")
+    entries = [ConfigEntry(i, "AB"[i], c) for i, c in enumerate(CONFIGS)]
+    chunked = [(e, run_chunker(long_doc, e.config)) for e in entries]
+    cache = OutputCache(tmp_path / "cache")
+    token, seen = CancelToken(), []
+
+    def cancel_after_two(value) -> None:
+        seen.append(value)
+        if len(seen) == 2:
+            token.cancel()
+
+    with pytest.raises(Cancelled):  # every pair of both configurations (BC and CS), stopped after two batches
+        score_chunkings([ch for _, ch in chunked], scorer=LengthScorer(), embedder=None, complete=True, window=None,
+                        cache=cache, progress=Progress(cancel=token, partial=cancel_after_two))
+    view = summary_view(long_doc, entries, chunked, _models(), quality=dict(QUALITY, window=0), store={}, cache=cache)
+    estimated = [r for r in view.summary.rows if r.estimate("bc") is not None]
+    assert estimated, "the stopped run's sample gives no estimate"
+    for row in estimated:
+        est = row.estimate("bc")
+        assert row.values["bc"] == est.estimate and row.cell("bc") == est.label() and not est.exact
+        assert row.tag in view.to_score  # not exact yet: the button to go on stays
+    assert set(view.to_score) == {"A", "B"}
+    # The running job's latest partial result (the first batch): the rows being scored and the verdict from it.
+    live = summary_estimates(view, long_doc.source, seen[0])
+    assert live.summary.rows[0].estimates["bc"].pairs_scored <= view.summary.rows[0].estimates["bc"].pairs_scored
+    assert live.verdict == tuple(verdict(live.summary))
+    assert summary_estimates(view, long_doc.source, None) is view

@@ -15,6 +15,7 @@ import pytest
 
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
+from backend.metrics.estimate import exact_estimate
 from backend.metrics.quality import PairTable, boundary_clarity, chunk_stickiness, dissimilarity
 from backend.metrics.report import (
     BEST,
@@ -43,10 +44,16 @@ def test_quality_row_pins_every_number_of_the_json() -> None:
     report = quality_row([1, 2, 3], table=TABLE, vectors=VECTORS, settings=QualitySettings(K=0.5))
     # BC (reference) = nll(q|d) / nll(q): 1/2, 3/2. Paper rule at K = 0.5 keeps 0→1 and 2→0 (edge 1 - e⁻¹):
     # degrees 2, 1, 1 of 2m = 4 → 1.5 bits; the incomplete graph keeps 0→1 only → 1 bit.
+    # Full scores: every estimate is exact (the value, an interval of width 0, every unit scored).
+    def exact(value, total):
+        return {"estimate": value, "ci_low": value, "ci_high": value, "pairs_scored": total, "pairs_total": total,
+                "method": "exact"}
+
     assert report.to_json() == {
-        "chunks": 3, "mean_tokens": 2.0, "bc_mean": 1.0, "bc": [0.5, 1.5], "cs_complete": 1.5, "cs_incomplete": 1.0,
-        "ds_mean": 1.5, "ds": [1.0, 2.0], "K": 0.5, "bc_mode": "reference", "cs_rule": "paper", "delta": 0,
-        "window": None,
+        "chunks": 3, "mean_tokens": 2.0, "bc_mean": 1.0, "bc": [0.5, 1.5], "bc_estimate": exact(1.0, 2),
+        "cs_complete": 1.5, "cs_complete_estimate": exact(1.5, 6), "cs_incomplete": 1.0,
+        "cs_incomplete_estimate": exact(1.0, 3), "ds_mean": 1.5, "ds": [1.0, 2.0], "ds_estimate": exact(1.5, 2),
+        "K": 0.5, "bc_mode": "reference", "cs_rule": "paper", "delta": 0, "window": None,
     }
 
 
@@ -100,9 +107,12 @@ def test_table_rows_and_csv_are_pinned() -> None:
                       settings=settings)
     assert rows == [
         {"configuration": "A", "chunker": "x(chunk_size=5) · cl100k", "chunks": 3, "mean_tokens": 7 / 3, "bc": 1.0,
-         "cs_complete": 1.5, "cs_incomplete": 1.0, "ds": None},
+         "cs_complete": 1.5, "cs_incomplete": 1.0, "ds": None,
+         "estimates": {"bc": exact_estimate(1.0, 2), "cs_complete": exact_estimate(1.5, 6),
+                       "cs_incomplete": exact_estimate(1.0, 3), "ds": None}, "exact": True},
         {"configuration": "B", "chunker": "y() · cl100k", "chunks": 1, "mean_tokens": 1.0, "bc": None,
-         "cs_complete": None, "cs_incomplete": None, "ds": None},
+         "cs_complete": None, "cs_incomplete": None, "ds": None,
+         "estimates": {"bc": None, "cs_complete": None, "cs_incomplete": None, "ds": None}, "exact": True},
     ]
     assert table_csv(rows, settings).splitlines() == [
         "configuration,chunker,chunks,mean_tokens,bc,cs_complete,cs_incomplete,ds,K,bc_mode,cs_rule,delta,window",
@@ -116,9 +126,14 @@ def test_table_rows_and_csv_are_pinned() -> None:
 
 def test_report_of_a_single_chunk_needs_no_model() -> None:
     report = quality_report(["Only one chunk."], [3])  # no scorer, no embedder: nothing to score
+    nothing = {"estimate": None, "ci_low": None, "ci_high": None, "pairs_scored": 0, "pairs_total": 0,
+               "method": "exact"}
+    zero = {**nothing, "estimate": 0.0, "ci_low": 0.0, "ci_high": 0.0}
     assert report.to_json() == {
-        "chunks": 1, "mean_tokens": 3.0, "bc_mean": None, "bc": [], "cs_complete": 0.0, "cs_incomplete": 0.0,
-        "ds_mean": None, "ds": [], "K": 0.8, "bc_mode": "reference", "cs_rule": "paper", "delta": 0, "window": None,
+        "chunks": 1, "mean_tokens": 3.0, "bc_mean": None, "bc": [], "bc_estimate": nothing, "cs_complete": 0.0,
+        "cs_complete_estimate": zero, "cs_incomplete": 0.0, "cs_incomplete_estimate": zero, "ds_mean": None,
+        "ds": [], "ds_estimate": nothing, "K": 0.8, "bc_mode": "reference", "cs_rule": "paper", "delta": 0,
+        "window": None,
     }
 
 

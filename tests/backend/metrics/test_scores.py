@@ -39,17 +39,18 @@ def test_scores_once_then_k_and_rule_changes_call_no_model(tmp_path) -> None:
     ch = chunking_of()
     run = score_chunkings([ch], scorer=scorer, embedder=None, complete=True, window=None, cache=cache)
     ((table, vectors),) = run.results
-    assert scorer.calls == 1 and vectors is None and run.seconds >= 0
+    calls = scorer.calls  # one per batch of the anytime job
+    assert calls >= 1 and vectors is None and run.seconds >= 0
     direct = pair_table(list(TEXTS), LengthScorer(), complete=True)
     np.testing.assert_allclose(table.cond, direct.cond)
     np.testing.assert_allclose(table.uncond, direct.uncond)
     for K in (0.0, 0.2, 0.5, 0.8, 1.2):
         for rule in ("paper", "reference"):
             quality_row(ch.token_counts, table=table, settings=QualitySettings(K=K, cs_rule=rule))
-    assert scorer.calls == 1
+    assert scorer.calls == calls
     # A second scoring of the same chunks is served by the cache alone.
     score_chunkings([ch], scorer=scorer, embedder=None, complete=True, window=None, cache=cache)
-    assert scorer.calls == 1
+    assert scorer.calls == calls
 
 
 class Refusing:

@@ -17,6 +17,7 @@ from backend.chunkers.meta.results import PPLScores  # noqa: E402
 from backend.chunking import ChunkerConfig  # noqa: E402
 from backend.curves import Curve  # noqa: E402
 from backend.figures.export import plotly_js  # noqa: E402
+from backend.metrics.estimate import Estimate, exact_estimate  # noqa: E402
 from backend.metrics.report import QualityData  # noqa: E402
 from backend.models.scoring import SentenceScore  # noqa: E402
 from backend.report.html import ELSEWHERE_SECTION, NOT_COMPUTED, SECTIONS, report_html  # noqa: E402
@@ -303,3 +304,28 @@ def test_a_benchmark_on_another_corpus_is_its_own_titled_section(doc, configs, c
     assert "no benchmark on questions about this document" in texts
     other_table = page_html.split('id="elsewhere-table"')[1].split("</table>")[0]
     assert "50.0%" in other_table and "60.0%" in other_table  # recall of A and B on the other corpus
+
+
+def test_estimates_show_their_interval_and_pairs_and_the_verdict_respects_them(doc, configs, chunkings):
+    """A report made while BC and CS stand on some pairs: ± cells, no ★ between overlapping intervals, the JSON."""
+    a_bc, b_bc = Estimate(0.93, 0.90, 0.96, 120, 1747, "t"), Estimate(0.94, 0.91, 0.97, 120, 1747, "t")
+    b_cs = Estimate(1.2, 1.1, 1.3, 400, 3000, "bootstrap")
+    rows = (
+        ConfigSummary("A", configs[0][1], _values(bc=0.93, cs=1.6), {}, {"bc": a_bc, "cs": exact_estimate(1.6, 30)}),
+        ConfigSummary("B", configs[1][1], _values(bc=0.94, cs=1.2), {}, {"bc": b_bc, "cs": b_cs}),
+    )
+    summary = Summary(doc.source, doc.id, rows, {"K": 0.8})
+    page = report_html(summary, doc, chunkings, created=CREATED)
+    assert '<td class="num">0.93 ± 0.03 (120 of 1,747 pairs)</td>' in page
+    assert '<td class="num">0.94 ± 0.03 (120 of 1,747 pairs)</td>' in page
+    assert '<td class="num best">★ 1.20 ± 0.10 (400 of 3,000 pairs)</td>' in page
+    assert '<td class="num">1.600</td>' in page  # exact: as today
+    assert "A and B cannot be told apart yet (BC 0.93 ± 0.03 vs 0.94 ± 0.03)." in page
+    assert "B&#x27;s chunks lean on each other less (CS 1.20 ± 0.10 vs 1.600 for A; lower is better)." in page
+    best = [a for t, a in parse(page).tags if t == "td" and "best" in (a.get("class") or "")]
+    assert len(best) == 1  # CS only: the BC intervals overlap
+    assert "its 95% interval" in page
+    (data,) = [json.loads(text) for attrs, text in parse(page).scripts if attrs.get("id") == "summary-data"]
+    assert data["rows"][0]["estimates"]["bc"] == {"estimate": 0.93, "ci_low": 0.90, "ci_high": 0.96,
+                                                  "pairs_scored": 120, "pairs_total": 1747, "method": "t"}
+    assert data["best"]["bc"] is None and data["best"]["cs"] == "B"

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import csv
 import math
 
 import pytest
 
 from backend.chunking import Chunk, ChunkerConfig, Chunking
+from backend.metrics.estimate import Estimate, exact_estimate
 from backend.metrics.report import BEST, QualitySettings, quality_row
 from backend.metrics.stats import chunking_stats
 from backend.report.summary import (
     GROUPS,
     METRIC_INFO,
     METRICS,
+    SUMMARY_CSV_COLUMNS,
     ConfigSummary,
     Summary,
     collect,
+    estimate_text,
     format_value,
     question_set_title,
     split_benchmark,
     summarize,
     verdict,
+    with_quality,
 )
 from backend.retrieval.evaluate import Benchmark, ConfigResult, MetricSummary, QuestionResult
 from backend.retrieval.questions import Question, QuestionSet, Reference
@@ -345,3 +350,113 @@ def test_missing_names_each_metric_not_the_whole_group():
         "Not computed yet: chunks and DS for C; BC and CS for A and C; recall, precision, IoU and precision-Ω for "
         "A, B and C (no benchmark on questions about this document yet)."
     )
+
+
+# --- estimates from some of the pairs: the cells, the JSON and CSV, and a verdict that respects the intervals ---
+
+
+def _est(value: float, half: float, scored: int = 120, total: int = 1747) -> Estimate:
+    """An estimate from ``scored`` of ``total`` pairs, ``value ± half``."""
+    return Estimate(value, value - half, value + half, scored, total, "t")
+
+
+def _estimated(tag: str, **estimates: Estimate) -> ConfigSummary:
+    """A row whose BC, CS or DS are the given estimates (their point estimates as the values)."""
+    values = {m: estimates[m].estimate if m in estimates else None for m in METRICS}
+    return ConfigSummary(tag, A, values, {}, estimates)
+
+
+def test_the_verdict_calls_a_difference_only_when_the_intervals_do_not_overlap():
+    overlapping = Summary("d", "id", (_estimated("A", bc=_est(0.93, 0.03)), _estimated("B", bc=_est(0.94, 0.03))))
+    assert overlapping.leaders("bc") == ["A", "B"] and overlapping.best("bc") is None
+    assert verdict(overlapping)[0] == "A and B cannot be told apart yet (BC 0.93 ± 0.03 vs 0.94 ± 0.03)."
+
+    disjoint = Summary("d", "id", (_estimated("A", bc=_est(0.80, 0.03)), _estimated("B", bc=_est(0.94, 0.03))))
+    assert disjoint.leaders("bc") == ["B"] and disjoint.best("bc") == "B"
+    assert verdict(disjoint)[0] == "B's boundaries are clearer (BC 0.94 ± 0.03 vs 0.80 ± 0.03 for A; higher is clearer)."
+
+    exact = Summary("d", "id", (_estimated("A", bc=exact_estimate(0.93, 1747)),
+                                _estimated("B", bc=exact_estimate(0.94, 1747))))
+    assert exact.best("bc") == "B"  # width 0: compared as today, however close
+    assert verdict(exact)[0] == "B's boundaries are clearer (BC 0.940 vs 0.930 for A; higher is clearer)."
+
+
+def test_cs_verdict_and_an_exact_value_against_an_estimate():
+    sticky = Summary("d", "id", (_estimated("A", cs=_est(1.2, 0.3)), _estimated("B", cs=_est(1.45, 0.3))))
+    assert verdict(sticky)[0] == "A and B cannot be told apart yet (CS 1.20 ± 0.30 vs 1.45 ± 0.30)."
+    apart = Summary("d", "id", (_estimated("A", cs=_est(1.2, 0.05)), _estimated("B", cs=_est(1.45, 0.05))))
+    assert verdict(apart)[0] == "A's chunks lean on each other less (CS 1.20 ± 0.05 vs 1.45 ± 0.05 for B; lower is better)."
+    # An exact value is an interval of width 0: inside the other's interval, they cannot be told apart yet.
+    mixed = Summary("d", "id", (_row("A", bc=0.93), _estimated("B", bc=_est(0.95, 0.03))))
+    assert verdict(mixed)[0] == "A and B cannot be told apart yet (BC 0.930 vs 0.95 ± 0.03)."
+    outside = Summary("d", "id", (_row("A", bc=0.80), _estimated("B", bc=_est(0.95, 0.03))))
+    assert verdict(outside)[0] == "B's boundaries are clearer (BC 0.95 ± 0.03 vs 0.800 for A; higher is clearer)."
+
+
+def test_among_three_only_those_overlapping_the_best_are_named():
+    s = Summary("d", "id", (_estimated("A", bc=_est(0.80, 0.01)), _estimated("B", bc=_est(0.93, 0.03)),
+                            _estimated("C", bc=_est(0.94, 0.03))))
+    assert s.leaders("bc") == ["B", "C"] and s.best("bc") is None
+    assert verdict(s)[0] == "B and C cannot be told apart yet (BC 0.93 ± 0.03 vs 0.94 ± 0.03)."
+    clear = Summary("d", "id", (_estimated("A", bc=_est(0.80, 0.01)), _estimated("B", bc=_est(0.90, 0.01)),
+                                _estimated("C", bc=_est(0.94, 0.01))))
+    assert verdict(clear)[0] == (
+        "C's boundaries are the clearest (BC 0.94 ± 0.01 vs 0.90 ± 0.01 for B, the next best; higher is clearer)."
+    )
+
+
+def test_summarize_carries_a_rows_estimates_into_its_cells_json_and_csv():
+    a, b = _chunking(A, 4), _chunking(B, 5)
+    bc, cs = _est(0.93, 0.02), _est(1.5, 0.25, 300, 3000)
+    qa = {"bc": 0.93, "cs_complete": 1.5, "cs_incomplete": 1.2, "ds": None,  # a table_rows row, being scored
+          "estimates": {"bc": bc, "cs_complete": cs, "cs_incomplete": _est(1.2, 0.2), "ds": None}}
+    qb = {"bc": 0.9, "cs_complete": 1.1, "cs_incomplete": 1.0, "ds": 0.25,
+          "estimates": {"bc": exact_estimate(0.9, 4), "cs_complete": exact_estimate(1.1, 20)}}
+    s = summarize(DOC, [("A", a), ("B", b)], quality={"A": qa, "B": qb})
+    assert dict(s.row("A").estimates) == {"bc": bc, "cs": cs}
+    assert (s.row("A").values["bc"], s.row("A").values["cs"], s.row("A").values["ds"]) == (0.93, 1.5, None)
+    assert [s.row("A").cell(m) for m in ("bc", "cs", "ds")] == [
+        "0.93 ± 0.02 (120 of 1,747 pairs)", "1.50 ± 0.25 (300 of 3,000 pairs)", "—",
+    ]
+    assert [s.row("B").cell(m) for m in ("bc", "cs", "ds")] == ["0.900", "1.100", "0.250"]  # exact: as today
+    assert s.to_json()["rows"][0]["estimates"]["bc"] == {
+        "estimate": 0.93, "ci_low": 0.93 - 0.02, "ci_high": 0.93 + 0.02, "pairs_scored": 120, "pairs_total": 1747,
+        "method": "t",
+    }
+    assert s.to_json()["rows"][1]["estimates"]["cs"]["pairs_scored"] == 20
+    lines = s.to_csv().splitlines()
+    assert lines[0].split(",") == list(SUMMARY_CSV_COLUMNS)
+    assert SUMMARY_CSV_COLUMNS[-12:] == (
+        "bc_ci_low", "bc_ci_high", "bc_pairs_scored", "bc_pairs_total", "cs_ci_low", "cs_ci_high", "cs_pairs_scored",
+        "cs_pairs_total", "ds_ci_low", "ds_ci_high", "ds_pairs_scored", "ds_pairs_total",
+    )
+    row_a = dict(zip(SUMMARY_CSV_COLUMNS, next(csv.reader([lines[1]]))))
+    assert (row_a["bc"], row_a["bc_pairs_scored"], row_a["bc_pairs_total"]) == ("0.93", "120", "1747")
+    assert (float(row_a["cs_ci_low"]), float(row_a["cs_ci_high"])) == (1.25, 1.75)
+    assert (row_a["ds"], row_a["ds_ci_low"], row_a["ds_pairs_scored"]) == ("", "", "")  # not computed
+    row_b = dict(zip(SUMMARY_CSV_COLUMNS, next(csv.reader([lines[2]]))))
+    assert [row_b[c] for c in ("bc_ci_low", "bc_ci_high", "bc_pairs_scored", "bc_pairs_total")] == [
+        "0.9", "0.9", "4", "4"]  # exact: an interval of width 0, every pair
+    assert [row_b[c] for c in ("ds_ci_low", "ds_ci_high", "ds_pairs_scored")] == ["0.25", "0.25", ""]
+
+
+def test_with_quality_puts_a_running_jobs_estimates_into_its_rows_only():
+    a, b = _chunking(A, 4), _chunking(B, 5)
+    s = summarize(DOC, [("A", a), ("B", b)], quality={"A": {"bc": 0.9, "cs_complete": 1.1, "ds": 0.2}})
+    bc = _est(0.93, 0.02)
+    live = with_quality(s, {"B": {"bc": 0.93, "cs_complete": None, "ds": None, "estimates": {"bc": bc}}})
+    assert live.row("A") == s.row("A")
+    assert dict(live.row("B").estimates) == {"bc": bc}
+    assert {m: live.row("B").values[m] for m in ("chunks", "bc", "cs", "ds")} == {
+        "chunks": 5.0, "bc": 0.93, "cs": None, "ds": None}
+    assert live.row("B").cell("bc") == "0.93 ± 0.02 (120 of 1,747 pairs)"
+    assert verdict(live)[0] == "B's boundaries are clearer (BC 0.93 ± 0.02 vs 0.900 for A; higher is clearer)."
+
+
+def test_an_interval_not_bounded_yet_reads_plus_minus_infinity():
+    one = Estimate(0.63, -math.inf, math.inf, 1, 8, "t")  # one boundary scored: no spread to measure
+    assert estimate_text(one) == "0.63 ± ∞ (1 of 8 pairs)" and estimate_text(one, pairs=False) == "0.63 ± ∞"
+    assert estimate_text(_est(0.93, 0.02)) == "0.93 ± 0.02 (120 of 1,747 pairs)"
+    assert estimate_text(exact_estimate(0.93, 8)) == "0.93 (all 8 pairs)"
+    s = Summary("d", "id", (_estimated("A", bc=one), _estimated("B", bc=_est(0.9, 0.01))))
+    assert verdict(s)[0] == "A and B cannot be told apart yet (BC 0.63 ± ∞ vs 0.90 ± 0.01)."
