@@ -141,6 +141,13 @@ class Embedder:
         out[np.asarray(order)] = np.stack(rows)
         return out
 
+    def input_keys(self, texts: Sequence[str]) -> list[bytes]:
+        """What the model reads of each text: its token ids after truncation (equal keys, equal vectors)."""
+        preprocess = getattr(self._model, "preprocess", None) or self._model.tokenize
+        features = preprocess(list(texts))
+        ids, mask = features["input_ids"], features["attention_mask"].bool()
+        return [ids[i][mask[i]].numpy().tobytes() for i in range(len(texts))]
+
     def _encode(self, batch: Sequence[str]) -> np.ndarray:
         """One forward pass over ``batch`` (run_batched retries it in halves on out-of-memory)."""
         import torch
