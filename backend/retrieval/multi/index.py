@@ -182,18 +182,22 @@ class TextVectors:
                 truncated): asks the embedder for its ``input_keys``, which loads a lazy model.
             progress: ``progress(texts embedded, texts)`` while embedding.
         """
-        new = list(dict.fromkeys(t for t in texts if t not in self._known))
+        distinct = list(dict.fromkeys(texts))
+        new = [t for t in distinct if t not in self._known]
         if new:
             stand_in = {t: t for t in new}
-            input_keys = getattr(self._embedder, "input_keys", None) if same_input and len(new) > 1 else None
-            keys = input_keys(new) if input_keys is not None else None
-            if keys is not None:
-                first: dict[bytes, str] = {}
-                stand_in = {t: first.setdefault(k, t) for t, k in zip(new, keys)}
-            wanted = list(dict.fromkeys(stand_in.values()))
+            input_keys = getattr(self._embedder, "input_keys", None) if same_input else None
+            if input_keys is not None:
+                known = [t for t in distinct if t in self._known]  # first, so a text embedded before stands in
+                keys = input_keys(known + new)
+                if keys is not None:
+                    first: dict[bytes, str] = {}
+                    for t, k in zip(known + new, keys):
+                        stand_in[t] = first.setdefault(k, t)
+            wanted = [t for t in dict.fromkeys(stand_in.values()) if t not in self._known]
             rows, _ = embed_texts(self._embedder, wanted, cache=self._cache, progress=progress)
-            got = dict(zip(wanted, rows))
-            self._known.update((t, got[stand_in[t]]) for t in new)
+            self._known.update(zip(wanted, rows))
+            self._known.update((t, self._known[stand_in[t]]) for t in new)
         if not texts:
             return np.zeros((0, int(getattr(self._embedder, "dimension", 0))), dtype=np.float32)
         return np.stack([self._known[t] for t in texts]).astype(np.float32, copy=False)
@@ -301,17 +305,24 @@ _STEP_WEIGHTS = (9.0, 1.0)  # of the bar: embedding every level's texts, then wr
 
 
 def _embed_once(stored: list[StoredLevel], store: ChunkStore, vectors: TextVectors, progress: Progress) -> bool:
-    """Embed the distinct texts of every text level into ``vectors`` at once, if some text level must be written.
+    """Embed the distinct texts of every text level into ``vectors``, if some text level must be written.
 
-    All text levels' texts, not only the missing levels', so that the output-cache entry (and a
-    run cut short's checkpoints) stay the same whichever levels are missing. Returns whether it
-    embedded (False: every text level is complete in the store, and nothing was read or embedded).
+    Level 1 (the units) first, as a list of its own: the output-cache entry whose stored parts
+    the Retrieval page counts to say an interrupted indexing run left work. Then the other
+    levels' distinct texts at once, texts the model reads alike once. All text levels, not only
+    the missing ones, so that the cache entry (and a run cut short's checkpoints) stay the same
+    whichever levels are missing. Returns whether it embedded (False: every text level is
+    complete in the store, and nothing was read or embedded).
     """
-    texts = [level.texts for level in stored if level.vectors is None]
-    if not any(not store.is_indexed(level) for level in stored if level.vectors is None):
+    text_levels = [level for level in stored if level.vectors is None]
+    if all(store.is_indexed(level) for level in text_levels):
         return False
-    vectors([t for group in texts for t in group], same_input=True,
-            progress=progress.part(0, 2, None, weights=_STEP_WEIGHTS))
+    units = list(stored[0].texts) if stored[0].vectors is None else []
+    rest = [t for level in text_levels for t in level.texts]
+    embedding = progress.part(0, 2, None, weights=_STEP_WEIGHTS)
+    weights = (len(set(units)), len(set(rest)) - len(set(units)))
+    vectors(units, progress=embedding.part(0, 2, None, weights=weights))
+    vectors(rest, same_input=True, progress=embedding.part(1, 2, None, weights=weights))
     return True
 
 
