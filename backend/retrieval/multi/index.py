@@ -21,9 +21,10 @@ indexed document makes no embedder call (:attr:`MultiIndex.texts_embedded`).
 Each distinct text is embedded once per build (:class:`TextVectors`): the same text at several
 levels (MoG's odd last entry carried up, a MoGG neighbourhood that stops growing, a sentence that
 recurs) and texts the model reads the same way (equal token ids once truncated to its context
-length, such as two long MoGG neighbourhoods that begin alike) share one vector. The texts of
-every level still to be written are embedded in one call, as one output-cache entry, before the
-levels are written; a build whose levels are all in the store embeds nothing.
+length, such as two long MoGG neighbourhoods that begin alike) share one vector. When a level
+is missing from the store, the units are embedded (one output-cache entry), then the distinct
+texts of every other level in one call (one more entry), before the levels are written; a build
+whose levels are all in the store embeds nothing.
 """
 
 from __future__ import annotations
