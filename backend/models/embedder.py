@@ -151,6 +151,16 @@ class Embedder:
         out[np.asarray(order)] = np.stack(rows)
         return out
 
+    def input_keys(self, texts: Sequence[str]) -> list[bytes]:
+        """What the model reads of each text: its token ids after truncation (equal keys, equal vectors)."""
+        preprocess = getattr(self._model, "preprocess", None) or self._model.tokenize
+        items, keys = list(texts), []
+        for lo in range(0, len(items), 1024):  # padded to the longest of a batch: bound the memory
+            features = preprocess(items[lo : lo + 1024])
+            ids, mask = features["input_ids"], features["attention_mask"].bool()
+            keys += [ids[i][mask[i]].numpy().tobytes() for i in range(ids.shape[0])]
+        return keys
+
     def _encode(self, batch: Sequence[str]) -> np.ndarray:
         """One forward pass over ``batch`` (run_batched retries it in halves on out-of-memory)."""
         import torch

@@ -101,6 +101,11 @@ class LazyEmbedder:
         """L2-normalized float32 vectors, one row per text (loads the model on first use)."""
         return self.model().embed(texts, progress=progress)
 
+    def input_keys(self, texts: Sequence[str]) -> list[bytes] | None:
+        """The loaded model's ``input_keys`` of ``texts`` (None when it has none)."""
+        keys = getattr(self.model(), "input_keys", None)
+        return keys(texts) if keys is not None else None
+
 
 def lazy_text_embedder(spec: str | None = None) -> TextEmbedder:
     """:func:`load_text_embedder` of ``spec``, deferred to its first ``embed`` when its identity is known without loading.

@@ -17,13 +17,22 @@ it). Each level is written by the store's one indexing path
 (:func:`backend.retrieval.store.entries_level`, :meth:`~backend.retrieval.store.ChunkStore.write_level`).
 Vectors go through the output cache and collections are reused when complete, so a rerun over an
 indexed document makes no embedder call (:attr:`MultiIndex.texts_embedded`).
+
+Each distinct text is embedded once per build (:class:`TextVectors`): the same text at several
+levels (MoG's odd last entry carried up, a MoGG neighbourhood that stops growing, a sentence that
+recurs) and texts the model reads the same way (equal token ids once truncated to its context
+length, such as two long MoGG neighbourhoods that begin alike) share one vector. When a level
+is missing from the store, the units are embedded (one output-cache entry), then the distinct
+texts of every other level in one call (one more entry), before the levels are written; a build
+whose levels are all in the store embeds nothing.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -35,12 +44,12 @@ from backend.models.types import ModelInfo
 from backend.progress import Progress
 from backend.retrieval.multi.freechunker import load_encoder, mean_vectors, windows
 from backend.retrieval.multi.graph import Graph, build_graph, merged_ranges, neighbourhood
-from backend.retrieval.store import ChunkStore, entries_level
+from backend.retrieval.store import ChunkStore, StoredLevel, entries_level
 from backend.text.document import Document
 from backend.text.spans import MultiRange
 from backend.tokenizers import SpanCounter
 
-__all__ = ["Entry", "Level", "MultiIndex", "CountingEmbedder", "build_index", "mog_levels"]
+__all__ = ["Entry", "Level", "MultiIndex", "CountingEmbedder", "TextVectors", "build_index", "mog_levels"]
 
 Range = tuple[int, int]
 
@@ -146,6 +155,54 @@ class CountingEmbedder:
         self.texts += len(texts)
         return self.inner.embed(texts, progress=progress)
 
+    def input_keys(self, texts: Sequence[str]) -> list[bytes] | None:
+        """The inner embedder's ``input_keys`` (None when it has none): what its model reads of each text."""
+        keys = getattr(self.inner, "input_keys", None)
+        return keys(texts) if keys is not None else None
+
+
+class TextVectors:
+    """The vectors of one build's texts: each distinct text embedded once, through the output cache.
+
+    Args:
+        embedder: The embedder (its ``input_keys``, when it has one, tells texts its model reads alike).
+        cache: The output cache (None: no caching).
+    """
+
+    def __init__(self, embedder: TextEmbedder, cache: OutputCache | None) -> None:
+        self._embedder = embedder
+        self._cache = cache
+        self._known: dict[str, np.ndarray] = {}
+
+    def __call__(self, texts: Sequence[str], *, same_input: bool = False, progress: Progress | None = None) -> np.ndarray:
+        """The rows of ``texts``, in order, embedding the distinct texts not seen before in one call.
+
+        Args:
+            texts: The texts.
+            same_input: Also embed once the texts the model reads alike (equal token ids once
+                truncated): asks the embedder for its ``input_keys``, which loads a lazy model.
+            progress: ``progress(texts embedded, texts)`` while embedding.
+        """
+        distinct = list(dict.fromkeys(texts))
+        new = [t for t in distinct if t not in self._known]
+        if new:
+            stand_in = {t: t for t in new}
+            input_keys = getattr(self._embedder, "input_keys", None) if same_input else None
+            if input_keys is not None:
+                known = [t for t in distinct if t in self._known]  # first, so a text embedded before stands in
+                keys = input_keys(known + new)
+                if keys is not None:
+                    first: dict[bytes, str] = {}
+                    for t, k in zip(known + new, keys):
+                        stand_in[t] = first.setdefault(k, t)
+            wanted = [t for t in dict.fromkeys(stand_in.values()) if t not in self._known]
+            rows, _ = embed_texts(self._embedder, wanted, cache=self._cache, progress=progress)
+            self._known.update(zip(wanted, rows))
+            self._known.update((t, self._known[stand_in[t]]) for t in new)
+        if not texts:
+            return np.zeros((0, int(getattr(self._embedder, "dimension", 0))), dtype=np.float32)
+        return np.stack([self._known[t] for t in texts]).astype(np.float32, copy=False)
+
 
 def mog_levels(units: Sequence[Range], levels: int) -> list[list[tuple[tuple[int, ...], Range]]]:
     """MoG's levels over ``units``: level j joins two adjacent level-(j−1) entries.
@@ -189,7 +246,8 @@ def build_index(
         store: The Chroma store.
         embedder: The embedder (vectors and collection names depend on it).
         cache: The output cache of embeddings (None: no caching).
-        progress: One part per level (``level 2 of 3 · …``); may raise ``Cancelled``.
+        progress: Embedding the levels' distinct texts (when a level must be written), then one
+            part per level (``level 2 of 3 · …``); may raise ``Cancelled``.
 
     Raises:
         ParameterError: a bad parameter.
@@ -199,6 +257,7 @@ def build_index(
     config = chunker.config
     t0 = time.perf_counter()
     counting = CountingEmbedder(embedder)
+    vectors = TextVectors(counting, cache)
     spans = [(c.start, c.end) for c in units.chunks]
     names = chunker.level_names()
     counter = SpanCounter(chunker.tokenizer, doc.text)
@@ -209,21 +268,30 @@ def build_index(
             parent = tuple(u >> (j - 1) for u in range(len(spans)))
             plans.append(([(us, (r,)) for us, r in level], parent, "text", None, 0))
     elif config.name == "mogg":
-        graph, plans = _mogg_plans(doc, chunker, units, counting, cache)
+        graph, plans = _mogg_plans(chunker, units, vectors)
     else:
-        plans = _freechunker_plans(doc, chunker, units, counting, cache)
+        plans = _freechunker_plans(chunker, units, vectors)
 
-    levels = []
-    reused = True
     spec = chunker.level_spec()
-    for j, (entries, parent, kind, make_vectors, size) in enumerate(plans, 1):
+    stored: list[StoredLevel] = []
+    level_tokens: list[list[int]] = []
+    for j, (entries, _, kind, make_vectors, _) in enumerate(plans, 1):
         ranges = [r for _, r in entries]
         tokens = [
             units.chunks[us[0]].tokens if len(us) == 1 else sum(counter.count_many(list(r)))
             for us, r in entries
         ]
-        stored = entries_level(doc, _level_key(spec, j, kind), ranges, tokens, counting.info, vectors=make_vectors)
-        info = store.write_level(stored, counting, cache=cache, progress=progress.part(j - 1, len(plans), "level"))
+        level_tokens.append(tokens)
+        stored.append(entries_level(doc, _level_key(spec, j, kind), ranges, tokens, counting.info, vectors=make_vectors))
+    embedded = _embed_once(stored, store, vectors, progress)
+    stored = [replace(level, vectors=_rows_of(vectors, level.texts)) if embedded and level.vectors is None else level
+              for level in stored]
+
+    levels = []
+    reused = True
+    writing = progress.part(1, 2, None, weights=_STEP_WEIGHTS) if embedded else progress
+    for j, ((entries, parent, _, _, size), level, tokens) in enumerate(zip(plans, stored, level_tokens), 1):
+        info = store.write_level(level, counting, cache=cache, progress=writing.part(j - 1, len(plans), "level"))
         reused = reused and info.reused
         name = names[j - 1] if not size else ("unit" if size == 1 else f"{size} units")
         levels.append(Level(
@@ -234,20 +302,42 @@ def build_index(
     return MultiIndex(config, doc, units, tuple(levels), graph, time.perf_counter() - t0, counting.texts, reused)
 
 
-def unit_vectors(doc: Document, units: Chunking, embedder: TextEmbedder, cache: OutputCache | None) -> np.ndarray:
-    """The units' embeddings (the same cache entry as level 1's texts, so level 1 reuses them)."""
-    vectors, _ = embed_texts(embedder, [c.text for c in units.chunks], cache=cache)
-    return vectors
+_STEP_WEIGHTS = (9.0, 1.0)  # of the bar: embedding every level's texts, then writing the levels
 
 
-def _mogg_plans(
-    doc: Document, chunker: RetrieverChunker, units: Chunking, embedder: TextEmbedder, cache: OutputCache | None
-) -> tuple[Graph, list[Any]]:
+def _embed_once(stored: list[StoredLevel], store: ChunkStore, vectors: TextVectors, progress: Progress) -> bool:
+    """Embed the distinct texts of every text level into ``vectors``, if some text level must be written.
+
+    Level 1 (the units) first, as a list of its own: the output-cache entry whose stored parts
+    the Retrieval page counts to say an interrupted indexing run left work. Then the other
+    levels' distinct texts at once, texts the model reads alike once. All text levels, not only
+    the missing ones, so that the cache entry (and a run cut short's checkpoints) stay the same
+    whichever levels are missing. Returns whether it embedded (False: every text level is
+    complete in the store, and nothing was read or embedded).
+    """
+    text_levels = [level for level in stored if level.vectors is None]
+    if all(store.is_indexed(level) for level in text_levels):
+        return False
+    units = list(stored[0].texts) if stored[0].vectors is None else []
+    rest = [t for level in text_levels for t in level.texts]
+    embedding = progress.part(0, 2, None, weights=_STEP_WEIGHTS)
+    weights = (len(set(units)), len(set(rest)) - len(set(units)))
+    vectors(units, progress=embedding.part(0, 2, None, weights=weights))
+    vectors(rest, same_input=True, progress=embedding.part(1, 2, None, weights=weights))
+    return True
+
+
+def _rows_of(vectors: TextVectors, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+    """A level's ``vectors``: its texts' rows, already embedded."""
+    return lambda: vectors(texts)
+
+
+def _mogg_plans(chunker: RetrieverChunker, units: Chunking, vectors: TextVectors) -> tuple[Graph, list[Any]]:
     v = chunker.values
     spans = [(c.start, c.end) for c in units.chunks]
     if v["edge"] == "cosine":
         graph = build_graph(k_graph=v["k_graph"], t_graph=v["t_graph"], edge="cosine",
-                            vectors=unit_vectors(doc, units, embedder, cache))
+                            vectors=vectors([c.text for c in units.chunks]))
     else:
         graph = build_graph(k_graph=v["k_graph"], t_graph=v["t_graph"], edge="bm25",
                             texts=[c.text for c in units.chunks])
@@ -268,9 +358,7 @@ def _mogg_plans(
     return graph, plans
 
 
-def _freechunker_plans(
-    doc: Document, chunker: RetrieverChunker, units: Chunking, embedder: TextEmbedder, cache: OutputCache | None
-) -> list[Any]:
+def _freechunker_plans(chunker: RetrieverChunker, units: Chunking, vectors: TextVectors) -> list[Any]:
     spans = [(c.start, c.end) for c in units.chunks]
     encoder_spec = str(chunker.values["encoder"]).strip()
     plans: list[Any] = [([((i,), ((s, e),)) for i, (s, e) in enumerate(spans)], (), "text", None, 1)]
@@ -285,8 +373,8 @@ def _freechunker_plans(
             continue
 
         def make(group: list[Any] = group) -> np.ndarray:
-            vectors = unit_vectors(doc, units, embedder, cache)
-            return encoder.encode(vectors, group) if encoder is not None else mean_vectors(vectors, group)
+            rows = vectors([c.text for c in units.chunks])
+            return encoder.encode(rows, group) if encoder is not None else mean_vectors(rows, group)
 
         kind = "mean" if encoder is None else f"model:{encoder.fingerprint}"
         plans.append((entries, (), kind, make, g))
