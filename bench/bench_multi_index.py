@@ -26,7 +26,11 @@ Documents: by default (quick, a few minutes on a loaded 2-core machine) the bund
 
 Run:  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python bench/bench_multi_index.py
           [--sample technical | --pdf PATH] [--retrievers mog,mogg,freechunker] [--repeat 1]
-          [--skip-search] [--threads 1] [--before COMMIT] [--json OUT]
+          [--skip-search] [--threads 1] [--before-threads N] [--before COMMIT] [--json OUT]
+
+``--before-threads 2`` (on this 2-core machine) runs "before" as the app ran before issue 24: the old
+index builder on torch's default of one thread per core, against the new builder on the new default of
+one thread here (see CHUNKLAB_TORCH_THREADS in the README).
 """
 
 from __future__ import annotations
@@ -124,6 +128,22 @@ def search_once(kind: type[LevelRetriever], names: list[str], doc: Document, emb
     return {"seconds": time.perf_counter() - t0, "texts_embedded": counting.texts, "picks": picks}
 
 
+def on_threads(threads: int, fn: Callable[[], dict]) -> Callable[[], dict]:
+    """``fn`` run with torch on ``threads`` intra-op threads (0: leave them), the setting restored after."""
+    import torch
+
+    def run() -> dict:
+        kept = torch.get_num_threads()
+        if threads > 0:
+            torch.set_num_threads(threads)
+        try:
+            return fn()
+        finally:
+            torch.set_num_threads(kept)
+
+    return run
+
+
 def alternate(repeat: int, before: Callable[[], dict], after: Callable[[], dict]) -> tuple[dict, dict]:
     """Run both ``repeat`` times, alternating which goes first; the fastest run of each."""
     runs: dict[str, list[dict]] = {"before": [], "after": []}
@@ -143,6 +163,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each (the fastest is kept)")
     parser.add_argument("--skip-search", action="store_true", help="only the index builds")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch's default)")
+    parser.add_argument("--before-threads", type=int, default=0,
+                        help="torch threads of the 'before' runs (default: --threads; "
+                             f"{os.cpu_count()}: the default before issue 24, one per core)")
     parser.add_argument("--before", default=BEFORE, help=f"the commit whose {INDEX_PATH} is 'before'")
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON")
     args = parser.parse_args()
@@ -154,6 +177,9 @@ def main() -> None:
         parser.error(f"--repeat ({args.repeat}) must be at least 1")
     if args.threads > 0:
         os.environ["CHUNKLAB_TORCH_THREADS"] = str(args.threads)
+    if args.before_threads < 0:
+        parser.error(f"--before-threads ({args.before_threads}) must be at least 0")
+    before_threads = args.before_threads or args.threads
     try:
         doc = load_document(args.pdf) if args.pdf else load_sample(args.sample)
     except (ChunkLabError, OSError) as e:
@@ -169,23 +195,26 @@ def main() -> None:
     print(f"document {what}: {len(doc.text):,} characters, {len(doc.sentences):,} sentences; embedder "
           f"{embedder.info.name} on the CPU, torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"before: {INDEX_PATH} at {args.before}; after: this checkout. Fresh store and cache for every run; "
+    print(f"before: {INDEX_PATH} at {args.before} on {before_threads or 'default'} torch thread(s); after: this "
+          f"checkout on {torch.get_num_threads()}. Fresh store and cache for every run; "
           f"best of {args.repeat}.\n")
     out: dict[str, Any] = {"document": what, "characters": len(doc.text), "before": args.before,
-                           "torch_threads": torch.get_num_threads(), "load_start": os.getloadavg(), "index": {}}
+                           "torch_threads": torch.get_num_threads(), "before_threads": before_threads, "load_start": os.getloadavg(), "index": {}}
     with tempfile.TemporaryDirectory(prefix="bench-multi-index-") as tmp:
         folder = Path(tmp)
         BeforeRetriever.old = load_before(args.before, folder)
         print(f"{'index':12s} {'before s':>9s} {'after s':>8s} {'ratio':>6s}   texts embedded before → after   entries")
         for name in names:
-            b, a = alternate(args.repeat, partial(build_once, BeforeRetriever, name, doc, embedder, folder),
+            b, a = alternate(args.repeat,
+                             on_threads(before_threads, partial(build_once, BeforeRetriever, name, doc, embedder, folder)),
                              partial(build_once, LevelRetriever, name, doc, embedder, folder))
             ratio = b["seconds"] / a["seconds"]
             out["index"][name] = {"before": b, "after": a, "ratio": ratio}
             print(f"{name:12s} {b['seconds']:9.1f} {a['seconds']:8.1f} {ratio:5.2f}x   "
                   f"{b['texts_embedded']:>6,} → {a['texts_embedded']:<6,}{'':17s} {a['entries']:,}", flush=True)
         if not args.skip_search:
-            b, a = alternate(args.repeat, lambda: search_once(BeforeRetriever, names, doc, embedder, folder),
+            b, a = alternate(args.repeat,
+                             on_threads(before_threads, lambda: search_once(BeforeRetriever, names, doc, embedder, folder)),
                              lambda: search_once(LevelRetriever, names, doc, embedder, folder))
             same = b["picks"] == a["picks"]
             out["first_search"] = {"before": b, "after": a, "ratio": b["seconds"] / a["seconds"], "same_picks": same}
