@@ -42,6 +42,7 @@ def timed_job(chunking, scorer, *, complete: bool, window: int | None, metric: s
         est = value.estimates[0].get(metric) if value.estimates else None
         if est is not None and est.estimate is not None:
             seen.append((time.perf_counter() - t0, time.process_time() - c0, est))
+            print(f"  {seen[-1][0]:7.1f} s wall {seen[-1][1]:7.1f} s CPU  {metric} {est.label()}", flush=True)
 
     with tempfile.TemporaryDirectory(prefix="chunklab-bench-first-") as tmp:
         score_chunkings(

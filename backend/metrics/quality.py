@@ -493,7 +493,8 @@ def cs_estimate(
     The units are the ordered pairs of the graph (within the table's window). The sample is
     ``table.sample``'s chunks, whose stars are scored, so their degrees are exact:
     :func:`~backend.metrics.estimate.degree_entropy_estimate` (a ratio estimator, delta-method
-    t interval). Every chunk sampled: the exact value.
+    t interval). Every pair of the graph scored (every chunk, or all but some whose pairs the
+    others' stars hold): the exact value.
     """
     n = table.n
     window = table.window if table.complete else 1
@@ -508,6 +509,8 @@ def cs_estimate(
     in_star = np.zeros(n, dtype=bool)
     in_star[drawn] = True
     scored = int((units & (in_star[:, None] | in_star[None, :])).sum())
+    if scored >= total:  # the drawn stars hold every pair of the graph (all chunks but a few): the exact value
+        return exact_estimate(chunk_stickiness(table, K, rule=rule, graph=graph, delta=delta), total)
     return degree_entropy_estimate(degrees[drawn], n, scored, total)
 
 

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -137,6 +138,22 @@ def test_a_sample_of_every_unit_is_the_exact_value(technical) -> None:
     settings = QualitySettings(K=0.5, window=2)
     assert quality_row([1] * 12, table=everything, settings=settings).to_json() == \
         quality_row([1] * 12, table=full, settings=settings).to_json()
+
+
+def test_stars_holding_every_pair_give_the_exact_cs(technical) -> None:
+    texts = technical[:10]
+    full = pair_table(texts, WordShareScorer(), complete=True, window=2)
+    order = stratified_order(10, 0)
+    skip = order[-1]
+    # Every chunk but one drawn: the others' stars hold all its pairs, so CS is exact (not a ratio estimate).
+    nearly = sampled_pair_table(texts, WordShareScorer(), units=10_000, seed=0, complete=True, window=2,
+                                boundaries=False)
+    assert not nearly.partial  # every chunk drawn: the full table
+    drawn = replace(nearly, partial=True, sample=tuple(v for v in order if v != skip))
+    for graph in ("complete", "incomplete"):
+        got = cs_estimate(drawn, 0.5, graph=graph)
+        assert got.exact and got.method == "exact"
+        assert got.estimate == chunk_stickiness(full, 0.5, graph=graph)
 
 
 def test_sample_nodes_and_their_pairs_are_pinned() -> None:
