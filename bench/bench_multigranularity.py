@@ -100,6 +100,7 @@ from backend.chunkers import ModelContext, make_chunker  # noqa: E402
 from backend.chunking import ChunkerConfig  # noqa: E402
 from backend.models.cache import OutputCache, default_cache  # noqa: E402
 from backend.retrieval.evaluate import Benchmark, evaluate  # noqa: E402
+from backend.retrieval.multi.index import CountingEmbedder  # noqa: E402
 from backend.retrieval.questions import (  # noqa: E402
     Question,
     QuestionSet,
@@ -109,7 +110,6 @@ from backend.retrieval.questions import (  # noqa: E402
     merge_question_sets,
     save_question_set,
 )
-from backend.retrieval.multi.index import CountingEmbedder  # noqa: E402
 from backend.retrieval.retriever.registry import make_retriever  # noqa: E402
 from backend.retrieval.store import ChunkStore  # noqa: E402
 from backend.samples import load_sample  # noqa: E402
@@ -502,9 +502,9 @@ def main() -> None:
     args.fixed_levels = [int(x) for x in args.fixed_levels.split(",") if x.strip()]
     args.repeat = max(1, args.repeat)
 
-    from backend.models.embedder import load_embedder
-
     import torch
+
+    from backend.models.embedder import load_embedder
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)

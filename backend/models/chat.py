@@ -40,9 +40,9 @@ from backend import config
 from backend.errors import ModelError, ParameterError
 from backend.models.cache import OutputCache, text_digest
 from backend.models.identity import fingerprint_without_loading
-from backend.models.rates import RateKey, rate_store
 from backend.models.lm import load_lm
 from backend.models.openai_compat import Endpoint, Service
+from backend.models.rates import RateKey, rate_store
 from backend.models.timing import SECONDS_FIELD, record_cached, record_computed
 from backend.progress import Progress, acquired
 

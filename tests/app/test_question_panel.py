@@ -20,7 +20,8 @@ from backend.retrieval.live import add_questions
 from backend.retrieval.questions import load_sample_question_set
 from backend.samples import load_sample
 from components.state import normalized_config
-from tests.support.apptest import isolated_lab, open_page, run as _run, wait_job
+from tests.support.apptest import isolated_lab, open_page, wait_job
+from tests.support.apptest import run as _run
 from tests.support.scripted_chat_server import start_scripted_server
 
 CONFIGS = (("recursive", {"chunk_size": 200, "chunk_overlap": 0}), ("sentence", {"chunk_size": 200}))

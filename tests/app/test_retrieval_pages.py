@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from backend.chunking import ConfigEntry
 from backend.chunkers import run_chunker
+from backend.chunking import ConfigEntry
 from backend.retrieval.metrics import agreement_matrices, find_excerpt, score_retrieval
 from backend.text.document import Document
 from components.state import normalized_config

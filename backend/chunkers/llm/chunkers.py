@@ -26,12 +26,12 @@ from typing import Any, Sequence
 
 from backend.chunkers.base import Chunker, Param, register
 from backend.chunkers.context import ModelContext
-from backend.chunkers.llm.moc import moc_messages, parse_rules, recover_spans
 from backend.chunkers.llm.granularity import GRANULARITIES, GRANULARITY_NAMES, ROUTERS, make_router
+from backend.chunkers.llm.moc import moc_messages, parse_rules, recover_spans
 from backend.chunkers.recursive import enforce_size, recursive_spans
 from backend.chunking import Chunking
-from backend.models.chat import cached_reply
 from backend.errors import ParameterError
+from backend.models.chat import cached_reply
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter
 

@@ -17,7 +17,6 @@ import pytest
 from backend.chunkers import ModelContext
 from backend.chunkers.base import make_chunker
 from backend.chunkers.llm.chunkers import parse_lumber_answer, parse_split_after
-from backend.chunkers.llm.moc import PLACEHOLDERS, find_anchor, levenshtein, parse_rules, recover_spans, split_rule
 from backend.chunkers.llm.granularity import (
     GRANULARITY_NAMES,
     ROUTERS,
@@ -30,6 +29,7 @@ from backend.chunkers.llm.granularity import (
     router_samples,
     train_router,
 )
+from backend.chunkers.llm.moc import PLACEHOLDERS, find_anchor, levenshtein, parse_rules, recover_spans, split_rule
 from backend.chunkers.recursive import recursive_spans
 from backend.errors import ParameterError
 from backend.models.cache import OutputCache
