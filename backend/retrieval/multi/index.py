@@ -291,7 +291,9 @@ def build_index(
     reused = True
     writing = progress.part(1, 2, None, weights=_STEP_WEIGHTS) if embedded else progress
     for j, ((entries, parent, _, _, size), level, tokens) in enumerate(zip(plans, stored, level_tokens), 1):
-        info = store.write_level(level, counting, cache=cache, progress=writing.part(j - 1, len(plans), "level"))
+        part = writing.part(j - 1, len(plans), "level")
+        info = store.write_level(level, counting, cache=cache, progress=part)
+        part(1, 1)  # a level found complete in the store reports nothing of its own: it is done all the same
         reused = reused and info.reused
         name = names[j - 1] if not size else ("unit" if size == 1 else f"{size} units")
         levels.append(Level(

@@ -119,7 +119,7 @@ def test_a_chat_reply_records_the_chat_models_speed(tmp_path, monkeypatch) -> No
     class SlowModel:
         fingerprint = "fp-chat"
 
-        def complete(self, messages, *, max_tokens, temperature):
+        def complete(self, messages, *, max_tokens, temperature, progress=None):
             time.sleep(0.01)
             return "a reply of 20 chars"[:max_tokens * 4]
 
