@@ -132,6 +132,18 @@ def column_widths(table: pd.DataFrame | None = None) -> dict[str, int]:
             **widths}
 
 
+def _leading_columns(widths: dict[str, int], mean_tokens: Any) -> dict[str, Any]:
+    """The columns before the metrics: index, chunker, chunks, and mean tokens as ``mean_tokens`` (a column type)."""
+    return {
+        "_index": st.column_config.TextColumn("", width=widths["_index"]),
+        "chunker": st.column_config.TextColumn(
+            "Chunker", width=widths["chunker"], help="The configuration (its full label is in the CSV)."
+        ),
+        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=widths["chunks"]),
+        "mean_tokens": mean_tokens("Mean tokens", width=widths["mean_tokens"]),
+    }
+
+
 def column_config(table: pd.DataFrame | None = None) -> dict[str, Any]:
     """``st.dataframe``'s column configuration of ``table`` (:func:`quality_frame`): headers and help from the metric table.
 
@@ -141,14 +153,7 @@ def column_config(table: pd.DataFrame | None = None) -> dict[str, Any]:
     long label pushing the last metrics out of sight.
     """
     widths = column_widths(table)
-    config: dict[str, Any] = {
-        "_index": st.column_config.TextColumn("", width=widths["_index"]),
-        "chunker": st.column_config.TextColumn(
-            "Chunker", width=widths["chunker"], help="The configuration (its full label is in the CSV)."
-        ),
-        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=widths["chunks"]),
-        "mean_tokens": st.column_config.Column("Mean tokens", width=widths["mean_tokens"]),
-    }
+    config = _leading_columns(widths, st.column_config.Column)
     for m in METRIC_TABLE:
         config[m.name] = st.column_config.Column(m.label, help=m.help, width=widths[m.name])
     return config
@@ -239,14 +244,7 @@ def estimate_column_config(frame: pd.DataFrame) -> dict[str, Any]:
             widths[m.name] = max(column_width(m.label), column_width("0.0000"))
     widths.pop("chunker")
     widths["chunker"] = max(LABEL_MIN_WIDTH, PANE_WIDTH - sum(widths.values()))
-    config: dict[str, Any] = {
-        "_index": st.column_config.TextColumn("", width=widths["_index"]),
-        "chunker": st.column_config.TextColumn(
-            "Chunker", width=widths["chunker"], help="The configuration (its full label is in the CSV)."
-        ),
-        "chunks": st.column_config.NumberColumn("Chunks", format="%d", width=widths["chunks"]),
-        "mean_tokens": st.column_config.TextColumn("Mean tokens", width=widths["mean_tokens"]),
-    }
+    config = _leading_columns(widths, st.column_config.TextColumn)
     for m in METRIC_TABLE:
         config[m.name] = st.column_config.TextColumn(
             m.label, width=widths[m.name],
