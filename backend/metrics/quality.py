@@ -55,6 +55,7 @@ from backend.models.scoring import conditional_scores
 from backend.models.types import ModelInfo
 
 __all__ = [
+    "check_sample_size",
     "BC_MODES",
     "CS_RULES",
     "GRAPHS",
@@ -185,6 +186,12 @@ def pair_table(
     return table_from_values(len(texts), values, complete=complete, window=window)
 
 
+def check_sample_size(units: int) -> None:
+    """Raise :class:`ParameterError` when a sample asks for fewer than one unit (``--pairs``)."""
+    if units < 1:
+        raise ParameterError(f"pairs ({units}) must be at least 1")
+
+
 def sampled_pair_table(
     chunk_texts: Sequence[str],
     scorer: Any,
@@ -208,8 +215,7 @@ def sampled_pair_table(
     Raises:
         ParameterError: ``units`` below 1.
     """
-    if units < 1:
-        raise ParameterError(f"pairs ({units}) must be at least 1")
+    check_sample_size(units)
     texts = [str(t) for t in chunk_texts]
     n = len(texts)
     nodes = sample_nodes(n, units, seed, complete=False) if boundaries or not complete else []

@@ -39,6 +39,7 @@ from backend.metrics.quality import (
     PairTable,
     bc_estimate,
     boundary_clarity,
+    check_sample_size,
     chunk_stickiness,
     cs_estimate,
     dissimilarity,
@@ -365,8 +366,7 @@ def sampled_vectors(
     Raises:
         ParameterError: ``units`` below 1.
     """
-    if units < 1:
-        raise ParameterError(f"pairs ({units}) must be at least 1")
+    check_sample_size(units)
     texts = [str(t) for t in chunk_texts]
     n = len(texts)
     chunks = sorted({k for i in sample_nodes(n, units, seed, complete=False) for k in (i, i + 1) if k < n})
