@@ -10,7 +10,14 @@ same kind of server, so what they share is written once here:
   of it: connection errors, timeouts, 408, 409, 429 and 5xx are retried after 0.5 s, 1 s, 2 s …
   (doubling, at most 8 s, minus up to 25 % jitter), or after the server's ``Retry-After``;
   a 401 is never retried;
-- discovering the served model (``GET /models``) and its context length;
+- discovering the served model (``GET /models``) and its context length, and the served
+  model's *identity* (:class:`ServedModel`): what the server says it serves, not only the name
+  asked for. Cache keys of remote models are made of it (:meth:`ServedModel.fingerprint`), and
+  every answer's own ``model`` field is checked against it (:func:`check_answer_model`), so a
+  server that ignores the request's ``model`` (llama.cpp does) cannot have one model's answers
+  stored as another's;
+- sending independent requests a few at a time and reading the answers in order
+  (:func:`in_order`), for the remote scorer and the remote embedder;
 - turning a client error into a one-line :class:`~backend.errors.ModelError` without the key,
   including the answers no retry can help: a body that is not complete JSON (the ``openai``
   client raises ``json.JSONDecodeError`` for it, not one of its own errors) and a connection
@@ -24,20 +31,27 @@ the request headers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 from backend.errors import ModelError
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from openai import OpenAI
 
 __all__ = [
     "Service",
     "Endpoint",
     "ServedModel",
+    "check_answer_model",
+    "in_order",
     "check_base_url",
     "scrub",
     "error_text",
@@ -45,6 +59,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 _URL = re.compile(r"^https?://[^/\s]+")
 
 
@@ -81,12 +96,88 @@ class Service:
     needs_url: bool
 
 
+# Fields of a ``/models`` entry that say which weights stand behind a name: vLLM's ``root`` and
+# ``parent`` (the weights' path or hub id), llama.cpp's ``meta`` (parameter count, file size,
+# vocabulary, training context). Left out on purpose: ``created`` (vLLM sets it to the time of
+# the request), ``owned_by`` and serving limits such as ``max_model_len``, which change no output.
+_IDENTITY_FIELDS = ("root", "parent", "meta")
+
+
 @dataclass(frozen=True)
 class ServedModel:
-    """A model a server serves: its name and, when the server says, its context length in tokens."""
+    """A model a server serves, as the server describes it.
+
+    Attributes:
+        name: The name to send as the request's ``model`` (the listed id).
+        context_length: The context length in tokens, when the server says (vLLM's
+            ``max_model_len``, ``context_length``); None otherwise.
+        listed: Whether the server listed its models (``GET /models``). False: a server without
+            that endpoint, trusted to serve ``name``; each answer's ``model`` is then the only check.
+        facts: The listing's facts about the weights behind ``name`` (see ``_IDENTITY_FIELDS``),
+            as sorted ``(field, canonical JSON)`` pairs; empty when the server gives none.
+        aliases: Other names the server uses for the same model in answers (the listing's
+            ``root``), so an answer naming one of them is not taken for another model.
+        others: The other models the server lists (not part of the identity): an answer naming
+            one of them is refused.
+    """
 
     name: str
     context_length: int | None = None
+    listed: bool = True
+    facts: tuple[tuple[str, str], ...] = ()
+    aliases: tuple[str, ...] = ()
+    others: tuple[str, ...] = ()
+
+    @property
+    def identity(self) -> str:
+        """The served model's identity, one line, no URL and no secret: ``name`` and its facts."""
+        return " ".join([self.name, *(f"{k}={v}" for k, v in self.facts)])
+
+    def fingerprint(self, kind: str, *extra: object) -> str:
+        """The cache-key identity of this model used as ``kind`` (``chat``, ``remote-lm``, ``embedder``…).
+
+        ``served:<sha256>`` of the kind, :attr:`identity` and ``extra`` (e.g. an embedding
+        dimension). The URL is not part of it: the same model behind another URL or proxy
+        shares cached outputs; another model behind the same URL never does.
+        """
+        parts = [kind, self.identity, *(str(x) for x in extra)]
+        return "served:" + hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+def check_answer_model(served: ServedModel, answered: object, where: str, what: str = "a request") -> None:
+    """Refuse an answer whose ``model`` field names another model than ``served``.
+
+    Accepted: no ``model`` in the answer (the server does not say), the name asked for, one of
+    its :attr:`ServedModel.aliases`, a dated snapshot of it (``gpt-4o-mini-2024-07-18`` for
+    ``gpt-4o-mini``: the name followed by ``-`` and a digit), the same file name in another
+    folder (``/models/x.gguf`` for ``x.gguf``), and, from a server that lists its models, a
+    name it does not list (old llama.cpp builds answer ``gpt-3.5-turbo`` whatever they serve:
+    the listing has already said which model that is). Refused: another model the server lists,
+    and, from a server that lists none, any other name.
+
+    Raises:
+        ModelError: one line naming both models (``where`` is the server, ``what`` the request).
+    """
+    if not isinstance(answered, str) or not answered.strip():
+        return
+    name = served.name
+    got = answered.strip()
+    if got == name or got in served.aliases or _same_file(got, name):
+        return
+    if got.startswith(name + "-") and got[len(name) + 1 : len(name) + 2].isdigit():
+        return  # a dated snapshot of the named model (OpenAI's habit)
+    if served.listed and got not in served.others:
+        return
+    raise ModelError(
+        f"{where} answered {what} with model {got!r} when asked for {name!r}: it does not serve the "
+        "model named (llama.cpp serves only the model it was started with); name the model it serves"
+    )
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two names are one file in different folders (llama.cpp names a model by its path)."""
+    tail_a, tail_b = a.replace("\\", "/").rsplit("/", 1)[-1], b.replace("\\", "/").rsplit("/", 1)[-1]
+    return ("/" in a or "/" in b) and tail_a == tail_b and tail_a.endswith(".gguf")
 
 
 @dataclass(frozen=True)
@@ -204,7 +295,10 @@ class Endpoint:
     def discover(self, client: OpenAI) -> ServedModel:
         """The model to use, from ``GET /models``: the named one (checked), else the only one served.
 
-        A server without ``/models`` (HTTP 404) is trusted to serve the named model.
+        A server without ``/models`` (HTTP 404) is trusted to serve the named model
+        (``listed=False``: each answer's ``model`` is then the only check). A server that lists
+        its models and not the named one is refused: a server that ignores the request's
+        ``model`` (llama.cpp) would otherwise answer with its own model under the name asked for.
 
         Raises:
             ModelError: the server fails, serves no model or several (and none was named), or
@@ -218,7 +312,7 @@ class Endpoint:
             page = client.models.list()
         except openai.NotFoundError:
             if name is not None:
-                return ServedModel(name)
+                return ServedModel(name, listed=False)
             message = f"{self.where} does not list its models: {self.service.model_hint}"
         except openai.OpenAIError as e:
             message = self.describe(e, "the model list")
@@ -232,12 +326,65 @@ class Endpoint:
             if len(ids) > 1:
                 raise ModelError(f"{self.where} serves several models ({', '.join(ids[:5])}): {self.service.model_hint}")
             name = ids[0]
-        elif ids and name not in ids:
-            raise ModelError(f"{self.where} has no model {name!r} (it serves: {', '.join(ids[:5])})")
-        chosen = next((m for m in models if m.id == name), None)
-        extra = (getattr(chosen, "model_extra", None) or {}) if chosen is not None else {}
+        elif not ids:
+            return ServedModel(name, listed=False)  # an empty listing says nothing of what is served
+        elif name not in ids:
+            raise ModelError(
+                f"{self.where} has no model {name!r} (it serves: {', '.join(ids[:5])}); {self.service.model_hint}"
+            )
+        chosen = next((m for m in models if str(m.id) == name), None)
+        extra = dict(getattr(chosen, "model_extra", None) or {}) if chosen is not None else {}
         length = extra.get("max_model_len") or extra.get("context_length")
-        return ServedModel(name, int(length) if isinstance(length, (int, float)) and length > 0 else None)
+        facts = tuple(
+            (k, json.dumps(extra[k], sort_keys=True, separators=(",", ":"), default=str))
+            for k in _IDENTITY_FIELDS
+            if extra.get(k) not in (None, "", {}, [])
+        )
+        aliases = tuple(str(extra[k]) for k in ("root",) if isinstance(extra.get(k), str) and extra[k] != name)
+        return ServedModel(
+            name,
+            int(length) if isinstance(length, (int, float)) and not isinstance(length, bool) and length > 0 else None,
+            listed=True,
+            facts=facts,
+            aliases=aliases,
+            others=tuple(i for i in ids if i != name),
+        )
+
+
+def in_order(
+    fn: Callable[[_R], _T],
+    requests: Sequence[_R],
+    each: Callable[[int, _T], None],
+    concurrency: int,
+    *,
+    name: str = "chunklab-remote",
+) -> None:
+    """``fn`` of each request, up to ``concurrency`` at once; ``each(k, answer)`` here, in request order.
+
+    At most ``concurrency`` requests are submitted ahead of the answer being read: memory and
+    the server's queue stay bounded, and a cancel leaves little in flight. Values, ``each``
+    calls and the first error are the same as one at a time: an error (or a
+    :class:`~backend.errors.Cancelled` raised by ``each``) stops the submitting, cancels the
+    requests not yet sent and waits for those in flight, so no thread outlives the call.
+    """
+    workers = min(max(1, int(concurrency)), len(requests))
+    if workers <= 1:
+        for k, request in enumerate(requests):
+            each(k, fn(request))
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+    pending: deque[Future[_T]] = deque()
+    sent = 0
+    try:
+        for k in range(len(requests)):
+            while sent < len(requests) and len(pending) < workers:
+                pending.append(pool.submit(fn, requests[sent]))
+                sent += 1
+            each(k, pending.popleft().result())
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def check_base_url(url: str | None, label: str) -> str | None:

@@ -79,21 +79,17 @@ import json
 import logging
 import math
 import re
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from backend import config
 from backend.errors import ModelError, ParameterError
-from backend.models.openai_compat import Endpoint, Service
+from backend.models.openai_compat import Endpoint, Service, in_order
 from backend.models.types import ModelInfo, TokenScores
 from backend.progress import Progress
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from openai import OpenAI
 
 _Answer = list[tuple[list[int], list["float | None"]]]
@@ -254,26 +250,7 @@ class RemoteScorer:
 
     def _echo_in_order(self, requests: list[list[str]], each: Callable[[int, _Answer], None]) -> None:
         """:meth:`_echo` of each request, up to ``concurrency`` at once; ``each(k, answer)`` here, in order."""
-        workers = min(self.concurrency, len(requests))
-        if workers <= 1:
-            for k, prompts in enumerate(requests):
-                each(k, self._echo(prompts))
-            return
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chunklab-remote")
-        pending: deque[Future[_Answer]] = deque()
-        sent = 0
-        try:
-            for k in range(len(requests)):
-                # At most ``workers`` requests ahead of the one read: memory and the server's
-                # queue stay bounded, and a cancel leaves little in flight.
-                while sent < len(requests) and len(pending) < workers:
-                    pending.append(pool.submit(self._echo, requests[sent]))
-                    sent += 1
-                each(k, pending.popleft().result())
-        finally:
-            for future in pending:
-                future.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
+        in_order(self._echo, requests, each, self.concurrency)
 
     # --- the Scorer protocol -----------------------------------------------------------------
 
