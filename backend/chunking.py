@@ -196,7 +196,11 @@ class Chunking:
         """A one-line summary of ``meta`` for people (None when the chunker reported nothing).
 
         E.g. ``content loss 12.5 % (3 gap chunks) · granularity 120-150 (paragraph router) ·
-        4 model calls, 2 cached, 1 repair``.
+        4 model calls, 2 cached, 1 repair``; an LLM chunker's degradations are stated in it:
+        ``3 of 41 chunks were over 800 tokens and were split by the recursive splitter``,
+        ``12 of 12 rules dropped for missing anchors (per window: 3/3, …)``, ``fallback: 4 of 4
+        windows had no usable rule (window 1: …) and were split by the recursive splitter at
+        150 tokens, 100.0 % of the text``.
         """
         m = self.meta_dict
         parts = []
@@ -207,11 +211,36 @@ class Chunking:
         if "granularity" in m:
             router = f" ({m['router']} router)" if m.get("router") else ""
             parts.append(f"granularity {m['granularity']}{router}")
+        if m.get("over_cap"):
+            n, of = m["over_cap"], m.get("over_cap_of", "?")
+            parts.append(f"{n} of {of} chunk{'s' if of != 1 else ''} {'was' if n == 1 else 'were'} over "
+                         f"{m.get('max_tokens', '?')} tokens and {'was' if n == 1 else 'were'} split by the recursive "
+                         "splitter")
+        if m.get("rules_dropped"):
+            per_window = ", ".join(f"{w[3]}/{w[2]}" for w in m.get("windows") or ())
+            of = m.get("rules", "?")
+            parts.append(f"{m['rules_dropped']} of {of} rule{'s' if of != 1 else ''} dropped for missing anchors"
+                         + (f" (per window: {per_window})" if per_window else ""))
+        if m.get("fallback_windows"):
+            fell, total = len(m["fallback_windows"]), len(m.get("windows") or ()) or "?"
+            why = [f"window {i + 1}: {reason}" for i, reason in zip(m["fallback_windows"], m.get("fallback_reasons") or ())]
+            why_text = "; ".join(why[:4]) + (f"; {len(why) - 4} more" if len(why) > 4 else "")
+            share = f", {100 * float(m['fallback_share']):.1f} % of the text" if "fallback_share" in m else ""
+            were = "was" if fell == 1 else "were"
+            parts.append(f"fallback: {fell} of {total} window{'s' if total != 1 else ''} had no usable rule "
+                         f"({why_text}) and {were} split by the "
+                         f"{m.get('fallback', 'recursive splitter')}{share}")
         calls = [(m[k], label) for k, label in (("model_calls", "model call"), ("cache_hits", "cached"),
                                                 ("repairs", "repair")) if k in m]
         if calls:
             parts.append(", ".join(f"{n} {label}{'s' if n != 1 and label != 'cached' else ''}" for n, label in calls))
         return " · ".join(parts) or None
+
+    @property
+    def degraded(self) -> bool:
+        """Whether the chunker fell back on a model-free split (an LLM chunker's cap or window fallback)."""
+        m = self.meta_dict
+        return bool(m.get("over_cap") or m.get("fallback_windows"))
 
     @property
     def cut_s(self) -> float:

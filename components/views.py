@@ -8,9 +8,9 @@ import streamlit as st
 
 from backend.chunking import Chunking, ConfigEntry
 from backend.figures.export import export_name
-from components.keys import COMPARE
 from backend.figures.text import esc, inspector_html, tag_badge_html
 from backend.lab.compare import neighbours
+from components.keys import COMPARE
 from components.state import last_removed, remove_configuration, undo_remove
 
 __all__ = ["grid", "export_name", "export_stem", "config_title", "config_card", "undo_remove_bar", "chunk_inspector"]
@@ -64,7 +64,9 @@ def config_card(
             st.error(error, icon=":material/error:")
         elif chunking is not None:
             st.caption(f"**{len(chunking.chunks):,}** chunks · {chunking.time_text}")
-            if chunking.run_report:  # what the chunker reported, e.g. an LLM chunker's content loss
+            if chunking.degraded:  # an LLM chunker fell back on a model-free split: say it where it is seen
+                st.warning(esc(chunking.run_report or ""), icon=":material/warning:")
+            elif chunking.run_report:  # what the chunker reported, e.g. an LLM chunker's content loss
                 st.caption(esc(chunking.run_report))
         elif note:
             st.caption(note)

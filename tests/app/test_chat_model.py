@@ -1,7 +1,7 @@
 """The session's chat model: chosen on the Models page, used by the LLM chunkers' jobs on Compare.
 
 A scripted OpenAI-compatible server (real HTTP on 127.0.0.1) answers; its answer names no
-rule, so ``moc`` keeps every paragraph as a gap chunk and reports the content loss on the card.
+rule, so ``moc`` falls back on the recursive splitter and the card warns of it, with the reason.
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ def test_models_page_sets_the_chat_model_and_compare_runs_moc_through_it(tmp_pat
         assert sent["body"]["model"] == "scripted-model"
         headers = {k.lower(): v for k, v in sent["headers"].items()}
         assert headers["authorization"] == f"Bearer {KEY}"
-        card = " ".join(c.value for c in at.get_by_key("cmp_card_0").caption)
-        # The card shows the chunking read back through the cache after the job: its answer is cached.
-        assert "content loss 100.0 % (1 gap chunk)" in card and "1 cached" in card
+        card = " ".join(w.value for w in at.get_by_key("cmp_card_0").warning)
+        # The card shows the chunking read back through the cache after the job: its answer is cached. No rule
+        # was usable, so the window fell back on the recursive splitter: a warning says so, and why (issue 25).
+        assert "content loss 0.0 %" in card and "1 cached" in card
+        assert ("fallback: 1 of 1 window had no usable rule (window 1: anchors missing for 1 of 1 rule) and was "
+                "split by the recursive splitter at 120 tokens, 100.0 % of the text") in card
         assert KEY not in _page_text(at)

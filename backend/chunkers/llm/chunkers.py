@@ -7,14 +7,25 @@ paragraph numbers, or MoC's anchor rules), and the spans are cut from the docume
 so every chunk is an exact span. Answers are asked at temperature 0 and kept in the output
 cache per (model, messages), so a rerun makes no model call. Answers that are malformed,
 out of range, unordered or duplicated are retried once with a note, then repaired; a
-chunker never fails on what a model wrote. With ``max_tokens`` > 0, a chunk longer than
-that is split again by the recursive splitter (hard limit).
+chunker never fails on what a model wrote, and never loses text.
+
+Degrading honestly: ``max_tokens`` (default 800 for ``llm_split`` and ``lumber``, 0: off for
+``moc``) is a hard limit; a chunk longer than that, e.g. the whole window of a model that named
+no split point, is split inside by the recursive splitter, and the run reports how many were.
+A ``moc`` window where no rule placed a chunk (no rule in the answer, or every anchor missing)
+is split by the recursive splitter at the routed granularity instead of becoming one gap
+chunk, and the run says so and why.
 
 Each run reports in :attr:`Chunking.meta`: ``model_calls``, ``cache_hits``, ``repairs``
-(answers that needed repairing), and for ``moc`` also ``granularity``, ``router``,
-``content_loss`` (share of the document's non-whitespace characters that no rule covered),
-``content_loss_chars``, ``gap_chunks`` (indices of the chunks made of such text),
-``rules``, ``rules_dropped`` and ``rules_approximate``.
+(answers that needed repairing); with a cap, ``max_tokens``, ``over_cap`` (chunks that were
+over it and were split) and ``over_cap_of`` (chunks before the cap); for ``moc`` also
+``granularity``, ``router``, ``content_loss`` (share of the document's non-whitespace
+characters that no rule covered, fallback windows excluded), ``content_loss_chars``,
+``gap_chunks`` (indices of the chunks made of such text), ``rules``, ``rules_dropped``
+(anchors missing), ``rules_approximate``, ``windows`` (``(start, end, rules, dropped)`` per
+window), and when a window fell back: ``fallback`` (what split it), ``fallback_tokens``,
+``fallback_windows`` (window indices), ``fallback_reasons`` (one per such window),
+``fallback_chunks`` (chunk indices) and ``fallback_share`` (share of the non-whitespace text).
 """
 
 from __future__ import annotations
@@ -45,10 +56,16 @@ __all__ = [
     "parse_lumber_answer",
 ]
 
+# 800 tokens: the largest chunk size the Chroma report evaluates (and OpenAI's file-search default),
+# over three times the mean chunk of its LLM chunker (~240 tokens, GPT-4o) and above LumberChunker's
+# 550-token window, so a model that names its split points never meets the cap; it bounds only the
+# chunks of a model that named none (1,668 and 3,489 tokens were seen without it).
 _MAX_TOKENS = Param(
-    "max_tokens", "int", 0, "Hard limit on chunk length in tokens (0: none); longer chunks are split again.",
-    min=0, max=100_000,
+    "max_tokens", "int", 800, "Hard limit on chunk length in tokens (0: none); a longer chunk is split inside "
+    "by the recursive splitter, and the run report counts it.", min=0, max=100_000,
 )
+# MoC reads windows under 1,024 tokens, so its chunks have that bound already: no cap by default.
+_MOC_MAX_TOKENS = dataclasses.replace(_MAX_TOKENS, default=0)
 
 
 class _LLMChunker(Chunker):
@@ -59,7 +76,12 @@ class _LLMChunker(Chunker):
 
     def chunk(self, doc: Document, context: ModelContext | None = None) -> Chunking:
         self._meta: dict[str, Any] = {"model_calls": 0, "cache_hits": 0, "repairs": 0}
+        self._over_cap = self._before_cap = 0
         result = super().chunk(doc, context)
+        if self.values["max_tokens"]:
+            # The hard cap's work: how many of the chunks the method made were over it (and split again).
+            self._meta.update(max_tokens=self.values["max_tokens"], over_cap=self._over_cap,
+                              over_cap_of=self._before_cap)
         return dataclasses.replace(result, meta=tuple(sorted(self._meta.items())))
 
     def _ask(self, messages: list[dict[str, str]], max_tokens: int) -> str:
@@ -75,14 +97,16 @@ class _LLMChunker(Chunker):
             self.context.progress(done, total)
 
     def _cap(self, text: str, spans: Sequence[tuple[int, int]], counter: SpanCounter) -> list[tuple[int, int, int]]:
-        """Spans with token counts; with ``max_tokens`` set, over-long ones split by the recursive splitter."""
+        """Spans with token counts; with ``max_tokens`` set, over-long ones split by the recursive splitter (counted)."""
         size = self.values["max_tokens"]
         counts = counter.count_many(spans)
         out: list[tuple[int, int, int]] = []
+        self._before_cap += len(spans)
         for (s, e), n in zip(spans, counts):
             if not size or n <= size:
                 out.append((s, e, n))
                 continue
+            self._over_cap += 1
             subs = recursive_spans(text, self.tokenizer, size, 0, lo=s, hi=e, counter=counter)
             out.extend(enforce_size(text, subs, self.tokenizer, size, counter=counter))
         return out
@@ -137,7 +161,9 @@ class LLMSemanticChunker(_LLMChunker):
     splitter; a window of consecutive pieces (up to ``window_tokens``) is shown to the model
     wrapped in ``<|start_chunk_i|>…<|end_chunk_i|>`` tags, and it answers ``split_after: 3, 5``.
     The next window starts after the last split. A chunk is the run of pieces between
-    splits, from its first piece's start to its last piece's end.
+    splits, from its first piece's start to its last piece's end. A chunk over ``max_tokens``
+    (default 800: the largest size the Chroma report evaluates, over three times its LLM
+    chunker's ~240-token mean) is split inside by the recursive splitter and counted.
     """
 
     name = "llm_split"
@@ -241,7 +267,10 @@ class LumberChunker(_LLMChunker):
     Paragraphs are numbered (``ID n: …``); a window holds consecutive paragraphs up to
     ``window_tokens`` (the paper: 550), and the group ends before the paragraph the model
     names. The next window starts at that paragraph. A chunk runs from its first paragraph's
-    start to its last paragraph's end.
+    start to its last paragraph's end. A chunk over ``max_tokens`` (default 800: above the
+    paper's 550-token window, the Chroma report's largest evaluated size; reached only by a
+    paragraph longer than that or a model that named no shift) is split inside by the
+    recursive splitter and counted.
     """
 
     name = "lumber"
@@ -307,7 +336,9 @@ class MoCChunker(_LLMChunker):
     each answer's rules are mapped back to exact spans by edit-distance recovery
     (``backend.chunkers.llm.moc``), anchors the model altered matched within ``anchor_tolerance`` × their
     length. The last chunk of a window opens the next window (the paper's chunk buffer).
-    Text no rule covers becomes a chunk of its own and is reported as content loss.
+    Text no rule covers becomes a chunk of its own and is reported as content loss. A window
+    where no rule placed a chunk is split by the recursive splitter at the routed granularity
+    (:meth:`fallback_tokens`) and reported as a fallback, with the reason and the rules dropped.
     """
 
     name = "moc"
@@ -319,7 +350,7 @@ class MoCChunker(_LLMChunker):
         Param("anchor_tolerance", "float", 0.3, "Largest edit distance accepted for an altered anchor, as a "
               "share of its length.", min=0.0, max=1.0),
         Param("answer_tokens", "int", 512, "Longest answer per window, in model tokens.", min=16, max=4096),
-        _MAX_TOKENS,
+        _MOC_MAX_TOKENS,
     )
 
     def validate(self) -> None:
@@ -329,14 +360,30 @@ class MoCChunker(_LLMChunker):
             known = ", ".join([*ROUTERS, *GRANULARITY_NAMES])
             raise ParameterError(f"moc: router must be one of {known}, got {router!r}")
 
+    def fallback_tokens(self, granularity: tuple[int, int | None]) -> int:
+        """The size of the model-free split of a window with no usable rule: the routed class's upper bound.
+
+        MoC describes no rule-free fallback (its meta-chunkers are trained, and anchors beyond
+        10 % edit distance go to manual review), so the recursive splitter cuts such a window
+        at the granularity the prompt asked for: the class's upper bound, twice the lower bound
+        for the open class (180+), and never above ``max_tokens`` when that is set.
+        """
+        low, high = granularity
+        size = high if high is not None else 2 * low
+        cap = self.values["max_tokens"]
+        return min(size, cap) if cap else size
+
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         text = doc.text
         counter = SpanCounter(self.tokenizer, text)
         label = make_router(self.values["router"], self.tokenizer).route(text)
         granularity = GRANULARITIES[label]
+        fallback_size = self.fallback_tokens(granularity)
         self._meta.update(granularity=GRANULARITY_NAMES[label], router=self.values["router"])
         cuts = _cut_points(doc)
         pieces: list[tuple[int, int, str]] = []
+        windows: list[tuple[int, int, int, int]] = []  # (start, end, rules, rules dropped) per window
+        fallbacks: list[tuple[int, str]] = []  # (window index, why) for each window split without the model
         rules = dropped = approximate = 0
         pos = _skip_space(text, 0)
         while pos < len(text):
@@ -347,11 +394,20 @@ class MoCChunker(_LLMChunker):
             rec = recover_spans(text, parsed, pos, end, self.values["anchor_tolerance"])
             if not parsed:
                 self._meta["repairs"] += 1
+            windows.append((pos, end, rec.rules, rec.dropped))
             rules += rec.rules
             dropped += rec.dropped
             approximate += rec.approximate
             self._meta["repairs"] += rec.tail_repairs
             found = list(rec.pieces)
+            if not any(p.kind != "gap" for p in found):
+                # No rule placed a chunk: one gap chunk per window would lose it all; split without the model.
+                fallbacks.append((len(windows) - 1, _no_rule_reason(rec.rules, rec.dropped)))
+                spans = recursive_spans(text, self.tokenizer, fallback_size, 0, lo=pos, hi=end, counter=counter)
+                spans = [(s, e) for s, e, _ in enforce_size(text, spans, self.tokenizer, fallback_size, counter=counter)]
+                pieces.extend((s, e, "fallback") for s, e in spans)
+                pos = _skip_space(text, max(end, pos + 1))
+                continue
             if end < len(text) and len(found) > 1:
                 # Chunk buffer (A.3): the window's last chunk is chunked again as the start of the next.
                 nxt = found.pop().start
@@ -362,12 +418,16 @@ class MoCChunker(_LLMChunker):
         self._progress(len(text), len(text))
         out: list[tuple[int, int, int]] = []
         gaps: list[int] = []
-        lost = 0
+        fallback_chunks: list[int] = []
+        lost = fallback_chars = 0
         for s, e, kind in pieces:
             capped = self._cap(text, [(s, e)], counter)
             if kind == "gap":
                 gaps.extend(range(len(out), len(out) + len(capped)))
                 lost += sum(not ch.isspace() for ch in text[s:e])
+            elif kind == "fallback":
+                fallback_chunks.extend(range(len(out), len(out) + len(capped)))
+                fallback_chars += sum(not ch.isspace() for ch in text[s:e])
             out.extend(capped)
         visible = sum(not ch.isspace() for ch in text)
         self._meta.update(
@@ -377,8 +437,27 @@ class MoCChunker(_LLMChunker):
             rules=rules,
             rules_dropped=dropped,
             rules_approximate=approximate,
+            windows=tuple(windows),
         )
+        if fallbacks:
+            self._meta.update(
+                fallback=f"recursive splitter at {fallback_size} tokens",
+                fallback_tokens=fallback_size,
+                fallback_windows=tuple(i for i, _ in fallbacks),
+                fallback_reasons=tuple(why for _, why in fallbacks),
+                fallback_chunks=tuple(fallback_chunks),
+                fallback_share=round(fallback_chars / visible, 6) if visible else 0.0,
+            )
         return out
+
+
+def _no_rule_reason(rules: int, dropped: int) -> str:
+    """Why a window has no usable rule, in words (``no rule in the answer``, ``anchors missing for 3 of 3 rules``)."""
+    if rules == 0:
+        return "no rule in the answer"
+    if dropped == rules:
+        return f"anchors missing for {dropped} of {rules} rule{'s' if rules != 1 else ''}"
+    return f"{rules - dropped} matched rule{'s' if rules - dropped != 1 else ''} covered no text"
 
 
 def _skip_space(text: str, pos: int) -> int:

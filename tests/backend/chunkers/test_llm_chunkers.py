@@ -243,11 +243,66 @@ def test_moc_recovers_exact_spans_from_altered_answers_and_reports_content_loss(
     invariants(doc, result)
 
 
-def test_moc_garbage_answer_loses_nothing_and_says_so():
+def test_moc_garbage_answer_falls_back_to_the_recursive_splitter_and_says_why():
+    # Issue 25: every anchor missing gave one gap chunk per window (100 % content loss); now the window is
+    # split without the model, at the routed granularity (0-120 here: 120 tokens), and the run says so.
     doc = Document.from_text(TEXT)
     result = run("moc", doc, FakeChat(lambda m: "I am sorry, I cannot do that."))
-    assert [c.text for c in result.chunks] == [TEXT]
-    assert result.meta_dict["content_loss"] == 1.0 and result.meta_dict["gap_chunks"] == (0,)
+    ends = [p.end for p in doc.paragraphs]
+    assert [(c.start, c.end) for c in result.chunks] == [(0, ends[1]), (ends[1] + 2, ends[3])]
+    assert [(c.start, c.end) for c in result.chunks] == recursive_spans(TEXT, TOK, 120, 0)
+    meta = result.meta_dict
+    assert meta["content_loss"] == 0.0 and meta["gap_chunks"] == ()
+    assert (meta["rules"], meta["rules_dropped"], meta["windows"]) == (1, 1, ((0, len(TEXT), 1, 1),))
+    assert meta["fallback_windows"] == (0,) and meta["fallback_chunks"] == (0, 1)
+    assert meta["fallback_reasons"] == ("anchors missing for 1 of 1 rule",)
+    assert meta["fallback"] == "recursive splitter at 120 tokens" and meta["fallback_share"] == 1.0
+    assert result.degraded
+    assert result.run_report == (
+        "content loss 0.0 % · granularity 0-120 (paragraph router) · 1 of 1 rule dropped for missing anchors "
+        "(per window: 1/1) · fallback: 1 of 1 window had no usable rule (window 1: anchors missing for 1 of 1 rule) "
+        "and was split by the recursive splitter at 120 tokens, 100.0 % of the text · 1 model call, 0 cached, 0 repairs"
+    )
+    invariants(doc, result)
+
+
+def test_moc_answer_without_rules_falls_back_with_that_reason():
+    doc = Document.from_text(TEXT)
+    result = run("moc", doc, FakeChat(lambda m: ""), router="150-180")
+    meta = result.meta_dict
+    assert meta["fallback_reasons"] == ("no rule in the answer",) and meta["fallback_tokens"] == 180
+    assert meta["rules"] == 0 and meta["repairs"] == 1
+    assert [c.text for c in result.chunks] == [TEXT]  # 145 tokens: one piece at 180
+    assert "(window 1: no rule in the answer) and was split by the recursive splitter at 180 tokens" in result.run_report
+    invariants(doc, result)
+
+
+def test_moc_falls_back_only_in_the_windows_without_a_usable_rule():
+    doc = Document.from_text(long_text())
+    good = moc_rules_answer()
+
+    def answer(messages):  # usable rules for the first window only, invented anchors afterwards
+        if len(chat.prompts) == 1:
+            return good(messages)
+        return json.dumps(["Completely invented [MASK] nonsense here.", "Nothing like [MASK] this text."])
+
+    chat = FakeChat(answer)
+    result = run("moc", doc, chat, window_tokens=150, router="0-120")
+    meta = result.meta_dict
+    windows = meta["windows"]
+    assert len(windows) == chat.calls >= 3
+    assert [w[2:] for w in windows] == [(windows[0][2], 0)] + [(2, 2)] * (len(windows) - 1)
+    assert meta["rules_dropped"] == 2 * (len(windows) - 1)
+    assert meta["fallback_windows"] == tuple(range(1, len(windows)))
+    assert set(meta["fallback_reasons"]) == {"anchors missing for 2 of 2 rules"}
+    # The fallback windows follow one another (no chunk buffer), and their text is split at 120 tokens.
+    assert all(a[1] <= b[0] for a, b in zip(windows[1:], windows[2:]))
+    fallback = [result.chunks[i] for i in meta["fallback_chunks"]]
+    assert fallback and all(c.tokens <= 120 for c in fallback)
+    assert fallback[-1].end == len(doc.text.rstrip())
+    assert meta["content_loss"] == 0.0
+    per_window = ", ".join(f"{w[3]}/{w[2]}" for w in windows)
+    assert f"rules dropped for missing anchors (per window: {per_window})" in result.run_report
     invariants(doc, result)
 
 
@@ -360,6 +415,58 @@ def generic_answer(messages):
         return "split_after: " + ", ".join(str(i) for i in ids[1::3])
     ids = [int(x) for x in re.findall(r"^ID (\d+):", content, re.M)]
     return f"Answer: ID {ids[len(ids) // 2]}"
+
+
+# --- the hard cap of llm_split and lumber -----------------------------------------------------------
+
+LONG = Document.from_text(long_text(60, seed=5))  # 4,326 tokens in 60 paragraphs
+
+
+def test_llm_split_caps_a_chunk_by_default_when_the_model_names_no_split():
+    # Issue 25: answers with no usable split point made one 1,668- or 3,489-token chunk; 800 is the default cap.
+    assert make_chunker("llm_split", {}).values["max_tokens"] == 800
+    result = run("llm_split", LONG, FakeChat(lambda m: "I cannot help with that."))
+    assert result.token_counts == [786, 734, 778, 787, 783, 458]
+    meta = result.meta_dict
+    assert (meta["max_tokens"], meta["over_cap"], meta["over_cap_of"]) == (800, 1, 1)
+    assert result.degraded
+    assert result.run_report == (
+        "1 of 1 chunk was over 800 tokens and was split by the recursive splitter · 12 model calls, 0 cached, 6 repairs"
+    )
+    invariants(LONG, result, 800)
+
+
+def test_llm_split_cap_counts_only_the_chunks_over_it():
+    doc = Document.from_text(TEXT)
+    pieces = pieces_of(TEXT)
+    result = run("llm_split", doc, FakeChat(lambda m: "split_after: 2"), max_tokens=60)
+    first = TOK.count(TEXT[pieces[0][0] : pieces[1][1]])
+    rest = TOK.count(TEXT[pieces[2][0] : pieces[-1][1]])
+    assert first <= 60 < rest
+    meta = result.meta_dict
+    assert (meta["over_cap"], meta["over_cap_of"]) == (1, 2)
+    assert result.chunks[0].end == pieces[1][1] and len(result.chunks) > 2
+    assert "1 of 2 chunks was over 60 tokens and was split by the recursive splitter" in result.run_report
+    invariants(doc, result, 60)
+
+
+def test_a_chunk_under_the_cap_reports_no_degradation_and_zero_turns_the_cap_off():
+    doc = Document.from_text(TEXT)
+    capped = run("llm_split", doc, FakeChat(["split_after: 2, 4"]))
+    assert (capped.meta_dict["over_cap"], capped.meta_dict["over_cap_of"]) == (0, 3)
+    assert not capped.degraded and "recursive splitter" not in capped.run_report
+    uncapped = run("llm_split", LONG, FakeChat(lambda m: "no"), max_tokens=0)
+    assert "over_cap" not in uncapped.meta_dict and uncapped.token_counts == [TOK.count(LONG.text)]
+
+
+def test_lumber_caps_a_paragraph_longer_than_the_cap():
+    one = Document.from_text(LONG.text.replace("\n\n", " ")[:6000])  # one paragraph, no shift to name
+    result = run("lumber", one, FakeChat(lambda m: "Answer: ID 0"))
+    meta = result.meta_dict
+    assert meta["model_calls"] == 0 and (meta["over_cap"], meta["over_cap_of"]) == (1, 1)
+    assert len(result.chunks) > 1 and max(result.token_counts) <= 800
+    assert result.run_report.startswith("1 of 1 chunk was over 800 tokens and was split by the recursive splitter")
+    invariants(one, result, 800)
 
 
 DOCS = {
@@ -512,3 +619,36 @@ def test_cli_chunk_with_moc_through_the_registry(tmp_path):
     assert 0.8 * share < loss <= share  # about one paragraph of four (the rules' anchors cover its edges)
     assert "0 model calls, 1 cached" in second.stderr.decode()
     assert sys.executable
+
+
+def test_cli_prints_the_cap_and_the_moc_fallback(tmp_path, monkeypatch):
+    long_file, short_file = tmp_path / "long.txt", tmp_path / "short.txt"
+    long_file.write_text(LONG.text, encoding="utf-8")
+    short_file.write_text(TEXT, encoding="utf-8")
+    code = (
+        "import sys\n"
+        "import backend.chunkers.llm.chunkers  # registers llm_split, lumber, moc\n"
+        "from backend.cli.main import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    with start_scripted_server(reply=lambda messages: "I cannot split this.") as server:
+        for name, value in {"OPENAI_BASE_URL": server.url, "OPENAI_MODEL": "scripted-model",
+                            "OPENAI_API_KEY": "sk-cli"}.items():
+            monkeypatch.setenv(name, value)
+        split = run_cli("chunk", str(long_file), "--chunker", "llm_split", cache_dir=tmp_path / "cache", code=code)
+        moc = run_cli("chunk", str(short_file), "--chunker", "moc", cache_dir=tmp_path / "cache", code=code)
+    for proc in (split, moc):
+        assert proc.returncode == 0, proc.stderr.decode()
+    records = [json.loads(line) for line in split.stdout.decode().splitlines()]
+    assert [r["tokens"] for r in records] == [786, 734, 778, 787, 783, 458]
+    report = split.stderr.decode().strip().splitlines()[-1]
+    assert report == (
+        "llm_split: 1 of 1 chunk was over 800 tokens and was split by the recursive splitter · "
+        "12 model calls, 0 cached, 6 repairs"
+    )
+    records = [json.loads(line) for line in moc.stdout.decode().splitlines()]
+    assert " ".join(r["text"] for r in records).split() == TEXT.split()  # nothing lost
+    report = moc.stderr.decode().strip().splitlines()[-1]
+    assert report.startswith("moc: content loss 0.0 % · granularity 0-120 (paragraph router) · 1 of 1 rule dropped")
+    assert ("fallback: 1 of 1 window had no usable rule (window 1: anchors missing for 1 of 1 rule) and was split "
+            "by the recursive splitter at 120 tokens, 100.0 % of the text") in report
