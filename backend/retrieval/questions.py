@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Iterable, Mapping, Sequence
 
-from backend.errors import InputError, ParameterError
+from backend.errors import ChunkLabError, InputError, ParameterError
+from backend.loaders import load_bytes
 from backend.loaders.normalize import normalize_text
 from backend.samples import get_question_set
 from backend.text.document import Document
@@ -43,6 +44,7 @@ __all__ = [
     "CORPUS_SUFFIXES",
     "corpus_id_for",
     "corpus_document_id",
+    "corpus_document",
     "corpus_file_name",
     "read_corpus_text",
     "corpora_from_files",
@@ -173,15 +175,14 @@ class QuestionSet:
         )
 
     def document(self, corpus_id: str) -> Document:
-        """The corpus as a :class:`Document` (built once; its text is the corpus text unchanged)."""
+        """The corpus as a :class:`Document`, read as ``index`` reads its file (:func:`corpus_document`; built once)."""
         with self._lock:
             doc = self._docs.get(corpus_id)
             if doc is None:
                 if corpus_id not in self.corpora:
                     raise ParameterError(f"no corpus {corpus_id!r} in this question set")
-                kind = "md" if self.suffixes.get(corpus_id, ".md") == ".md" else "txt"
-                doc = self._docs[corpus_id] = Document.from_text(
-                    self.corpora[corpus_id], source=corpus_file_name(self, corpus_id), kind=kind
+                doc = self._docs[corpus_id] = corpus_document(
+                    self.corpora[corpus_id], corpus_file_name(self, corpus_id)
                 )
             return doc
 
@@ -254,6 +255,37 @@ def corpus_document_id(text: str) -> str:
     """
     # Only the id is wanted: no paragraphs, no language detection.
     return Document(text=normalize_text(text), source="", kind="txt", pages=(), paragraphs=()).id
+
+
+def corpus_document(text: str, name: str) -> Document:
+    """The :class:`Document` a corpus text is chunked and indexed as: the one its file loads as.
+
+    ``eval`` and ``index`` (and the app's pages) must read one corpus as one text, or one
+    configuration gets two collections per corpus (``eval`` read the narrative sample with its
+    final newline, 16,295 characters, ``index sample:narrative`` without it, 16,294). So the
+    corpus goes through the loaders' own :func:`~backend.loaders.load_bytes`, which ``index``
+    reaches through ``load_document``: the same normalization, paragraphs and id.
+
+    The questions' offsets index the corpus text as the reference reads it
+    (:func:`read_corpus_text`). Loading keeps them when it only drops trailing whitespace (the
+    loaded text is a prefix of the corpus): then the loaded document is returned. When it
+    changes more (text not in NFC, trailing spaces on a line, leading blank lines, control
+    characters), the offsets would move: the corpus text is kept unchanged, as the reference
+    keeps it, and ``index`` of that file makes another collection than ``eval``.
+
+    Args:
+        text: The corpus text (as :func:`read_corpus_text` gives it).
+        name: Its file name (``<corpus_id>.md`` or ``.txt``: the format and ``Document.source``).
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    try:
+        loaded: Document | None = load_bytes(data, name, max_bytes=max(1, len(data)))
+    except ChunkLabError:  # nothing but whitespace, or not readable as its suffix says: keep the text as it is
+        loaded = None
+    if loaded is not None and text.startswith(loaded.text):
+        return loaded
+    kind = "txt" if name.lower().endswith(".txt") else "md"
+    return Document.from_text(text, source=name, kind=kind)
 
 
 def corpus_file_name(questions: QuestionSet, corpus_id: str) -> str:
