@@ -223,8 +223,11 @@ class Chunking:
                          + (f" (per window: {per_window})" if per_window else ""))
         if m.get("fallback_windows"):
             fell, total = len(m["fallback_windows"]), len(m.get("windows") or ()) or "?"
-            why = [f"window {i + 1}: {reason}" for i, reason in zip(m["fallback_windows"], m.get("fallback_reasons") or ())]
-            why_text = "; ".join(why[:4]) + (f"; {len(why) - 4} more" if len(why) > 4 else "")
+            by_reason: dict[str, list[str]] = {}  # windows with one reason are named together
+            for i, reason in zip(m["fallback_windows"], m.get("fallback_reasons") or ()):
+                by_reason.setdefault(reason, []).append(str(i + 1))
+            why = [f"window{'s' if len(w) > 1 else ''} {', '.join(w)}: {r}" for r, w in by_reason.items()]
+            why_text = "; ".join(why[:4]) + (f"; {len(why) - 4} more reasons" if len(why) > 4 else "")
             share = f", {100 * float(m['fallback_share']):.1f} % of the text" if "fallback_share" in m else ""
             were = "was" if fell == 1 else "were"
             parts.append(f"fallback: {fell} of {total} window{'s' if total != 1 else ''} had no usable rule "

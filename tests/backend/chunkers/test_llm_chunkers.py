@@ -303,6 +303,8 @@ def test_moc_falls_back_only_in_the_windows_without_a_usable_rule():
     assert meta["content_loss"] == 0.0
     per_window = ", ".join(f"{w[3]}/{w[2]}" for w in windows)
     assert f"rules dropped for missing anchors (per window: {per_window})" in result.run_report
+    named = ", ".join(str(i + 1) for i in meta["fallback_windows"])  # one reason: its windows named together
+    assert f"had no usable rule (windows {named}: anchors missing for 2 of 2 rules) and were split" in result.run_report
     invariants(doc, result)
 
 
