@@ -11,7 +11,6 @@ import json
 
 import pytest
 
-import backend.chunkers.llm.chunkers  # noqa: F401  (registers llm_split, lumber, moc)
 from backend.chunkers import ModelContext
 from backend.chunkers.base import make_chunker
 from backend.errors import ModelError
