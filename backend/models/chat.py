@@ -472,6 +472,15 @@ class RemoteChat:
         return self._model
 
     @property
+    def settings_key(self) -> str:
+        """What this model was configured as (the URL and the name asked for), for keys held in memory; no request.
+
+        Not a cache identity (see :attr:`fingerprint`): a session keys its own results by it
+        without asking the server at every page render.
+        """
+        return f"remote:{self.base_url or ''}|{self._model or ''}"
+
+    @property
     def fingerprint(self) -> str:
         """The served model's identity (``served:<sha256>``, :meth:`ServedModel.fingerprint` of kind ``chat``).
 

@@ -14,6 +14,7 @@ import pytest
 from backend.chunkers import ModelContext
 from backend.chunkers.base import make_chunker
 from backend.errors import ModelError
+from backend.lab.models import SessionModels
 from backend.models.cache import OutputCache
 from backend.models.chat import (
     PROBE_MESSAGES,
@@ -223,3 +224,8 @@ def test_an_answer_later_than_the_sized_timeout_names_the_speed_and_the_timeout(
     assert message.endswith(" tokens/s; CHUNKLAB_LLM_TIMEOUT)") and "(measured " in message
     waited = float(message.split(" within ")[1].split("s ")[0])
     assert 4.0 <= waited <= 8.0
+
+
+def test_a_session_keys_its_remote_chat_results_without_asking_the_server():
+    models = SessionModels.of(None, chat=RemoteChat("http://127.0.0.1:9/v1", "model-a"))
+    assert models.models_key.endswith("|chat=remote:http://127.0.0.1:9/v1|model-a")
