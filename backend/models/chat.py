@@ -280,8 +280,6 @@ def _request(
     max_tokens: int, timeout: float, what: str = "a chat request",
 ) -> _Answer:
     """One chat completion within ``timeout`` seconds, its ``model`` checked against ``served``."""
-    import httpx
-
     speed = chat_speed(served.fingerprint("chat"))
     note = f"measured {speed.completion_per_s:.1f} tokens/s; " if speed is not None else ""
     timed = dataclasses.replace(endpoint, timeout=timeout, timeout_note=note)
@@ -293,7 +291,7 @@ def _request(
         messages=[dict(m) for m in messages],  # type: ignore[misc]
         temperature=temperature,
         max_tokens=max_tokens,
-        timeout=httpx.Timeout(timeout, connect=min(endpoint.service.connect_timeout, timeout)),
+        timeout=endpoint.request_timeout(timeout),
     )
     seconds = time.perf_counter() - started
     check_answer_model(served, getattr(response, "model", None), endpoint.where, what)

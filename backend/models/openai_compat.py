@@ -254,6 +254,12 @@ class Endpoint:
             max_retries=self.retries,
         )
 
+    def request_timeout(self, seconds: float) -> Any:
+        """An ``httpx.Timeout`` of ``seconds`` for one request (connecting as :meth:`client` does), for ``timeout=``."""
+        import httpx
+
+        return httpx.Timeout(seconds, connect=min(self.service.connect_timeout, seconds))
+
     def describe(self, e: BaseException, what: str) -> str:
         """A one-line, key-free account of an ``openai`` client error (or a cut JSON answer) met during ``what``."""
         import openai
