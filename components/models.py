@@ -174,8 +174,8 @@ def load_embedding_model(spec: str | None) -> str | None:
 def session_chat() -> Any:
     """The session's chat model for LLM chunkers (a ``ChatModel``), or None for the default.
 
-    Builds no connection and loads nothing: a remote model is named, so its cache identity
-    (``openai-compatible:<model>``) needs no request; the local one loads on first use.
+    Builds no connection and loads nothing: a remote model's served identity is asked of its
+    server when a cache key needs it; the local one loads on first use.
     """
     choice = st.session_state.get(CHAT_CHOICE)
     if choice is None:

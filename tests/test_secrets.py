@@ -65,7 +65,7 @@ def test_an_api_key_is_never_written_or_logged(tmp_path: Path) -> None:
                        "chunk", str(doc), "--chunker", "moc", "--param", "router=0-120")
         sent = [
             {k.lower(): v for k, v in r["headers"].items()}.get("authorization", "")
-            for r in good.chat_requests + refusing.chat_requests
+            for r in good.requests + refusing.requests  # the model listings and speed probes too
         ]
     assert refused.returncode == 1
     assert refused.stderr.decode().strip().splitlines()[-1]  # the reason, on its last line

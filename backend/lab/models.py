@@ -26,7 +26,7 @@ from backend.chunking import ChunkerConfig
 from backend.config import default_embedder_spec, default_lm_spec
 from backend.errors import ModelError, NotCached, one_line
 from backend.models.cache import default_cache
-from backend.models.chat import LocalChat, remote_llm_configured
+from backend.models.chat import LocalChat, RemoteChat, remote_llm_configured
 from backend.models.embedder import embedder_name, load_embedder
 from backend.models.embeddings import TextEmbedder
 from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
@@ -117,7 +117,9 @@ class SessionModels:
     @property
     def models_key(self) -> str:
         """What model-backed chunkings are keyed by: the language model, the session's embedder and chat model."""
-        chat = "default" if self.chat is None else self.chat.fingerprint
+        # A remote chat model by its settings: its served identity would ask the server at every render.
+        chat = "default" if self.chat is None else (
+            self.chat.settings_key if isinstance(self.chat, RemoteChat) else self.chat.fingerprint)
         return f"{self.identity}|embedder={self.embedder_spec or 'default'}|chat={chat}"
 
     @property

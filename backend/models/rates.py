@@ -11,7 +11,10 @@ and per kind of work (:data:`WORKS`):
   characters the model reads, each context counted once per group that shares it);
 - ``embed``: embedding texts (units: texts; work: characters);
 - ``chat``: chat replies of the LLM chunkers' chat model (units: replies; work: characters
-  written; kind ``chat``, device and precision not known at that layer).
+  written; kind ``chat``, device and precision not known at that layer);
+- ``chat_tokens``: a remote chat model's answers as its server counts them (units: completion
+  tokens; work: prompt tokens; chars: prompt characters), which size its requests' timeouts
+  (:func:`backend.models.chat.sized_timeout`).
 
 (Question generation keeps its own rates, whose shape differs: load seconds, seconds per attempt
 and attempts per kept question; see :mod:`backend.retrieval.generation`.)
@@ -50,7 +53,7 @@ __all__ = [
 
 RATES_FILE = "rates.json"  # in the data directory
 # The kinds of work, and the unit each counts.
-WORKS = {"token_nll": "tokens", "pairs": "pairs", "embed": "texts", "chat": "replies"}
+WORKS = {"token_nll": "tokens", "pairs": "pairs", "embed": "texts", "chat": "replies", "chat_tokens": "tokens"}
 # Seconds of measured work a key keeps: older measurements are scaled down to this much, so the rate is recent.
 HORIZON_SECONDS = 300.0
 

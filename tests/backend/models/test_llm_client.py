@@ -16,6 +16,7 @@ from backend.models.chat import (
     chat_cache_key,
     default_chat_model,
 )
+from backend.models.openai_compat import ServedModel
 from tests.support.scripted_chat_server import start_scripted_server
 
 MESSAGES = [{"role": "user", "content": "Say ok."}]
@@ -80,7 +81,8 @@ def test_a_rejected_key_is_one_line_without_the_key_and_not_retried():
     with start_scripted_server(api_key="right") as server:
         with pytest.raises(ModelError) as e:
             chat(MESSAGES, base_url=server.url, api_key=secret, model="scripted-model", retries=3)
-        assert len(server.chat_requests) == 1
+        # The key is refused at the model listing that confirms the served model, before any chat request.
+        assert [r["path"] for r in server.requests] == ["/v1/models"]
     message = str(e.value)
     assert "rejected the API key" in message and "OPENAI_API_KEY" in message
     assert secret not in message and "\n" not in message
@@ -110,8 +112,8 @@ def test_chat_with_a_cache_asks_the_server_once_and_keys_hold_no_url_or_key(cach
         for _ in range(2):
             assert chat(MESSAGES, base_url=server.url, api_key=secret, model="scripted-model", cache=cache) == "cached answer"
         assert len(server.chat_requests) == 1
-    key = chat_cache_key(RemoteChat(server.url, "scripted-model", secret).fingerprint, MESSAGES, 0.0, 1024)
-    assert key["model"] == "openai-compatible:scripted-model"
+        key = chat_cache_key(RemoteChat(server.url, "scripted-model", secret).fingerprint, MESSAGES, 0.0, 1024)
+    assert key["model"] == ServedModel("scripted-model").fingerprint("chat")
     blob = json.dumps(key) + "".join(p.read_bytes().decode("latin-1") for p in (tmp_path / "cache").iterdir())
     assert secret not in blob and "127.0.0.1" not in blob
 
@@ -126,7 +128,7 @@ def test_the_same_model_behind_another_url_shares_cached_replies(cache):
 def test_remote_chat_discovers_the_served_model_and_hides_its_key():
     with start_scripted_server(model="only-one") as server:
         remote = RemoteChat(server.url, api_key="sk-hidden")
-        assert remote.name == "only-one" and remote.fingerprint == "openai-compatible:only-one"
+        assert remote.name == "only-one" and remote.fingerprint == ServedModel("only-one").fingerprint("chat")
         assert "sk-hidden" not in repr(remote)
 
 
