@@ -102,6 +102,9 @@ class Service:
 # vocabulary, training context). Left out on purpose: ``created`` (vLLM sets it to the time of
 # the request), ``owned_by`` and serving limits such as ``max_model_len``, which change no output.
 _IDENTITY_FIELDS = ("root", "parent", "meta")
+# Keys of llama.cpp's ``meta`` that are serving settings, not the weights: ``n_ctx`` is the
+# context the server was started with (``-c``), which changes no token's score.
+_SERVING_META = frozenset({"n_ctx", "n_ctx_slot", "n_parallel", "n_batch", "n_ubatch", "n_threads"})
 
 
 @dataclass(frozen=True)
@@ -116,8 +119,8 @@ class ServedModel:
             that endpoint, trusted to serve ``name``; each answer's ``model`` is then the only check.
         facts: The listing's facts about the weights behind ``name`` (see ``_IDENTITY_FIELDS``),
             as sorted ``(field, canonical JSON)`` pairs; empty when the server gives none.
-        aliases: Other names the server uses for the same model in answers (the listing's
-            ``root``), so an answer naming one of them is not taken for another model.
+        aliases: Other names the server uses for the same model in answers (vLLM's ``root``,
+            llama.cpp's ``aliases``), so an answer naming one of them is not taken for another model.
         others: The other models the server lists (not part of the identity): an answer naming
             one of them is refused.
     """
@@ -346,11 +349,13 @@ class Endpoint:
         extra = dict(getattr(chosen, "model_extra", None) or {}) if chosen is not None else {}
         length = extra.get("max_model_len") or extra.get("context_length")
         facts = tuple(
-            (k, json.dumps(extra[k], sort_keys=True, separators=(",", ":"), default=str))
+            (k, json.dumps(_weights_facts(extra[k]), sort_keys=True, separators=(",", ":"), default=str))
             for k in _IDENTITY_FIELDS
             if extra.get(k) not in (None, "", {}, [])
         )
-        aliases = tuple(str(extra[k]) for k in ("root",) if isinstance(extra.get(k), str) and extra[k] != name)
+        # vLLM's ``root`` and llama.cpp's ``aliases`` (``--alias``) name the same model in answers.
+        named = [extra.get("root"), *(extra.get("aliases") if isinstance(extra.get("aliases"), list) else [])]
+        aliases = tuple(dict.fromkeys(str(a) for a in named if isinstance(a, str) and a and a != name))
         return ServedModel(
             name,
             int(length) if isinstance(length, (int, float)) and not isinstance(length, bool) and length > 0 else None,
@@ -359,6 +364,13 @@ class Endpoint:
             aliases=aliases,
             others=tuple(i for i in ids if i != name),
         )
+
+
+def _weights_facts(value: Any) -> Any:
+    """A listing field without the serving settings it may hold (see ``_SERVING_META``)."""
+    if isinstance(value, Mapping):
+        return {k: v for k, v in value.items() if k not in _SERVING_META}
+    return value
 
 
 def in_order(

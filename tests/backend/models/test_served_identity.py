@@ -35,8 +35,13 @@ def test_a_name_the_server_does_not_list_is_refused_in_one_line() -> None:
 
 def test_the_identity_holds_the_weights_facts_and_not_the_volatile_ones() -> None:
     meta = {"n_params": 134515008, "size": 145000000}
-    a = _endpoint(None).discover(_client(_Entry("m", root="/w/a", created=1, owned_by="x", max_model_len=2048, meta=meta)))
-    b = _endpoint(None).discover(_client(_Entry("m", root="/w/a", created=2, owned_by="y", max_model_len=4096, meta=meta)))
+    a = _endpoint(None).discover(
+        _client(_Entry("m", root="/w/a", created=1, owned_by="x", max_model_len=2048, meta={**meta, "n_ctx": 4096}))
+    )
+    # llama.cpp's meta.n_ctx is the context it was started with (-c): a serving setting, not the weights
+    b = _endpoint(None).discover(
+        _client(_Entry("m", root="/w/a", created=2, owned_by="y", max_model_len=4096, meta={**meta, "n_ctx": 2048}))
+    )
     c = _endpoint(None).discover(_client(_Entry("m", root="/w/b", meta=meta)))
     assert a.name == "m" and a.context_length == 2048 and a.listed
     assert a.fingerprint("chat") == b.fingerprint("chat")  # created, owned_by and max_model_len change no output
@@ -44,6 +49,12 @@ def test_the_identity_holds_the_weights_facts_and_not_the_volatile_ones() -> Non
     assert a.fingerprint("chat") != a.fingerprint("remote-lm")
     assert a.fingerprint("embedder", 384) != a.fingerprint("embedder", 576)
     assert "http" not in a.identity
+
+
+def test_llama_cpp_aliases_name_the_same_model() -> None:
+    served = _endpoint("smol").discover(_client(_Entry("smol", aliases=["smol", "/m/smol.gguf"])))
+    assert served.aliases == ("/m/smol.gguf",)
+    check_answer_model(served, "/m/smol.gguf", "LLM server at http://h/v1")
 
 
 def test_a_server_without_a_listing_is_trusted_with_the_name_but_says_so() -> None:
