@@ -338,7 +338,7 @@ def test_server_that_never_answers_times_out():
 
 
 def test_server_without_prompt_logprobs_is_a_model_error():
-    with start_server(prompt_logprobs=False) as plain:
+    with start_server(scoring="none") as plain:
         scorer = RemoteScorer(plain.url)
         with pytest.raises(ModelError, match="returned no prompt log-probs"):
             scorer.token_nll(TEXT)
