@@ -366,8 +366,17 @@ class RemoteScorer:
         return out
 
     def _echo_in_order(self, requests: list[list[str]], each: Callable[[int, _Answer], None]) -> None:
-        """:meth:`_scored` of each request, up to ``concurrency`` at once; ``each(k, answer)`` here, in order."""
-        in_order(self._scored, requests, each, self.concurrency)
+        """:meth:`_scored` of each request, up to ``concurrency`` at once; ``each(k, answer)`` here, in order.
+
+        Until an answer has shown how the server gives prompt log-probs, the first request goes
+        alone: otherwise every request of the first wave would try ``echo`` on a server that
+        only has ``prompt_logprobs``, a wasted forward pass each.
+        """
+        first = 0
+        if self._mode is None and requests:
+            each(0, self._scored(requests[0]))
+            first = 1
+        in_order(self._scored, requests[first:], lambda k, answer: each(first + k, answer), self.concurrency)
 
     # --- the Scorer protocol -----------------------------------------------------------------
 

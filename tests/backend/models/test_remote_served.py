@@ -113,6 +113,15 @@ def test_the_way_that_works_is_remembered(vllm, extension_only):
     assert vllm.posts == 2 and echo.prompt_mode == "echo"
 
 
+def test_prompt_logprobs_are_tried_once_per_scorer_even_with_requests_in_flight(extension_only):
+    pairs = [(f"Sentence {i}.", f" Next {i}.") for i in range(24)]  # 3 requests of 8 pairs
+    scorer = RemoteScorer(extension_only.url, concurrency=4)
+    extension_only.reset_counts()
+    values = scorer.conditional_nll(pairs)
+    assert extension_only.posts == 4  # the first request alone (echo, then prompt_logprobs), then 2
+    assert all(math.isfinite(v) for v in values)
+
+
 # --- servers that give no prompt log-probs ------------------------------------------------------------
 
 
