@@ -41,7 +41,9 @@ Configuration (arguments win over the environment, read by :mod:`backend.config`
 Concurrency. Independent requests (the groups of :meth:`RemoteScorer.conditional_nll`) go out
 through a thread pool of at most ``concurrency`` threads, no more than that many submitted
 ahead of the answer being read, and are read back in the order they were sent: values,
-progress reports and the first error are the same as one at a time. A ``progress`` callback
+progress reports and the first error are the same as one at a time (a new scorer sends its first
+request alone, until an answer shows whether the server gives prompt log-probs by ``echo`` or by
+``prompt_logprobs``). A ``progress`` callback
 that raises (:class:`~backend.errors.Cancelled`) stops the submitting, cancels the requests
 not yet sent and waits for those in flight, so no thread outlives the call. Each request
 keeps the client's retry and back-off on 429 and 5xx. One ``openai`` client is shared by the

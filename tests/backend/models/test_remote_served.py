@@ -174,6 +174,32 @@ def test_url_without_v1_on_llama_cpp_gets_the_hint():
     )
 
 
+@pytest.mark.parametrize("llama", ["echo_ignored", "no /v1"])
+def test_cli_lm_remote_against_llama_cpp_is_one_line(llama, tmp_path, monkeypatch, capsys):
+    from backend.cli.main import main
+
+    doc = tmp_path / "doc.txt"
+    doc.write_text(TEXT, encoding="utf-8")
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("CHUNKLAB_REMOTE_MODEL", raising=False)
+    monkeypatch.delenv("CHUNKLAB_REMOTE_API_KEY", raising=False)
+    scoring = "echo_ignored" if llama == "echo_ignored" else "vllm"
+    with start_server(scoring=scoring, llama_routes=True, ignore_model=True) as server:
+        url = server.url if llama == "echo_ignored" else server.url.removesuffix("/v1")
+        monkeypatch.setenv("CHUNKLAB_REMOTE_BASE_URL", url)
+        capsys.readouterr()  # the server's own model loading
+        assert main(["ppl", str(doc), "--lm", "remote"]) == 1
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert out == "" and len(lines) == 1 and "Traceback" not in err, err
+    if llama == "echo_ignored":
+        assert lines[0].startswith(f"error: remote scorer at {url} returned no prompt log-probs for model ")
+        assert "as vLLM does" in lines[0] and "llama.cpp's llama-server, Ollama and OpenAI's API" in lines[0]
+    else:
+        assert lines[0] == f"error: remote scorer at {url} answered 0 choices for 1 prompts (OpenAI-compatible URLs usually end in /v1)"
+    assert OutputCache(tmp_path / "data" / "cache").stats()["entries"] == 0
+
+
 # --- the served model's identity -----------------------------------------------------------------------
 
 
