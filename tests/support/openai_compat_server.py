@@ -24,6 +24,7 @@ numbers that the local scorer can be checked against:
 - ``llama_routes``: also llama.cpp's routes without ``/v1``: ``GET /models`` (the same listing)
   and its own ``POST /completions``, whose answer is not OpenAI's (``content``, no ``choices``),
   as a client pointed at a URL without ``/v1`` meets it;
+- ``listing``: False answers ``GET /v1/models`` with HTTP 404, as servers without the endpoint;
 - ``ignore_model``: answer whatever ``model`` is asked for, naming the served model in the
   answer (llama.cpp's habit); ``answer_model``: the name answers give (default the served one);
 - ``POST /v1/chat/completions``: the model's chat template, ``logprobs``/``top_logprobs``;
@@ -190,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._authorize()
             models = ("/v1/models", "/models") if self.server.llama_routes else ("/v1/models",)
-            if self.path.rstrip("/") not in models:
+            if self.path.rstrip("/") not in models or not self.server.listing:
                 raise _ApiError(404, f"no route {self.path}", "not_found_error")
             engine = self.server.engine
             names = [engine.name, *self.server.also_listed]
@@ -274,7 +275,7 @@ class _Server(ThreadingHTTPServer):
         self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, scoring: str,
         max_chat_tokens: int = MAX_GENERATED, delay: float = 0.0, memo: bool = False, *,
         ignore_model: bool = False, answer_model: str | None = None, also_listed: tuple[str, ...] = (),
-        llama_routes: bool = False,
+        llama_routes: bool = False, listing: bool = True,
     ) -> None:
         super().__init__(address, _Handler)
         self.delay = delay
@@ -297,6 +298,7 @@ class _Server(ThreadingHTTPServer):
         self.answer_model = answer_model
         self.also_listed = also_listed
         self.llama_routes = llama_routes
+        self.listing = listing
 
 
 def _check_model(engine: Engine, body: dict[str, Any]) -> None:
@@ -549,6 +551,7 @@ def start_server(
     answer_model: str | None = None,
     also_listed: tuple[str, ...] = (),
     llama_routes: bool = False,
+    listing: bool = True,
 ) -> RunningServer:
     """Serve ``engine`` (default: the bundled SmolLM2) on ``host:port`` (0: a free port) in a thread.
 
@@ -566,6 +569,7 @@ def start_server(
         answer_model: The ``model`` every answer names (default the served model's name).
         also_listed: More model names ``/v1/models`` lists after the served one.
         llama_routes: Also answer llama.cpp's ``/models`` and native ``/completions`` (no ``/v1``).
+        listing: False: no ``/v1/models`` (HTTP 404), so a client must trust the name it asks for.
     """
     if not delay >= 0:
         raise ValueError(f"delay ({delay!r}) must be 0 or more seconds")
@@ -575,7 +579,7 @@ def start_server(
     server = _Server(
         (host, port), engine, api_key, chat, scoring, max_chat_tokens, delay, memo,
         ignore_model=ignore_model, answer_model=answer_model, also_listed=tuple(also_listed),
-        llama_routes=llama_routes,
+        llama_routes=llama_routes, listing=listing,
     )
     thread = threading.Thread(target=server.serve_forever, name="openai-compat-server", daemon=True)
     thread.start()

@@ -248,6 +248,19 @@ def test_a_server_that_ignores_model_cannot_poison_another_models_entries(vllm, 
     assert RemoteScorer(vllm.url).info.fingerprint == served.info.fingerprint
 
 
+def test_a_server_without_a_listing_is_trusted_until_its_answer_names_another_model(tmp_path):
+    cache = OutputCache(tmp_path / "cache")
+    with start_server(listing=False, ignore_model=True) as server:
+        asked = RemoteScorer(server.url, OTHER)  # nothing to check the name against yet
+        with pytest.raises(ModelError, match=f"with model '{server.engine.name}' when asked for '{OTHER}'"):
+            document_token_scores(TEXT, asked, cache=cache)
+        assert cache.stats()["entries"] == 0
+        named = RemoteScorer(server.url, server.engine.name)
+        _scores, hit = document_token_scores(TEXT, named, cache=cache)
+    assert not hit and cache.stats()["entries"] == 1
+    assert asked.info.fingerprint != named.info.fingerprint
+
+
 def test_an_answer_naming_another_listed_model_is_refused():
     with start_server(answer_model=OTHER, also_listed=(OTHER,)) as server:
         scorer = RemoteScorer(server.url, server.engine.name)
