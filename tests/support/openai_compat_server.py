@@ -24,6 +24,10 @@ numbers that the local scorer can be checked against:
 - ``llama_routes``: also llama.cpp's routes without ``/v1``: ``GET /models`` (the same listing)
   and its own ``POST /completions``, whose answer is not OpenAI's (``content``, no ``choices``),
   as a client pointed at a URL without ``/v1`` meets it;
+- ``bos``: completions prompts start with a special token that is no part of the text (the
+  tokenizer's BOS, as Llama's do), echoed and scored like the rest; ``raw_pieces``: the
+  ``decoded_token`` of ``prompt_logprobs`` is the vocabulary's piece (``Ġworld``), as older
+  vLLM releases sent it, rather than the token decoded alone;
 - ``listing``: False answers ``GET /v1/models`` with HTTP 404, as servers without the endpoint;
 - ``ignore_model``: answer whatever ``model`` is asked for, naming the served model in the
   answer (llama.cpp's habit); ``answer_model``: the name answers give (default the served one);
@@ -100,6 +104,16 @@ class Engine:
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` as the local scorer tokenizes it (no special tokens)."""
         return list(self.load()._lm.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    @property
+    def bos_id(self) -> int:
+        """The special token a ``bos`` server puts before every completions prompt."""
+        tok = self.load()._lm.tokenizer
+        return int(tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id)
+
+    def raw_piece(self, token_id: int) -> str:
+        """A token as its vocabulary piece (byte-level ``Ġ`` for a space), as older vLLM releases reported it."""
+        return str(self.load()._lm.tokenizer.convert_ids_to_tokens(token_id))
 
     def token_text(self, token_id: int) -> str:
         """A token as vLLM reports it: decoded alone (part of a character reads U+FFFD)."""
@@ -261,7 +275,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise _ApiError(400, "Only no echo is supported")
         answer = server.answers.get(json.dumps(body, sort_keys=True)) if server.memo else None
         if answer is None:
-            answer = _completions(server.engine, body, server.scoring)
+            answer = _completions(server.engine, body, server.scoring, bos=server.bos, raw_pieces=server.raw_pieces)
             if server.memo:
                 with server.counter_lock:
                     server.answers.setdefault(json.dumps(body, sort_keys=True), answer)
@@ -275,7 +289,7 @@ class _Server(ThreadingHTTPServer):
         self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, scoring: str,
         max_chat_tokens: int = MAX_GENERATED, delay: float = 0.0, memo: bool = False, *,
         ignore_model: bool = False, answer_model: str | None = None, also_listed: tuple[str, ...] = (),
-        llama_routes: bool = False, listing: bool = True,
+        llama_routes: bool = False, listing: bool = True, bos: bool = False, raw_pieces: bool = False,
     ) -> None:
         super().__init__(address, _Handler)
         self.delay = delay
@@ -299,6 +313,8 @@ class _Server(ThreadingHTTPServer):
         self.also_listed = also_listed
         self.llama_routes = llama_routes
         self.listing = listing
+        self.bos = bos
+        self.raw_pieces = raw_pieces
 
 
 def _check_model(engine: Engine, body: dict[str, Any]) -> None:
@@ -328,9 +344,9 @@ def _top(row: Any, k: int, engine: Engine) -> dict[str, float]:
     return out
 
 
-def _run(engine: Engine, prompt: str, max_tokens: int) -> tuple[list[int], list[int], Any]:
-    """Prompt ids, greedily generated ids, and the log-softmax rows predicting each token after the first."""
-    ids = engine.encode(prompt)
+def _run(engine: Engine, prompt: str, max_tokens: int, bos: bool = False) -> tuple[list[int], list[int], Any]:
+    """Prompt ids (after a BOS with ``bos``), greedily generated ids, and the log-softmax rows predicting each token after the first."""
+    ids = ([engine.bos_id] if bos else []) + engine.encode(prompt)
     if not ids:
         raise _ApiError(400, "the prompt is empty")
     _check_length(engine, len(ids), max_tokens)
@@ -343,7 +359,9 @@ def _run(engine: Engine, prompt: str, max_tokens: int) -> tuple[list[int], list[
     return ids, generated, rows
 
 
-def _completions(engine: Engine, body: dict[str, Any], scoring: str = "vllm") -> dict[str, Any]:
+def _completions(
+    engine: Engine, body: dict[str, Any], scoring: str = "vllm", *, bos: bool = False, raw_pieces: bool = False
+) -> dict[str, Any]:
     prompts = body.get("prompt")
     if isinstance(prompts, str):
         prompts = [prompts]
@@ -357,7 +375,7 @@ def _completions(engine: Engine, body: dict[str, Any], scoring: str = "vllm") ->
         raise _ApiError(400, f"max_tokens must be between 0 and {MAX_GENERATED} on this test server")
     choices, n_prompt, n_gen = [], 0, 0
     for index, prompt in enumerate(prompts):
-        ids, gen, rows = _run(engine, prompt, max_tokens)
+        ids, gen, rows = _run(engine, prompt, max_tokens, bos)
         n_prompt += len(ids)
         n_gen += len(gen)
         gen_text = engine.load()._lm.tokenizer.decode(gen)
@@ -368,7 +386,7 @@ def _completions(engine: Engine, body: dict[str, Any], scoring: str = "vllm") ->
             "finish_reason": "length",
         }
         if prompt_k is not None:
-            choice["prompt_logprobs"] = _prompt_logprobs(engine, ids, rows, int(prompt_k))
+            choice["prompt_logprobs"] = _prompt_logprobs(engine, ids, rows, int(prompt_k), raw_pieces)
         choices.append(choice)
     return {
         "id": f"cmpl-{uuid.uuid4().hex}",
@@ -407,20 +425,23 @@ def _logprobs(engine: Engine, prompt: str, ids: list[int], gen: list[int], rows:
     return {"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top, "text_offset": offsets}
 
 
-def _prompt_logprobs(engine: Engine, ids: list[int], rows: Any, k: int) -> list[dict[str, dict[str, Any]] | None]:
+def _prompt_logprobs(
+    engine: Engine, ids: list[int], rows: Any, k: int, raw_pieces: bool = False
+) -> list[dict[str, dict[str, Any]] | None]:
     """vLLM's ``prompt_logprobs`` of a choice: None, then per prompt token its own entry first and the top ``k`` after it."""
     import torch
 
+    name = engine.raw_piece if raw_pieces else engine.token_text
     out: list[dict[str, dict[str, Any]] | None] = [None]
     for pos in range(1, len(ids)):
         row = rows[pos - 1]
         t = ids[pos]
         value = float(row[t])
-        entries = {str(t): {"logprob": value, "rank": 1 + int((row > row[t]).sum()), "decoded_token": engine.token_text(t)}}
+        entries = {str(t): {"logprob": value, "rank": 1 + int((row > row[t]).sum()), "decoded_token": name(t)}}
         if k > 0:
             values, top_ids = torch.topk(row, k)
             for rank, (v, i) in enumerate(zip(values.tolist(), top_ids.tolist()), start=1):
-                entries.setdefault(str(i), {"logprob": float(v), "rank": rank, "decoded_token": engine.token_text(int(i))})
+                entries.setdefault(str(i), {"logprob": float(v), "rank": rank, "decoded_token": name(int(i))})
         out.append(entries)
     return out
 
@@ -552,6 +573,8 @@ def start_server(
     also_listed: tuple[str, ...] = (),
     llama_routes: bool = False,
     listing: bool = True,
+    bos: bool = False,
+    raw_pieces: bool = False,
 ) -> RunningServer:
     """Serve ``engine`` (default: the bundled SmolLM2) on ``host:port`` (0: a free port) in a thread.
 
@@ -570,6 +593,8 @@ def start_server(
         also_listed: More model names ``/v1/models`` lists after the served one.
         llama_routes: Also answer llama.cpp's ``/models`` and native ``/completions`` (no ``/v1``).
         listing: False: no ``/v1/models`` (HTTP 404), so a client must trust the name it asks for.
+        bos: Put a BOS token (no part of the text) before every completions prompt.
+        raw_pieces: ``prompt_logprobs`` name tokens by vocabulary piece (``Ġworld``), as older vLLM did.
     """
     if not delay >= 0:
         raise ValueError(f"delay ({delay!r}) must be 0 or more seconds")
@@ -579,7 +604,7 @@ def start_server(
     server = _Server(
         (host, port), engine, api_key, chat, scoring, max_chat_tokens, delay, memo,
         ignore_model=ignore_model, answer_model=answer_model, also_listed=tuple(also_listed),
-        llama_routes=llama_routes, listing=listing,
+        llama_routes=llama_routes, listing=listing, bos=bos, raw_pieces=raw_pieces,
     )
     thread = threading.Thread(target=server.serve_forever, name="openai-compat-server", daemon=True)
     thread.start()

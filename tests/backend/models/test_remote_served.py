@@ -91,6 +91,21 @@ def test_prompt_logprobs_of_non_ascii_text(extension_only, local):
     np.testing.assert_allclose(got.nll[1:], want.nll[1:], atol=1e-4)
 
 
+@pytest.mark.parametrize("scoring", ["vllm", "prompt_logprobs"])
+def test_a_leading_special_token_and_vocabulary_pieces_keep_the_offsets(scoring, local):
+    # A BOS before the prompt (no part of the text) and tokens named Ġworld-style (older vLLM):
+    # both ways give the local tokenization's starts, and the first real token gets a log-prob.
+    with start_server(scoring=scoring, bos=True, raw_pieces=True) as server:
+        scorer = RemoteScorer(server.url)
+        got = scorer.token_nll(TEXT)
+        pairs = scorer.conditional_nll(PAIRS[:2])
+    assert scorer.prompt_mode == ("echo" if scoring == "vllm" else "prompt_logprobs")
+    want = local.token_nll(TEXT)
+    np.testing.assert_array_equal(got.starts, want.starts)
+    assert got.ends[-1] == len(TEXT) and np.isfinite(got.nll).all()  # the first token follows the BOS
+    assert all(math.isfinite(v) for v in pairs)
+
+
 def test_prompt_logprobs_conditional_nll_matches_the_echo_path(vllm, extension_only, local):
     got = RemoteScorer(extension_only.url, concurrency=2).conditional_nll(PAIRS * 3)
     want = RemoteScorer(vllm.url).conditional_nll(PAIRS * 3)
