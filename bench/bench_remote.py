@@ -14,7 +14,15 @@ run), ``conditional_nll`` scores ``--requests`` requests of 8 short pairs; each 
 ``--repeat`` times, levels interleaved, and the median is reported with the spread (min–max).
 Every level's values are checked to be identical to concurrency 1's, in order.
 
-Run:  .venv/bin/python bench/bench_remote.py [--delay 0.2] [--requests 32] [--repeat 3]
+``--scoring prompt_logprobs`` runs the server as one whose ``echo`` gives no prompt log-probs but
+that has vLLM's ``prompt_logprobs`` extension: each scorer's first request is then answered
+twice (echo, then the extension it keeps to).
+Each timed scorer first sends one untimed request: a new scorer sends its first request alone,
+until an answer shows which way the server gives prompt log-probs (a one-off cost per scorer,
+not part of a long run's throughput). ``--quick`` is 8 requests at concurrency 1, 4 and 8,
+timed once.
+
+Run:  .venv/bin/python bench/bench_remote.py [--delay 0.2] [--requests 32] [--repeat 3] [--scoring vllm] [--quick]
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from backend.models.remote import PAIRS_PER_REQUEST, RemoteScorer  # noqa: E402
 from tests.support.openai_compat_server import start_server  # noqa: E402
 
+WARM_UP = [("Warm.", " Up.")]
+
 
 def _pairs(n: int) -> list[tuple[str, str]]:
     # Short pairs, each distinct: the model's share of a request stays small beside the delay.
@@ -46,6 +56,7 @@ def _same(a: list[float], b: list[float]) -> bool:
 
 def _time(url: str, concurrency: int, pairs: list[tuple[str, str]]) -> tuple[float, list[float]]:
     scorer = RemoteScorer(url, concurrency=concurrency, timeout=600.0)  # a loaded CPU must not time out and retry
+    scorer.conditional_nll(WARM_UP)  # untimed: the scorer learns how the server gives prompt log-probs
     t0 = time.perf_counter()
     values = scorer.conditional_nll(pairs)
     return time.perf_counter() - t0, values
@@ -57,12 +68,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=32, help=f"requests per timing ({PAIRS_PER_REQUEST} pairs each)")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--scoring", choices=("vllm", "prompt_logprobs"), default="vllm",
+                        help="how the server gives prompt log-probs: echo (vLLM) or only the prompt_logprobs extension")
+    parser.add_argument("--quick", action="store_true", help="8 requests, concurrency 1, 4 and 8, timed once")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.requests, args.levels, args.repeat = 8, [1, 4, 8], 1
     levels = sorted(set(args.levels) | {1})
     pairs = _pairs(args.requests * PAIRS_PER_REQUEST)
 
     times: dict[int, list[float]] = {c: [] for c in levels}
-    with start_server(delay=args.delay, memo=True) as server:
+    with start_server(delay=args.delay, memo=True, scoring=args.scoring) as server:
         model_s, baseline_values = _time(server.url, 1, pairs)  # untimed: the model computes every answer
         print(f"first pass (model + delay, concurrency 1): {model_s / args.requests * 1000:.0f} ms per request")
         for _ in range(args.repeat):
@@ -74,7 +90,8 @@ def main(argv: list[str] | None = None) -> None:
 
     base = statistics.median(times[1])
     print(
-        f"delay {args.delay:g} s per answer, {args.requests} requests x {PAIRS_PER_REQUEST} pairs, "
+        f"server scoring {args.scoring!r}, delay {args.delay:g} s per answer, "
+        f"{args.requests} requests x {PAIRS_PER_REQUEST} pairs, "
         f"median of {args.repeat} runs (levels interleaved); values identical at every level"
     )
     print(f"{'concurrency':>11} | {'requests/s':>10} | {'pairs/s':>8} | {'vs 1':>6} | {'ideal':>6} | spread (min-max s)")

@@ -9,8 +9,8 @@ Design:
 - A key is a flat mapping of scalars, e.g. ``{"kind": "token_nll", "model": <fingerprint>,
   "text": <sha256 of the text>, "window": 8192, "version": 1}``. Its canonical JSON is
   hashed (sha256) into the file name. Keys hold hashes and identities, never the inputs
-  themselves and never secrets (a remote model's fingerprint is its URL + model name, not
-  its API key).
+  themselves and never secrets (a remote model's fingerprint is the served model's identity,
+  ``served:<sha256>`` of what the server says it serves: no URL, no API key).
 - A value is a dict of numpy arrays plus small JSON-serializable metadata. It is written as
   an uncompressed ``.npz`` (no pickle: object arrays are refused, and loading uses
   ``allow_pickle=False``) behind a magic string and the sha256 of the payload. A read that

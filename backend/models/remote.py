@@ -4,8 +4,28 @@ Servers such as vLLM return the log-probabilities of the *prompt* tokens when a 
 requested with ``echo=True, logprobs=1``: ``choices[0].logprobs`` then holds ``tokens``,
 ``token_logprobs`` (``null`` for the first token, which has no context) and ``text_offset``
 (where each token starts in the echoed text). That is all :class:`RemoteScorer` needs; it
-asks for ``max_tokens=1`` (vLLM refuses 0) and drops the generated token. OpenAI's own API
-no longer returns prompt log-probs: pointing this at it gives a clear :class:`ModelError`.
+asks for ``max_tokens=1`` (vLLM refuses 0) and drops the generated token.
+
+When an echo answer holds no prompt log-probs (the server refused ``echo``, or ignored it and
+sent the generated token's only), the scorer asks once more with vLLM's own extension,
+``extra_body={"prompt_logprobs": 0}``: ``choices[i].prompt_logprobs`` is then a list with
+``null`` for the first prompt token and, for each later one, a dict keyed by token id whose
+first entry is that token's ``{"logprob", "rank", "decoded_token"}``. Offsets come from the
+decoded tokens (:func:`token_starts`). Whichever way answers is remembered for the scorer's
+life. A server that gives neither is one :class:`ModelError` naming the servers known to work
+(vLLM, either way) and those known not to: llama.cpp's llama-server (it refuses ``echo``, or
+answers it with the generated token's log-probs only: ggml-org/llama.cpp issues 8942, 27174),
+Ollama (its ``/v1/completions`` takes neither ``echo`` nor ``logprobs``) and OpenAI's API (no
+prompt log-probs for current models).
+
+Identity. ``info.fingerprint`` is the served model's (:meth:`ServedModel.fingerprint` of
+``"remote-lm"``): what ``GET /models`` says is served under the name, never the URL or the
+name asked for alone, so the same weights behind another URL share cached scores and another
+model behind the same URL never does. Every completions and chat answer's ``model`` is checked
+(:func:`~backend.models.openai_compat.check_answer_model`) before its log-probs are used: a
+server that answers for another model than the one named (llama.cpp ignores the request's
+``model``) is a :class:`ModelError`, and since the caches only store finished values, nothing
+of it is kept.
 
 Configuration (arguments win over the environment, read by :mod:`backend.config`):
 
@@ -21,7 +41,9 @@ Configuration (arguments win over the environment, read by :mod:`backend.config`
 Concurrency. Independent requests (the groups of :meth:`RemoteScorer.conditional_nll`) go out
 through a thread pool of at most ``concurrency`` threads, no more than that many submitted
 ahead of the answer being read, and are read back in the order they were sent: values,
-progress reports and the first error are the same as one at a time. A ``progress`` callback
+progress reports and the first error are the same as one at a time (a new scorer sends its first
+request alone, until an answer shows whether the server gives prompt log-probs by ``echo`` or by
+``prompt_logprobs``). A ``progress`` callback
 that raises (:class:`~backend.errors.Cancelled`) stops the submitting, cancels the requests
 not yet sent and waits for those in flight, so no thread outlives the call. Each request
 keeps the client's retry and back-off on 429 and 5xx. One ``openai`` client is shared by the
@@ -74,7 +96,6 @@ Heavy modules (``openai``, ``httpx``) load on first use.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -86,7 +107,7 @@ import numpy as np
 
 from backend import config
 from backend.errors import ModelError, ParameterError
-from backend.models.openai_compat import Endpoint, Service, in_order
+from backend.models.openai_compat import Endpoint, Service, check_answer_model, error_text, in_order
 from backend.models.types import ModelInfo, TokenScores
 from backend.progress import Progress
 
@@ -106,6 +127,8 @@ _MIN_WINDOW = 16
 _MAX_SHRINKS = 6  # "prompt too long" answers (or overfull windows) in a row before giving up
 _START_CHARS_PER_TOKEN = 4.0
 _TOO_LONG = re.compile(r"context length|too long|maximum.{0,40}tokens|exceeds", re.IGNORECASE)
+_URL_HINT = " (OpenAI-compatible URLs usually end in /v1)"  # the chat side's hint (Endpoint.describe)
+_ECHO, _PROMPT_LOGPROBS = "echo", "prompt_logprobs"  # the two ways a server may give prompt log-probs
 
 
 REMOTE_LM = "remote"
@@ -141,9 +164,10 @@ class RemoteScorer:
     model name fails here, as a one-line :class:`ModelError`, rather than at the first score.
 
     Attributes:
-        info: ``kind="remote-lm"``, ``device="remote"``, ``dtype="remote"``; ``fingerprint`` is
-            the sha256 of the base URL and model name; ``context_length`` the server's
-            ``max_model_len`` when it reports one.
+        info: ``kind="remote-lm"``, ``device="remote"``, ``dtype="remote"``, ``source`` the base
+            URL (for display); ``fingerprint`` the served model's identity
+            (``ServedModel.fingerprint("remote-lm")``, no URL in it); ``context_length`` the
+            server's ``max_model_len`` when it reports one.
     """
 
     def __init__(
@@ -187,6 +211,8 @@ class RemoteScorer:
         self._client: OpenAI = endpoint.client()
         self._chars_per_token = _START_CHARS_PER_TOKEN
         served = endpoint.discover(self._client)
+        self._served = served
+        self._mode: str | None = None  # _ECHO or _PROMPT_LOGPROBS once an answer has shown which works
         self.model = served.name
         self.info = ModelInfo(
             name=self.model,
@@ -195,7 +221,7 @@ class RemoteScorer:
             parameters=0,
             device="remote",
             dtype="remote",
-            fingerprint=hashlib.sha256(f"{self.base_url}\n{self.model}".encode()).hexdigest(),
+            fingerprint=served.fingerprint("remote-lm"),
             context_length=served.context_length,
         )
 
@@ -204,22 +230,113 @@ class RemoteScorer:
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _echo(self, prompts: list[str]) -> _Answer:
-        """For each prompt: the start offset and log-prob of each of its tokens, in prompt order."""
-        response = self._endpoint.call(
-            "a completions request",
-            self._client.completions.create,
-            model=self.model,
-            prompt=prompts if len(prompts) > 1 else prompts[0],
-            echo=True,
-            logprobs=1,
-            max_tokens=1,
-            temperature=0.0,
+    @property
+    def prompt_mode(self) -> str | None:
+        """How this server gives prompt log-probs (``"echo"`` or ``"prompt_logprobs"``); None until an answer said."""
+        return self._mode
+
+    def _scored(self, prompts: list[str]) -> _Answer:
+        """For each prompt: the start offset and log-prob of each of its tokens, in prompt order.
+
+        By ``echo`` until the server shows it gives none that way, then by vLLM's
+        ``prompt_logprobs``; the way that worked is used from then on.
+        """
+        reasons = []
+        if self._mode != _PROMPT_LOGPROBS:
+            answer, reason = self._by_echo(prompts)
+            if answer is not None:
+                self._mode = _ECHO
+                return answer
+            reasons.append(reason)
+        if self._mode != _ECHO:
+            answer, reason = self._by_prompt_logprobs(prompts)
+            if answer is not None:
+                self._mode = _PROMPT_LOGPROBS
+                return answer
+            reasons.append(reason)
+        raise ModelError(
+            f"{self._endpoint.where} returned no prompt log-probs for model {self.model!r} ({'; '.join(reasons)}): "
+            "scoring needs a server that returns them, as vLLM does (echo=True with logprobs, or its prompt_logprobs "
+            "extension); llama.cpp's llama-server, Ollama and OpenAI's API return none (they can still serve chat)"
+            + self._url_hint()
         )
+
+    def _url_hint(self) -> str:
+        """The chat side's hint, when the base URL does not end in ``/v1`` (an answer of the wrong shape suggests it)."""
+        return "" if self.base_url.endswith("/v1") else _URL_HINT
+
+    def _complete(self, prompts: list[str], what: str, **options: Any) -> tuple[Any, str]:
+        """A completions answer whose ``model`` is checked, or None and what the server said when it refused ``options``.
+
+        A refusal (HTTP 400 or 422) that is not about the prompt's length means the server does
+        not take ``options``; any other failure is a :class:`ModelError`.
+        """
+        import openai
+
         try:
-            return self._read_echo(prompts, response)
+            response = self._client.completions.create(
+                model=self.model,
+                prompt=prompts if len(prompts) > 1 else prompts[0],
+                max_tokens=1,
+                temperature=0.0,
+                **options,
+            )
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as e:
+            said = error_text(e)
+            if not _TOO_LONG.search(said):
+                return None, f"HTTP {e.status_code}: {self._endpoint.scrub(said)}"
+            message = self._endpoint.describe(e, what)
+        except (openai.OpenAIError, json.JSONDecodeError) as e:
+            message = self._endpoint.describe(e, what)
+        else:
+            check_answer_model(self._served, getattr(response, "model", None), self._endpoint.where, what)
+            return response, ""
+        raise ModelError(message)
+
+    def _choices(self, prompts: list[str], response: Any) -> list[Any]:
+        """The answer's choices in prompt order; a count that does not match is a ModelError (with the URL hint)."""
+        choices = sorted(getattr(response, "choices", None) or [], key=lambda c: c.index)
+        if len(choices) != len(prompts):
+            raise ModelError(
+                f"{self._endpoint.where} answered {len(choices)} choices for {len(prompts)} prompts"
+                + (self._url_hint() or " (not an OpenAI completions answer)")
+            )
+        return choices
+
+    def _by_echo(self, prompts: list[str]) -> tuple[_Answer | None, str]:
+        """The prompts' tokens by ``echo=True, logprobs=1``; None and why when the answer holds none."""
+        what = "a completions request"
+        response, refused = self._complete(prompts, what, echo=True, logprobs=1)
+        if response is None:
+            return None, f"echo refused, {refused}"
+        try:
+            answer = self._read_echo(prompts, response)
         except (AttributeError, TypeError, ValueError) as e:  # fields missing or of the wrong type
-            message = self._malformed("a completions request", e)
+            message = self._malformed(what, e)
+        else:
+            return answer, "" if answer is not None else "echo ignored"
+        raise ModelError(message)
+
+    def _by_prompt_logprobs(self, prompts: list[str]) -> tuple[_Answer | None, str]:
+        """The prompts' tokens by vLLM's ``prompt_logprobs`` extension; None and why when the answer holds none."""
+        what = "a completions request with prompt_logprobs"
+        response, refused = self._complete(prompts, what, extra_body={"prompt_logprobs": 0})
+        if response is None:
+            return None, f"prompt_logprobs refused, {refused}"
+        choices = self._choices(prompts, response)
+        out = []
+        try:
+            for prompt, c in zip(prompts, choices):
+                entries = getattr(c, "prompt_logprobs", None)
+                if entries is None:
+                    entries = (getattr(c, "model_extra", None) or {}).get("prompt_logprobs")
+                if not entries:
+                    return None, "prompt_logprobs ignored"
+                out.append(_prompt_logprob_tokens(prompt, entries))
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
+            message = self._malformed(what, e)
+        else:
+            return out, ""
         raise ModelError(message)
 
     def _malformed(self, what: str, e: BaseException) -> str:
@@ -227,31 +344,41 @@ class RemoteScorer:
         detail = self._endpoint.scrub(f"{type(e).__name__}: {e}")
         return f"{self._endpoint.where} sent a malformed answer to {what} ({detail})"
 
-    def _read_echo(self, prompts: list[str], response: Any) -> _Answer:
-        """The prompt tokens' offsets and log-probs of an echo answer (see :meth:`_echo`)."""
-        choices = sorted(getattr(response, "choices", None) or [], key=lambda c: c.index)
-        if len(choices) != len(prompts):
-            raise ModelError(
-                f"remote scorer at {self.base_url} answered {len(choices)} choices for {len(prompts)} prompts"
-            )
-        # With one prompt, usage.prompt_tokens says exactly where the prompt's tokens end.
+    def _read_echo(self, prompts: list[str], response: Any) -> _Answer | None:
+        """The prompt tokens' offsets and log-probs of an echo answer; None when it does not hold them."""
+        choices = self._choices(prompts, response)
+        logprobs = [getattr(c, "logprobs", None) for c in choices]
+        if any(lp is None or not lp.tokens or lp.token_logprobs is None or lp.text_offset is None for lp in logprobs):
+            return None
+        # An echo answer holds every prompt token (usage.prompt_tokens of them, summed over the
+        # prompts) and its text starts with the prompt; a server that ignored echo sends the
+        # generated token's log-probs only (llama.cpp does).
         usage = getattr(response, "usage", None)
-        n_prompt = getattr(usage, "prompt_tokens", None) if len(prompts) == 1 else None
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        if isinstance(prompt_tokens, int) and sum(len(lp.tokens) for lp in logprobs) < prompt_tokens:
+            return None
+        if not all(_echoes(prompt, c.text, lp.tokens) for prompt, c, lp in zip(prompts, choices, logprobs)):
+            return None
+        # With one prompt, usage.prompt_tokens says exactly where the prompt's tokens end.
+        n_prompt = prompt_tokens if len(prompts) == 1 else None
         out = []
-        for prompt, c in zip(prompts, choices):
-            lp = getattr(c, "logprobs", None)
-            if lp is None or not lp.tokens or lp.token_logprobs is None or lp.text_offset is None:
-                raise ModelError(
-                    f"remote scorer at {self.base_url} returned no prompt log-probs for model {self.model!r} "
-                    "(it must support echo=True with logprobs, as vLLM does)"
-                )
+        for prompt, c, lp in zip(prompts, choices, logprobs):
             text = c.text if isinstance(c.text, str) and c.text.startswith(prompt) else prompt
             out.append(_prompt_tokens(prompt, text, lp, n_prompt))
         return out
 
     def _echo_in_order(self, requests: list[list[str]], each: Callable[[int, _Answer], None]) -> None:
-        """:meth:`_echo` of each request, up to ``concurrency`` at once; ``each(k, answer)`` here, in order."""
-        in_order(self._echo, requests, each, self.concurrency)
+        """:meth:`_scored` of each request, up to ``concurrency`` at once; ``each(k, answer)`` here, in order.
+
+        Until an answer has shown how the server gives prompt log-probs, the first request goes
+        alone: otherwise every request of the first wave would try ``echo`` on a server that
+        only has ``prompt_logprobs``, a wasted forward pass each.
+        """
+        first = 0
+        if self._mode is None and requests:
+            each(0, self._scored(requests[0]))
+            first = 1
+        in_order(self._scored, requests[first:], lambda k, answer: each(first + k, answer), self.concurrency)
 
     # --- the Scorer protocol -----------------------------------------------------------------
 
@@ -293,7 +420,7 @@ class RemoteScorer:
             # The piece ends before whitespace, giving up at most a quarter of its length for it.
             end = n if pos + room >= n else _snap(text, pos + room, lo=max(pos + 1, pos + room - room // 4))
             try:
-                ((offs, values),) = self._echo([text[ctx:end]])
+                ((offs, values),) = self._scored([text[ctx:end]])
             except ModelError as e:
                 if not _TOO_LONG.search(str(e)) or retries >= _MAX_SHRINKS:
                     raise
@@ -413,6 +540,7 @@ class RemoteScorer:
             message = None
         if message is not None:
             raise ModelError(message)
+        check_answer_model(self._served, getattr(response, "model", None), self._endpoint.where, "a chat request")
         try:
             choice = (response.choices or [None])[0]
             content = getattr(getattr(choice, "logprobs", None), "content", None)
@@ -433,11 +561,14 @@ class RemoteScorer:
             temperature=0.0,
             logprobs=TOP_LOGPROBS,
         )
+        check_answer_model(self._served, getattr(response, "model", None), self._endpoint.where, "a completions request")
         choice = (getattr(response, "choices", None) or [None])[0]
         lp = getattr(choice, "logprobs", None)
         tops = getattr(lp, "top_logprobs", None)
         if not tops or not tops[0]:
-            raise ModelError(f"remote scorer at {self.base_url} returned no top log-probs for model {self.model!r}")
+            raise ModelError(
+                f"{self._endpoint.where} returned no top log-probs for model {self.model!r}" + self._url_hint()
+            )
         try:
             return {str(t): _logprob(v) for t, v in dict(tops[0]).items()}
         except (AttributeError, TypeError, ValueError) as e:
@@ -459,6 +590,45 @@ def _snap(text: str, i: int, lo: int) -> int:
         if c < len(text) and text[c].isspace() and not text[c - 1].isspace():
             return c
     return i
+
+
+def _echoes(prompt: str, text: Any, tokens: Any) -> bool:
+    """Whether an echo answer's choice holds the prompt: its text starts with it, or its tokens spell most of it."""
+    if isinstance(text, str) and text.startswith(prompt):
+        return True
+    spelled = sum(len(_readable(t)) for t in tokens if isinstance(t, str))
+    return len(tokens) > 1 and 2 * spelled >= len(prompt)
+
+
+def _prompt_logprob_tokens(prompt: str, entries: Any) -> tuple[list[int], list[float | None]]:
+    """Start offset (in ``prompt``) and log-prob of each prompt token of a vLLM ``prompt_logprobs`` list.
+
+    ``entries[0]`` is None (the first token has no context) and says nothing of that token;
+    each later entry maps token ids to ``{"logprob", "rank", "decoded_token"}``, the prompt's
+    own token first (vLLM lists it before the top others). The first token is whatever of the
+    prompt comes before the second: nothing means it was a special token (``<s>``), dropped.
+    """
+    tokens: list[str] = []
+    values: list[float | None] = []
+    for entry in list(entries)[1:]:
+        if not isinstance(entry, dict) or not entry:
+            raise ValueError(f"a prompt_logprobs entry is {entry!r}, not a token's log-prob")
+        own = next(iter(entry.values()))
+        token = own.get("decoded_token") if isinstance(own, dict) else None
+        if not isinstance(token, str):
+            raise ValueError("prompt_logprobs has no decoded_token (the server must detokenize)")
+        tokens.append(token)
+        values.append(float(own["logprob"]))
+    spelled = "".join(tokens)
+    if prompt.endswith(spelled):  # the tokens spell the text: offsets are exact
+        lead = len(prompt) - len(spelled)
+        rest = [lead + o for o in _running(tokens)]
+    else:
+        rest = token_starts(prompt, ["", *tokens])[1:]  # the unknown first token waits for the second
+        lead = rest[0] if rest else len(prompt)
+    if lead == 0 and tokens:
+        return rest, values  # the first token is no part of the text
+    return [0, *rest], [None, *values]
 
 
 def _prompt_tokens(prompt: str, echoed: str, lp: Any, n_prompt: int | None) -> tuple[list[int], list[float | None]]:

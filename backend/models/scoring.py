@@ -95,8 +95,8 @@ def token_scores_key(fingerprint: str, text: str, window: int | None, *, scorer_
     """The cache key of ``text``'s per-token scores under a model and a context window.
 
     Args:
-        fingerprint: ``ModelInfo.fingerprint`` (the weights' hash; for a remote model its URL
-            and model name, never its API key).
+        fingerprint: ``ModelInfo.fingerprint`` (the weights' hash; for a remote model the
+            served model's identity, ``served:<sha256>``, never its URL or API key).
         text: The exact text scored.
         window: The window asked for (None: the scorer's default).
         scorer_kind: ``ModelInfo.kind``, so local and remote scores stay apart.

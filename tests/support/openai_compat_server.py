@@ -5,12 +5,32 @@ that :class:`backend.models.remote.RemoteScorer` uses, the way vLLM answers them
 remote code path runs end to end (HTTP, the ``openai`` client, JSON, offsets) against real
 numbers that the local scorer can be checked against:
 
-- ``GET /v1/models``: one model, with vLLM's ``max_model_len``;
+- ``GET /v1/models``: the served model, with vLLM's ``max_model_len`` (and ``also_listed``:
+  more names listed beside it);
 - ``POST /v1/completions``: ``prompt`` (a string or a list), ``echo``, ``logprobs`` (top-k),
   ``max_tokens`` (greedy; 0 allowed); with ``echo`` the prompt tokens come back with their
   log-probs (``null`` for the first), vLLM-style ``text_offset`` (running sum of the decoded
-  tokens' lengths) and top log-probs; a prompt longer than ``max_model_len`` is refused with
-  vLLM's "maximum context length" message (HTTP 400);
+  tokens' lengths) and top log-probs; vLLM's ``prompt_logprobs`` extension (``extra_body``)
+  puts ``choices[i].prompt_logprobs`` in the answer: ``null`` for the first prompt token, then
+  per token a dict keyed by token id (as a string) of ``{"logprob", "rank", "decoded_token"}``,
+  the prompt token first, then the top ``prompt_logprobs`` others; a prompt longer than
+  ``max_model_len`` is refused with vLLM's "maximum context length" message (HTTP 400);
+- ``scoring`` (:data:`SCORING`), how completions treat the prompt's log-probs: ``"vllm"``
+  (both ``echo`` and ``prompt_logprobs``, as vLLM), ``"prompt_logprobs"`` (only the extension:
+  ``echo`` is ignored as below), ``"echo_ignored"`` (llama.cpp's llama-server: ``echo`` and the extension
+  ignored, the text and log-probs of the generated tokens only), ``"echo_refused"`` (HTTP 400
+  "Only no echo is supported", as other llama.cpp builds answer) and ``"none"`` (no ``logprobs``
+  at all);
+- ``llama_routes``: also llama.cpp's routes without ``/v1``: ``GET /models`` (the same listing)
+  and its own ``POST /completions``, whose answer is not OpenAI's (``content``, no ``choices``),
+  as a client pointed at a URL without ``/v1`` meets it;
+- ``bos``: completions prompts start with a special token that is no part of the text (the
+  tokenizer's BOS, as Llama's do), echoed and scored like the rest; ``raw_pieces``: the
+  ``decoded_token`` of ``prompt_logprobs`` is the vocabulary's piece (``Ġworld``), as older
+  vLLM releases sent it, rather than the token decoded alone;
+- ``listing``: False answers ``GET /v1/models`` with HTTP 404, as servers without the endpoint;
+- ``ignore_model``: answer whatever ``model`` is asked for, naming the served model in the
+  answer (llama.cpp's habit); ``answer_model``: the name answers give (default the served one);
 - ``POST /v1/chat/completions``: the model's chat template, ``logprobs``/``top_logprobs``;
   without ``logprobs`` the answer is a greedy ``generate`` with a KV cache, up to the server's
   ``max_chat_tokens`` (default 16; raise it for longer answers, e.g. question generation);
@@ -49,10 +69,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Engine", "RunningServer", "start_server", "main", "FAULTS"]
+__all__ = ["Engine", "RunningServer", "start_server", "main", "FAULTS", "SCORING"]
 
 MAX_GENERATED = 16  # greedy tokens per request, enough for the protocol, cheap on a CPU
 FAULTS = (None, "500", "slow", "truncated")
+SCORING = ("vllm", "prompt_logprobs", "echo_ignored", "echo_refused", "none")
 
 
 @dataclass
@@ -83,6 +104,16 @@ class Engine:
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` as the local scorer tokenizes it (no special tokens)."""
         return list(self.load()._lm.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    @property
+    def bos_id(self) -> int:
+        """The special token a ``bos`` server puts before every completions prompt."""
+        tok = self.load()._lm.tokenizer
+        return int(tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id)
+
+    def raw_piece(self, token_id: int) -> str:
+        """A token as its vocabulary piece (byte-level ``Ġ`` for a space), as older vLLM releases reported it."""
+        return str(self.load()._lm.tokenizer.convert_ids_to_tokens(token_id))
 
     def token_text(self, token_id: int) -> str:
         """A token as vLLM reports it: decoded alone (part of a character reads U+FFFD)."""
@@ -173,13 +204,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         try:
             self._authorize()
-            if self.path.rstrip("/") != "/v1/models":
+            models = ("/v1/models", "/models") if self.server.llama_routes else ("/v1/models",)
+            if self.path.rstrip("/") not in models or not self.server.listing:
                 raise _ApiError(404, f"no route {self.path}", "not_found_error")
             engine = self.server.engine
+            names = [engine.name, *self.server.also_listed]
             self._send(200, {"object": "list", "data": [{
-                "id": engine.name, "object": "model", "created": 0, "owned_by": "chunklab-tests",
+                "id": name, "object": "model", "created": 0, "owned_by": "chunklab-tests",
                 "max_model_len": engine.max_model_len,
-            }]})
+            } for name in names]})
         except _ApiError as e:
             self._error(e)
 
@@ -217,36 +250,46 @@ class _Handler(BaseHTTPRequestHandler):
             path = self.path.rstrip("/")
             if path == "/v1/completions":
                 self._send(200, self._completions(body))
+            elif path == "/completions" and self.server.llama_routes:
+                self._send(200, _native_completion(self.server.engine, body))
             elif path == "/v1/chat/completions":
                 if not self.server.chat:
                     raise _ApiError(404, f"no route {self.path}", "not_found_error")
-                self._send(200, _chat(self.server.engine, body, self.server.max_chat_tokens))
+                self._check_model(body)
+                answer = _chat(self.server.engine, body, self.server.max_chat_tokens)
+                self._send(200, {**answer, "model": self.server.answer_model or answer["model"]})
             else:
                 raise _ApiError(404, f"no route {self.path}", "not_found_error")
         except _ApiError as e:
             self._error(e)
 
 
+    def _check_model(self, body: dict[str, Any]) -> None:
+        if not self.server.ignore_model:
+            _check_model(self.server.engine, body)
+
     def _completions(self, body: dict[str, Any]) -> dict[str, Any]:
         server = self.server
-        if not server.memo:
-            return _completions(server.engine, body, server.prompt_logprobs)
-        key = json.dumps(body, sort_keys=True)
-        with server.counter_lock:
-            answer = server.answers.get(key)
+        self._check_model(body)
+        if server.scoring == "echo_refused" and body.get("echo"):
+            raise _ApiError(400, "Only no echo is supported")
+        answer = server.answers.get(json.dumps(body, sort_keys=True)) if server.memo else None
         if answer is None:
-            answer = _completions(server.engine, body, server.prompt_logprobs)
-            with server.counter_lock:
-                server.answers.setdefault(key, answer)
-        return answer
+            answer = _completions(server.engine, body, server.scoring, bos=server.bos, raw_pieces=server.raw_pieces)
+            if server.memo:
+                with server.counter_lock:
+                    server.answers.setdefault(json.dumps(body, sort_keys=True), answer)
+        return {**answer, "model": server.answer_model or answer["model"]}
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, prompt_logprobs: bool,
-        max_chat_tokens: int = MAX_GENERATED, delay: float = 0.0, memo: bool = False,
+        self, address: tuple[str, int], engine: Engine, api_key: str | None, chat: bool, scoring: str,
+        max_chat_tokens: int = MAX_GENERATED, delay: float = 0.0, memo: bool = False, *,
+        ignore_model: bool = False, answer_model: str | None = None, also_listed: tuple[str, ...] = (),
+        llama_routes: bool = False, listing: bool = True, bos: bool = False, raw_pieces: bool = False,
     ) -> None:
         super().__init__(address, _Handler)
         self.delay = delay
@@ -263,8 +306,15 @@ class _Server(ThreadingHTTPServer):
         self.engine = engine
         self.api_key = api_key
         self.chat = chat
-        self.prompt_logprobs = prompt_logprobs
+        self.scoring = scoring
         self.max_chat_tokens = max_chat_tokens
+        self.ignore_model = ignore_model
+        self.answer_model = answer_model
+        self.also_listed = also_listed
+        self.llama_routes = llama_routes
+        self.listing = listing
+        self.bos = bos
+        self.raw_pieces = raw_pieces
 
 
 def _check_model(engine: Engine, body: dict[str, Any]) -> None:
@@ -294,9 +344,9 @@ def _top(row: Any, k: int, engine: Engine) -> dict[str, float]:
     return out
 
 
-def _run(engine: Engine, prompt: str, max_tokens: int) -> tuple[list[int], list[int], Any]:
-    """Prompt ids, greedily generated ids, and the log-softmax rows predicting each token after the first."""
-    ids = engine.encode(prompt)
+def _run(engine: Engine, prompt: str, max_tokens: int, bos: bool = False) -> tuple[list[int], list[int], Any]:
+    """Prompt ids (after a BOS with ``bos``), greedily generated ids, and the log-softmax rows predicting each token after the first."""
+    ids = ([engine.bos_id] if bos else []) + engine.encode(prompt)
     if not ids:
         raise _ApiError(400, "the prompt is empty")
     _check_length(engine, len(ids), max_tokens)
@@ -309,55 +359,35 @@ def _run(engine: Engine, prompt: str, max_tokens: int) -> tuple[list[int], list[
     return ids, generated, rows
 
 
-def _completions(engine: Engine, body: dict[str, Any], prompt_logprobs: bool = True) -> dict[str, Any]:
-    _check_model(engine, body)
+def _completions(
+    engine: Engine, body: dict[str, Any], scoring: str = "vllm", *, bos: bool = False, raw_pieces: bool = False
+) -> dict[str, Any]:
     prompts = body.get("prompt")
     if isinstance(prompts, str):
         prompts = [prompts]
     if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
         raise _ApiError(400, "prompt must be a string or a list of strings")
-    echo = bool(body.get("echo"))
-    k = body.get("logprobs")
+    echo = bool(body.get("echo")) and scoring == "vllm"  # the others ignore it: the generated tokens only
+    k = body.get("logprobs") if scoring != "none" else None
+    prompt_k = body.get("prompt_logprobs") if scoring in ("vllm", "prompt_logprobs") else None
     max_tokens = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
     if not 0 <= max_tokens <= MAX_GENERATED:
         raise _ApiError(400, f"max_tokens must be between 0 and {MAX_GENERATED} on this test server")
     choices, n_prompt, n_gen = [], 0, 0
     for index, prompt in enumerate(prompts):
-        ids, gen, rows = _run(engine, prompt, max_tokens)
+        ids, gen, rows = _run(engine, prompt, max_tokens, bos)
         n_prompt += len(ids)
         n_gen += len(gen)
         gen_text = engine.load()._lm.tokenizer.decode(gen)
-        logprobs = None
-        if k is not None and prompt_logprobs:
-            k = max(1, int(k))
-            seq = (ids + gen) if echo else gen
-            first = 0 if echo else len(ids)
-            tokens = [engine.token_text(t) for t in seq]
-            token_logprobs: list[float | None] = []
-            top: list[dict[str, float] | None] = []
-            for j, t in enumerate(seq):
-                pos = first + j  # position of this token in ids + gen
-                if pos == 0:
-                    token_logprobs.append(None)
-                    top.append(None)
-                    continue
-                row = rows[pos - 1]
-                value = float(row[t])
-                token_logprobs.append(value)
-                entry = _top(row, k, engine)
-                entry.setdefault(tokens[j], value)
-                top.append(entry)
-            offsets, at = [], 0 if echo else len(prompt)
-            for t in tokens:
-                offsets.append(at)
-                at += len(t)
-            logprobs = {"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top, "text_offset": offsets}
-        choices.append({
+        choice: dict[str, Any] = {
             "index": index,
             "text": (prompt if echo else "") + gen_text,
-            "logprobs": logprobs,
+            "logprobs": None if k is None else _logprobs(engine, prompt, ids, gen, rows, int(k), echo),
             "finish_reason": "length",
-        })
+        }
+        if prompt_k is not None:
+            choice["prompt_logprobs"] = _prompt_logprobs(engine, ids, rows, int(prompt_k), raw_pieces)
+        choices.append(choice)
     return {
         "id": f"cmpl-{uuid.uuid4().hex}",
         "object": "text_completion",
@@ -368,8 +398,68 @@ def _completions(engine: Engine, body: dict[str, Any], prompt_logprobs: bool = T
     }
 
 
+def _logprobs(engine: Engine, prompt: str, ids: list[int], gen: list[int], rows: Any, k: int, echo: bool) -> dict[str, Any]:
+    """OpenAI's ``logprobs`` of a completion choice: the prompt's and generated tokens with ``echo``, else the generated."""
+    k = max(1, k)
+    seq = (ids + gen) if echo else gen
+    first = 0 if echo else len(ids)
+    tokens = [engine.token_text(t) for t in seq]
+    token_logprobs: list[float | None] = []
+    top: list[dict[str, float] | None] = []
+    for j, t in enumerate(seq):
+        pos = first + j  # position of this token in ids + gen
+        if pos == 0:
+            token_logprobs.append(None)
+            top.append(None)
+            continue
+        row = rows[pos - 1]
+        value = float(row[t])
+        token_logprobs.append(value)
+        entry = _top(row, k, engine)
+        entry.setdefault(tokens[j], value)
+        top.append(entry)
+    offsets, at = [], 0 if echo else len(prompt)
+    for t in tokens:
+        offsets.append(at)
+        at += len(t)
+    return {"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top, "text_offset": offsets}
+
+
+def _prompt_logprobs(
+    engine: Engine, ids: list[int], rows: Any, k: int, raw_pieces: bool = False
+) -> list[dict[str, dict[str, Any]] | None]:
+    """vLLM's ``prompt_logprobs`` of a choice: None, then per prompt token its own entry first and the top ``k`` after it."""
+    import torch
+
+    name = engine.raw_piece if raw_pieces else engine.token_text
+    out: list[dict[str, dict[str, Any]] | None] = [None]
+    for pos in range(1, len(ids)):
+        row = rows[pos - 1]
+        t = ids[pos]
+        value = float(row[t])
+        entries = {str(t): {"logprob": value, "rank": 1 + int((row > row[t]).sum()), "decoded_token": name(t)}}
+        if k > 0:
+            values, top_ids = torch.topk(row, k)
+            for rank, (v, i) in enumerate(zip(values.tolist(), top_ids.tolist()), start=1):
+                entries.setdefault(str(i), {"logprob": float(v), "rank": rank, "decoded_token": name(int(i))})
+        out.append(entries)
+    return out
+
+
+def _native_completion(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
+    """llama.cpp's own ``/completion`` answer (not OpenAI's): the generated text as ``content``."""
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str):
+        raise _ApiError(400, "prompt must be a string")
+    n = max(1, min(int(body.get("n_predict") or body.get("max_tokens") or 1), MAX_GENERATED))
+    ids, gen, _rows = _run(engine, prompt, n)
+    return {
+        "index": 0, "content": engine.load()._lm.tokenizer.decode(gen), "tokens": [], "id_slot": 0, "stop": True,
+        "model": engine.name, "tokens_predicted": len(gen), "tokens_evaluated": len(ids), "truncated": False,
+    }
+
+
 def _chat(engine: Engine, body: dict[str, Any], max_chat_tokens: int = MAX_GENERATED) -> dict[str, Any]:
-    _check_model(engine, body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _ApiError(400, "messages must be a non-empty list")
@@ -474,10 +564,17 @@ def start_server(
     host: str = "127.0.0.1",
     port: int = 0,
     chat: bool = True,
-    prompt_logprobs: bool = True,
+    scoring: str = "vllm",
     max_chat_tokens: int = MAX_GENERATED,
     delay: float = 0.0,
     memo: bool = False,
+    ignore_model: bool = False,
+    answer_model: str | None = None,
+    also_listed: tuple[str, ...] = (),
+    llama_routes: bool = False,
+    listing: bool = True,
+    bos: bool = False,
+    raw_pieces: bool = False,
 ) -> RunningServer:
     """Serve ``engine`` (default: the bundled SmolLM2) on ``host:port`` (0: a free port) in a thread.
 
@@ -485,16 +582,30 @@ def start_server(
         engine: The model; loaded before the server starts answering.
         api_key: The bearer token clients must send; None accepts any.
         chat: Whether ``/v1/chat/completions`` exists (False: 404, as on servers without it).
-        prompt_logprobs: False answers completions without any ``logprobs`` (like servers
-            that ignore ``echo``/``logprobs``), to test the client's error.
+        scoring: How completions give the prompt's log-probs, one of :data:`SCORING` (see the
+            module docstring): ``"vllm"`` gives them both ways, the others test the client's
+            fallback to ``prompt_logprobs`` and its error for servers that give none.
         max_chat_tokens: The longest chat answer without log-probs (greedy generation).
         delay: Seconds each POST waits before it is answered (0: none).
         memo: Answer a completions request seen before with its first answer, without the model.
+        ignore_model: Answer any ``model`` asked for (llama.cpp) instead of HTTP 404 for another name.
+        answer_model: The ``model`` every answer names (default the served model's name).
+        also_listed: More model names ``/v1/models`` lists after the served one.
+        llama_routes: Also answer llama.cpp's ``/models`` and native ``/completions`` (no ``/v1``).
+        listing: False: no ``/v1/models`` (HTTP 404), so a client must trust the name it asks for.
+        bos: Put a BOS token (no part of the text) before every completions prompt.
+        raw_pieces: ``prompt_logprobs`` name tokens by vocabulary piece (``Ġworld``), as older vLLM did.
     """
     if not delay >= 0:
         raise ValueError(f"delay ({delay!r}) must be 0 or more seconds")
+    if scoring not in SCORING:
+        raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
     engine = (engine or Engine()).load()
-    server = _Server((host, port), engine, api_key, chat, prompt_logprobs, max_chat_tokens, delay, memo)
+    server = _Server(
+        (host, port), engine, api_key, chat, scoring, max_chat_tokens, delay, memo,
+        ignore_model=ignore_model, answer_model=answer_model, also_listed=tuple(also_listed),
+        llama_routes=llama_routes, listing=listing, bos=bos, raw_pieces=raw_pieces,
+    )
     thread = threading.Thread(target=server.serve_forever, name="openai-compat-server", daemon=True)
     thread.start()
     bound_host, bound_port = server.server_address[:2]
@@ -510,9 +621,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=None, help="model spec for load_lm (default: bundled SmolLM2)")
     parser.add_argument("--max-model-len", type=int, default=None)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds each POST waits before its answer")
+    parser.add_argument("--scoring", choices=SCORING, default="vllm", help="how completions give prompt log-probs")
+    parser.add_argument("--ignore-model", action="store_true", help="answer any model name, as llama.cpp does")
     args = parser.parse_args(argv)
     server = start_server(Engine(args.model, max_model_len=args.max_model_len), api_key=args.api_key,
-                          host=args.host, port=args.port, delay=args.delay)
+                          host=args.host, port=args.port, delay=args.delay, scoring=args.scoring,
+                          ignore_model=args.ignore_model)
     print(f"serving {server.engine.name} at {server.url}", flush=True)
     try:
         server._thread.join()

@@ -6,7 +6,6 @@ SmolLM2, so the remote numbers are checked against LocalScorer's on the same tex
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 
 from backend.errors import Cancelled, ModelError, ParameterError
+from backend.models.openai_compat import ServedModel
 from backend.models.remote import RemoteScorer, token_starts
 from backend.models.scorer import load_scorer
 from backend.progress import CancelToken, Progress
@@ -59,7 +59,9 @@ def test_info_names_the_server_and_model(server, remote):
     assert info.source == server.url
     assert info.context_length == server.engine.max_model_len
     assert info.parameters == 0
-    assert info.fingerprint == hashlib.sha256(f"{server.url}\n{info.name}".encode()).hexdigest()
+    # The served model's identity, not the URL: what the listing says stands behind the name.
+    assert info.fingerprint == ServedModel(info.name, info.context_length).fingerprint("remote-lm")
+    assert info.fingerprint.startswith("served:") and server.url not in info.fingerprint
 
 
 def test_token_nll_matches_the_local_scorer(remote, local):
@@ -338,7 +340,7 @@ def test_server_that_never_answers_times_out():
 
 
 def test_server_without_prompt_logprobs_is_a_model_error():
-    with start_server(prompt_logprobs=False) as plain:
+    with start_server(scoring="none") as plain:
         scorer = RemoteScorer(plain.url)
         with pytest.raises(ModelError, match="returned no prompt log-probs"):
             scorer.token_nll(TEXT)

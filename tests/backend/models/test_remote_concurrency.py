@@ -85,7 +85,7 @@ def test_cancel_stops_submitting_and_leaves_no_thread(server):
 
 
 def test_first_error_in_order_is_raised_and_no_thread_is_left():
-    with start_server(prompt_logprobs=False, delay=0.05) as bare:
+    with start_server(scoring="none", delay=0.05) as bare:
         scorer = RemoteScorer(bare.url, concurrency=4, timeout=WAIT)
         with pytest.raises(ModelError, match="no prompt log-probs"):
             scorer.conditional_nll(PAIRS)
