@@ -28,8 +28,9 @@ import hashlib
 import logging
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from huggingface_hub import snapshot_download

@@ -12,7 +12,8 @@ import hashlib
 import logging
 import threading
 import time
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
