@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from backend.chunkers import make_chunker
-from backend.chunkers.context import ModelContext
 from backend.chunkers.base import run_chunker
+from backend.chunkers.context import ModelContext
 from backend.metrics.report import quality_report
 from backend.models.cache import OutputCache
 from backend.models.embedder import load_embedder
