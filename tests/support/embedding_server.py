@@ -9,7 +9,10 @@ local path can be checked against:
   answers 404 instead, like servers without the route;
 - ``POST /v1/embeddings``: ``input`` (a string or a list of strings) and ``model``; vectors from
   :func:`backend.models.embedder.load_embedder` on the CPU (the local path's model and weights),
-  sent as JSON floats (a float32 is exact in JSON), in a shuffled order of ``data`` items
+  sent as base64 of little-endian float32 when the request asks for ``encoding_format: "base64"``
+  (the ``openai`` client's default, as OpenAI, vLLM and llama.cpp answer it; ``base64=False``
+  answers JSON floats whatever was asked, as servers without it do), else as JSON floats (a
+  float32 is exact in JSON), in a shuffled order of ``data`` items
   (each with its ``index``, which the client must follow); ``dimensions`` (when
   ``shortens=True``) keeps the first ``dimensions`` values, renormalized, as OpenAI's
   text-embedding-3 models do; a ``model`` the server does not list gets HTTP 404 — unless
@@ -32,8 +35,10 @@ Use it in-process (``with start_embedding_server() as server: server.url``) or a
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import random
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -69,6 +74,7 @@ class _Server(ThreadingHTTPServer):
         self.delay: float = options["delay"]
         self.memo: bool = options["memo"]
         self.shortens: bool = options["shortens"]
+        self.base64: bool = options["base64"]
         self.fault: str | None = None
         self.lock = threading.Lock()
         self.vectors: dict[str, np.ndarray] = {}
@@ -78,6 +84,12 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server  # type: ignore[assignment]
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in two writes: without this, Nagle's algorithm and the client's
+        # delayed ACK hold the body back ~40 ms, a wait no real server adds (it would skew the bench).
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
         pass
@@ -155,7 +167,12 @@ class _Handler(BaseHTTPRequestHandler):
             rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
         if server.fault == "dimension":
             rows = rows[:, :-1]
-        items = [{"object": "embedding", "index": i, "embedding": [float(x) for x in row]} for i, row in enumerate(rows)]
+        packed = server.base64 and body.get("encoding_format") == "base64"
+        items = [
+            {"object": "embedding", "index": i,
+             "embedding": base64.b64encode(row.astype("<f4").tobytes()).decode("ascii") if packed else [float(x) for x in row]}
+            for i, row in enumerate(rows)
+        ]
         if server.fault == "malformed":
             items = [{"object": "embedding", "index": i} for i in range(len(texts))]
         random.Random(len(texts)).shuffle(items)  # the client must read each item's index
@@ -244,6 +261,7 @@ def start_embedding_server(
     delay: float = 0.0,
     memo: bool = False,
     shortens: bool = False,
+    base64: bool = True,
     host: str = "127.0.0.1",
     port: int = 0,
 ) -> RunningEmbeddingServer:
@@ -257,11 +275,12 @@ def start_embedding_server(
         delay: Seconds each POST waits before it is answered.
         memo: Answer texts embedded before from memory.
         shortens: Honour the request's ``dimensions`` (text-embedding-3 style); False ignores it.
+        base64: Honour ``encoding_format: "base64"``; False always answers JSON floats.
     """
     if not delay >= 0:
         raise ValueError(f"delay ({delay!r}) must be 0 or more seconds")
     server = _Server((host, port), models=models, listed=listed, answer_model=answer_model, api_key=api_key,
-                     delay=delay, memo=memo, shortens=shortens)
+                     delay=delay, memo=memo, shortens=shortens, base64=base64)
     thread = threading.Thread(target=server.serve_forever, name="embedding-server", daemon=True)
     thread.start()
     bound_host, bound_port = server.server_address[:2]

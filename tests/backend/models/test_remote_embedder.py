@@ -63,6 +63,9 @@ def test_vectors_equal_the_local_embedders(server, local):
     np.testing.assert_allclose(vectors, local.embed(TEXTS), atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
     assert remote.embed([]).shape == (0, 384)
+    # A server that answers JSON floats although the client asked for base64 (the openai client's default).
+    with start_embedding_server(base64=False) as floats:
+        np.testing.assert_allclose(RemoteEmbedder(floats.url).embed(TEXTS), vectors, atol=1e-6)
 
 
 def test_info_is_the_served_identity_without_url_or_key(server, local):
