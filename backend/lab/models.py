@@ -30,8 +30,8 @@ from backend.models.chat import LocalChat, remote_llm_configured
 from backend.models.embedder import embedder_name, load_embedder
 from backend.models.embeddings import TextEmbedder
 from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
-from backend.models.remote_embedder import is_remote_embedder
 from backend.models.lm import resolve_spec
+from backend.models.remote_embedder import is_remote_embedder
 from backend.models.scorer import load_scorer
 from backend.models.scoring import scored_tokens, scoring_checkpoint
 from backend.models.types import ModelInfo, Scorer, TokenScores
