@@ -16,6 +16,7 @@ from backend.models.cache import OutputCache
 from backend.models.embedder import embedder_name, load_embedder, loaded_embedder, resolve_embedder_spec
 from backend.models.embeddings import embed_texts, embeddings_key, lazy_text_embedder
 from backend.models.identity import embedder_fingerprint_without_loading
+from backend.models.rates import rate_store
 from backend.models.remote_embedder import RemoteEmbedder, connect_remote_embedder, is_remote_embedder
 from backend.progress import CancelToken, Progress
 from tests.support.embedding_server import start_embedding_server
@@ -141,6 +142,8 @@ def test_served_identity_keys_the_cache(tmp_path, local):
         remote = RemoteEmbedder(running.url)
         vectors, hit = embed_texts(remote, TEXTS, cache=cache)
         assert not hit
+        rate = rate_store().of_model(remote.info, "embed")  # measured under the served identity
+        assert rate is not None and rate_store().find(remote.info.fingerprint, "embed", kind="remote-embedder") == rate
         again, hit = embed_texts(remote, TEXTS, cache=cache)
         assert hit and np.array_equal(again, vectors)
         # The local model's weights are another identity: no entry shared with the served one.
