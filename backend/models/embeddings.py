@@ -94,7 +94,8 @@ class LazyEmbedder:
             if self._model is None:
                 model = load_embedder(self._spec)
                 if model.info.fingerprint != self.info.fingerprint:
-                    raise ModelError(f"{self.info.name}: its weights changed since they were fingerprinted")
+                    what = "the server now serves another model" if model.info.device == "remote" else "its weights changed"
+                    raise ModelError(f"{self.info.name}: {what} since it was fingerprinted")
                 self._model = model
             return self._model
 

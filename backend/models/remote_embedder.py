@@ -325,8 +325,9 @@ def _count(name: str, value: int | None, default: Any, high: int) -> int:
 
 # --- one connection per settings and process ------------------------------------------------------
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # guards the two dicts only, never held over the network
 _connected: dict[RemoteEmbedderSettings, RemoteEmbedder] = {}
+_connecting: dict[RemoteEmbedderSettings, threading.Lock] = {}  # one connection attempt at a time per settings
 
 
 def connect_remote_embedder(spec: str | None = REMOTE_EMBEDDER) -> RemoteEmbedder:
@@ -341,12 +342,21 @@ def connect_remote_embedder(spec: str | None = REMOTE_EMBEDDER) -> RemoteEmbedde
     settings = remote_embedder_settings(spec)
     with _lock:
         hit = _connected.get(settings)
+        attempt = _connecting.setdefault(settings, threading.Lock())
+    if hit is not None:
+        return hit
+    # A page asking for the name of a connected embedder must not wait for a slow server.
+    with attempt:
+        with _lock:
+            hit = _connected.get(settings)
         if hit is None:
             e = settings.endpoint
-            hit = _connected[settings] = RemoteEmbedder(
+            hit = RemoteEmbedder(
                 e.base_url, e.model, e.api_key, timeout=e.timeout, retries=e.retries,
                 concurrency=settings.concurrency, batch=settings.batch, dimensions=settings.dimensions,
             )
+            with _lock:
+                _connected[settings] = hit
         return hit
 
 
