@@ -280,7 +280,7 @@ class RemoteEmbedder:
 
     def _embed_batch(self, batch: Sequence[str]) -> np.ndarray:
         """One ``/embeddings`` request: its rows, checked and L2-normalized, in ``batch`` order."""
-        what = f"an embeddings request ({len(batch)} texts)"
+        what = f"an embeddings request ({len(batch)} text{'' if len(batch) == 1 else 's'})"
         kwargs: dict[str, Any] = {"model": self.model, "input": list(batch)}
         if self.dimensions is not None:
             kwargs["dimensions"] = self.dimensions

@@ -114,7 +114,7 @@ def test_a_server_answering_another_model_is_refused(local):
     with start_embedding_server(models=["nomic-embed", "minilm-served"], answer_model="nomic-embed") as running:
         with pytest.raises(ModelError) as err:
             RemoteEmbedder(running.url, model="minilm-served")
-    assert "answered an embeddings request (1 texts) with model 'nomic-embed' when asked for 'minilm-served'" in str(err.value)
+    assert "answered an embeddings request (1 text) with model 'nomic-embed' when asked for 'minilm-served'" in str(err.value)
     assert "\n" not in str(err.value)
 
 
@@ -220,3 +220,28 @@ def test_the_spec_remote_and_a_url_everywhere_an_embedder_is_named(server, monke
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     assert load_embedder("remote") is by_url
+
+
+def test_failed_requests_are_retried_by_the_clients_policy():
+    with start_embedding_server() as running:
+        remote = RemoteEmbedder(running.url, retries=2, batch=8)
+        running.inject("500")
+        running.reset_counts()
+        with pytest.raises(ModelError, match=r"\(HTTP 500\)"):
+            remote.embed(TEXTS)
+        assert running.posts == 3  # the request and its 2 retries, then one line
+        running.inject(None)
+        assert remote.embed(TEXTS).shape == (5, 384)
+
+
+def test_a_server_slower_than_the_timeout_is_one_line():
+    with start_embedding_server() as running:
+        remote = RemoteEmbedder(running.url, retries=0, timeout=0.5)
+        running.set_delay(2.0)
+        with pytest.raises(ModelError) as err:
+            remote.embed(TEXTS[:1])
+        running.set_delay(0.0)
+    assert str(err.value) == (
+        f"embeddings server at {running.url} did not answer an embeddings request (1 text) within 0.5s "
+        "(CHUNKLAB_EMBEDDER_TIMEOUT)"
+    )
