@@ -229,6 +229,10 @@ class RunningEmbeddingServer:
             raise ValueError(f"fault must be one of {EMBEDDING_FAULTS}, got {fault!r}")
         self._server.fault = fault
 
+    def set_answer_model(self, name: str | None) -> None:
+        """From now on answer every request under ``name``, whatever it asked for (None: the name asked for)."""
+        self._server.answer_model = name
+
     def set_delay(self, seconds: float) -> None:
         """Wait ``seconds`` before answering each POST from now on."""
         self._server.delay = seconds

@@ -118,19 +118,35 @@ def test_a_server_answering_another_model_is_refused(local):
     assert "\n" not in str(err.value)
 
 
+def test_an_answer_of_another_model_never_reaches_the_cache(tmp_path):
+    cache = OutputCache(tmp_path / "cache")
+    with start_embedding_server(models=["minilm-served", "other-model"]) as running:
+        remote = RemoteEmbedder(running.url, model="minilm-served")
+        running.set_answer_model("other-model")  # the server swapped what it serves behind the name
+        with pytest.raises(ModelError, match="with model 'other-model' when asked for 'minilm-served'"):
+            embed_texts(remote, TEXTS, cache=cache)
+        assert not cache.contains(embeddings_key(remote.info.fingerprint, TEXTS))
+        running.set_answer_model(None)
+        assert not embed_texts(remote, TEXTS, cache=cache)[1]
+
+
 def test_a_name_the_server_does_not_list_is_refused():
     with start_embedding_server(models=["served-a"]) as running:
         with pytest.raises(ModelError, match=r"has no model 'text-embedding-3-large' \(it serves: served-a\)"):
             RemoteEmbedder(running.url, model="text-embedding-3-large")
 
 
-def test_another_dimension_is_another_identity():
+def test_another_dimension_is_another_identity(tmp_path):
     with start_embedding_server(shortens=True) as running:
         full = RemoteEmbedder(running.url)
         short = RemoteEmbedder(running.url, dimensions=128)
         assert (full.dimension, short.dimension) == (384, 128)
         assert full.info.fingerprint != short.info.fingerprint
         assert short.embed(TEXTS[:2]).shape == (2, 128)
+        cache = OutputCache(tmp_path / "cache")
+        assert not embed_texts(full, TEXTS, cache=cache)[1]
+        short_vectors, hit = embed_texts(short, TEXTS, cache=cache)  # another cache entry, not the 384-d one
+        assert not hit and short_vectors.shape == (5, 128)
     with start_embedding_server() as ignoring:  # a model that cannot shorten its vectors
         with pytest.raises(ModelError, match="answered 384-dimensional vectors when asked for 128"):
             RemoteEmbedder(ignoring.url, dimensions=128)
