@@ -179,11 +179,14 @@ class RemoteEmbedder:
         endpoint = Endpoint.resolve(EMBEDDER_SERVICE, base_url, model, api_key, timeout=timeout, retries=retries)
         self._endpoint = endpoint
         self._client: OpenAI = endpoint.client()
-        self._served: ServedModel = endpoint.discover(self._client)
-        self.model = self._served.name
         self._dimension = 0
-        probe = self._embed_batch([_PROBE_TEXT])
-        self._dimension = int(probe.shape[1])
+        try:
+            self._served: ServedModel = endpoint.discover(self._client)
+            self.model = self._served.name
+            self._dimension = int(self._embed_batch([_PROBE_TEXT]).shape[1])
+        except ModelError:
+            self._client.close()  # a failed connection keeps no pooled sockets
+            raise
         if self.dimensions is not None and self._dimension != self.dimensions:
             raise ModelError(
                 f"{endpoint.where} answered {self._dimension}-dimensional vectors when asked for "
