@@ -69,6 +69,17 @@ __all__ = [
     "DEFAULT_REMOTE_CONCURRENCY",
     "MAX_REMOTE_CONCURRENCY",
     "CHAT_BACKENDS",
+    # the remote embedder
+    "embedder_base_url",
+    "embedder_api_key",
+    "embedder_model",
+    "embedder_timeout",
+    "embedder_retries",
+    "embedder_concurrency",
+    "embedder_batch",
+    "embedder_dimensions",
+    "DEFAULT_EMBEDDER_BATCH",
+    "MAX_EMBEDDER_BATCH",
 ]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -397,3 +408,56 @@ def remote_concurrency() -> int:
     """
     value = _env_count("CHUNKLAB_REMOTE_CONCURRENCY", DEFAULT_REMOTE_CONCURRENCY)
     return value if 1 <= value <= MAX_REMOTE_CONCURRENCY else DEFAULT_REMOTE_CONCURRENCY
+
+
+# --- the remote embedder (``--embedder remote``) ---------------------------------------------------
+
+DEFAULT_EMBEDDER_BATCH = 64  # texts per /embeddings request
+MAX_EMBEDDER_BATCH = 2048  # OpenAI's limit of inputs per request
+
+
+def embedder_base_url() -> str | None:
+    """The remote embedder's base URL (``CHUNKLAB_EMBEDDER_BASE_URL``, else ``OPENAI_BASE_URL``; None: OpenAI's API)."""
+    return _env_text("CHUNKLAB_EMBEDDER_BASE_URL", "OPENAI_BASE_URL")
+
+
+def embedder_api_key() -> str | None:
+    """The remote embedder's bearer token (``CHUNKLAB_EMBEDDER_API_KEY``, else ``OPENAI_API_KEY``)."""
+    return _env_text("CHUNKLAB_EMBEDDER_API_KEY", "OPENAI_API_KEY")
+
+
+def embedder_model() -> str | None:
+    """The remote embedder's model (``CHUNKLAB_EMBEDDER_MODEL``); None lets the server's only model embed."""
+    return _env_text("CHUNKLAB_EMBEDDER_MODEL")
+
+
+def embedder_timeout() -> float:
+    """Seconds to wait for a remote embedder's answer (``CHUNKLAB_EMBEDDER_TIMEOUT``, default 60; above 0)."""
+    return _env_seconds("CHUNKLAB_EMBEDDER_TIMEOUT", DEFAULT_REMOTE_TIMEOUT_S)
+
+
+def embedder_retries() -> int:
+    """Retries of a failed remote embedder request (``CHUNKLAB_EMBEDDER_RETRIES``, default 1; 0 turns them off)."""
+    return _env_count("CHUNKLAB_EMBEDDER_RETRIES", DEFAULT_REMOTE_RETRIES)
+
+
+def embedder_concurrency() -> int:
+    """Remote embedder requests in flight at once (``CHUNKLAB_EMBEDDER_CONCURRENCY``, default 8; 1 to 64)."""
+    value = _env_count("CHUNKLAB_EMBEDDER_CONCURRENCY", DEFAULT_REMOTE_CONCURRENCY)
+    return value if 1 <= value <= MAX_REMOTE_CONCURRENCY else DEFAULT_REMOTE_CONCURRENCY
+
+
+def embedder_batch() -> int:
+    """Texts per remote embedder request (``CHUNKLAB_EMBEDDER_BATCH``, default 64; 1 to 2,048)."""
+    value = _env_count("CHUNKLAB_EMBEDDER_BATCH", DEFAULT_EMBEDDER_BATCH)
+    return value if 1 <= value <= MAX_EMBEDDER_BATCH else DEFAULT_EMBEDDER_BATCH
+
+
+def embedder_dimensions() -> int | None:
+    """The vector length to ask the remote embedder for (``CHUNKLAB_EMBEDDER_DIMENSIONS``; None: the model's own).
+
+    Only models that can shorten their vectors take it (OpenAI's text-embedding-3-*); a value
+    below 1 or unreadable means unset.
+    """
+    value = _env_count("CHUNKLAB_EMBEDDER_DIMENSIONS", 0)
+    return value if value >= 1 else None

@@ -33,7 +33,7 @@ LM_SOURCES = {
     "local": "Local path or hub id",
     "remote": "Remote (OpenAI-compatible)",
 }
-EMB_SOURCES = {"bundled": "Bundled all-MiniLM-L6-v2", "local": "Local path or hub id"}
+EMB_SOURCES = {"bundled": "Bundled all-MiniLM-L6-v2", "local": "Local path or hub id", "remote": "Embeddings server"}
 _BY_A_JOB = "The default model, loaded by a background job (not chosen here): pages use it until you load another."
 _NO_LM = (
     "No language model is loaded: press Load under Language model above (the bundled SmolLM2 takes about "
@@ -136,9 +136,19 @@ with col_emb:
                 help="A sentence-transformers folder, a plain transformers folder (mean pooling), "
                 "or a Hugging Face hub id (only where the hub is reachable or the model is cached).",
             )
+        if emb_source == "remote":
+            st.text_input(
+                "Server URL", key=MODELS("emb_url"), persist_state="session",
+                placeholder="http://host:8080/v1 (blank: CHUNKLAB_EMBEDDER_BASE_URL)",
+                help="Any OpenAI-compatible /v1/embeddings (OpenAI, Text Embeddings Inference, Ollama, vLLM, "
+                "llama.cpp with --embeddings). Model, key, batch, concurrency and dimensions come from the "
+                "CHUNKLAB_EMBEDDER_* variables (see the README); vectors are cached under the model the server serves.",
+            )
         load_emb = st.form_submit_button("Load", key=MODELS("emb_load"), icon=":material/download:")
     if load_emb:
         spec = st.session_state.get(MODELS("emb_path")) if emb_source == "local" else None
+        if emb_source == "remote":
+            spec = (st.session_state.get(MODELS("emb_url")) or "").strip() or "remote"
         with st.spinner("Loading the embedder…", show_time=True):
             if emb_source == "local" and not (spec or "").strip():
                 st.session_state[_EMB_ERROR] = "enter a model folder or a hub id"

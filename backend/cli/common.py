@@ -127,7 +127,7 @@ def add_embedder_flag(parser: argparse.ArgumentParser) -> None:
         "--embedder",
         metavar="default|PATH",
         help="embedder of the semantic chunkers: default (CHUNKLAB_EMBEDDER or the bundled all-MiniLM-L6-v2), "
-        "a model folder or a hub id",
+        "a model folder, a hub id, or remote / an http(s)://…/v1 URL (an embeddings server, CHUNKLAB_EMBEDDER_*)",
     )
 
 

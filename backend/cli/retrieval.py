@@ -106,7 +106,8 @@ def _add_config_flags(p: argparse.ArgumentParser, tokenizers: tuple[str, ...]) -
         "--embedder",
         default="default",
         metavar="default|PATH",
-        help="embedding model: default (CHUNKLAB_EMBEDDER or the bundled all-MiniLM-L6-v2), a model folder or a hub id",
+        help="embedding model: default (CHUNKLAB_EMBEDDER or the bundled all-MiniLM-L6-v2), a model folder, a hub id, "
+        "or remote / an http(s)://…/v1 URL (an embeddings server, CHUNKLAB_EMBEDDER_*)",
     )
     p.add_argument("--no-cache", action="store_true", help="neither read nor write cached embeddings")
 

@@ -31,6 +31,7 @@ from backend.models.embedder import embedder_name, load_embedder
 from backend.models.embeddings import TextEmbedder
 from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
 from backend.models.lm import resolve_spec
+from backend.models.remote_embedder import is_remote_embedder
 from backend.models.scorer import load_scorer
 from backend.models.scoring import scored_tokens, scoring_checkpoint
 from backend.models.types import ModelInfo, Scorer, TokenScores
@@ -58,13 +59,21 @@ def default_lm_identity(env_spec: str | None) -> tuple[str, str | None, str | No
     return name, fingerprint, None
 
 
-@lru_cache(maxsize=8)
 def unloaded_embedder_fingerprint(spec: str | None, env_spec: str) -> str | None:
     """The weights' fingerprint of the embedder ``spec`` (None: ``CHUNKLAB_EMBEDDER`` = ``env_spec``), never loaded.
 
-    None when it cannot be known without loading the embedder (a hub id) or ``spec`` names
-    none: a job then loads it. Remembered per ``(spec, env_spec)`` (hashing the weights takes a moment).
+    None when it cannot be known without loading the embedder (a hub id, a remote embedder not
+    connected yet) or ``spec`` names none: a job then loads it. Remembered per ``(spec, env_spec)``
+    (hashing the weights takes a moment), except a remote embedder's: its identity is the server's.
     """
+    if is_remote_embedder(spec if spec is not None else env_spec):
+        return embedder_fingerprint_without_loading(spec)  # this process's connection, or None
+    return _hashed_embedder_fingerprint(spec, env_spec)
+
+
+@lru_cache(maxsize=8)
+def _hashed_embedder_fingerprint(spec: str | None, env_spec: str) -> str | None:
+    """:func:`unloaded_embedder_fingerprint` of a local embedder, remembered."""
     try:
         return embedder_fingerprint_without_loading(spec)
     except (ModelError, OSError):  # no way to know it without loading: the job will load it

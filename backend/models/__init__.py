@@ -18,6 +18,8 @@ Modules (heavy libraries load inside functions, never on import):
   ``openai`` client, retries, model discovery, key-free error messages.
 - ``identity``: a model's fingerprint without loading it (cache lookups with no model).
 - ``embedder``: batched, normalized sentence embeddings (bundled all-MiniLM-L6-v2 by default).
+- ``remote_embedder``: :class:`RemoteEmbedder` — embeddings from an OpenAI-compatible
+  ``/v1/embeddings`` server (``--embedder remote``), keyed by the served model and dimension.
 - ``embeddings``: embeddings of text lists through the output cache, keyed by the weights.
 - ``hub``: whether the Hugging Face hub is reachable (probed before a hub id is fetched).
 - ``cache``: the persistent, checksummed, size-bounded on-disk cache of model outputs.

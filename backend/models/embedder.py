@@ -10,6 +10,10 @@
   is reachable. Offline (``HF_HUB_OFFLINE=1`` or ``TRANSFORMERS_OFFLINE=1``, or the hub does
   not answer within a few seconds) an id missing from the cache is a :class:`ModelError`,
   never a hang.
+- ``"remote"`` or an ``http(s)://…/v1`` URL: an OpenAI-compatible embeddings server
+  (:class:`~backend.models.remote_embedder.RemoteEmbedder`, configured by the
+  ``CHUNKLAB_EMBEDDER_*`` variables; a URL stands for ``CHUNKLAB_EMBEDDER_BASE_URL``), connected
+  once per process and settings.
 
 sentence-transformers does the tokenization, pooling and length-sorted batching: it is the
 reference implementation of these models' inference, so its outputs match the published
@@ -24,14 +28,15 @@ import hashlib
 import logging
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from huggingface_hub import snapshot_download
 from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-from backend.config import default_embedder_spec, hub_offline_variable
+from backend.config import default_embedder_spec, embedder_base_url, embedder_model, hub_offline_variable
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import (
     apply_thread_setting,
@@ -43,6 +48,13 @@ from backend.models.devices import (
 )
 from backend.models.hub import hub_reachable
 from backend.models.lm import LOADING_LOCK, file_sha256
+from backend.models.remote_embedder import (
+    REMOTE_EMBEDDER,
+    RemoteEmbedder,
+    connect_remote_embedder,
+    connected_remote_embedder,
+    is_remote_embedder,
+)
 from backend.models.types import ModelInfo
 from backend.progress import Progress, acquired
 from backend.tokenizers import minilm_dir
@@ -58,6 +70,7 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "resolve_embedder_spec",
     "weights_fingerprint",
+    "remote_embedder_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -188,7 +201,7 @@ _loaded: dict[tuple[str, str], Embedder] = {}
 
 
 def resolve_embedder_spec(spec: str | None = None) -> str:
-    """The model ``spec`` stands for: ``"minilm"``, an absolute folder path or a hub id.
+    """The model ``spec`` stands for: ``"minilm"``, ``"remote"``, a server URL, an absolute folder path or a hub id.
 
     ``None`` means ``CHUNKLAB_EMBEDDER`` or, unset, the bundled MiniLM.
 
@@ -199,9 +212,11 @@ def resolve_embedder_spec(spec: str | None = None) -> str:
         spec = default_embedder_spec() or DEFAULT_EMBEDDER
     spec = spec.strip()
     if not spec:
-        raise ModelError("the embedder name is empty: give 'minilm', a model folder or a hub id")
+        raise ModelError("the embedder name is empty: give 'minilm', 'remote', a server URL, a model folder or a hub id")
     if spec.lower() == DEFAULT_EMBEDDER:
         return DEFAULT_EMBEDDER
+    if is_remote_embedder(spec):
+        return REMOTE_EMBEDDER if spec.lower() == REMOTE_EMBEDDER else spec.rstrip("/")
     path = Path(spec).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -215,19 +230,23 @@ def resolve_embedder_spec(spec: str | None = None) -> str:
     return spec
 
 
-def load_embedder(spec: str | None = None, device: str | None = None) -> Embedder:
+def load_embedder(spec: str | None = None, device: str | None = None) -> Embedder | RemoteEmbedder:
     """The embedder ``spec`` on ``device``, loaded once per process (thread-safe).
 
     Args:
         spec: ``None``/``"minilm"`` (bundled all-MiniLM-L6-v2, or ``CHUNKLAB_EMBEDDER``),
-            a local model folder, or a hub id (see the module docstring).
+            a local model folder, a hub id, or ``"remote"``/a server URL (see the module docstring).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``…; by default
             :func:`backend.models.devices.select_device` (``CHUNKLAB_DEVICE``, else the best).
+            Ignored by a remote embedder (the server runs it).
 
     Raises:
-        ModelError: missing or unreadable model, hub id unavailable offline, bad device.
+        ModelError: missing or unreadable model, hub id unavailable offline, bad device, or an
+            embeddings server that fails (see :class:`~backend.models.remote_embedder.RemoteEmbedder`).
     """
     resolved = resolve_embedder_spec(spec)
+    if is_remote_embedder(resolved):
+        return connect_remote_embedder(resolved)
     dev = select_device(device)
     apply_thread_setting()
     key = (resolved, dev)
@@ -245,13 +264,16 @@ def load_embedder(spec: str | None = None, device: str | None = None) -> Embedde
 def embedder_name(spec: str | None = None) -> str:
     """The display name :func:`load_embedder` would give ``spec``'s model, without loading it.
 
-    ``all-MiniLM-L6-v2`` for the bundled one, a folder's name, a hub id; ``spec`` itself when
-    it does not resolve (loading would then say why).
+    ``all-MiniLM-L6-v2`` for the bundled one, a folder's name, a hub id; for a remote
+    embedder the served model's name once connected, else the configured name (or "the
+    server's model") and where; ``spec`` itself when it does not resolve (loading would then say why).
     """
     try:
         resolved = resolve_embedder_spec(spec)
     except ModelError:
         return (spec or "").strip() or "default embedder"
+    if is_remote_embedder(resolved):
+        return remote_embedder_name(resolved)
     if resolved == DEFAULT_EMBEDDER:
         return _BUNDLED_NAME
     return resolved if _is_hub_id(resolved) else Path(resolved).name
@@ -267,6 +289,10 @@ def loaded_embedder(spec: str | None = None) -> ModelInfo | None:
         The loaded embedder's info (on any device), or None when it is not loaded or ``spec``
         does not resolve.
     """
+    chosen = spec if spec is not None else default_embedder_spec()
+    if is_remote_embedder(chosen):
+        connected = connected_remote_embedder(chosen)
+        return connected.info if connected is not None else None
     with _lock:
         loaded = list(_loaded.items())
     if not loaded:
@@ -276,6 +302,18 @@ def loaded_embedder(spec: str | None = None) -> ModelInfo | None:
     except ModelError:
         return None
     return next((emb.info for (name, _device), emb in loaded if name == resolved), None)
+
+
+def remote_embedder_name(spec: str) -> str:
+    """A remote embedder's display name without connecting: ``model (embeddings server at <url>)``."""
+    connected = connected_remote_embedder(spec)
+    if connected is not None:
+        return f"{connected.info.name} ({connected.where})"
+    text = spec.strip()
+    url = None if text.lower() == REMOTE_EMBEDDER else text.rstrip("/")
+    url = url or embedder_base_url()
+    model = embedder_model() or "the server's model"
+    return f"{model} (embeddings server at {url})" if url else f"{model} (the OpenAI API)"
 
 
 def _load(resolved: str, device: str) -> Embedder:

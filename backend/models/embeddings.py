@@ -1,4 +1,4 @@
-"""Embeddings of texts through the on-disk output cache, keyed by the embedder's weights.
+"""Embeddings of texts through the on-disk output cache, keyed by the embedder's weights (or served identity).
 
 A list of texts (a chunking's chunks, a question set's questions, one live query) is one
 cache entry, keyed by the embedder's weight fingerprint and the sha256 of the texts' own
@@ -12,15 +12,17 @@ import hashlib
 import logging
 import threading
 import time
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from backend.errors import ModelError
 from backend.models.cache import OutputCache, text_digest
-from backend.models.embedder import embedder_name, load_embedder
+from backend.models.embedder import embedder_name, load_embedder, resolve_embedder_spec
 from backend.models.identity import embedder_fingerprint_without_loading
 from backend.models.rates import RateKey, rate_store
+from backend.models.remote_embedder import is_remote_embedder
 from backend.models.timing import record_cached, timed
 from backend.models.types import ModelInfo
 from backend.progress import Progress
@@ -42,7 +44,11 @@ _VERSION = 1
 
 
 class TextEmbedder(Protocol):
-    """What the retrieval lab needs of an embedder (:class:`backend.models.embedder.Embedder` is one)."""
+    """What the retrieval lab needs of an embedder.
+
+    :class:`backend.models.embedder.Embedder` and
+    :class:`backend.models.remote_embedder.RemoteEmbedder` are ones.
+    """
 
     info: ModelInfo
 
@@ -88,7 +94,8 @@ class LazyEmbedder:
             if self._model is None:
                 model = load_embedder(self._spec)
                 if model.info.fingerprint != self.info.fingerprint:
-                    raise ModelError(f"{self.info.name}: its weights changed since they were fingerprinted")
+                    what = "the server now serves another model" if model.info.device == "remote" else "its weights changed"
+                    raise ModelError(f"{self.info.name}: {what} since it was fingerprinted")
                 self._model = model
             return self._model
 
@@ -111,12 +118,16 @@ def lazy_text_embedder(spec: str | None = None) -> TextEmbedder:
     """:func:`load_text_embedder` of ``spec``, deferred to its first ``embed`` when its identity is known without loading.
 
     A bundled or local embedder folder is fingerprinted from its files (a :class:`LazyEmbedder`);
-    a hub id is loaded now, as its fingerprint needs the model.
+    a hub id is loaded now, as its fingerprint needs the model. A remote embedder connects now
+    (or is the one this process connected to): its identity is what the server says it serves,
+    which no setting can stand for, so cached vectors are never looked up by the name asked for.
 
     Raises:
         ModelError: ``spec`` names no model (or a hub id cannot be loaded).
     """
     resolved = None if spec is None or spec.strip().lower() == "default" else spec
+    if is_remote_embedder(resolve_embedder_spec(resolved)):
+        return load_text_embedder(resolved)
     fingerprint = embedder_fingerprint_without_loading(resolved)
     if fingerprint is None:
         return load_text_embedder(resolved)

@@ -3,7 +3,9 @@
 A rerun looks up the output cache by the model's fingerprint (the sha256 of its weights).
 When the weights are files on disk, that fingerprint is known from the files alone, so a
 cache hit needs no model, no torch and no GPU. A hub id has no local files to hash: its
-fingerprint is known only once it is loaded (None here).
+fingerprint is known only once it is loaded (None here). A remote embedder's identity is what
+its server says it serves: known once this process has connected to it, None before (a cache
+lookup must not trust the name asked for).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from backend.models.devices import requested_precision
 from backend.models.embedder import DEFAULT_EMBEDDER, resolve_embedder_spec, weights_fingerprint
 from backend.models.lm import file_sha256, resolve_spec
+from backend.models.remote_embedder import connected_remote_embedder, is_remote_embedder
 from backend.tokenizers import minilm_dir
 
 __all__ = ["fingerprint_without_loading", "embedder_fingerprint_without_loading"]
@@ -36,6 +39,8 @@ def fingerprint_without_loading(spec: str | None) -> str | None:
 def embedder_fingerprint_without_loading(spec: str | None) -> str | None:
     """The weights' fingerprint of the bundled embedder or a local embedder folder; None for a hub id.
 
+    A remote embedder's served fingerprint when this process has connected to it; None before.
+
     Args:
         spec: An embedder spec for :func:`backend.models.embedder.load_embedder` (None:
             ``CHUNKLAB_EMBEDDER`` or the bundled all-MiniLM-L6-v2).
@@ -46,5 +51,8 @@ def embedder_fingerprint_without_loading(spec: str | None) -> str | None:
     resolved = resolve_embedder_spec(spec)  # a spec naming no model fails here, before any loading
     if resolved == DEFAULT_EMBEDDER:
         return weights_fingerprint(minilm_dir())
+    if is_remote_embedder(resolved):
+        connected = connected_remote_embedder(resolved)
+        return connected.info.fingerprint if connected is not None else None
     path = Path(resolved)
     return weights_fingerprint(path) if path.is_absolute() else None

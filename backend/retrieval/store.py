@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -579,7 +580,12 @@ class ChunkStore:
             rows, hit = embed_texts(embedder, level.texts, cache=cache, progress=progress)
         if rows.shape[0] != n:
             raise ParameterError(f"{n} entries but {rows.shape[0]} vectors")
-        self._upsert(level.name, col, list(level.ids), rows, [dict(r) for r in level.rows], list(level.texts))
+        info = getattr(embedder, "info", None)
+        giver = f"embedder {info.name}" if isinstance(info, ModelInfo) else "the new vectors"
+        try:
+            self._upsert(level.name, col, list(level.ids), rows, [dict(r) for r in level.rows], list(level.texts))
+        except StoreError as e:
+            raise _dimension_mismatch(e, col, giver) from None
         count = int(self._call("counting", col.count))
         return IndexInfo(level.name, count, False, hit, time.perf_counter() - t0)
 
@@ -629,10 +635,13 @@ class ChunkStore:
         n = min(k, int(self._call("counting", col.count)))
         if n == 0:
             return [[] for _ in range(vectors.shape[0])]
-        result = self._call(
-            f"querying collection {name}", col.query, query_embeddings=vectors, n_results=n,
-            include=["metadatas", "distances"],
-        )
+        try:
+            result = self._call(
+                f"querying collection {name}", col.query, query_embeddings=vectors, n_results=n,
+                include=["metadatas", "distances"],
+            )
+        except StoreError as e:
+            raise _dimension_mismatch(e, col, "the query embedder") from None
         return [
             [EntryHit(rank=r + 1, distance=float(d), index=int(m["index"]), ranges=_row_ranges(m), tokens=int(m["tokens"]))
              for r, (m, d) in enumerate(zip(metas, dists))]
@@ -645,6 +654,21 @@ def _row_ranges(meta: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
     if "ranges" in meta:
         return tuple((int(x), int(y)) for x, y in json.loads(str(meta["ranges"])))
     return ((int(meta["start"]), int(meta["end"])),)
+
+
+_DIMENSION = re.compile(r"dimension of (\d+), got (\d+)")
+
+
+def _dimension_mismatch(e: StoreError, col: Any, embedder: str) -> StoreError:
+    """``e`` as one clear line when Chroma refused vectors of another length than the collection's; else ``e``."""
+    m = _DIMENSION.search(str(e))
+    if m is None:
+        return e
+    built = (getattr(col, "metadata", None) or {}).get("embedder") or "another embedder"
+    return StoreError(
+        f"collection {col.name} holds {m[1]}-dimensional vectors (built with {built}); {embedder} gives {m[2]}: "
+        f"use the embedder it was built with, or delete the collection to rebuild it with this one"
+    )
 
 
 def _is_not_found(e: BaseException) -> bool:
