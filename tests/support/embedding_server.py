@@ -244,8 +244,16 @@ class RunningEmbeddingServer:
             self._server.peak_in_flight = self._server.in_flight
 
     def close(self) -> None:
-        """Stop serving and free the port."""
+        """Stop serving, wait for the answers still being computed (at most 30 s), and free the port.
+
+        A request whose client gave up (a timeout test) is still being answered on its own
+        thread; left running, it would embed with torch while the interpreter exits, which
+        aborts the process ("terminate called without an active exception").
+        """
         self._server.shutdown()
+        deadline = time.monotonic() + 30
+        while self._server.in_flight > 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
         self._server.server_close()
         self._thread.join(timeout=5)
 
