@@ -40,8 +40,11 @@ Heavy modules (``openai``, ``httpx``) load on first use.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -74,6 +77,7 @@ REMOTE_EMBEDDER = "remote"
 """The embedder spec (``--embedder remote``) that means this embedder, on the ``CHUNKLAB_EMBEDDER_*`` server."""
 
 _PROBE_TEXT = "Chunk Lab"  # the short text embedded at connect time to learn the vectors' length
+SPEED_SAFETY = 2.0  # a request waits this many times what the measured speed predicts (never below the setting)
 
 
 def is_remote_embedder(spec: str | None) -> bool:
@@ -180,6 +184,9 @@ class RemoteEmbedder:
         self._endpoint = endpoint
         self._client: OpenAI = endpoint.client()
         self._dimension = 0
+        self._speed: tuple[float, float] = (0.0, 0.0)  # characters and seconds of the answers so far
+        self._probe_only = False  # whether the speed is still the connect-time probe's
+        self._speed_lock = threading.Lock()
         try:
             self._served: ServedModel = endpoint.discover(self._client)
             self.model = self._served.name
@@ -287,13 +294,55 @@ class RemoteEmbedder:
         kwargs: dict[str, Any] = {"model": self.model, "input": list(batch)}
         if self.dimensions is not None:
             kwargs["dimensions"] = self.dimensions
-        response = self._endpoint.call(what, self._client.embeddings.create, **kwargs)
+        chars = sum(len(t) for t in batch)
+        timeout, note = self._sized_timeout(chars)
+        timed = dataclasses.replace(self._endpoint, timeout=timeout, timeout_note=note)
+        started = time.perf_counter()
+        response = timed.call(
+            what, self._client.embeddings.create, timeout=self._endpoint.request_timeout(timeout), **kwargs
+        )
+        self._learn(chars, time.perf_counter() - started)
         check_answer_model(self._served, getattr(response, "model", None), self.where, what)
         try:
             return self._read(batch, response, what)
         except (AttributeError, TypeError, ValueError) as e:  # fields missing or of the wrong type
             message = f"{self.where} sent a malformed answer to {what} ({self._endpoint.scrub(f'{type(e).__name__}: {e}')})"
         raise ModelError(message)
+
+    def _sized_timeout(self, chars: int) -> tuple[float, str]:
+        """Seconds to wait for a request of ``chars`` characters, and what the late-answer line says of them.
+
+        A server answers the requests in flight together or in turn (llama.cpp with one thread
+        took 27 s for 64 sentences alone, and over 60 s for each of 8 at once), so a request may
+        wait for the ``concurrency`` requests sent with it: the timeout is
+        :data:`SPEED_SAFETY` times the measured seconds per character of that much text, rounded
+        up, and never below the configured ``CHUNKLAB_EMBEDDER_TIMEOUT``. The speed is learned
+        from every answer (the connect-time probe first: one short text, whose fixed cost makes
+        it a slow, safe first estimate).
+        """
+        floor = self._endpoint.timeout
+        with self._speed_lock:
+            measured_chars, measured_s = self._speed
+        if measured_s <= 0 or measured_chars <= 0:
+            return floor, ""
+        per_char = measured_s / measured_chars
+        ahead = chars * max(1, min(self.concurrency, config.MAX_REMOTE_CONCURRENCY))
+        predicted = SPEED_SAFETY * per_char * ahead
+        seconds = floor if predicted <= floor else float(math.ceil(predicted))
+        return seconds, f"measured {measured_chars / measured_s:,.0f} characters/s, {self.concurrency} in flight; "
+
+    def _learn(self, chars: int, seconds: float) -> None:
+        """Add one answer to the measured speed (sums of recent answers: the newest weigh most).
+
+        The connect-time probe's speed stands only until the first real answer replaces it:
+        its fixed costs (a new connection, a cold server) make it far slower than the server is.
+        """
+        with self._speed_lock:
+            total_chars, total_s = (0.0, 0.0) if self._dimension == 0 or self._probe_only else self._speed
+            self._probe_only = self._dimension == 0
+            if total_chars > 200_000:  # keep it recent: halve the history
+                total_chars, total_s = total_chars / 2, total_s / 2
+            self._speed = (total_chars + max(chars, 1), total_s + max(seconds, 0.0))
 
     def _read(self, batch: Sequence[str], response: Any, what: str) -> np.ndarray:
         """The rows of an embeddings answer, by each item's ``index``."""

@@ -6,6 +6,7 @@ all-MiniLM-L6-v2, so the remote vectors are checked against the local embedder's
 
 from __future__ import annotations
 
+import re
 import socket
 
 import numpy as np
@@ -253,11 +254,26 @@ def test_failed_requests_are_retried_by_the_clients_policy():
 def test_a_server_slower_than_the_timeout_is_one_line():
     with start_embedding_server() as running:
         remote = RemoteEmbedder(running.url, retries=0, timeout=0.5)
+        remote.embed(TEXTS)  # a quick answer: the measured speed asks for no more than the setting
         running.set_delay(2.0)
         with pytest.raises(ModelError) as err:
             remote.embed(TEXTS[:1])
         running.set_delay(0.0)
-    assert str(err.value) == (
-        f"embeddings server at {running.url} did not answer an embeddings request (1 text) within 0.5s "
-        "(CHUNKLAB_EMBEDDER_TIMEOUT)"
-    )
+    # The connect-time probe measured the server's speed; a fast server keeps the configured timeout.
+    assert re.fullmatch(
+        re.escape(f"embeddings server at {running.url} did not answer an embeddings request (1 text) within 0.5s ")
+        + r"\(measured [\d,]+ characters/s, 8 in flight; CHUNKLAB_EMBEDDER_TIMEOUT\)",
+        str(err.value),
+    ), str(err.value)
+
+
+def test_the_timeout_is_sized_from_the_measured_speed_and_the_requests_in_flight():
+    with start_embedding_server() as running:
+        running.set_delay(0.6)  # a slow server: the connect-time probe (within the 1 s setting) measures it
+        remote = RemoteEmbedder(running.url, retries=0, timeout=1.0, concurrency=4, batch=2)
+        running.set_delay(1.2)  # now each answer takes longer than the setting: the measured speed must allow it
+        vectors = remote.embed(TEXTS)  # three requests of up to 2 texts, 4 in flight: each waits its sized time
+        running.set_delay(0.0)
+    assert vectors.shape == (len(TEXTS), 384)
+    seconds, note = remote._sized_timeout(100)
+    assert seconds >= 2 and note.startswith("measured ") and "4 in flight" in note
