@@ -8,6 +8,7 @@ from backend.models.cache import default_cache
 from backend.models.devices import PRECISIONS, default_precision
 from components.keys import CHAT_CHOICE, CHAT_KEY, MODELS
 from components.layout import ensure_routed
+from components.lm_runs import start_plan
 from components.models import (
     chat_label,
     job_progress,
@@ -19,7 +20,6 @@ from components.models import (
     score_results,
     scorer_in_use,
 )
-from components.lm_runs import start_plan
 from components.state import current_document
 
 ensure_routed()
