@@ -55,7 +55,7 @@ from backend.models.remote_embedder import (
     connected_remote_embedder,
     is_remote_embedder,
 )
-from backend.models.types import ModelInfo
+from backend.models.types import ModelInfo, checked_texts
 from backend.progress import Progress, acquired
 from backend.tokenizers import minilm_dir
 
@@ -139,12 +139,7 @@ class Embedder:
             ParameterError: ``texts`` is a single string, or holds a non-string.
             ModelError: out of memory even with one text per batch.
         """
-        if isinstance(texts, str):
-            raise ParameterError("embed() takes a sequence of texts, not a single string")
-        items = list(texts)
-        bad = next((i for i, t in enumerate(items) if not isinstance(t, str)), None)
-        if bad is not None:
-            raise ParameterError(f"texts[{bad}] is a {type(items[bad]).__name__}, not a string")
+        items = checked_texts(texts)
         if not items:
             return np.zeros((0, self._dimension), dtype=np.float32)
         if batch_size is None:

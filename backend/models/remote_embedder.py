@@ -54,7 +54,7 @@ import numpy as np
 from backend import config
 from backend.errors import ModelError, ParameterError
 from backend.models.openai_compat import Endpoint, ServedModel, Service, check_answer_model, in_order
-from backend.models.types import ModelInfo
+from backend.models.types import ModelInfo, checked_texts
 from backend.progress import Progress
 
 if TYPE_CHECKING:
@@ -244,12 +244,7 @@ class RemoteEmbedder:
             ModelError: the server fails (after its retries), answers another model, or sends
                 vectors of another length or not finite.
         """
-        if isinstance(texts, str):
-            raise ParameterError("embed() takes a sequence of texts, not a single string")
-        items = list(texts)
-        bad = next((i for i, t in enumerate(items) if not isinstance(t, str)), None)
-        if bad is not None:
-            raise ParameterError(f"texts[{bad}] is a {type(items[bad]).__name__}, not a string")
+        items = checked_texts(texts)
         size = self.batch if batch_size is None else batch_size
         if size < 1:
             raise ParameterError(f"batch_size ({size}) must be at least 1")

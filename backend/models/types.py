@@ -7,6 +7,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from backend.errors import ParameterError
 from backend.progress import Progress
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "TokenScores",
     "Scorer",
     "PartialTokenScores",
+    "checked_texts",
 ]
 
 
@@ -123,3 +125,18 @@ class PartialTokenScores:
     def complete(self) -> bool:
         """Whether every token is scored."""
         return self.scored >= len(self.scores)
+
+
+def checked_texts(texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list, after checking it is a sequence of strings (what every embedder's ``embed`` takes).
+
+    Raises:
+        ParameterError: ``texts`` is a single string, or holds something that is not a string.
+    """
+    if isinstance(texts, str):
+        raise ParameterError("embed() takes a sequence of texts, not a single string")
+    items = list(texts)
+    bad = next((i for i, t in enumerate(items) if not isinstance(t, str)), None)
+    if bad is not None:
+        raise ParameterError(f"texts[{bad}] is a {type(items[bad]).__name__}, not a string")
+    return items

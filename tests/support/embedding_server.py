@@ -42,23 +42,17 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 
 from backend.models.embedder import load_embedder
+from tests.support.openai_handler import ApiError, JsonHandler
 
 __all__ = ["RunningEmbeddingServer", "start_embedding_server", "main", "EMBEDDING_FAULTS"]
 
 EMBEDDING_FAULTS = (None, "500", "malformed", "truncated", "dimension")
-
-
-class _ApiError(Exception):
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
 
 
 class _Server(ThreadingHTTPServer):
@@ -81,9 +75,8 @@ class _Server(ThreadingHTTPServer):
         self.in_flight = self.peak_in_flight = self.posts = self.texts = 0
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     server: _Server  # type: ignore[assignment]
-    protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:
         super().setup()
@@ -91,38 +84,15 @@ class _Handler(BaseHTTPRequestHandler):
         # delayed ACK hold the body back ~40 ms, a wait no real server adds (it would skew the bench).
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
-        pass
-
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode("utf-8")
-        if status == 200 and self.command == "POST" and self.server.fault == "truncated":
-            data = data[: len(data) // 2]
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _error(self, e: _ApiError) -> None:
-        self._send(e.status, {"error": {"message": str(e), "type": e.kind, "param": None, "code": e.status}})
-
-    def _authorize(self) -> None:
-        key = self.server.api_key
-        given = self.headers.get("Authorization", "")
-        if key and given != f"Bearer {key}":
-            shown = given.removeprefix("Bearer ") or "(none)"
-            raise _ApiError(401, f"Incorrect API key provided: {shown}.", "authentication_error")
-
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         try:
-            self._authorize()
+            self.authorize()
             if self.path.rstrip("/") != "/v1/models" or not self.server.listed:
-                raise _ApiError(404, f"no route {self.path}", "not_found_error")
+                raise ApiError(404, f"no route {self.path}", "not_found_error")
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "chunklab-tests"} for m in self.server.models]
-            self._send(200, {"object": "list", "data": data})
-        except _ApiError as e:
-            self._error(e)
+            self.send_json(200, {"object": "list", "data": data})
+        except ApiError as e:
+            self.send_error_answer(e)
 
     def do_POST(self) -> None:  # noqa: N802
         server = self.server
@@ -135,14 +105,14 @@ class _Handler(BaseHTTPRequestHandler):
             raw = self.rfile.read(length)
             if server.delay > 0:
                 time.sleep(server.delay)
-            self._authorize()
+            self.authorize()
             if self.path.rstrip("/") != "/v1/embeddings":
-                raise _ApiError(404, f"no route {self.path}", "not_found_error")
+                raise ApiError(404, f"no route {self.path}", "not_found_error")
             if server.fault == "500":
-                raise _ApiError(500, "the embeddings server crashed (injected fault)", "server_error")
-            self._send(200, self._embeddings(json.loads(raw or b"{}")))
-        except _ApiError as e:
-            self._error(e)
+                raise ApiError(500, "the embeddings server crashed (injected fault)", "server_error")
+            self.send_json(200, self._embeddings(json.loads(raw or b"{}")))
+        except ApiError as e:
+            self.send_error_answer(e)
         except OSError:
             pass  # the client gave up
         finally:
@@ -153,11 +123,11 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.server
         model = body.get("model")
         if server.answer_model is None and model not in server.models:
-            raise _ApiError(404, f"The model `{model}` does not exist.", "not_found_error")
+            raise ApiError(404, f"The model `{model}` does not exist.", "not_found_error")
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else texts
         if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-            raise _ApiError(400, "'input' must be a string or a non-empty list of strings")
+            raise ApiError(400, "'input' must be a string or a non-empty list of strings")
         with server.lock:
             server.texts += len(texts)
         rows = self._vectors(texts)

@@ -66,8 +66,10 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.support.openai_handler import ApiError, JsonHandler
 
 __all__ = ["Engine", "RunningServer", "start_server", "main", "FAULTS", "SCORING"]
 
@@ -131,7 +133,7 @@ class Engine:
         lm = self.load()._lm
         ids = self.encode(prompt)
         if not ids:
-            raise _ApiError(400, "the prompt is empty")
+            raise ApiError(400, "the prompt is empty")
         _check_length(self, len(ids), max_tokens)
         eos = lm.tokenizer.eos_token_id
         with lm.lock, torch.inference_mode():
@@ -155,66 +157,33 @@ class Engine:
         return torch.log_softmax(logits, dim=-1).cpu()
 
 
-class _ApiError(Exception):
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
-
-
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     server: _Server  # type: ignore[assignment]
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
-        pass  # quiet: tests read errors from the answers
-
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode("utf-8")
-        if status == 200 and self.command == "POST" and self.server.fault == "truncated":
-            data = data[: len(data) // 2]
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _error(self, e: _ApiError) -> None:
-        self._send(e.status, {"error": {"message": str(e), "type": e.kind, "param": None, "code": e.status}})
-
-    def _authorize(self) -> None:
-        key = self.server.api_key
-        if not key:
-            return
-        given = self.headers.get("Authorization", "")
-        if given != f"Bearer {key}":
-            shown = given.removeprefix("Bearer ") or "(none)"
-            raise _ApiError(401, f"Incorrect API key provided: {shown}.", "authentication_error")
 
     def _json(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
         except ValueError as e:
-            raise _ApiError(400, f"invalid JSON body: {e}") from e
+            raise ApiError(400, f"invalid JSON body: {e}") from e
         if not isinstance(body, dict):
-            raise _ApiError(400, "the body must be a JSON object")
+            raise ApiError(400, "the body must be a JSON object")
         return body
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         try:
-            self._authorize()
+            self.authorize()
             models = ("/v1/models", "/models") if self.server.llama_routes else ("/v1/models",)
             if self.path.rstrip("/") not in models or not self.server.listing:
-                raise _ApiError(404, f"no route {self.path}", "not_found_error")
+                raise ApiError(404, f"no route {self.path}", "not_found_error")
             engine = self.server.engine
             names = [engine.name, *self.server.also_listed]
-            self._send(200, {"object": "list", "data": [{
+            self.send_json(200, {"object": "list", "data": [{
                 "id": name, "object": "model", "created": 0, "owned_by": "chunklab-tests",
                 "max_model_len": engine.max_model_len,
             } for name in names]})
-        except _ApiError as e:
-            self._error(e)
+        except ApiError as e:
+            self.send_error_answer(e)
 
     def do_POST(self) -> None:  # noqa: N802
         server = self.server
@@ -234,7 +203,7 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(server.delay)
             if fault == "500":
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))  # the connection stays usable
-                self._error(_ApiError(500, "the model server crashed (injected fault)", "server_error"))
+                self.send_error_answer(ApiError(500, "the model server crashed (injected fault)", "server_error"))
             else:
                 self._post()
         except OSError:
@@ -245,23 +214,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _post(self) -> None:
         try:
-            self._authorize()
+            self.authorize()
             body = self._json()
             path = self.path.rstrip("/")
             if path == "/v1/completions":
-                self._send(200, self._completions(body))
+                self.send_json(200, self._completions(body))
             elif path == "/completions" and self.server.llama_routes:
-                self._send(200, _native_completion(self.server.engine, body))
+                self.send_json(200, _native_completion(self.server.engine, body))
             elif path == "/v1/chat/completions":
                 if not self.server.chat:
-                    raise _ApiError(404, f"no route {self.path}", "not_found_error")
+                    raise ApiError(404, f"no route {self.path}", "not_found_error")
                 self._check_model(body)
                 answer = _chat(self.server.engine, body, self.server.max_chat_tokens)
-                self._send(200, {**answer, "model": self.server.answer_model or answer["model"]})
+                self.send_json(200, {**answer, "model": self.server.answer_model or answer["model"]})
             else:
-                raise _ApiError(404, f"no route {self.path}", "not_found_error")
-        except _ApiError as e:
-            self._error(e)
+                raise ApiError(404, f"no route {self.path}", "not_found_error")
+        except ApiError as e:
+            self.send_error_answer(e)
 
 
     def _check_model(self, body: dict[str, Any]) -> None:
@@ -272,7 +241,7 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.server
         self._check_model(body)
         if server.scoring == "echo_refused" and body.get("echo"):
-            raise _ApiError(400, "Only no echo is supported")
+            raise ApiError(400, "Only no echo is supported")
         answer = server.answers.get(json.dumps(body, sort_keys=True)) if server.memo else None
         if answer is None:
             answer = _completions(server.engine, body, server.scoring, bos=server.bos, raw_pieces=server.raw_pieces)
@@ -319,13 +288,13 @@ class _Server(ThreadingHTTPServer):
 
 def _check_model(engine: Engine, body: dict[str, Any]) -> None:
     if body.get("model") != engine.name:
-        raise _ApiError(404, f"The model `{body.get('model')}` does not exist.", "NotFoundError")
+        raise ApiError(404, f"The model `{body.get('model')}` does not exist.", "NotFoundError")
 
 
 def _check_length(engine: Engine, n_prompt: int, max_tokens: int) -> None:
     limit = int(engine.max_model_len or 0)
     if n_prompt + max_tokens > limit:
-        raise _ApiError(
+        raise ApiError(
             400,
             f"This model's maximum context length is {limit} tokens. However, you requested "
             f"{n_prompt + max_tokens} tokens ({n_prompt} in the messages, {max_tokens} in the completion). "
@@ -348,7 +317,7 @@ def _run(engine: Engine, prompt: str, max_tokens: int, bos: bool = False) -> tup
     """Prompt ids (after a BOS with ``bos``), greedily generated ids, and the log-softmax rows predicting each token after the first."""
     ids = ([engine.bos_id] if bos else []) + engine.encode(prompt)
     if not ids:
-        raise _ApiError(400, "the prompt is empty")
+        raise ApiError(400, "the prompt is empty")
     _check_length(engine, len(ids), max_tokens)
     generated: list[int] = []
     rows = engine.log_softmax(ids)
@@ -366,13 +335,13 @@ def _completions(
     if isinstance(prompts, str):
         prompts = [prompts]
     if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
-        raise _ApiError(400, "prompt must be a string or a list of strings")
+        raise ApiError(400, "prompt must be a string or a list of strings")
     echo = bool(body.get("echo")) and scoring == "vllm"  # the others ignore it: the generated tokens only
     k = body.get("logprobs") if scoring != "none" else None
     prompt_k = body.get("prompt_logprobs") if scoring in ("vllm", "prompt_logprobs") else None
     max_tokens = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
     if not 0 <= max_tokens <= MAX_GENERATED:
-        raise _ApiError(400, f"max_tokens must be between 0 and {MAX_GENERATED} on this test server")
+        raise ApiError(400, f"max_tokens must be between 0 and {MAX_GENERATED} on this test server")
     choices, n_prompt, n_gen = [], 0, 0
     for index, prompt in enumerate(prompts):
         ids, gen, rows = _run(engine, prompt, max_tokens, bos)
@@ -450,7 +419,7 @@ def _native_completion(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
     """llama.cpp's own ``/completion`` answer (not OpenAI's): the generated text as ``content``."""
     prompt = body.get("prompt")
     if not isinstance(prompt, str):
-        raise _ApiError(400, "prompt must be a string")
+        raise ApiError(400, "prompt must be a string")
     n = max(1, min(int(body.get("n_predict") or body.get("max_tokens") or 1), MAX_GENERATED))
     ids, gen, _rows = _run(engine, prompt, n)
     return {
@@ -462,7 +431,7 @@ def _native_completion(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
 def _chat(engine: Engine, body: dict[str, Any], max_chat_tokens: int = MAX_GENERATED) -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise _ApiError(400, "messages must be a non-empty list")
+        raise ApiError(400, "messages must be a non-empty list")
     max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
     finish = "length"
     if not body.get("logprobs"):
