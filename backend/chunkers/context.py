@@ -21,7 +21,7 @@ import numpy as np
 
 from backend.errors import ModelError, NotCached
 from backend.models.cache import OutputCache, default_cache
-from backend.models.chat import ChatModel, default_chat_model
+from backend.models.chat import ChatModel, RemoteChat, default_chat_model
 from backend.models.embedder import load_embedder
 from backend.models.embeddings import TextEmbedder, embed_texts, embeddings_key
 from backend.models.identity import embedder_fingerprint_without_loading, fingerprint_without_loading
@@ -238,11 +238,21 @@ class _CacheOnlyContext(ModelContext):
 
 
 class _RefusingChat:
-    """A chat model with the real one's identity whose every call raises :class:`NotCached`."""
+    """A chat model with the real one's identity whose every call raises :class:`NotCached`.
+
+    A remote model's identity is the one its server confirmed lately, asked of no server: a page
+    renders with this context, and must not wait on a server. Unconfirmed, every lookup is
+    :class:`NotCached` (the job that follows asks the server, then reads the same answers).
+    """
 
     def __init__(self, inner: ChatModel) -> None:
-        self.fingerprint = inner.fingerprint
-        self.name = inner.name
+        if isinstance(inner, RemoteChat):
+            # "unconfirmed" is no model's identity: every lookup under it misses.
+            self.fingerprint = inner.confirmed_fingerprint() or "unconfirmed"
+            self.name = "the remote chat model"  # its name may need the server too
+        else:
+            self.fingerprint = inner.fingerprint
+            self.name = inner.name
 
     def complete(self, *args: Any, **kwargs: Any) -> str:
         """Raise :class:`NotCached`: these answers need the chat model."""

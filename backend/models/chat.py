@@ -478,6 +478,23 @@ class RemoteChat:
         """
         return f"remote:{self.base_url or ''}|{self._model or ''}"
 
+    def confirmed_fingerprint(self) -> str | None:
+        """The served identity when the server confirmed it within :data:`IDENTITY_MAX_AGE_S`; None otherwise.
+
+        Makes no request: a page reading cached answers while it renders uses this, so a slow or
+        hung server never holds the page (None: the answers are not read here; a job asks the
+        server and reads them).
+        """
+        try:
+            endpoint = _endpoint(self.base_url, self._model, self._api_key)
+        except ModelError:
+            return None
+        with _memo_lock:
+            known = _identities.get((endpoint.base_url, endpoint.model))
+        if known is None or time.monotonic() - known[1] >= IDENTITY_MAX_AGE_S:
+            return None
+        return known[0].fingerprint("chat")
+
     @property
     def fingerprint(self) -> str:
         """The served model's identity (``served:<sha256>``, :meth:`ServedModel.fingerprint` of kind ``chat``).

@@ -27,6 +27,7 @@ from backend.models.chat import (
 )
 from backend.models.openai_compat import ServedModel
 from backend.models.rates import RATES_FILE, RateKey, RateStore
+from backend.models.types import ModelInfo
 from backend.text.document import Document
 from tests.backend.chunkers.test_llm_chunkers import TEXT
 from tests.backend.cli.test_cli_models import run_cli
@@ -130,6 +131,27 @@ def test_a_dead_server_serves_no_cached_answer_under_an_unconfirmed_name(cache, 
             f"LLM server at {server.url} is unreachable (connection refused); cached answers are not used "
             "while it cannot confirm which model it serves"
         )
+
+
+def test_a_page_reads_cached_answers_only_under_an_identity_confirmed_lately_and_asks_no_server(cache, monkeypatch):
+    """The cache-only context a page renders with never waits on a server (a hung one would hold the page)."""
+    with start_scripted_server(reply=lambda m: "cached", models=[SMOL], answer_model="echo") as server:
+        remote = RemoteChat(server.url, SMOL["id"])
+        assert remote.confirmed_fingerprint() is None  # nothing confirmed yet in this process
+        page = ModelContext.cache_only(_lm_info(), chat=remote).get_chat()
+        assert not server.requests and page.fingerprint == "unconfirmed"
+        assert cached_reply(remote, MESSAGES, max_tokens=8, cache=cache) == ("cached", False)  # a job: asks the server
+        asked = len(server.requests)
+        page = ModelContext.cache_only(_lm_info(), chat=remote).get_chat()
+        assert page.fingerprint == remote.confirmed_fingerprint() == remote.fingerprint
+        assert cached_reply(page, MESSAGES, max_tokens=8, cache=cache) == ("cached", True)
+        assert len(server.requests) == asked  # read from the cache with no request
+    fresh_process(monkeypatch)  # too old: unconfirmed again, and still no request
+    assert ModelContext.cache_only(_lm_info(), chat=RemoteChat(server.url, SMOL["id"])).get_chat().fingerprint == "unconfirmed"
+
+
+def _lm_info() -> ModelInfo:
+    return ModelInfo("lm", "x", "lm", 0, "cpu", "float32", "fp")
 
 
 def test_the_issue_rerun_against_a_dead_url_no_longer_succeeds_from_the_cache(tmp_path):
