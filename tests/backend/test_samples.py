@@ -121,9 +121,12 @@ def test_every_bundled_excerpt_is_exact(name: str) -> None:
     sample = get_sample(name)
     (corpus_id,) = qset.corpus_ids
     assert corpus_id == sample.path.stem and 8 <= len(qset) <= 12
-    # The text the benchmark chunks: the corpus as read from the sample file, as a Document.
+    # The text the benchmark chunks: the corpus as the loaders read the sample file (as `index` reads
+    # it, so both share one collection): the corpus text without its final newline, offsets unchanged.
     text = qset.document(corpus_id).text
-    assert text == read_corpus_text(sample.path.read_bytes()) == qset.corpora[corpus_id]
+    corpus = read_corpus_text(sample.path.read_bytes())
+    assert corpus == qset.corpora[corpus_id] and corpus.endswith("\n")
+    assert text == corpus.rstrip("\n")
     assert get_question_set(name).csv_path.read_text(encoding="utf-8").count("\n") == len(qset) + 1
     for q in qset.questions:
         assert q.question.endswith("?")
