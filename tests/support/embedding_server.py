@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from backend.models.embedder import load_embedder
-from tests.support.openai_handler import ApiError, JsonHandler
+from tests.support.openai_handler import ApiError, JsonHandler, stop_server
 
 __all__ = ["RunningEmbeddingServer", "start_embedding_server", "main", "EMBEDDING_FAULTS"]
 
@@ -214,18 +214,8 @@ class RunningEmbeddingServer:
             self._server.peak_in_flight = self._server.in_flight
 
     def close(self) -> None:
-        """Stop serving, wait for the answers still being computed (at most 30 s), and free the port.
-
-        A request whose client gave up (a timeout test) is still being answered on its own
-        thread; left running, it would embed with torch while the interpreter exits, which
-        aborts the process ("terminate called without an active exception").
-        """
-        self._server.shutdown()
-        deadline = time.monotonic() + 30
-        while self._server.in_flight > 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        """Stop serving, wait for the answers still being computed, and free the port (see :func:`stop_server`)."""
+        stop_server(self._server, self._thread)
 
     def __enter__(self) -> RunningEmbeddingServer:
         return self

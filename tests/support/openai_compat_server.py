@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.support.openai_handler import ApiError, JsonHandler
+from tests.support.openai_handler import ApiError, JsonHandler, stop_server
 
 __all__ = ["Engine", "RunningServer", "start_server", "main", "FAULTS", "SCORING"]
 
@@ -513,11 +513,9 @@ class RunningServer:
             self._server.peak_in_flight = self._server.in_flight
 
     def close(self) -> None:
-        """Stop serving and free the port."""
+        """Stop serving, wait for the answers still being computed, and free the port (see :func:`stop_server`)."""
         self._server.closing.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        stop_server(self._server, self._thread)
 
     def __enter__(self) -> RunningServer:
         return self

@@ -12,10 +12,12 @@ fault (HTTP 200 whose JSON body is cut in half). The server class a handler serv
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["ApiError", "JsonHandler"]
+__all__ = ["ApiError", "JsonHandler", "stop_server"]
 
 
 class ApiError(Exception):
@@ -59,3 +61,18 @@ class JsonHandler(BaseHTTPRequestHandler):
         if given != f"Bearer {key}":
             shown = given.removeprefix("Bearer ") or "(none)"
             raise ApiError(401, f"Incorrect API key provided: {shown}.", "authentication_error")
+
+
+def stop_server(server: ThreadingHTTPServer, thread: threading.Thread, *, wait_s: float = 30.0) -> None:
+    """Stop ``server``, wait for the answers still being computed (its ``in_flight``, at most ``wait_s``), free the port.
+
+    A request whose client gave up (a timeout test) is still being answered on its own daemon
+    thread; left running, it would compute with torch while the interpreter exits, which aborts
+    the process ("terminate called without an active exception", exit 134).
+    """
+    server.shutdown()
+    deadline = time.monotonic() + wait_s
+    while getattr(server, "in_flight", 0) > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    server.server_close()
+    thread.join(timeout=5)
