@@ -263,6 +263,11 @@ class Endpoint:
 
         return httpx.Timeout(seconds, connect=min(self.service.connect_timeout, seconds))
 
+    @property
+    def url_hint(self) -> str:
+        """``" (OpenAI-compatible URLs usually end in /v1)"`` when the base URL does not, else ``""``."""
+        return "" if not self.base_url or self.base_url.endswith("/v1") else " (OpenAI-compatible URLs usually end in /v1)"
+
     def describe(self, e: BaseException, what: str) -> str:
         """A one-line, key-free account of an ``openai`` client error (or a cut JSON answer) met during ``what``."""
         import openai
@@ -279,7 +284,7 @@ class Endpoint:
         if isinstance(e, openai.AuthenticationError):
             return f"{where} rejected the API key (HTTP {e.status_code}); check {self.service.key_setting}"
         if isinstance(e, openai.NotFoundError):
-            hint = "" if not self.base_url or self.base_url.endswith("/v1") else " (OpenAI-compatible URLs usually end in /v1)"
+            hint = self.url_hint
             return f"{where} has no endpoint or model for {what} (HTTP 404){hint}: {self.scrub(error_text(e))}"
         if isinstance(e, openai.APIStatusError):
             return f"{where} refused {what} (HTTP {e.status_code}): {self.scrub(error_text(e))}"

@@ -127,7 +127,6 @@ _MIN_WINDOW = 16
 _MAX_SHRINKS = 6  # "prompt too long" answers (or overfull windows) in a row before giving up
 _START_CHARS_PER_TOKEN = 4.0
 _TOO_LONG = re.compile(r"context length|too long|maximum.{0,40}tokens|exceeds", re.IGNORECASE)
-_URL_HINT = " (OpenAI-compatible URLs usually end in /v1)"  # the chat side's hint (Endpoint.describe)
 _ECHO, _PROMPT_LOGPROBS = "echo", "prompt_logprobs"  # the two ways a server may give prompt log-probs
 
 
@@ -258,12 +257,8 @@ class RemoteScorer:
             f"{self._endpoint.where} returned no prompt log-probs for model {self.model!r} ({'; '.join(reasons)}): "
             "scoring needs a server that returns them, as vLLM does (echo=True with logprobs, or its prompt_logprobs "
             "extension); llama.cpp's llama-server, Ollama and OpenAI's API return none (they can still serve chat)"
-            + self._url_hint()
+            + self._endpoint.url_hint
         )
-
-    def _url_hint(self) -> str:
-        """The chat side's hint, when the base URL does not end in ``/v1`` (an answer of the wrong shape suggests it)."""
-        return "" if self.base_url.endswith("/v1") else _URL_HINT
 
     def _complete(self, prompts: list[str], what: str, **options: Any) -> tuple[Any, str]:
         """A completions answer whose ``model`` is checked, or None and what the server said when it refused ``options``.
@@ -299,7 +294,7 @@ class RemoteScorer:
         if len(choices) != len(prompts):
             raise ModelError(
                 f"{self._endpoint.where} answered {len(choices)} choices for {len(prompts)} prompts"
-                + (self._url_hint() or " (not an OpenAI completions answer)")
+                + (self._endpoint.url_hint or " (not an OpenAI completions answer)")
             )
         return choices
 
@@ -567,7 +562,7 @@ class RemoteScorer:
         tops = getattr(lp, "top_logprobs", None)
         if not tops or not tops[0]:
             raise ModelError(
-                f"{self._endpoint.where} returned no top log-probs for model {self.model!r}" + self._url_hint()
+                f"{self._endpoint.where} returned no top log-probs for model {self.model!r}" + self._endpoint.url_hint
             )
         try:
             return {str(t): _logprob(v) for t, v in dict(tops[0]).items()}
