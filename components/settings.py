@@ -58,15 +58,22 @@ def put(section: str, name: str, value: Any) -> None:
 
 
 def prepare(section: str, name: str) -> str:
-    """The widget key of ``section.name``, with its default in place when the session has no valid value."""
+    """The widget key of ``section.name``, with the session's value (else the default) in place for its widget.
+
+    A valid value is written back under the key, so the widget draws it even when its widget id
+    is not the one that set it: a rerun that a page asks for mid-run (``st.rerun`` when a job
+    ends) may register the widget under another id, which would start from the widget's own
+    default (an empty metric list on Quality) and lose the user's choice.
+    """
     key = setting_key(section, name)
     found = setting(section, name)
     value = st.session_state.get(key)
-    if value is None or not found.valid(value):
-        if found.default is None:
-            st.session_state.pop(key, None)
-        else:
-            st.session_state[key] = found.default
+    if value is not None and found.valid(value):
+        st.session_state[key] = value
+    elif found.default is None:
+        st.session_state.pop(key, None)
+    else:
+        st.session_state[key] = found.default
     return key
 
 

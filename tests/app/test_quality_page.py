@@ -22,6 +22,7 @@ from backend.jobs import Job
 from backend.metrics.estimate import QualityEstimates, stratified_order
 from backend.metrics.quality import boundary_clarity, chunk_stickiness, node_pairs, partial_table
 from backend.metrics.report import QualitySettings, quality_row
+from backend.metrics.scores import ScoringRun
 from backend.text.document import Document
 from components.state import normalized_config
 from tests.support.apptest import isolated_lab, open_page
@@ -464,3 +465,36 @@ def test_a_running_job_shows_its_estimates_then_the_exact_numbers() -> None:
     table = _live_frame(at, "cs_complete")  # the ended job's rerun of the page may come one run later
     assert np.isfinite(table["bc"].astype(float)).all() and np.isfinite(table["cs_complete"].astype(float)).all()
     assert _has(at, "qual_bc_chart") and _has(at, "qual_cs_k")
+
+
+def test_a_job_that_ends_mid_run_keeps_the_settings_and_shows_its_scores() -> None:
+    """The page's rerun after a job ends (its tables folded in) keeps every setting the user chose.
+
+    Here the job ends while the page is planning (the cache still lacks its pairs), so the page folds the job's
+    result and reruns mid-run: that rerun may register the widgets under other ids (under AppTest it goes through
+    ``app.py``), and a widget starting from its own default would have emptied the metrics ("Pick at least one
+    metric") instead of showing the table.
+    """
+    doc = Document.from_text(f"Ended {uuid.uuid4().hex[:8]} mid-run. " + " ".join([TEXT] * 3), source="ended.txt")
+    at = _open(doc)
+    at.multiselect(key="qual_metrics").set_value(["bc", "cs"])
+    _run(at)
+    at.number_input(key="qual_window").set_value(0)
+    _run(at)
+    at.button(key="qual_run").click()
+    _run(at)
+    started = at.session_state["qual_job"]
+    started.cancel()
+    assert started.wait(120)
+    chunkings = [run_chunker(doc, e.config) for e in _entries()]
+    tables = [random_table(seed, len(ch.chunks)) for seed, ch in enumerate(chunkings)]
+    ended = ScoringRun(results=tuple((t, None) for t in tables), seconds=1.0)
+    at.session_state["qual_job"] = Job(started.title, dict(started.meta), state="done", fraction=1.0, result=ended)
+    _run(at)
+    assert at.multiselect(key="qual_metrics").value == ["bc", "cs"]
+    assert at.number_input(key="qual_window").value == 0
+    frame = _live_frame(at, "cs_complete")
+    expected = [quality_row(ch.token_counts, table=t, metrics=("bc", "cs")).values for ch, t in zip(chunkings, tables)]
+    assert list(frame["bc"].astype(float)) == pytest.approx([row["bc"] for row in expected])
+    assert list(frame["cs_complete"].astype(float)) == pytest.approx([row["cs_complete"] for row in expected])
+    assert "qual_job" not in at.session_state and _has(at, "qual_bc_chart") and _has(at, "qual_cs_k")
