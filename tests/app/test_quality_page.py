@@ -419,8 +419,9 @@ def _partial(doc: Document, rows_scored: int = 3) -> QualityEstimates:
     return QualityEstimates(tuple(estimates), done, total, tables=tuple(tables), vectors=(None,) * len(tables))
 
 
-def test_a_running_job_shows_its_estimates_then_the_exact_numbers() -> None:
-    doc = Document.from_text(f"Run {uuid.uuid4().hex[:8]} begins. " + " ".join([TEXT] * 3), source="running.txt")
+def _job_started_then_cancelled(doc: Document) -> tuple[AppTest, Job]:
+    """The page on ``doc`` with BC and CS on every pair, its scoring job started and cancelled (its ``meta`` is the
+    plan's: a test hands the page a job of its own under it)."""
     at = _open(doc)
     at.multiselect(key="qual_metrics").set_value(["bc", "cs"])
     _run(at)
@@ -431,6 +432,12 @@ def test_a_running_job_shows_its_estimates_then_the_exact_numbers() -> None:
     started = at.session_state["qual_job"]
     started.cancel()
     assert started.wait(120)
+    return at, started
+
+
+def test_a_running_job_shows_its_estimates_then_the_exact_numbers() -> None:
+    doc = Document.from_text(f"Run {uuid.uuid4().hex[:8]} begins. " + " ".join([TEXT] * 3), source="running.txt")
+    at, started = _job_started_then_cancelled(doc)
     # The job as the page sees it mid-run: running, for this plan, with its latest estimates.
     partial = _partial(doc)
     at.session_state["qual_job"] = Job(started.title, dict(started.meta), partial=partial)
@@ -476,16 +483,7 @@ def test_a_job_that_ends_mid_run_keeps_the_settings_and_shows_its_scores() -> No
     metric") instead of showing the table.
     """
     doc = Document.from_text(f"Ended {uuid.uuid4().hex[:8]} mid-run. " + " ".join([TEXT] * 3), source="ended.txt")
-    at = _open(doc)
-    at.multiselect(key="qual_metrics").set_value(["bc", "cs"])
-    _run(at)
-    at.number_input(key="qual_window").set_value(0)
-    _run(at)
-    at.button(key="qual_run").click()
-    _run(at)
-    started = at.session_state["qual_job"]
-    started.cancel()
-    assert started.wait(120)
+    at, started = _job_started_then_cancelled(doc)
     chunkings = [run_chunker(doc, e.config) for e in _entries()]
     tables = [random_table(seed, len(ch.chunks)) for seed, ch in enumerate(chunkings)]
     ended = ScoringRun(results=tuple((t, None) for t in tables), seconds=1.0)
