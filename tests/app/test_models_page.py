@@ -11,21 +11,15 @@ from streamlit.testing.v1 import AppTest
 
 from backend.models.cache import default_cache
 from backend.text.document import Document
-from tests.conftest import ROOT
+from tests.support.apptest import open_page
+from tests.support.apptest import run as _run
 
-TIMEOUT = 120
 TINY = "The cat sat on the mat. It was warm by the fire. Then the <b>dog</b> came & barked loudly!"
 KEY = "sk-models-page-test-91e2"
 
 
 def _errors(at: AppTest) -> list[str]:
     return [e.value for e in at.error]
-
-
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 @pytest.fixture(autouse=True)
@@ -49,13 +43,7 @@ def no_models_loaded(monkeypatch):
 @pytest.fixture
 def at() -> AppTest:
     """The app on the Models page (the default sample loaded, no model loaded)."""
-    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    _run(app)
-    _run(app)  # see tests/app/test_pages.py: the second run settles the widget ids
-    app.switch_page("pages/models.py")
-    _run(app)
-    _run(app)
-    return app
+    return _run(open_page("pages/models.py"))  # one run more: the page settled after its switch
 
 
 def _load_bundled_lm(at: AppTest) -> None:
@@ -207,12 +195,7 @@ def test_precision_is_the_sessions_own_and_keyed_apart(at: AppTest) -> None:
     job = _score_and_wait(at)
     assert job.state == "done", job.error
     # Another browser session, loading with the default precision, gets float32 and its own entry.
-    other = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    _run(other)
-    _run(other)
-    other.switch_page("pages/models.py")
-    _run(other)
-    _run(other)
+    other = _run(open_page("pages/models.py"))
     other.session_state["doc"] = Document.from_text(TINY, source="tiny.txt")
     _load_bundled_lm(other)
     assert {m.label: m.value for m in other.get_by_key("models_lm_card").metric}["Dtype"] == "float32"

@@ -7,16 +7,9 @@ import socket
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import ROOT
+from tests.support.apptest import open_page
+from tests.support.apptest import run as _run
 from tests.support.embedding_server import start_embedding_server
-
-TIMEOUT = 120
-
-
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 @pytest.fixture
@@ -25,13 +18,7 @@ def at(tmp_path, monkeypatch) -> AppTest:
     monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
     for name in ("CHUNKLAB_EMBEDDER_BASE_URL", "CHUNKLAB_EMBEDDER_MODEL", "CHUNKLAB_EMBEDDER_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    _run(app)
-    _run(app)  # see tests/app/test_pages.py: the second run settles the widget ids
-    app.switch_page("pages/models.py")
-    _run(app)
-    _run(app)
-    return app
+    return _run(open_page("pages/models.py"))  # one run more: the page settled after its switch
 
 
 def _load(at: AppTest, url: str) -> None:
