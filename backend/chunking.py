@@ -7,10 +7,11 @@ import bisect
 import csv
 import io
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
-__all__ = ["Chunk", "ChunkerConfig", "Chunking", "ConfigEntry", "ModelTime", "duration_text", "first_free_tag", "tag_for"]
+__all__ = ["Chunk", "ChunkerConfig", "Chunking", "edit_counts", "edit_summary", "ConfigEntry", "ModelTime", "duration_text", "first_free_tag", "tag_for"]
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,75 @@ class ChunkerConfig:
 
     @property
     def label(self) -> str:
-        """A short human label, e.g. ``recursive(chunk_size=200, chunk_overlap=0) · cl100k``."""
+        """A short human label, e.g. ``recursive(chunk_size=200, chunk_overlap=0) · cl100k``.
+
+        An edited copy (``manual``) is named by its base and what the edits do, not by its edit
+        list: ``manual(recursive chunk_size=200; 3 cuts added, 1 removed) · cl100k``.
+        """
+        if self.name == "manual":
+            p = self.params_dict
+            added, removed = edit_counts(str(p.get("edits", "")))
+            return f"manual({p.get('base', '')}; {edit_summary(added, removed)}) · {self.tokenizer}"
         inner = ", ".join(f"{k}={v}" for k, v in self.params)
         return f"{self.name}({inner}) · {self.tokenizer}"
+
+    @property
+    def spec(self) -> str:
+        """The configuration as one string, as ``--config`` and an edited copy's ``base`` take it.
+
+        ``recursive chunk_size=200 chunk_overlap=0`` (``tokenizer=…`` added when not cl100k);
+        values with spaces are quoted, so :meth:`parse` reads it back exactly.
+
+        >>> ChunkerConfig.make("recursive", {"chunk_size": 200}, "o200k").spec
+        'recursive chunk_size=200 tokenizer=o200k'
+        """
+        parts = [self.name] + [f"{k}={v}" for k, v in self.params]
+        if self.tokenizer != "cl100k":
+            parts.append(f"tokenizer={self.tokenizer}")
+        return shlex.join(parts)
+
+    @classmethod
+    def parse(cls, spec: str, tokenizer: str = "cl100k") -> tuple[str, dict[str, str], str]:
+        """Read a :attr:`spec` string: ``(chunker name, raw parameter strings, tokenizer)``.
+
+        The values are strings (the chunker's :class:`~backend.chunkers.base.Param` converts
+        and checks them); ``tokenizer`` is used when the string names none.
+
+        Raises:
+            ValueError: the string is empty, has unbalanced quotes or a part that is not ``key=value``.
+        """
+        parts = shlex.split(spec)
+        if not parts:
+            raise ValueError("a configuration needs a chunker name, e.g. 'recursive chunk_size=200'")
+        params: dict[str, str] = {}
+        for pair in parts[1:]:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(f"parameter {pair!r} must look like key=value")
+            params[key.strip()] = value.strip()
+        return parts[0], params, params.pop("tokenizer", tokenizer)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serializable form."""
         return {"name": self.name, "params": self.params_dict, "tokenizer": self.tokenizer}
+
+
+def edit_counts(edits: str) -> tuple[int, int]:
+    """How many cuts an edit list adds and removes (``+`` and ``-`` items): ``("+12,-40,+90")`` → ``(2, 1)``."""
+    items = [x.strip() for x in edits.replace(";", ",").split(",") if x.strip()]
+    return sum(x.startswith("+") for x in items), sum(x.startswith("-") for x in items)
+
+
+def edit_summary(added: int, removed: int) -> str:
+    """``3 cuts added, 1 removed``; ``no edits`` for none."""
+    if not added and not removed:
+        return "no edits"
+    parts = []
+    if added:
+        parts.append(f"{added} cut{'s' if added != 1 else ''} added")
+    if removed:
+        parts.append(f"{removed} removed" if added else f"{removed} cut{'s' if removed != 1 else ''} removed")
+    return ", ".join(parts)
 
 
 def tag_for(n: int) -> str:
@@ -204,6 +267,15 @@ class Chunking:
         """
         m = self.meta_dict
         parts = []
+        if "edited_from" in m:  # an edited copy (manual): its base, what the edits did, what they could not do
+            if "edits_not_applied" in m:
+                parts.append(f"{m['edited_from']}, not edited: {m['edits_not_applied']}")
+            else:
+                parts.append(f"{m['edited_from']}: {edit_summary(int(m.get('cuts_added', 0)), int(m.get('cuts_removed', 0)))}")
+            ignored = list(m.get("edits_ignored") or ())
+            if ignored:
+                shown = "; ".join(ignored[:3]) + (f"; {len(ignored) - 3} more" if len(ignored) > 3 else "")
+                parts.append(f"{len(ignored)} edit{'s' if len(ignored) != 1 else ''} changed nothing ({shown})")
         if "content_loss" in m:
             gaps = len(m.get("gap_chunks") or ())
             parts.append(f"content loss {100 * float(m['content_loss']):.1f} %"

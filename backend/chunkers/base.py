@@ -22,7 +22,10 @@ from backend.models.timing import model_time_ledger
 from backend.text.document import Document
 from backend.tokenizers import Tokenizer, get_tokenizer
 
-__all__ = ["Param", "Chunker", "size_params", "REGISTRY", "register", "make_chunker", "run_chunker", "chunker_specs"]
+__all__ = [
+    "Param", "Chunker", "size_params", "REGISTRY", "register", "make_chunker", "config_needs", "run_chunker",
+    "chunker_specs",
+]
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
@@ -129,6 +132,11 @@ class Chunker(ABC):
         size, overlap = self.values.get("chunk_size"), self.values.get("chunk_overlap")
         if size is not None and overlap is not None and overlap >= size:
             raise ParameterError(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")
+
+    @classmethod
+    def needs_for(cls, params: dict[str, Any], tokenizer: str = "cl100k") -> tuple[str, ...]:
+        """The models this chunker runs with ``params``: its ``needs`` (an edited copy: its base's)."""
+        return cls.needs
 
     @classmethod
     def has_curve(cls) -> bool:
@@ -242,6 +250,16 @@ def make_chunker(name: str, params: Mapping[str, Any] | None = None, tokenizer: 
     if name not in REGISTRY:
         raise ParameterError(f"unknown chunker {name!r}; choose one of: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name](tokenizer=tokenizer, **dict(params or {}))
+
+
+def config_needs(config: ChunkerConfig) -> tuple[str, ...]:
+    """The models a configuration's chunker runs (``("lm",)``, ``("embedder",)``, ``("chat",)``…; () for none).
+
+    Every question "does this configuration need a model, and which" goes through here, so an
+    edited copy (``manual``) answers with its base's models.
+    """
+    cls = REGISTRY.get(config.name)
+    return tuple(cls.needs_for(config.params_dict, config.tokenizer)) if cls is not None else ()
 
 
 def run_chunker(doc: Document, config: ChunkerConfig, context: ModelContext | None = None) -> Chunking:

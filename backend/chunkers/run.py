@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal, Sequence
 
-from backend.chunkers.base import REGISTRY, run_chunker
+from backend.chunkers.base import config_needs, run_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import Cancelled, ChunkLabError, NotCached, one_line
@@ -56,9 +56,8 @@ class ChunkOutcome:
 
 
 def needs_model(config: ChunkerConfig) -> bool:
-    """Whether the configuration's chunker runs a model (its registry entry ``needs`` one)."""
-    cls = REGISTRY.get(config.name)
-    return cls is not None and bool(cls.needs)
+    """Whether the configuration's chunker runs a model (:func:`~backend.chunkers.base.config_needs`)."""
+    return bool(config_needs(config))
 
 
 def _outcome(doc: Document, config: ChunkerConfig, chunk: ChunkFn) -> ChunkOutcome:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, Callable, NoReturn, Sequence, TextIO, TypeVar
 
 from backend.chunkers import make_chunker
 from backend.chunkers.context import ModelContext
+from backend.chunking import ChunkerConfig
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 from backend.loaders import load_document
@@ -156,12 +156,11 @@ def parse_pairs(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def parse_config(spec: str):
-    parts = shlex.split(spec)
-    if not parts:
-        raise ParameterError("--config needs a chunker name, e.g. 'recursive chunk_size=200'")
-    params = parse_pairs(parts[1:])
-    tokenizer = params.pop("tokenizer", "cl100k")
-    return make_chunker(parts[0], params, tokenizer)
+    try:
+        name, params, tokenizer = ChunkerConfig.parse(spec)
+    except ValueError as e:
+        raise ParameterError(f"--config {spec!r}: {e}") from None
+    return make_chunker(name, params, tokenizer)
 
 
 def write(text: str) -> None:

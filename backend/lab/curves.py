@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from backend.chunkers import REGISTRY, make_chunker
+from backend.chunkers import REGISTRY, config_needs, make_chunker
 from backend.chunking import ChunkerConfig
 from backend.curves import Curve
 from backend.errors import ChunkLabError, NotCached
@@ -27,7 +27,7 @@ def has_curve(config: ChunkerConfig) -> bool:
 
 def grows_while_scored(configs: Sequence[ChunkerConfig]) -> bool:
     """Whether a first scoring pass of these configurations can show its curve growing (a PPL-style curve)."""
-    return any(has_curve(c) and "lm" in REGISTRY[c.name].needs for c in configs)
+    return any(has_curve(c) and "lm" in config_needs(c) for c in configs)
 
 
 def cached_curve_of(doc: Document, config: ChunkerConfig, models: SessionModels | None) -> Curve | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from backend.chunkers import REGISTRY
+from backend.chunkers import config_needs
 from backend.chunkers.base import Param
 from backend.chunkers.context import ModelContext
 from backend.chunkers.match_length import DEFAULT_TOLERANCE, MatchResult, match_length
@@ -55,7 +55,7 @@ class MatchOutcome:
 
 def needs_model(configs: Sequence[tuple[int, ChunkerConfig]]) -> bool:
     """Whether any of ``configs`` runs a model (then the match runs in a background job)."""
-    return any(REGISTRY[c.name].needs for _, c in configs if c.name in REGISTRY)
+    return any(config_needs(c) for _, c in configs)
 
 
 def run_matches(
@@ -92,7 +92,7 @@ def plan_match(
     its own model work.
     """
     configs = tuple(configs)
-    needs_lm = any("lm" in REGISTRY[c.name].needs for _, c in configs if c.name in REGISTRY)
+    needs_lm = any("lm" in config_needs(c) for _, c in configs)
 
     def body(scorer: Scorer | None, progress: Progress) -> MatchOutcome:
         def context(k: int, n: int) -> ModelContext:

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from backend.chunkers import REGISTRY
+from backend.chunkers import config_needs
 from backend.chunkers.context import ModelContext, unloaded_model_info
 from backend.chunking import ChunkerConfig
 from backend.config import default_embedder_spec, default_lm_spec
@@ -175,9 +175,8 @@ class SessionModels:
 
     def needed_by(self, config: ChunkerConfig) -> str:
         """The models ``config`` runs with, named from the registry's ``needs`` (``all-MiniLM-L6-v2 (default)``)."""
-        cls = REGISTRY.get(config.name)
         namers = {"lm": lambda: self.label, "embedder": lambda: self.embedder_label, "chat": lambda: self.chat_label}
-        names = [namers[need]() for need in (cls.needs if cls is not None else ()) if need in namers]
+        names = [namers[need]() for need in config_needs(config) if need in namers]
         return " and ".join(dict.fromkeys(names)) or self.label
 
     # --- what the output cache answers, with no model call ----------------------------------------

@@ -21,7 +21,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from backend.chunkers import REGISTRY
+from backend.chunkers import config_needs
 from backend.chunkers.run import ChunkOutcome, run_configs
 from backend.chunking import ChunkerConfig
 from backend.lab.jobs import JobPlan
@@ -45,9 +45,7 @@ def model_group(config: ChunkerConfig) -> str:
     registry does not know, or that needs none, counts as the language model's (where a
     model-backed run has always gone).
     """
-    cls = REGISTRY.get(config.name)
-    needs = tuple(dict.fromkeys(cls.needs)) if cls is not None else ()
-    return "_".join(needs) or "lm"
+    return "_".join(dict.fromkeys(config_needs(config))) or "lm"
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ class ModelRuns:
     def of(cls, models: SessionModels, configs: Sequence[ChunkerConfig]) -> ModelRuns:
         """What ``configs`` run with under ``models`` (from the registry's ``needs``)."""
         names = " and ".join(dict.fromkeys(models.needed_by(c) for c in configs))
-        needs_lm = any("lm" in REGISTRY[c.name].needs for c in configs if c.name in REGISTRY)
+        needs_lm = any("lm" in config_needs(c) for c in configs)
         return cls(names, needs_lm)
 
 

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from backend import __version__
-from backend.chunkers import REGISTRY, make_chunker
+from backend.chunkers import config_needs, make_chunker
 from backend.chunkers.meta.algorithms import boundaries_at, boundary_candidates, sentence_values
 from backend.chunkers.meta.results import PPLScores
 from backend.chunking import ChunkerConfig, Chunking
@@ -210,8 +210,7 @@ def _models_of(summary: Summary, models: Mapping[str, str] | None, benchmark: Be
 
 
 def _needs(config: ChunkerConfig) -> tuple[str, ...]:
-    cls = REGISTRY.get(config.name)
-    return tuple(cls.needs) if cls is not None else ()
+    return config_needs(config)
 
 
 def _configurations(summary: Summary, chunkings: Mapping[str, Chunking], roles: Mapping[str, str]) -> str:
