@@ -21,6 +21,9 @@ __all__ = [
     "DOCUMENT",
     "SESSION",
     "SUMMARY",
+    "EDIT",
+    "EDIT_STATES",
+    "EDIT_OPEN",
     "QUALITY_STORE",
     "QUALITY_THROUGHPUT",
     "BENCHMARK_JOB",
@@ -109,12 +112,15 @@ MODELS = PageKeys("models")
 DOCUMENT = PageKeys("docpage")
 SESSION = PageKeys("ses")  # the sidebar's Save / Open session panel (components.session)
 SUMMARY = PageKeys("sum")
+EDIT = PageKeys("edit")  # the Edit page (pages/edit.py) and its metrics panel (components/edit_metrics.py)
 
 # Results the Summary page reads from the pages that compute them (and adds to, so those pages show them too).
 QUALITY_STORE = QUALITY("store")  # {"doc": doc id, table_key or vectors_key: PairTable or vectors} (pages/quality.py)
 QUALITY_THROUGHPUT = QUALITY("throughput")  # the Throughput measured on this session's last scoring job
 BENCHMARK_JOB = BENCHMARK("job")  # the last benchmark Job; result: BenchmarkRun, meta: tags, colors, qset, qset_name
 SUMMARY_SHOWN = SUMMARY("shown")  # the backend.report.summary.Summary the Summary page last drew
+EDIT_STATES = EDIT("states")  # {uid: backend.lab.edit.EditState} of the session's edited copies (undo/redo)
+EDIT_OPEN = EDIT("open")  # the uid of the edited copy the Edit page shows ("Edit a copy" sets it)
 DEMO_MODE = PageKeys("demo")  # demo mode's switch, tour and one-time runs (components.demo)
 
 # Shared by every page, without a prefix: the current document and the configurations
