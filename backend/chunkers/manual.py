@@ -45,11 +45,13 @@ __all__ = [
     "MAX_EDITS",
     "Edit",
     "EditResult",
+    "EditRow",
     "ManualChunker",
     "apply_edits",
     "base_config",
     "canonical_edits",
     "cuts_of",
+    "edit_rows",
     "format_edits",
     "parse_edits",
     "snap_offset",
@@ -109,7 +111,10 @@ def base_config(spec: str, tokenizer: str) -> ChunkerConfig:
         raise ParameterError(f"manual: base {spec[:80]!r}: {e}") from None
     if name == ManualChunker.name:
         raise ParameterError("manual: the base is an edited copy itself; edit a copy of its base instead")
-    chunker = make_chunker(name, params, tok)  # checks the name and every parameter
+    try:
+        chunker = make_chunker(name, params, tok)  # checks the name and every parameter
+    except ParameterError as e:
+        raise ParameterError(f"manual: base {spec[:80]!r}: {e}") from None
     return chunker.config
 
 
@@ -325,3 +330,45 @@ class ManualChunker(Chunker):
         counts = dict(zip(new, self.tokenizer.count_many([doc.text[s:e] for s, e in new]), strict=True))
         return [(s, e, known.get((s, e), counts.get((s, e), 0))) for s, e in result.spans]
 
+
+
+@dataclass(frozen=True)
+class EditRow:
+    """One edit of an edited copy as the report lists it.
+
+    Attributes:
+        op: ``added`` or ``removed`` (a cut).
+        offset: The cut's character offset.
+        page: The 1-based page it is on.
+        before: Up to 60 characters of text before the cut (on one line).
+        after: Up to 60 characters after it.
+    """
+
+    op: str
+    offset: int
+    page: int
+    before: str
+    after: str
+
+
+def edit_rows(doc: Document, config: ChunkerConfig, context_chars: int = 60) -> tuple[EditRow, ...]:
+    """The edits of an edited copy's configuration, each with where it is and the text around it.
+
+    Empty for another configuration, for no edits, or when the edits were made on another document.
+
+    Raises:
+        ParameterError: the edit list is not valid.
+    """
+    if config.name != ManualChunker.name:
+        return ()
+    p = config.params_dict
+    if str(p.get("doc", "")).strip() not in ("", doc.id):
+        return ()
+    text = doc.text
+    rows = []
+    for edit in parse_edits(str(p.get("edits", ""))):
+        at = max(0, min(edit.offset, len(text)))
+        before = " ".join(text[max(0, at - 2 * context_chars):at].split())[-context_chars:]
+        after = " ".join(text[at:at + 2 * context_chars].split())[:context_chars]
+        rows.append(EditRow("added" if edit.op == "+" else "removed", at, doc.page_of(at), before, after))
+    return tuple(rows)

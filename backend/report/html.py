@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 from backend import __version__
 from backend.chunkers import config_needs, make_chunker
 from backend.chunkers.meta.algorithms import boundaries_at, boundary_candidates, sentence_values
+from backend.chunkers.manual import edit_rows
 from backend.chunkers.meta.results import PPLScores
 from backend.chunking import ChunkerConfig, Chunking
 from backend.curves import Curve
-from backend.errors import ModelError, NotCached
+from backend.errors import ModelError, NotCached, ParameterError
 from backend.figures.charts import PREVIEW_CHARS, boundary_strip, config_color, size_histogram
 from backend.figures.curves import curve_chart
 from backend.figures.export import figure_div, plotly_js
@@ -213,7 +214,31 @@ def _needs(config: ChunkerConfig) -> tuple[str, ...]:
     return config_needs(config)
 
 
-def _configurations(summary: Summary, chunkings: Mapping[str, Chunking], roles: Mapping[str, str]) -> str:
+def _edit_list(doc: Document, config: ChunkerConfig) -> str:
+    """An edited copy's base and edits (each cut with its page and the text on both sides), else ``""``."""
+    if config.name != "manual":
+        return ""
+    try:
+        rows = edit_rows(doc, config)
+    except ParameterError as e:
+        return _missing(f"The edit list cannot be read: {e}")
+    base = _e(str(config.params_dict.get("base", "")))
+    if not rows:
+        return f'<p class="note edits">Edited copy of <code>{base}</code>: no edits on this document.</p>'
+    items = "".join(
+        f'<tr class="edit-{r.op}"><td>cut {r.op}</td><td>{r.offset:,}</td><td>{r.page}</td>'
+        f"<td>…{_e(r.before)} <b>‖</b> {_e(r.after)}…</td></tr>"
+        for r in rows
+    )
+    return (
+        f'<p class="note edits">Edited copy of <code>{base}</code>: its chunks with these edits '
+        f"(snapped to {_e(str(config.params_dict.get('snap', 'sentence')))} starts):</p>"
+        f'<table class="edits"><tr><th>edit</th><th>character</th><th>page</th><th>where (‖ is the cut)</th></tr>'
+        f"{items}</table>"
+    )
+
+
+def _configurations(summary: Summary, doc: Document, chunkings: Mapping[str, Chunking], roles: Mapping[str, str]) -> str:
     model_rows = "".join(
         f"<tr><th>{label}</th><td>{_e(roles[role]) if role in roles else '<i>not used</i>'}</td></tr>"
         for role, label in _MODEL_ROLES
@@ -225,7 +250,8 @@ def _configurations(summary: Summary, chunkings: Mapping[str, Chunking], roles: 
     cards = []
     for i, row in enumerate(summary.rows):
         config = row.config
-        params = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in config.params)
+        shown = [(k, v) for k, v in config.params if not (config.name == "manual" and k == "edits")]
+        params = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in shown)
         params += f"<tr><th>tokenizer</th><td>{_e(config.tokenizer)}</td></tr>"
         needs = _needs(config)
         runs = ", ".join(f"{_NEED_LABELS.get(n, n)}: {roles.get(_NEED_ROLES.get(n, n), 'default')}" for n in needs)
@@ -240,7 +266,7 @@ def _configurations(summary: Summary, chunkings: Mapping[str, Chunking], roles: 
         cards.append(
             f'<div class="card config" id="config-{_e(row.tag)}"><h3>{_tag_badge(row.tag, i)} {_e(config.label)}</h3>'
             f"<table><tr><th>chunker</th><td>{_e(config.name)}</td></tr>{params}</table>"
-            f"<p class=\"note\">Models it runs: {_e(runs) if runs else 'none'}</p>{previews}</div>"
+            f"<p class=\"note\">Models it runs: {_e(runs) if runs else 'none'}</p>{_edit_list(doc, config)}{previews}</div>"
         )
     return (
         f'<table id="models">{model_rows}</table>'
@@ -472,7 +498,7 @@ def report_html(
     bodies = {
         "verdict": _verdict(summary),
         "table": _table(summary),
-        "configurations": _configurations(summary, chunkings, roles),
+        "configurations": _configurations(summary, doc, chunkings, roles),
         "boundaries": _boundaries(summary, doc, chunkings, figs, tolerance),
         "sizes": _sizes(summary, chunkings, figs),
         "ppl": _ppl(summary, doc, ppl, curves, figs),

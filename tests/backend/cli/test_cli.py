@@ -162,3 +162,23 @@ def test_argument_value_types_name_what_they_expect():
         "must be a finite number, got 'nan'",
         "must be an odd integer, got '8'",
     ]
+
+
+def test_chunk_with_an_edited_copy_of_any_configuration(sample_txt: Path):
+    base = [json.loads(line) for line in run_cli("chunk", str(sample_txt), "--chunker", "recursive",
+                                                 "--chunk_size", "60").stdout.decode("utf-8").splitlines()]
+    cut = base[2]["start"]
+    text = run_cli("text", str(sample_txt)).stdout.decode("utf-8")
+    para = text.index("Was it worth it?", text.index("Paragraph 30."))
+    proc = run_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "base=recursive chunk_size=60",
+                   "--param", f"edits=+{para + 3},-{cut}")
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.decode("utf-8").splitlines()]
+    assert len(records) == len(base)  # one cut added, one removed
+    assert records[1]["start"] == base[1]["start"] and records[1]["end"] == base[2]["end"]  # the removal joined 1 and 2
+    assert any(r["start"] == para for r in records)  # the cut snapped to the sentence start
+    assert all(text[r["start"]:r["end"]] == r["text"] for r in records)
+    assert_one_line_error(run_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "edits=+1,oops"), 2,
+                          "must be +OFFSET")
+    assert_one_line_error(run_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "base=nope size=1"), 2,
+                          "manual: base 'nope size=1': unknown chunker")

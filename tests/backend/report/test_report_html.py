@@ -329,3 +329,24 @@ def test_estimates_show_their_interval_and_pairs_and_the_verdict_respects_them(d
     assert data["rows"][0]["estimates"]["bc"] == {"estimate": 0.93, "ci_low": 0.90, "ci_high": 0.96,
                                                   "pairs_scored": 120, "pairs_total": 1747, "method": "t"}
     assert data["best"]["bc"] is None and data["best"]["cs"] == "B"
+
+
+def test_an_edited_copy_shows_its_base_and_edit_list(doc, chunkings):
+    base = run_chunker(doc, ChunkerConfig.make("recursive", {"chunk_size": 40}))
+    cut = base.chunks[2].start
+    markup = doc.text.index("Raw markup")
+    edited = ChunkerConfig.make(
+        "manual", {"base": "recursive chunk_size=40", "edits": f"-{cut},+{markup}", "snap": "sentence", "doc": doc.id}
+    )
+    rows = (ConfigSummary("A", base.config, _values()), ConfigSummary("C", edited, _values()))
+    summary = Summary(doc.source, doc.id, rows, {})
+    page_html = report_html(summary, doc, {"A": base, "C": run_chunker(doc, edited)}, created=CREATED)
+    page = parse(page_html)
+    card = page_html[page_html.index('id="config-C"'):]
+    assert "Edited copy of <code>recursive chunk_size=40</code>" in card
+    assert "cut removed" in card and "cut added" in card
+    assert f"<td>{markup:,}</td>" in card and f"<td>{cut:,}</td>" in card
+    assert "<th>edits</th>" not in card  # the list is the table, not a raw parameter string
+    assert "manual(recursive chunk_size=40; 1 cut added, 1 removed)" in card
+    assert "Raw markup must stay text: &lt;" in card and PAYLOAD not in page_html  # the text around a cut is escaped
+    assert "config-C" in page.ids("div")

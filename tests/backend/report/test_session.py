@@ -174,3 +174,21 @@ def test_the_pages_state_is_written_only_when_there_is_some_and_read_back(doc: D
     state = {"retrieval": {"query": "When?", "marks": [[0, 4]]}, "benchmark": {"tags": ["A"]}}
     session = Session.make(DocRef.of(doc), [], {}, {}, state)
     assert parse_session(session_to_json(session)).state == state
+
+
+def test_an_edited_copy_round_trips_through_a_session_and_a_link(doc: Document, tmp_path) -> None:
+    from backend.chunkers import run_chunker
+
+    base = CONFIGS[0][1]
+    cut = run_chunker(doc, base).chunks[3].start
+    edited = make_chunker(
+        "manual", {"base": base.spec, "edits": f"-{cut},+{cut + 40}", "snap": "word", "doc": doc.id}
+    ).config
+    configs = (*CONFIGS, ("D", edited))
+    session = Session.make(DocRef.of(doc, "narrative"), configs, {"lm": None}, {})
+    opened = load_session(save_session(session, tmp_path / "edited.json"))
+    assert opened == session and opened.configs[-1] == ("D", edited)
+    assert [(c.start, c.end) for c in run_chunker(doc, opened.configs[-1][1]).chunks] == [
+        (c.start, c.end) for c in run_chunker(doc, edited).chunks
+    ]
+    assert configs_from_query(configs_to_query(configs)) == list(configs)
