@@ -212,8 +212,20 @@ def apply_edits(doc: Document, base: Sequence[tuple[int, int]], edits: Sequence[
     base = [(int(s), int(e)) for s, e in base]
     base_cuts = cuts_of(base)
     cuts = list(base_cuts)
-    spans = list(base)
     ignored: list[str] = []
+    if not base:
+        return EditResult((), (), (), (), tuple(f"{e}: the base has no chunks" for e in edits))
+    first, last = base[0][0], max(e for _, e in base)
+    base_end_before = {s: e_prev for (_, e_prev), (s, _) in zip(base, base[1:])}
+
+    def piece(k: int) -> tuple[int, int]:
+        """The ``k``-th chunk of the current cut set (0: from the first chunk's start), as spans_for_cuts makes it."""
+        start = cuts[k - 1] if k > 0 else first
+        if k == len(cuts):
+            return start, last
+        end = base_end_before.get(cuts[k], -1)
+        return start, end if end > start else _rstrip_end(text, start, cuts[k])
+
     word_starts = [m.start() for m in _WORD_START.finditer(text)] if snap == "word" else None
     for edit in edits:
         if edit.op == "-":
@@ -223,21 +235,22 @@ def apply_edits(doc: Document, base: Sequence[tuple[int, int]], edits: Sequence[
             k = bisect.bisect_left(cuts, edit.offset)
             near = [cuts[i] for i in (k - 1, k) if 0 <= i < len(cuts)]
             cuts.remove(min(near, key=lambda p: (abs(p - edit.offset), p)))
-        else:
-            q = _lstrip_start(text, snap_offset(doc, edit.offset, snap, word_starts=word_starts), len(text))
-            j = bisect.bisect_right([s for s, _ in spans], q) - 1
-            at = f" (snapped to {q})" if q != edit.offset else ""
-            if q in cuts:
-                ignored.append(f"{edit}: already a cut" + (f" (at {q})" if q != edit.offset else ""))
-                continue
-            if j < 0 or not spans[j][0] < q < spans[j][1] or _rstrip_end(text, spans[j][0], q) <= spans[j][0]:
-                ignored.append(f"{edit}: not inside a chunk{at}")
-                continue
-            if any(e > q for _, e in spans[:j]):  # an overlapping base: the chunk before reaches past q
-                ignored.append(f"{edit}: inside the overlap of two chunks{at}")
-                continue
-            bisect.insort(cuts, q)
-        spans = spans_for_cuts(text, base, cuts)
+            continue
+        q = _lstrip_start(text, snap_offset(doc, edit.offset, snap, word_starts=word_starts), len(text))
+        at = f" (snapped to {q})" if q != edit.offset else ""
+        k = bisect.bisect_left(cuts, q)
+        if k < len(cuts) and cuts[k] == q:
+            ignored.append(f"{edit}: already a cut" + (f" (at {q})" if q != edit.offset else ""))
+            continue
+        start, end = piece(k)  # the chunk whose start is the last mark before q
+        if not start < q < end or _rstrip_end(text, start, q) <= start:
+            ignored.append(f"{edit}: not inside a chunk{at}")
+            continue
+        if k > 0 and piece(k - 1)[1] > _rstrip_end(text, start, q):  # an overlapping base: the chunk before reaches past q
+            ignored.append(f"{edit}: inside the overlap of two chunks{at}")
+            continue
+        cuts.insert(k, q)
+    spans = spans_for_cuts(text, base, cuts)
     final = set(cuts)
     return EditResult(
         spans=tuple(spans),
