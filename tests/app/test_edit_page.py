@@ -13,7 +13,7 @@ from backend.chunkers import run_chunker
 from backend.chunking import ConfigEntry
 from backend.lab.edit import is_edited
 from backend.samples import load_sample
-from components.keys import EDIT_OPEN, EDIT_STATES
+from components.keys import EDIT_OPEN
 from components.state import normalized_config
 from tests.support.apptest import open_page, run
 
