@@ -68,8 +68,14 @@ def _on_pick() -> None:
 def _follow(doc: Document, uid: int) -> None:
     """Show the window of the selected cut (after an edit made from the widgets or the curve)."""
     cut = st.session_state.get(_cut_key(uid))
-    if cut is not None:
+    if isinstance(cut, int):
         _set_page(page_of(doc, int(cut), WINDOW_CHARS))
+
+
+def _on_pick_cut(doc: Document, uid: int, picker: str) -> None:
+    """A cut picked in the selectbox: select it (its move buttons) and show its window."""
+    st.session_state[_cut_key(uid)] = st.session_state[picker]
+    _follow(doc, uid)
 
 
 def _act(uid: int, doc: Document, spans: tuple, action: str, offset: int | None, step: int = 0, follow=False) -> None:
@@ -252,9 +258,13 @@ def editor(uid: int, doc: Document, base, spans: tuple, scores, base_entry: Conf
                                     help=f"2 to {n:,}: a cut before that sentence")
                     st.button("Add cut", key=EDIT("add"), icon=":material/add:", on_click=_on_add_sentence, args=args)
             if view.cuts:
-                st.selectbox("Cut", view.cuts, key=cut_key, format_func=view.cut_label, index=None,
-                             placeholder="Pick a cut", on_change=_follow, args=(doc, uid))
-                chosen = st.session_state.get(cut_key)
+                chosen = view.selected
+                # A new widget whenever the cuts change: a selectbox whose options change under it keeps
+                # showing (and sends back) a label that is no longer an option.
+                picker = f"{cut_key}_pick_{view.cuts_version}"
+                st.selectbox("Cut", view.cuts, key=picker, format_func=view.cut_label,
+                             index=view.cuts.index(chosen) if chosen is not None else None,
+                             placeholder="Pick a cut", on_change=_on_pick_cut, args=(doc, uid, picker))
                 with st.container(horizontal=True, gap="small"):
                     st.button("Remove", key=EDIT("remove"), icon=":material/close:", disabled=chosen is None,
                               on_click=_act, args=(*args, "remove", chosen))

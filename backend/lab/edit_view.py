@@ -14,6 +14,7 @@ text, not the document.
 from __future__ import annotations
 
 import bisect
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -155,6 +156,11 @@ class EditView:
         """``character 1,234 · sentence 12 (added)`` for the selectbox of cuts."""
         kind = "added" if offset in self.result.added else "base"
         return f"character {offset:,} · sentence {self.sentence_of(offset):,} ({kind})"
+
+    @property
+    def cuts_version(self) -> str:
+        """A short digest of the cut set: it changes when any cut does (a widget listing the cuts is keyed by it)."""
+        return hashlib.sha256(",".join(map(str, self.result.cuts)).encode()).hexdigest()[:12]
 
     @property
     def counts(self) -> str:
