@@ -10,12 +10,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.chunkers import run_chunker
+from backend.chunkers.meta.results import PPLScores
 from backend.chunking import ConfigEntry
 from backend.lab.edit import is_edited
 from backend.samples import load_sample
 from components.keys import EDIT_OPEN
 from components.state import normalized_config
 from tests.support.apptest import open_page, run
+from tests.support.fake_scores import fake_token_scores
+from tests.support.patching import patch_everywhere
 
 COMPARE = "pages/compare.py"
 EDIT = "pages/edit.py"
@@ -157,3 +160,24 @@ def test_a_session_round_trip_keeps_the_edits(data_dir: Path) -> None:
     run(fresh)
     assert _counts(fresh) == before  # the edits came back, as one undo step's state
     assert fresh.button(key="edit_undo").disabled
+
+
+def test_the_curve_shows_when_the_document_is_scored_and_never_starts_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = load_sample("technical")
+    at = _copy(doc)
+    (info,) = at.info
+    assert info.value == "Score the document on the Meta-Chunking page to see where the model would cut."
+    assert len(at.get("plotly_chart")) == 0 and "edit_minima" not in [t.key for t in at.toggle]
+    assert "ppl_score_job" not in at.session_state and "edit_lm_job" not in at.session_state  # no model run
+
+    scores = PPLScores.build(doc, fake_token_scores(doc.text), "fake", "fake model")
+    patch_everywhere(monkeypatch, "backend.lab.ppl.held_scores", lambda held, d, models: scores)
+    run(at)
+    assert not at.info
+    (chart,) = at.get("plotly_chart")
+    assert ("Per-sentence mean NLL under fake model, sentences of this window. Click a point to cut before its "
+            "sentence.") in [c.value for c in at.caption]
+    at.toggle(key="edit_minima").set_value(True)
+    run(at)
+    (chart,) = at.get("plotly_chart")
+    assert '"perplexity minimum"' in chart.proto.spec
