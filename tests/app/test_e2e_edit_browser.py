@@ -113,7 +113,20 @@ def test_click_between_sentences_adds_a_cut_and_undo_takes_it_back(server: str, 
             # The download line below the editor follows the edited copy too.
             expect(page.get_by_text(f"Download C ({base + 1:,} chunks):")).to_be_visible()
 
-            page.locator(".st-key-edit_undo button").first.click()
+            # The new cut is selected: its ▶ moves it one sentence forward (one undo step).
+            added = page.locator(".st-key-edit_text .cut.added.sel")
+            before = int(added.get_attribute("data-o"))
+            added.locator('.mv[data-step="1"]').click()
+            expect(page.get_by_text(re.compile(rf"Cut moved from character {before:,} to "))).to_be_visible()
+            expect(_count_line(page)).to_contain_text(f"{base + 1:,} chunks (base {base:,}): 1 cut added")
+            expect(page.locator(f'.st-key-edit_text .cut.added[data-o="{before}"]')).to_have_count(0)
+            expect(page.locator(".st-key-edit_text .cut.added")).to_have_count(1)
+            wait_idle(page)
+
+            page.locator(".st-key-edit_undo button").first.click()  # the move
+            expect(page.locator(f'.st-key-edit_text .cut.added[data-o="{before}"]')).to_have_count(1)
+            wait_idle(page)
+            page.locator(".st-key-edit_undo button").first.click()  # the cut
             expect(_count_line(page)).to_contain_text(
                 f"{base:,} chunks (base {base:,}): no edits"
             )
