@@ -12,8 +12,12 @@ from streamlit.testing.v1 import AppTest
 from backend.chunkers import run_chunker
 from backend.chunkers.meta.results import PPLScores
 from backend.chunking import ConfigEntry
-from backend.lab.edit import is_edited
+from backend.lab.edit import EditState, is_edited
+from backend.models.cache import default_cache
+from backend.models.scorer import load_scorer
+from backend.models.scoring import document_token_scores
 from backend.samples import load_sample
+from backend.text.document import Document
 from components.keys import EDIT_OPEN
 from components.state import normalized_config
 from tests.support.apptest import open_page, run
@@ -37,9 +41,9 @@ def _counts(at: AppTest) -> str:
     return line.split("**")[1]
 
 
-def _cut_picker(at: AppTest):
+def _cut_picker(at: AppTest, uid: int = 1):
     """The selectbox of the cuts (a new widget, keyed by the cut set, whenever a cut changes)."""
-    (picker,) = [s for s in at.selectbox if s.key.startswith("edit_cut_1_pick_")]
+    (picker,) = [s for s in at.selectbox if s.key.startswith(f"edit_cut_{uid}_pick_")]
     return picker
 
 
@@ -181,3 +185,42 @@ def test_the_curve_shows_when_the_document_is_scored_and_never_starts_a_run(monk
     run(at)
     (chart,) = at.get("plotly_chart")
     assert '"perplexity minimum"' in chart.proto.spec
+
+
+TINY = (
+    "The cat sat on the mat. It was warm by the fire. Then the <b>dog</b> came & barked loudly! "
+    "Stock prices fell sharply on Monday. Investors worried about inflation. The central bank said nothing. "
+    "Meanwhile, the cat went back to sleep. It dreamed of <script>fish</script>. "
+    "Quantum chromodynamics describes the strong force. Gluons bind quarks together."
+)
+
+
+def test_edit_a_copy_of_the_meta_chunking_setting_reads_its_base_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model-backed base: the PPL chunker's cut of the cached scores, no model run; the curve beside the text."""
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CHUNKLAB_LM", raising=False)
+    doc = Document.from_text(TINY, source="tiny.txt")
+    document_token_scores(doc.text, load_scorer(None), cache=default_cache())
+    at = open_page("pages/ppl.py", doc=doc, configs=[])
+    at.button(key="ppl_edit_copy").click()
+    run(at)
+    assert at.title[0].value == "Edit"
+    (copy,) = at.session_state["configs"]
+    state = EditState.of(copy.config)
+    assert state.base.name.startswith("ppl") and state.doc_id == doc.id
+    at.switch_page(EDIT)
+    run(at)
+    edited, base = _counts(at).split(":")[0].split(" chunks (base ")
+    assert edited == base.rstrip(")")
+    assert len(at.get("plotly_chart")) == 1  # the Meta-Chunking page's cached scores, beside the text
+    assert "ppl_score_job" not in at.session_state and "edit_lm_job" not in at.session_state
+    cut_sentences = {int(label.rsplit("sentence ", 1)[1].split(" ")[0]) for label in _cut_picker(at, 0).options}
+    free = min(set(range(2, len(doc.sentences) + 1)) - cut_sentences)
+    at.number_input(key="edit_sentence").set_value(free)
+    run(at)
+    at.button(key="edit_add").click()
+    run(at)
+    assert _counts(at) == f"{int(edited) + 1} chunks (base {edited}): 1 cut added"
+    assert "edit_lm_job" not in at.session_state
