@@ -165,7 +165,8 @@ if not copies:
     st.stop()
 
 uids = [e.uid for e in copies]
-titles = {e.uid: edited_title(e, entries) for e in copies}
+# "C = A, edited": what the copy is (the count line under it follows each edit; the editor reruns alone).
+titles = {e.uid: edited_title(e, entries).rsplit(": ", 1)[0] for e in copies}
 if st.session_state.get(EDIT_OPEN) in uids and st.session_state.get(_PICK) != st.session_state[EDIT_OPEN]:
     st.session_state[_PICK] = st.session_state[EDIT_OPEN]
     _set_page(1)
