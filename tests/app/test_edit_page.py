@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from backend.chunkers import run_chunker
 from backend.chunkers.meta.results import PPLScores
 from backend.chunking import ConfigEntry
-from backend.lab.edit import EditState, is_edited
+from backend.lab.edit import EditState, edit_copy, is_edited
 from backend.models.cache import default_cache
 from backend.models.scorer import load_scorer
 from backend.models.scoring import document_token_scores
@@ -20,6 +20,7 @@ from backend.samples import load_sample
 from backend.text.document import Document
 from components.keys import EDIT_OPEN
 from components.state import normalized_config
+from components.views import export_stem
 from tests.support.apptest import open_page, run
 from tests.support.fake_scores import fake_token_scores
 from tests.support.patching import patch_everywhere
@@ -224,3 +225,10 @@ def test_edit_a_copy_of_the_meta_chunking_setting_reads_its_base_from_the_cache(
     run(at)
     assert _counts(at) == f"{int(edited) + 1} chunks (base {edited}): 1 cut added"
     assert "edit_lm_job" not in at.session_state
+
+
+def test_an_edited_copy_exports_under_a_short_name() -> None:
+    doc = load_sample("technical")
+    state = EditState.of(edit_copy(CONFIGS[0].config, doc)).pushed(f"-{doc.sentences[3].start},+{doc.sentences[4].start}")
+    chunking = run_chunker(doc, state.config)
+    assert export_stem("My report.pdf", "C", chunking) == "My-report__C-manual-recursive-1added-1removed"
