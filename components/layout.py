@@ -82,6 +82,7 @@ def page_list() -> list:
         st.Page("pages/document.py", title="Document", icon=":material/description:", default=True),
         st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
         st.Page("pages/ppl.py", title="Meta-Chunking", icon=":material/show_chart:"),
+        st.Page("pages/edit.py", title="Edit", icon=":material/content_cut:"),
         st.Page("pages/quality.py", title="Quality", icon=":material/hub:"),
         st.Page("pages/retrieval.py", title="Retrieval", icon=":material/search:"),
         st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:"),

@@ -26,6 +26,7 @@ __all__ = [
     "normalized_config",
     "add_configuration",
     "remove_configuration",
+    "update_configuration",
     "last_removed",
     "undo_remove",
     "replace_configurations",
@@ -121,6 +122,17 @@ def remove_configuration(uid: int) -> None:
             st.session_state.setdefault(_REMOVED, []).append((position, entry))
             st.session_state[CONFIGS] = entries[:position] + entries[position + 1 :]
             return
+
+
+def update_configuration(uid: int, config: ChunkerConfig) -> ConfigEntry | None:
+    """Replace the configuration of the entry with ``uid``, keeping its uid, letter and place (None: no such entry)."""
+    entries = configurations()
+    for position, entry in enumerate(entries):
+        if entry.uid == uid:
+            new = ConfigEntry(uid, entry.tag, config)
+            st.session_state[CONFIGS] = entries[:position] + [new] + entries[position + 1 :]
+            return new
+    return None
 
 
 def last_removed() -> ConfigEntry | None:

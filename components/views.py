@@ -6,14 +6,17 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import streamlit as st
 
-from backend.chunking import Chunking, ConfigEntry
+from backend.chunking import ChunkerConfig, Chunking, ConfigEntry, edit_counts
 from backend.figures.export import export_name
 from backend.figures.text import esc, inspector_html, tag_badge_html
 from backend.lab.compare import neighbours
+from backend.lab.edit import edited_title, is_edited
+from backend.text.document import Document
+from components.edit import edit_copy_button
 from components.keys import COMPARE
-from components.state import last_removed, remove_configuration, undo_remove
+from components.state import configurations, last_removed, remove_configuration, undo_remove
 
-__all__ = ["grid", "export_name", "export_stem", "config_title", "config_card", "undo_remove_bar", "chunk_inspector"]
+__all__ = ["grid", "export_name", "export_stem", "download_buttons", "config_title", "config_card", "undo_remove_bar", "chunk_inspector"]
 
 T = TypeVar("T")
 
@@ -36,8 +39,32 @@ def export_stem(doc_source: str, tag: str, chunking: Chunking) -> str:
     'My-report__B-fixed_token-chunk_overlap125_chunk_size250-cl100k'
     """
     cfg = chunking.config
+    if cfg.name == "manual":  # an edited copy: its base's chunker and what the edits did, not the long edit list
+        p = cfg.params_dict
+        added, removed = edit_counts(str(p.get("edits", "")))
+        try:
+            base = ChunkerConfig.parse(str(p.get("base", "")))[0]
+        except ValueError:
+            base = "base"
+        return export_name(doc_source, f"{tag}-manual-{base}-{added}added-{removed}removed")
     params = "_".join(f"{k}{v}" for k, v in cfg.params)
     return export_name(doc_source, f"{tag}-{cfg.name}-{params}-{cfg.tokenizer}")
+
+
+def download_buttons(entry: ConfigEntry, chunking: Chunking, doc_source: str, key: str) -> None:
+    """The JSONL and CSV downloads of a chunking (``key`` has a ``{}`` for the format: ``jsonl``, ``csv``)."""
+    stem = export_stem(doc_source, entry.tag, chunking)
+    # Callables: the files are only built when a button is pressed.
+    st.download_button(
+        "JSONL", chunking.to_jsonl, file_name=f"{stem}.jsonl", mime="application/jsonl",
+        key=key.format("jsonl"), icon=":material/download:", on_click="ignore",
+        help="One JSON object per chunk: index, start, end, text, tokens",
+    )
+    st.download_button(
+        "CSV", chunking.to_csv, file_name=f"{stem}.csv", mime="text/csv",
+        key=key.format("csv"), icon=":material/download:", on_click="ignore",
+        help="Columns index, start, end, tokens, text",
+    )
 
 
 def config_title(entry: ConfigEntry, color: str) -> None:
@@ -49,17 +76,23 @@ def config_card(
     entry: ConfigEntry, chunking: Chunking | None, error: str | None, doc_source: str, color: str,
     note: str | None = None,
     on_retry: Callable[[], None] | None = None,
+    doc: Document | None = None,
 ) -> None:
-    """A bordered card: what the configuration is, how it did, its downloads and a remove button.
+    """A bordered card: what the configuration is, how it did, its downloads, "Edit a copy" and a remove button.
 
     ``note`` says why a configuration has no chunks yet (e.g. it waits for a language model);
-    ``on_retry`` (its model run was cancelled or failed) adds a "Run again" button calling it.
+    ``on_retry`` (its model run was cancelled or failed) adds a "Run again" button calling it;
+    ``doc`` (the document shown) adds "Edit a copy" once the configuration has chunks. An edited
+    copy's card names it by its base ("C = A, edited: 3 cuts added, 1 removed").
     """
     uid, cfg = entry.uid, entry.config
     with st.container(border=True, key=COMPARE(f"card_{uid}")):
         config_title(entry, color)
-        params = ", ".join(f"{k} = {v}" for k, v in cfg.params) or "default parameters"
-        st.caption(f"{params} · tokenizer {cfg.tokenizer}")
+        if is_edited(cfg):  # the edit list can be long: the title says what it did, the Edit page shows it
+            st.caption(f"{esc(edited_title(entry, configurations()))} · tokenizer {cfg.tokenizer}")
+        else:
+            params = ", ".join(f"{k} = {v}" for k, v in cfg.params) or "default parameters"
+            st.caption(f"{params} · tokenizer {cfg.tokenizer}")
         if error:
             st.error(error, icon=":material/error:")
         elif chunking is not None:
@@ -72,18 +105,9 @@ def config_card(
             st.caption(note)
         with st.container(horizontal=True, gap="small"):
             if chunking is not None:
-                stem = export_stem(doc_source, entry.tag, chunking)
-                # Callables: the files are only built when a button is pressed.
-                st.download_button(
-                    "JSONL", chunking.to_jsonl, file_name=f"{stem}.jsonl", mime="application/jsonl",
-                    key=COMPARE(f"dl_jsonl_{uid}"), icon=":material/download:", on_click="ignore",
-                    help="One JSON object per chunk: index, start, end, text, tokens",
-                )
-                st.download_button(
-                    "CSV", chunking.to_csv, file_name=f"{stem}.csv", mime="text/csv",
-                    key=COMPARE(f"dl_csv_{uid}"), icon=":material/download:", on_click="ignore",
-                    help="Columns index, start, end, tokens, text",
-                )
+                download_buttons(entry, chunking, doc_source, COMPARE(f"dl_{{}}_{uid}"))
+                if doc is not None:
+                    edit_copy_button(cfg, doc, entry.tag, COMPARE(f"edit_{uid}"))
             if chunking is None and on_retry is not None:
                 st.button(
                     "Run again", key=COMPARE(f"retry_{uid}"), icon=":material/replay:", on_click=on_retry,

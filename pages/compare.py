@@ -154,7 +154,9 @@ for col, column in grid(columns, MAX_PER_ROW):
     e = column.entry
     with col:
         note, retry = waiting_note(doc, lm, e.config, COMPARE) if column.pending else (None, None)
-        config_card(e, column.chunking, column.error, doc.source, config_color(e.uid), note=note, on_retry=retry)
+        config_card(
+            e, column.chunking, column.error, doc.source, config_color(e.uid), note=note, on_retry=retry, doc=doc
+        )
         units = units_caption(e.config)  # a retriever: the chunks shown are its finest units
         if units:
             st.caption(units)

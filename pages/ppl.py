@@ -26,6 +26,7 @@ from backend.lab.ppl import (
     scoring_plan,
 )
 from components.config_form import TOKENIZER_HELP
+from components.edit import edit_copy_button
 from components.keys import PPL
 from components.layout import ensure_routed
 from components.lm_runs import model_job_panel, session_models
@@ -236,6 +237,7 @@ with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         f"Add {view.chunker} to Compare", key=PPL("add"), icon=":material/add:", type="primary", on_click=_add,
         args=(view.config,), help=view.config.label,
     )
+    edit_copy_button(view.config, doc, view.config.label, PPL("edit_copy"))
     st.page_link("pages/compare.py", label="Open Compare", icon=":material/compare:")
     export_buttons(export_stem(doc.source, "ppl", view.chunking), view.values_csv, view.chunking, prefix=PPL.prefix)
 document_view(doc, view.chunking, PPL("view_page"), PPL("view"))

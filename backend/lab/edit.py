@@ -244,6 +244,8 @@ def move_cut(state: EditState, doc: Document, base_spans: Sequence[tuple[int, in
     target = _neighbour(doc, cut, step, state.snap)
     if target is None:
         return EditOutcome(state, "No cut moved: no sentence start that way", False)
+    if target in result.cuts:  # moving onto a cut would only remove this one
+        return EditOutcome(state, f"No cut moved: {target:,} is a cut already", False)
     edits = parse_edits(state.edits) + (Edit("-", cut), Edit("+", target))
     moved = apply_edits(doc, [(int(s), int(e)) for s, e in base_spans], edits, state.snap)
     if target not in moved.cuts or cut in moved.cuts:

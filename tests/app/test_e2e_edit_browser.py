@@ -1,0 +1,163 @@
+"""End to end: the Edit page in headless Chromium (Debian's /usr/bin/chromium through Playwright).
+
+Uploads a text with hostile markup, presses "Edit a copy" on the recursive configuration's card,
+clicks between two sentences in the clickable text (the components v2 component), sees the chunk
+count go up by one, undoes, and checks the hostile markup stayed text. A second test does the same
+click on the issue's 36-page PDF and prints the time from the click to the new chunk count (the
+fragment reruns only the editor; only the window's HTML travels). The server, browser and offline
+setup are those of test_e2e_browser.py.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.app.test_e2e_browser import CHROMIUM, HOSTILE, in_ci, offline_page, wait_idle
+from tests.support.app_server import serve_app
+
+PDF = Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf")
+_COUNT = re.compile(r"([\d,]+) chunks \(base ([\d,]+)\)")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    """A Chunk Lab server on a free port; stopped when the module's tests are done."""
+    if not CHROMIUM.exists():
+        if in_ci():
+            pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
+        pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
+    with serve_app(tmp_path_factory.mktemp("e2e_edit") / "streamlit.log", healthy_within=30) as url:
+        yield url
+
+
+def _document() -> str:
+    """A few thousand characters of short sentences, with hostile markup in the third paragraph."""
+    paragraphs = [
+        f"The keeper wrote entry {i}. The lamp was trimmed at dusk. Oil went up the stairs. "
+        "Fog came in from the bay. The horn sounded twice at dawn."
+        for i in range(20)
+    ]
+    paragraphs.insert(2, f"Raw markup must stay text: {HOSTILE} and that is all.")
+    return "\n\n".join(paragraphs)
+
+
+def _count_line(page):
+    """The editor's line ``N chunks (base M): what the edits did · base …``."""
+    return page.locator("[data-testid=stMarkdown]").filter(has_text="chunks (base").first
+
+
+def _counts(page) -> tuple[int, int]:
+    """The editor's ``N chunks (base M)``."""
+    text = _count_line(page).inner_text()
+    edited, base = _COUNT.search(text).groups()
+    return int(edited.replace(",", "")), int(base.replace(",", ""))
+
+
+def _upload_and_edit_a_copy(page, server: str, path: Path) -> None:
+    """Upload ``path`` on the Document page, then "Edit a copy" on Compare's card A (recursive)."""
+    from playwright.sync_api import expect
+
+    page.goto(server)
+    expect(page.get_by_role("heading", name="Document", exact=True)).to_be_visible()
+    page.locator(".st-key-docpage_upload_0 input[type=file]").set_input_files(str(path))
+    expect(page.locator("[data-testid=stSidebar]")).to_contain_text(path.name)
+    wait_idle(page)
+    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Compare", exact=True).click()
+    expect(page.locator(".st-key-cmp_card_0")).to_contain_text("recursive")
+    wait_idle(page)
+    page.locator(".st-key-cmp_edit_0 button").first.click()
+    expect(page.get_by_role("heading", name="Edit", exact=True)).to_be_visible()
+    expect(page.get_by_text("C = A, edited copy added")).to_be_visible()  # the toast
+    expect(page.locator(".st-key-edit_text .ed-root")).to_be_visible()
+    wait_idle(page)
+
+
+def _click_a_gap(page) -> float:
+    """Click the first gap between two sentences; the seconds until the chunk count went up by one."""
+    from playwright.sync_api import expect
+
+    edited, base = _counts(page)
+    gap = page.locator(".st-key-edit_text i.gap").first
+    gap.hover()  # scrolled into view before the clock starts
+    t0 = time.perf_counter()
+    gap.click()
+    expect(_count_line(page)).to_contain_text(
+        f"{edited + 1:,} chunks (base {base:,}): 1 cut added"
+    )
+    seconds = time.perf_counter() - t0
+    expect(page.locator(".st-key-edit_text .cut.added")).to_have_count(1)
+    return seconds
+
+
+def test_click_between_sentences_adds_a_cut_and_undo_takes_it_back(server: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    upload = tmp_path / "keeper_log.txt"
+    upload.write_text(_document(), encoding="utf-8")
+    with sync_playwright() as p:
+        with offline_page(p, {"width": 1500, "height": 2000}, timeout_ms=30_000) as (page, offline):
+            _upload_and_edit_a_copy(page, server, upload)
+            edited, base = _counts(page)
+            assert edited == base
+            text = page.locator(".st-key-edit_text .ed-root")
+            # Hostile markup is text in the component, never elements.
+            expect(text).to_contain_text("<script>window.__pwned=2</script>")
+            assert page.locator(".st-key-edit_text .ed-root img, .st-key-edit_text .ed-root script").count() == 0
+
+            _click_a_gap(page)
+            wait_idle(page)
+            # The download line below the editor follows the edited copy too.
+            expect(page.get_by_text(f"Download C ({base + 1:,} chunks):")).to_be_visible()
+
+            # The new cut is selected: its ▶ moves it one sentence forward (one undo step).
+            added = page.locator(".st-key-edit_text .cut.added.sel")
+            before = int(added.get_attribute("data-o"))
+            added.locator('.mv[data-step="1"]').click()
+            expect(page.get_by_text(re.compile(rf"Cut moved from character {before:,} to "))).to_be_visible()
+            expect(_count_line(page)).to_contain_text(f"{base + 1:,} chunks (base {base:,}): 1 cut added")
+            expect(page.locator(f'.st-key-edit_text .cut.added[data-o="{before}"]')).to_have_count(0)
+            expect(page.locator(".st-key-edit_text .cut.added")).to_have_count(1)
+            wait_idle(page)
+
+            page.locator(".st-key-edit_undo button").first.click()  # the move
+            expect(page.locator(f'.st-key-edit_text .cut.added[data-o="{before}"]')).to_have_count(1)
+            wait_idle(page)
+            page.locator(".st-key-edit_undo button").first.click()  # the cut
+            expect(_count_line(page)).to_contain_text(
+                f"{base:,} chunks (base {base:,}): no edits"
+            )
+            expect(page.locator(".st-key-edit_text .cut.added")).to_have_count(0)
+            wait_idle(page)
+
+            # A click on a cut removes it: the two chunks join.
+            page.locator(".st-key-edit_text .cut.base").first.click()
+            expect(_count_line(page)).to_contain_text(
+                f"{base - 1:,} chunks (base {base:,}): 1 cut removed"
+            )
+            expect(page.locator(".st-key-edit_text .cut.removed")).to_have_count(1)
+            assert page.evaluate("() => window.__pwned === undefined")
+    offline.assert_clean()
+
+
+@pytest.mark.skipif(not PDF.exists(), reason=f"{PDF} is missing (Debian's libtasn1-doc)")
+def test_a_click_on_the_36_page_pdf_redraws_only_the_window(server: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        with offline_page(p, {"width": 1500, "height": 2000}, timeout_ms=60_000) as (page, offline):
+            _upload_and_edit_a_copy(page, server, PDF)
+            size = page.locator(".st-key-edit_text .ed-root").evaluate("el => el.textContent.length")
+            assert 5_000 <= size <= 9_000, size  # one window of the 71k characters, not the document
+            edited, base = _counts(page)
+            seconds = []
+            for _ in range(3):
+                seconds.append(_click_a_gap(page))
+                page.locator(".st-key-edit_undo button").first.click()
+                expect(_count_line(page)).to_contain_text(f"{base:,} chunks (base {base:,}): no edits")
+                expect(page.locator(".st-key-edit_text .cut.added")).to_have_count(0)
+            print(f"click → new chunk count on {PDF.name}: " + ", ".join(f"{s * 1000:.0f} ms" for s in seconds))
+    offline.assert_clean()
