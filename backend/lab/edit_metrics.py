@@ -121,8 +121,8 @@ def edit_stats(doc: Document, base: Chunking, edited: Chunking) -> EditStats:
     rows = []
     for name, fieldname, digits in _STATS:
         bv, ev = float(b[fieldname]), float(e[fieldname])
-        rows.append({"metric": name, "base": round(bv, digits), "edited": round(ev, digits),
-                     "change": _change(bv, ev, digits)})
+        rows.append({"metric": name, "base": round(bv, digits) if digits else int(bv),
+                     "edited": round(ev, digits) if digits else int(ev), "change": _change(bv, ev, digits)})
     base_cuts, edited_cuts = set(cuts_of([(c.start, c.end) for c in base.chunks])), set(
         cuts_of([(c.start, c.end) for c in edited.chunks]))
     added, removed = len(edited_cuts - base_cuts), len(base_cuts - edited_cuts)
@@ -422,7 +422,6 @@ def retrieval_changes(benchmark: Benchmark, qset_name: str) -> str:
     parts = []
     for name, label in _RETRIEVAL:
         b, e = getattr(base, f"{name}_mean"), getattr(edited, f"{name}_mean")
-        digits = 1 if name == "iou" else 0
-        parts.append(f"{label} {b * 100:.{digits}f}% → {e * 100:.{digits}f}%")
+        parts.append(f"{label} {b * 100:.1f}% → {e * 100:.1f}%")
     n = benchmark.questions
     return f"{qset_name} ({n:,} question{'s' if n != 1 else ''}): " + " · ".join(parts)
