@@ -41,6 +41,7 @@ from backend.metrics.report import METRIC_TABLE, QualitySettings
 from backend.metrics.scores import table_key
 from backend.metrics.stats import chunking_stats
 from backend.models.cache import OutputCache, default_cache
+from backend.models.embeddings import embeddings_key
 from backend.models.scoring import cached_conditional_scores
 from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.questions import QuestionSet
@@ -186,8 +187,11 @@ class EditQuality:
         doc_source: The document's name.
         changes: Per metric picked, in the order of ``METRIC_TABLE``.
         line: ``BC 0.91 → 0.89 · CS 1.23 → 1.30 · DS 0.42 → 0.41``.
-        changed_pairs: Distinct pairs the edited table needs that the base's does not: the edit's own.
+        changed_pairs: Distinct pairs the edited table needs that the base's does not: the edit's own
+            (DS alone: the chunk texts the base does not have).
         missing_pairs: Distinct pairs not in the output cache yet (what the job scores).
+        texts_to_embed: Distinct chunk texts DS needs with no vector in the cache (per text: an
+            edit's new chunks), what the job embeds.
         cost_label: What the job costs (``5 pairs, about 1 s``).
         auto: Whether the job is small enough to start by itself (:data:`AUTO_PAIRS`, no confirmation).
         plan: The Quality page's plan of ``[base, edited]`` (its store keys, :func:`~backend.lab.quality.fold_scoring`).
@@ -199,6 +203,7 @@ class EditQuality:
     line: str
     changed_pairs: int
     missing_pairs: int
+    texts_to_embed: int
     cost_label: str
     auto: bool
     plan: QualityPlan = field(repr=False)
@@ -212,11 +217,15 @@ class EditQuality:
     @property
     def note(self) -> str:
         """What the numbers stand on: the edit's own pairs, what is left to score, the intervals."""
-        what = f"{self.changed_pairs:,} pair{'s' if self.changed_pairs != 1 else ''} changed by the edits"
+        unit = "pair" if self.plan.needs.scorer else "chunk"  # DS alone: the chunks the edits made
+        what = f"{self.changed_pairs:,} {unit}{'s' if self.changed_pairs != 1 else ''} changed by the edits"
         if self.job is None:
             out = f"{self.doc_source}: {what}; every score known"
         else:
-            out = f"{self.doc_source}: {what}; to score: {self.cost_label}"
+            todo = [self.cost_label] if self.missing_pairs else []
+            if self.texts_to_embed:
+                todo.append(f"{self.texts_to_embed:,} chunk{'s' if self.texts_to_embed != 1 else ''} to embed")
+            out = f"{self.doc_source}: {what}; to compute: {', '.join(todo) or 'the embeddings'}"
         if self.estimated:
             out += "; ≈ marks an estimate from the pairs scored so far, [low, high] its 95% interval"
         return out
@@ -286,12 +295,23 @@ def plan_edit_quality(
         changed = len(set(pair_requests(_texts(edited), complete=complete, window=w)) - before)
     elif plan.needs.embedder:
         changed = len(set(_texts(edited)) - set(_texts(base)))
+    to_embed = _texts_to_embed(plan, cache)
     auto = plan.job is not None and plan.cost.pairs <= AUTO_PAIRS and plan.cost.seconds <= CONFIRM_SECONDS and (
-        plan.cost.embed is None or plan.cost.embed.texts <= AUTO_PAIRS)
+        to_embed <= AUTO_PAIRS)
     return EditQuality(
         doc_source=doc.source, changes=changes, line=" · ".join(c.text for c in changes), changed_pairs=changed,
-        missing_pairs=plan.cost.pairs, cost_label=plan.cost.label, auto=auto, plan=plan, job=plan.job,
+        missing_pairs=plan.cost.pairs, texts_to_embed=to_embed, cost_label=plan.cost.label, auto=auto, plan=plan,
+        job=plan.job,
     )
+
+
+def _texts_to_embed(plan: QualityPlan, cache: OutputCache) -> int:
+    """Distinct texts of the chunkings missing vectors that have no vector of their own in the cache (no read)."""
+    fingerprint = plan.embedder_fingerprint
+    if not plan.needs.embedder or fingerprint is None:
+        return 0
+    texts = dict.fromkeys(t for c in plan.configs if c.vectors_missing for t in _texts(c.chunking))
+    return sum(not cache.contains(embeddings_key(fingerprint, [t])) for t in texts)
 
 
 def boundary_values(

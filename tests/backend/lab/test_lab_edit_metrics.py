@@ -218,6 +218,20 @@ def test_ds_of_the_edit_embeds_two_texts_in_the_scoring_job(edit, cache) -> None
     assert run.results[1][1].shape == (7, 8)
 
 
+def test_ds_of_an_edit_is_planned_as_two_texts_to_embed(edit, cache) -> None:
+    doc, base, entry, edited = edit
+    models = _models(LengthScorer())
+    cold = plan_edit_quality(doc, None, base, entry, edited, models, metrics=["ds"], window=None, store={},
+                             cache=cache)
+    assert (cold.texts_to_embed, cold.auto, cold.changed_pairs) == (6 + 2, True, 2)
+    score_chunkings([base], scorer=None, embedder=SeededEmbedder, complete=False, window=None, cache=cache)
+    plan = plan_edit_quality(doc, None, base, entry, edited, models, metrics=["ds"], window=None, store={},
+                             cache=cache)
+    assert (plan.texts_to_embed, plan.missing_pairs, plan.auto) == (2, 0, True)
+    assert plan.changes[0].base.exact and plan.changes[0].edited is None
+    assert plan.note == "notes/edit.txt: 2 chunks changed by the edits; to compute: 2 chunks to embed"
+
+
 def test_retrieval_without_a_question_set_or_on_another_document_says_why(edit) -> None:
     doc, base, entry, _edited = edit
     models = _models(LengthScorer())
