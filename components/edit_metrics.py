@@ -21,7 +21,7 @@ from backend.metrics.report import model_needs
 from backend.text.document import Document
 from components.keys import EDIT, EMB_CHOICE, QSET, QUALITY_THROUGHPUT
 from components.lm_runs import model_job_panel, session_models
-from components.quality import quality_store, session_throughput
+from components.quality import estimates_preview, quality_store, session_throughput
 from components.settings import get, section_values
 
 __all__ = ["edit_metrics_panel"]
@@ -66,11 +66,11 @@ def _quality(
         st.error(models.error, icon=":material/error:")
         return
     store = quality_store(doc)
+    settings = quality_settings(section_values("quality"))
     try:
         quality = plan_edit_quality(
             doc, base_entry, base, edited_entry, edited, models, metrics=metrics, window=get("quality", "window"),
-            store=store, settings=quality_settings(section_values("quality")), graph=get("quality", "graph"),
-            throughput=session_throughput(),
+            store=store, settings=settings, graph=get("quality", "graph"), throughput=session_throughput(),
         )
     except ChunkLabError as e:
         st.error(one_line(str(e)), icon=":material/error:")
@@ -85,6 +85,7 @@ def _quality(
         QUALITY_JOB, quality.job, run_label=f"Score the edit: {quality.cost_label}", run_key=EDIT("m_quality_run"),
         cancel_key=EDIT("m_quality_cancel"), auto=quality.auto, what="Scoring the edit",
         confirm=None if quality.auto else quality.plan.confirm_label, confirm_key=EDIT("m_quality_confirm"),
+        preview=estimates_preview(quality.plan, settings, doc.source, EDIT("m_estimates")),  # ≈ with intervals
     )
     if job is None:
         return
