@@ -437,11 +437,16 @@ def plan_edit_retrieval(
 
 
 def retrieval_changes(benchmark: Benchmark, qset_name: str) -> str:
-    """``Session set (12 questions): IoU 6.1% → 6.4% · recall 71% → 73% · …`` of a finished ``[base, edited]`` run."""
+    """``Session set (12 questions): IoU 6.1% → 6.4% · recall 71.0% → 73.0% · … (the edited copy's index embedded 2 chunks)``.
+
+    Of a finished ``[base, edited]`` run; the chunks embedded are those no cached list held (per-text reuse).
+    """
     base, edited = benchmark.results[0].summary, benchmark.results[1].summary
     parts = []
     for name, label in _RETRIEVAL:
         b, e = getattr(base, f"{name}_mean"), getattr(edited, f"{name}_mean")
         parts.append(f"{label} {b * 100:.1f}% → {e * 100:.1f}%")
     n = benchmark.questions
-    return f"{qset_name} ({n:,} question{'s' if n != 1 else ''}): " + " · ".join(parts)
+    embedded = benchmark.results[1].texts_embedded
+    index = f"the edited copy's index embedded {embedded:,} chunk{'s' if embedded != 1 else ''}"
+    return f"{qset_name} ({n:,} question{'s' if n != 1 else ''}): " + " · ".join(parts) + f" ({index})"

@@ -97,3 +97,4 @@ def test_retrieval_is_re_evaluated_on_a_click(edit) -> None:
     _wait(at, RETRIEVAL_JOB)
     line = next(m for m in _markdown(at) if m.startswith(md_text("Session set (1 question): IoU ")))
     assert " → " in line and "recall" in line and "precision" in line
+    assert line.endswith(md_text(" (the edited copy's index embedded 2 chunks)")), line

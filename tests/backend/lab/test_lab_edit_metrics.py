@@ -21,6 +21,7 @@ from backend.lab.edit_metrics import (
     edit_stats,
     plan_edit_quality,
     plan_edit_retrieval,
+    retrieval_changes,
 )
 from backend.lab.models import SessionModels
 from backend.lab.quality import fold_scoring
@@ -32,6 +33,7 @@ from backend.models.cache import OutputCache
 from backend.models.embeddings import embed_texts, embeddings_key
 from backend.models.scoring import conditional_scores
 from backend.progress import Progress
+from backend.retrieval.evaluate import evaluate
 from backend.retrieval.questions import Question, QuestionSet, Reference
 from backend.text.document import Document
 from tests.support.quality import LengthScorer, SeededEmbedder
@@ -249,3 +251,32 @@ def test_retrieval_without_a_question_set_or_on_another_document_says_why(edit) 
     assert on.message == "" and on.on_document == 1 and on.job is not None
     assert on.label == "Re-evaluate on Session set (1 question)"
     assert on.job.meta["tags"] == ["A", "C"]
+
+
+class CountingEmbedder:
+    """The bundled embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.info, self.texts = inner, inner.info, []
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts, *, progress=None):
+        self.texts += list(texts)
+        return self.inner.embed(texts, progress=progress)
+
+
+def test_retrieval_of_the_edit_indexes_only_its_new_chunks(edit, cache, embedder, store) -> None:
+    doc, base, entry, edited = edit
+    qset = QuestionSet.from_document(doc, [Question("What does sentence 3 say?", (Reference(doc.text[:40], 0, 40),), ""),
+                                           Question("Topic 4?", (Reference(doc.text[200:260], 200, 260),), "")])
+    counting = CountingEmbedder(embedder)
+    benchmark = evaluate(qset, [BASE, entry.config], embedder=counting, retrieve=2, store=store, cache=cache)
+    assert [r.texts_embedded for r in benchmark.results] == [6, 2]
+    assert counting.texts[-2:] == [edited.chunks[3].text, edited.chunks[4].text]
+    assert [r.chunks for r in benchmark.results] == [6, 7]
+    line = retrieval_changes(benchmark, "Session set")
+    assert line.startswith("Session set (2 questions): IoU ")
+    assert line.endswith(" (the edited copy's index embedded 2 chunks)")
