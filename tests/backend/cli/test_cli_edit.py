@@ -89,3 +89,32 @@ def test_bad_arguments_exit_2_with_one_line(doc_file, tmp_path, args, code, need
 def test_bad_input_exits_1_with_one_line(tmp_path) -> None:
     line = _one_line(run_cli(str(tmp_path / "missing.txt"), "--base", "recursive", data=tmp_path / "data"), 1)
     assert line.endswith("missing.txt: no such file")
+
+
+def test_retrieval_on_a_question_set_embeds_only_the_new_chunks(tmp_path) -> None:
+    proc = run_cli("sample:narrative", "--base", "recursive chunk_size=200", "--edits", "+1500",
+                   "--questions", "sample:narrative", data=tmp_path / "data")
+    assert proc.returncode == 0 and "already a cut" not in proc.stderr.decode(), proc.stderr.decode()
+    assert proc.stdout.decode().splitlines()[0].endswith("(1 cut added)")
+    last = proc.stdout.decode().splitlines()[-1]
+    assert last.startswith("sample:narrative (12 questions): IoU ") and " · recall " in last
+    assert last.endswith(" (the edited copy's index embedded 2 chunks)"), last
+    off = run_cli(str(_write(tmp_path, TEXT)), "--base", "recursive chunk_size=40", "--questions", "sample:narrative",
+                  data=tmp_path / "data")
+    assert off.returncode == 0, off.stderr.decode()
+    assert off.stdout.decode().splitlines()[-1] == (
+        "The question set sample:narrative (12 questions) is not on doc.txt: the edits change none of its answers")
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "doc.txt"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_an_edit_that_changes_nothing_is_named_on_stderr(tmp_path) -> None:
+    proc = run_cli("sample:narrative", "--base", "recursive chunk_size=200", "--edits", "+2000", data=tmp_path / "data")
+    assert proc.returncode == 0
+    assert proc.stderr.decode().splitlines() == ["edit +2000: already a cut (at 2016)"]
+    assert proc.stdout.decode().splitlines()[0].endswith("chunks 25 → 25 · mean tokens 154.0 → 154.0 · min tokens "
+                                                         "26 → 26 · max tokens 195 → 195 (no edits)")
