@@ -82,7 +82,7 @@ def _quality(
         st.session_state.pop(QUALITY_JOB, None)  # a finished job whose scores the cache now answers
         return
     job = model_job_panel(
-        QUALITY_JOB, quality.job, run_label=f"Score the edit: {quality.cost_label}", run_key=EDIT("m_quality_run"),
+        QUALITY_JOB, quality.job, run_label=quality.plan.run_label, run_key=EDIT("m_quality_run"),
         cancel_key=EDIT("m_quality_cancel"), auto=quality.auto, what="Scoring the edit",
         confirm=None if quality.auto else quality.plan.confirm_label, confirm_key=EDIT("m_quality_confirm"),
         preview=estimates_preview(quality.plan, settings, doc.source, EDIT("m_estimates")),  # ≈ with intervals

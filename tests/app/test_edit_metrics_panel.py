@@ -98,3 +98,17 @@ def test_retrieval_is_re_evaluated_on_a_click(edit) -> None:
     line = next(m for m in _markdown(at) if m.startswith(md_text("Session set (1 question): IoU ")))
     assert " → " in line and "recall" in line and "precision" in line
     assert line.endswith(md_text(" (the edited copy's index embedded 2 chunks)")), line
+
+
+def test_a_large_scoring_job_waits_for_a_click_with_its_cost() -> None:
+    text = " ".join(f"Line {i} of a longer text speaks of item {i * 7 % 11}." for i in range(40))
+    doc = Document.from_text(text, source="long.txt")
+    small = ChunkerConfig.make("recursive", {"chunk_size": 12, "chunk_overlap": 0})
+    base = run_chunker(doc, small)
+    out = add_cut(EditState.of(edit_copy(small, doc)), doc, [(c.start, c.end) for c in base.chunks],
+                  base.chunks[2].start + 20)
+    assert len(base) >= 33, len(base)  # more than AUTO_PAIRS pairs, none scored
+    at = _open((doc, ConfigEntry(0, "A", small), ConfigEntry(1, "B", out.state.config)))
+    assert QUALITY_JOB not in at.session_state
+    labels = [b.label for b in at.button]
+    assert len(labels) == 1 and labels[0].startswith("Score with ") and " pairs" in labels[0], labels
