@@ -29,14 +29,14 @@ import numpy as np
 
 from backend.chunkers.manual import cuts_of
 from backend.chunking import Chunking, ConfigEntry, edit_summary
-from backend.errors import NotCached
+from backend.errors import NotCached, ParameterError
 from backend.lab.benchmark import plan_benchmark
 from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.lab.quality import QualityPlan, plan_quality
 from backend.metrics.cost import CONFIRM_SECONDS, Throughput
 from backend.metrics.estimate import Estimate
-from backend.metrics.quality import UNCONDITIONAL_CONTEXT, PairTable, boundary_clarity, pair_requests
+from backend.metrics.quality import GRAPHS, UNCONDITIONAL_CONTEXT, PairTable, boundary_clarity, pair_requests
 from backend.metrics.report import METRIC_TABLE, QualitySettings
 from backend.metrics.scores import table_key
 from backend.metrics.stats import chunking_stats
@@ -231,7 +231,7 @@ class EditQuality:
         return out
 
 
-def base_entry_of(base_entry: ConfigEntry | None, base: Chunking) -> ConfigEntry:
+def _base_entry(base_entry: ConfigEntry | None, base: Chunking) -> ConfigEntry:
     """The base's entry: the session's, else one named :data:`BASE_TAG`."""
     return base_entry if base_entry is not None else ConfigEntry(-1, BASE_TAG, base.config)
 
@@ -277,11 +277,13 @@ def plan_edit_quality(
         cache: The output cache (None: the process's default one).
 
     Raises:
-        ParameterError: an unknown metric.
+        ParameterError: an unknown metric or graph.
     """
+    if graph not in GRAPHS:
+        raise ParameterError(f"graph must be one of {', '.join(GRAPHS)}, got {graph!r}")
     cache = cache if cache is not None else default_cache()
     settings = settings or QualitySettings()
-    entry = base_entry_of(base_entry, base)
+    entry = _base_entry(base_entry, base)
     plan = plan_quality(doc, [(entry, base), (edited_entry, edited)], models, metrics=metrics, window=window,
                         store=store, throughput=throughput, cache=cache, settings=settings)
     b, e = plan.configs
@@ -430,7 +432,7 @@ def plan_edit_retrieval(
             0, None,
         )
     on_doc = sum(q.corpus_id in corpora for q in qset.questions)
-    entry = base_entry_of(base_entry, base)
+    entry = _base_entry(base_entry, base)
     job = plan_benchmark(qset, [entry, edited_entry], models, embedder=embedder, retrieve=retrieve, auto=auto,
                          cross_corpus=cross_corpus, name=qset_name)
     return EditRetrieval(qset_name, len(qset), "", on_doc, job, f"Re-evaluate on {qset_name} ({size})")

@@ -13,6 +13,7 @@ import pytest
 
 from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig, ConfigEntry
+from backend.errors import ParameterError
 from backend.lab.edit import EditState, add_cut, edit_copy
 from backend.lab.edit_metrics import (
     AUTO_PAIRS,
@@ -280,3 +281,13 @@ def test_retrieval_of_the_edit_indexes_only_its_new_chunks(edit, cache, embedder
     line = retrieval_changes(benchmark, "Session set")
     assert line.startswith("Session set (2 questions): IoU ")
     assert line.endswith(" (the edited copy's index embedded 2 chunks)")
+
+
+def test_cs_is_shown_on_the_graph_picked(edit, cache) -> None:
+    doc, base, entry, edited = edit
+    args = {"metrics": ["bc", "cs"], "window": 2, "store": {}, "cache": cache}
+    plan = plan_edit_quality(doc, None, base, entry, edited, _models(LengthScorer()), graph="incomplete", **args)
+    assert [(c.metric, c.label) for c in plan.changes] == [("bc", "BC"), ("cs_incomplete", "CS (j − i > δ)")]
+    assert plan.line == "BC – → – · CS (j − i > δ) – → –"
+    with pytest.raises(ParameterError, match="graph must be one of complete, incomplete, got 'full'"):
+        plan_edit_quality(doc, None, base, entry, edited, _models(LengthScorer()), graph="full", **args)
