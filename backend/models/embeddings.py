@@ -10,7 +10,10 @@ are (an edited chunking differs from its base in the chunks around the edits): w
 computed, each text's vector is also stored under the key of the one-text list
 (``embeddings_key(fingerprint, [text])``, the entry :func:`embed_texts` of that text alone would
 write), and a list not cached looks its texts up there first and embeds only the missing ones.
-The vectors are exactly the ones computed before (float32, as the list entries hold them).
+A text's vector read back is the one computed before (float32, as the list entries hold it);
+the missing texts are embedded in parts, each stored per text as it is done, so a run cut
+short keeps them. A text's entry is about 2.5 times its 384 floats on disk (1,000 chunks: about
+4 MB beside the list's entry); the cache's size bound evicts the least recently used as usual.
 """
 
 from __future__ import annotations
@@ -239,13 +242,22 @@ def _store_text_vectors(cache: OutputCache, fingerprint: str, texts: Sequence[st
 
 
 def _reusing(
-    embedder: TextEmbedder, texts: list[str], found: list[np.ndarray | None], progress: Progress
+    embedder: TextEmbedder, texts: list[str], found: list[np.ndarray | None], cache: OutputCache, progress: Progress
 ) -> Callable[[], dict[str, np.ndarray]]:
-    """``compute`` for :func:`embed_texts` that embeds only the texts with no vector of their own in the cache."""
+    """``compute`` for :func:`embed_texts` that embeds only the texts with no vector of their own in the cache.
+
+    The missing texts go in parts of :data:`EMBED_PART`, each part's vectors stored per text as it
+    is done: a run cut short keeps them, and the next one embeds only the rest.
+    """
 
     def compute() -> dict[str, np.ndarray]:
         missing = list(dict.fromkeys(t for t, v in zip(texts, found, strict=True) if v is None))
-        computed = dict(zip(missing, _measured_embed(embedder, missing, progress), strict=True)) if missing else {}
+        computed: dict[str, np.ndarray] = {}
+        for lo in range(0, len(missing), EMBED_PART):
+            part = missing[lo : lo + EMBED_PART]
+            vectors = _measured_embed(embedder, part, progress.slice(lo, len(part), len(missing)))
+            _store_text_vectors(cache, embedder.info.fingerprint, part, vectors)
+            computed.update(zip(part, vectors, strict=True))
         rows = [v if v is not None else computed[t] for t, v in zip(texts, found, strict=True)]
         return {"vectors": np.stack(rows).astype(np.float32, copy=False)}
 
@@ -301,7 +313,7 @@ def embed_texts(
     if len(texts) > 1 and not cache.contains(key):
         found = cached_text_vectors(cache, fingerprint, texts)
         if any(v is not None for v in found):  # another list held some of these texts: embed only the others
-            compute = _reusing(embedder, texts, found, progress)
+            compute = _reusing(embedder, texts, found, cache, progress)
             parts = [(0, len(texts))]
     if len(parts) > 1:
         compute = _in_parts(embedder, texts, key, parts, cache, progress)

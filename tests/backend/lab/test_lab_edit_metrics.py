@@ -30,6 +30,7 @@ from backend.metrics.estimate import stratified_order
 from backend.metrics.quality import UNCONDITIONAL_CONTEXT, boundary_clarity, sample_requests
 from backend.metrics.report import QualitySettings
 from backend.metrics.scores import score_chunkings
+from backend.models import embeddings
 from backend.models.cache import OutputCache
 from backend.models.embeddings import embed_texts, embeddings_key
 from backend.models.scoring import conditional_scores
@@ -291,3 +292,28 @@ def test_cs_is_shown_on_the_graph_picked(edit, cache) -> None:
     assert plan.line == "BC – → – · CS (j − i > δ) – → –"
     with pytest.raises(ParameterError, match="graph must be one of complete, incomplete, got 'full'"):
         plan_edit_quality(doc, None, base, entry, edited, _models(LengthScorer()), graph="full", **args)
+
+
+def test_a_reusing_run_cut_short_keeps_the_texts_it_embedded(edit, cache, monkeypatch) -> None:
+    monkeypatch.setattr(embeddings, "EMBED_PART", 2)
+    _doc, base, _entry, _edited = edit
+    embedder = RecordingEmbedder()
+    embed_texts(embedder, [c.text for c in base.chunks], cache=cache)
+    new = [f"A new chunk number {i}." for i in range(5)]
+    texts = [c.text for c in base.chunks[:3]] + new
+    calls = []
+
+    class Failing(RecordingEmbedder):
+        def embed(self, texts, *, progress=None):
+            calls.append(list(texts))
+            if len(calls) == 3:
+                raise RuntimeError("killed")
+            return super().embed(texts, progress=progress)
+
+    with pytest.raises(RuntimeError, match="killed"):
+        embed_texts(Failing(), texts, cache=cache)
+    assert calls[:2] == [new[:2], new[2:4]]
+    again = RecordingEmbedder()
+    vectors, hit = embed_texts(again, texts, cache=cache)
+    assert not hit and again.texts == [new[4]]  # the parts done before the kill were kept per text
+    assert np.allclose(vectors, SeededEmbedder().embed(texts))
