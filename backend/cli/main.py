@@ -31,6 +31,9 @@ Subcommands:
     report [FILE] --config SPEC [--config SPEC …] [--session FILE] [--questions CSV|sample:NAME] --out FILE
                 The one-file HTML report (verdict, table, figures), computing what the cache
                 lacks first: see :mod:`backend.cli.report`.
+    edit FILE --base SPEC --edits +N,-N [--metrics bc,cs,ds] [--questions CSV|sample:NAME]
+                An edited copy against its base: statistics, BC/CS/DS scoring only what the
+                cache lacks, retrieval: see :mod:`backend.cli.edit`.
 
 Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
 2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
@@ -52,6 +55,7 @@ from typing import Any, Sequence
 
 from backend.chunkers import REGISTRY, chunker_specs, make_chunker
 from backend.chunkers.match_length import match_length
+from backend.cli import edit as cli_edit
 from backend.cli import ppl as cli_ppl
 from backend.cli import quality as cli_quality
 from backend.cli import report as cli_report
@@ -148,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_retrieval.add_commands(sub)
     cli_quality.add_commands(sub)
     cli_report.add_commands(sub)
+    cli_edit.add_commands(sub)
     return parser
 
 
@@ -169,6 +174,8 @@ def _run(args: argparse.Namespace) -> int:
         return cli_quality.run(args)
     if args.command in cli_report.COMMANDS:
         return cli_report.run(args)
+    if args.command in cli_edit.COMMANDS:
+        return cli_edit.run(args)
     if args.command == "chunkers":
         write(json.dumps(chunker_specs(), indent=2, ensure_ascii=False) + "\n")
     elif args.command == "tokenizers":

@@ -3,7 +3,17 @@
 A list of texts (a chunking's chunks, a question set's questions, one live query) is one
 cache entry, keyed by the embedder's weight fingerprint and the sha256 of the texts' own
 digests: a rerun over the same texts with the same model reads the vectors back without
-loading the model. One entry per list, not per text, keeps a 2,000-chunk chunking one file.
+loading the model. One entry per list, not per text, keeps a 2,000-chunk chunking one read.
+
+Per-text reuse. A list that is not cached may still share most of its texts with lists that
+are (an edited chunking differs from its base in the chunks around the edits): when a list is
+computed, each text's vector is also stored under the key of the one-text list
+(``embeddings_key(fingerprint, [text])``, the entry :func:`embed_texts` of that text alone would
+write), and a list not cached looks its texts up there first and embeds only the missing ones.
+A text's vector read back is the one computed before (float32, as the list entries hold it);
+the missing texts are embedded in parts, each stored per text as it is done, so a run cut
+short keeps them. A text's entry is about 2.5 times its 384 floats on disk (1,000 chunks: about
+4 MB beside the list's entry); the cache's size bound evicts the least recently used as usual.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ __all__ = [
     "embedded_in_parts",
     "load_text_embedder",
     "lazy_text_embedder",
+    "cached_text_vectors",
 ]
 
 log = logging.getLogger(__name__)
@@ -201,6 +212,58 @@ def embedded_in_parts(cache: OutputCache, fingerprint: str, texts: Sequence[str]
     return sum(hi - lo for lo, hi in parts if cache.contains(_part_key(key, (lo, hi))))
 
 
+def cached_text_vectors(cache: OutputCache, fingerprint: str, texts: Sequence[str]) -> list[np.ndarray | None]:
+    """Each text's vector stored on its own (:func:`embed_texts` stores them as it computes lists), None where absent.
+
+    A plain lookup, no model: one read per distinct text, and none for a text with no entry
+    (checked without reading it).
+    """
+    found: dict[str, np.ndarray | None] = {}
+    for text in texts:
+        if text in found:
+            continue
+        key = embeddings_key(fingerprint, [text])
+        value = cache.get(key) if cache.contains(key) else None
+        vector = None if value is None else np.asarray(value.get("vectors"), dtype=np.float32)
+        found[text] = vector[0] if vector is not None and vector.ndim == 2 and vector.shape[0] == 1 else None
+    return [found[t] for t in texts]
+
+
+def _store_text_vectors(cache: OutputCache, fingerprint: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+    """Store each text's row under its one-text key (those stored already are left as they are)."""
+    seen: set[str] = set()
+    for text, row in zip(texts, vectors, strict=True):
+        if text in seen:
+            continue
+        seen.add(text)
+        key = embeddings_key(fingerprint, [text])
+        if not cache.contains(key):
+            cache.put(key, {"vectors": np.asarray(row, dtype=np.float32)[None, :]})
+
+
+def _reusing(
+    embedder: TextEmbedder, texts: list[str], found: list[np.ndarray | None], cache: OutputCache, progress: Progress
+) -> Callable[[], dict[str, np.ndarray]]:
+    """``compute`` for :func:`embed_texts` that embeds only the texts with no vector of their own in the cache.
+
+    The missing texts go in parts of :data:`EMBED_PART`, each part's vectors stored per text as it
+    is done: a run cut short keeps them, and the next one embeds only the rest.
+    """
+
+    def compute() -> dict[str, np.ndarray]:
+        missing = list(dict.fromkeys(t for t, v in zip(texts, found, strict=True) if v is None))
+        computed: dict[str, np.ndarray] = {}
+        for lo in range(0, len(missing), EMBED_PART):
+            part = missing[lo : lo + EMBED_PART]
+            vectors = _measured_embed(embedder, part, progress.slice(lo, len(part), len(missing)))
+            _store_text_vectors(cache, embedder.info.fingerprint, part, vectors)
+            computed.update(zip(part, vectors, strict=True))
+        rows = [v if v is not None else computed[t] for t, v in zip(texts, found, strict=True)]
+        return {"vectors": np.stack(rows).astype(np.float32, copy=False)}
+
+    return compute
+
+
 def _measured_embed(embedder: TextEmbedder, texts: list[str], progress: Progress) -> np.ndarray:
     """``embedder.embed(texts)`` as float32, its speed added to the rate store (:mod:`backend.models.rates`)."""
     started = time.perf_counter()
@@ -244,8 +307,14 @@ def embed_texts(
 
     if cache is None:
         return timed(compute)()["vectors"], False
-    key = embeddings_key(embedder.info.fingerprint, texts)
+    fingerprint = embedder.info.fingerprint
+    key = embeddings_key(fingerprint, texts)
     parts = [(lo, min(lo + EMBED_PART, len(texts))) for lo in range(0, len(texts), EMBED_PART)]
+    if len(texts) > 1 and not cache.contains(key):
+        found = cached_text_vectors(cache, fingerprint, texts)
+        if any(v is not None for v in found):  # another list held some of these texts: embed only the others
+            compute = _reusing(embedder, texts, found, cache, progress)
+            parts = [(0, len(texts))]
     if len(parts) > 1:
         compute = _in_parts(embedder, texts, key, parts, cache, progress)
     value, hit = cache.get_or_compute(key, timed(compute), progress=progress)
@@ -256,5 +325,7 @@ def embed_texts(
     vectors = np.asarray(value["vectors"], dtype=np.float32)
     if vectors.shape[0] != len(texts):  # a foreign entry under our key: recompute rather than trust it
         vectors, hit = compute()["vectors"], False
+    if not hit and len(texts) > 1:
+        _store_text_vectors(cache, fingerprint, texts, vectors)
     progress(len(texts), len(texts))  # all done (a hit, or an embedder that reports less often)
     return vectors, hit
