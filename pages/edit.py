@@ -19,6 +19,7 @@ from backend.errors import ChunkLabError, one_line
 from backend.figures.text import STYLE
 from backend.lab.compare import chunk_entries
 from backend.lab.edit import EditState, edited_title, is_edited
+from backend.lab.edit_metrics import boundary_values
 from backend.lab.edit_view import WINDOW_CHARS, chunk_spans, edit_view, page_of, sentence_start
 from backend.lab.ppl import held_scores
 from backend.text.document import Document
@@ -28,6 +29,8 @@ from components.edit_metrics import edit_metrics_panel
 from components.keys import EDIT, EDIT_OPEN, EDIT_STATES
 from components.layout import ensure_routed
 from components.lm_runs import model_chunking, pending_runs_panel, session_models
+from components.quality import quality_store
+from components.settings import get
 from components.state import configurations, require_document, update_configuration
 from components.views import download_buttons
 
@@ -210,9 +213,14 @@ def editor(uid: int, doc: Document, base, spans: tuple, scores, base_entry: Conf
     """The text window, the widgets, the curve, the downloads and the metrics: a click reruns only this."""
     state = st.session_state[EDIT_STATES][uid]
     cut_key = _cut_key(uid)
+    column, lm = _chunking(doc, state.config)
+    edited = column.chunking
+    # The BC of each cut from what is known (the Quality store, else the output cache): no model call.
+    bc = boundary_values(doc, edited, lm or session_models(), quality_store(doc), mode=get("quality", "bc_mode"),
+                         window=get("quality", "window")) if edited is not None else None
     view = edit_view(
         doc, state, spans, page=st.session_state.get(_PAGE, 1), window=WINDOW_CHARS, scores=scores, value=_VALUE,
-        show_minima=bool(st.session_state.get(_MINIMA)), selected=st.session_state.get(cut_key),
+        show_minima=bool(st.session_state.get(_MINIMA)), bc=bc or None, selected=st.session_state.get(cut_key),
     )
     if st.session_state.get(cut_key) not in view.cuts:
         st.session_state.pop(cut_key, None)
@@ -279,12 +287,10 @@ def editor(uid: int, doc: Document, base, spans: tuple, scores, base_entry: Conf
     edited_entry = next((e for e in configurations() if e.uid == uid), None)
     if edited_entry is None:
         return
-    column, _ = _chunking(doc, state.config)
-    if column.chunking is None:
+    if edited is None:
         st.error(f"The edited copy could not be chunked: {column.error or 'its base is not cached'}",
                  icon=":material/error:")
         return
-    edited = column.chunking
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         st.caption(f"Download {edited_entry.tag} ({len(edited.chunks):,} chunks):")
         download_buttons(edited_entry, edited, doc.source, EDIT("dl_{}"))

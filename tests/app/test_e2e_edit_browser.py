@@ -2,7 +2,7 @@
 
 Uploads a text with hostile markup, presses "Edit a copy" on the recursive configuration's card,
 clicks between two sentences in the clickable text (the components v2 component), sees the chunk
-count go up by one, undoes, and checks the hostile markup stayed text. A second test does the same
+count and the metrics panel's statistics change (chunks N → N+1, the mean length down), undoes, and checks the hostile markup stayed text. A second test does the same
 click on the issue's 36-page PDF and prints the time from the click to the new chunk count (the
 fragment reruns only the editor; only the window's HTML travels). The server, browser and offline
 setup are those of test_e2e_browser.py.
@@ -76,8 +76,9 @@ def _upload_and_edit_a_copy(page, server: str, path: Path) -> None:
     wait_idle(page)
 
 
-def _click_a_gap(page) -> float:
-    """Click the first gap between two sentences; the seconds until the chunk count went up by one."""
+def _click_a_gap(page, stats=None) -> tuple[float, float | None]:
+    """Click the first gap between two sentences: the seconds until the chunk count went up by one, and
+    until the metrics panel's statistics line ``stats`` (when given) showed the new count."""
     from playwright.sync_api import expect
 
     edited, base = _counts(page)
@@ -89,8 +90,12 @@ def _click_a_gap(page) -> float:
         f"{edited + 1:,} chunks (base {base:,}): 1 cut added"
     )
     seconds = time.perf_counter() - t0
+    stats_seconds = None
+    if stats is not None:
+        expect(stats).to_contain_text(f"chunks {base:,} → {edited + 1:,}")
+        stats_seconds = time.perf_counter() - t0
     expect(page.locator(".st-key-edit_text .cut.added")).to_have_count(1)
-    return seconds
+    return seconds, stats_seconds
 
 
 def test_click_between_sentences_adds_a_cut_and_undo_takes_it_back(server: str, tmp_path: Path) -> None:
@@ -108,10 +113,16 @@ def test_click_between_sentences_adds_a_cut_and_undo_takes_it_back(server: str, 
             expect(text).to_contain_text("<script>window.__pwned=2</script>")
             assert page.locator(".st-key-edit_text .ed-root img, .st-key-edit_text .ed-root script").count() == 0
 
-            _click_a_gap(page)
+            stats = page.get_by_text(re.compile(r"^keeper_log\.txt: chunks "))
+            expect(stats).to_contain_text(f"chunks {base:,} → {base:,}")
+            _click_a_gap(page, stats)
             wait_idle(page)
             # The download line below the editor follows the edited copy too.
             expect(page.get_by_text(f"Download C ({base + 1:,} chunks):")).to_be_visible()
+            # The metrics panel's statistics follow the click: the chunk count and the mean length change.
+            expect(stats).to_contain_text(f"chunks {base:,} → {base + 1:,}")
+            mean = re.search(r"mean tokens ([\d.,]+) → ([\d.,]+)", stats.inner_text())
+            assert mean is not None and float(mean.group(2)) < float(mean.group(1)), stats.inner_text()
 
             # The new cut is selected: its ▶ moves it one sentence forward (one undo step).
             added = page.locator(".st-key-edit_text .cut.added.sel")
@@ -130,6 +141,7 @@ def test_click_between_sentences_adds_a_cut_and_undo_takes_it_back(server: str, 
             expect(_count_line(page)).to_contain_text(
                 f"{base:,} chunks (base {base:,}): no edits"
             )
+            expect(stats).to_contain_text(f"chunks {base:,} → {base:,}")  # undone: the statistics are the base's
             expect(page.locator(".st-key-edit_text .cut.added")).to_have_count(0)
             wait_idle(page)
 
@@ -153,11 +165,15 @@ def test_a_click_on_the_36_page_pdf_redraws_only_the_window(server: str) -> None
             size = page.locator(".st-key-edit_text .ed-root").evaluate("el => el.textContent.length")
             assert 5_000 <= size <= 9_000, size  # one window of the 71k characters, not the document
             edited, base = _counts(page)
+            stats = page.get_by_text(re.compile(rf"^{re.escape(PDF.name)}: chunks "))
+            expect(stats).to_contain_text(f"chunks {base:,} → {base:,}")
             seconds = []
             for _ in range(3):
-                seconds.append(_click_a_gap(page))
+                seconds.append(_click_a_gap(page, stats))
                 page.locator(".st-key-edit_undo button").first.click()
                 expect(_count_line(page)).to_contain_text(f"{base:,} chunks (base {base:,}): no edits")
                 expect(page.locator(".st-key-edit_text .cut.added")).to_have_count(0)
-            print(f"click → new chunk count on {PDF.name}: " + ", ".join(f"{s * 1000:.0f} ms" for s in seconds))
+                wait_idle(page)
+            print(f"click → new chunk count on {PDF.name}: " + ", ".join(f"{a * 1000:.0f} ms" for a, _ in seconds)
+                  + "; click → the metrics panel's statistics: " + ", ".join(f"{b * 1000:.0f} ms" for _, b in seconds))
     offline.assert_clean()
