@@ -76,7 +76,7 @@ def test_bc_of_both_scores_the_base_then_only_the_edit(doc_file, tmp_path) -> No
 
 
 @pytest.mark.parametrize(("args", "code", "needle"), [
-    (["--base", "recursive chunk_size=x"], 2, "error: recursive: chunk_size must be int, got 'x'"),
+    (["--base", "recursive chunk_size=x"], 2, "error: manual: base 'recursive chunk_size=x': recursive: chunk_size must be int"),
     (["--base", "manual"], 2, "error: manual: the base is an edited copy itself"),
     (["--base", "recursive", "--edits", "12"], 2, "error: manual: edit '12' must be +OFFSET"),
     (["--base", "recursive", "--metrics", "xx"], 2, "argument --metrics: choose from bc,cs,ds"),
