@@ -11,8 +11,9 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Sequence, TextIO, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from backend.chunkers import make_chunker
 from backend.chunkers.context import ModelContext
@@ -20,6 +21,7 @@ from backend.chunking import ChunkerConfig
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 from backend.loaders import load_document
+from backend.metrics.report import METRICS
 from backend.models.devices import PRECISIONS, set_precision
 from backend.progress import Progress, format_seconds
 from backend.samples import load_sample
@@ -143,6 +145,15 @@ def load_input(spec: str):
         return load_document(path)
     except PermissionError as e:
         raise InputError(f"{spec}: permission denied") from e
+
+
+def metrics_list(raw: str) -> tuple[str, ...]:
+    """``--metrics bc,cs``: the quality metrics named, in order, without repeats (an argparse type)."""
+    names = tuple(dict.fromkeys(x.strip() for x in raw.split(",") if x.strip()))
+    bad = [x for x in names if x not in METRICS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"choose from {','.join(METRICS)} (comma-separated), got {raw!r}")
+    return names
 
 
 def parse_pairs(pairs: Sequence[str]) -> dict[str, str]:

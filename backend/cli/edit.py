@@ -27,7 +27,16 @@ from backend.chunkers import run_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunkers.manual import SNAPS, base_config, format_edits, parse_edits
 from backend.chunking import ChunkerConfig, ConfigEntry
-from backend.cli.common import StderrProgress, embedder_spec, finite_float, load_input, non_negative_int, positive_int, write
+from backend.cli.common import (
+    StderrProgress,
+    embedder_spec,
+    finite_float,
+    load_input,
+    metrics_list,
+    non_negative_int,
+    positive_int,
+    write,
+)
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 from backend.lab.edit_metrics import (
@@ -40,7 +49,7 @@ from backend.lab.edit_metrics import (
 from backend.lab.models import SessionModels
 from backend.lab.quality import fold_scoring
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K, GRAPHS
-from backend.metrics.report import METRICS, QualitySettings, model_needs
+from backend.metrics.report import QualitySettings, model_needs
 from backend.models.cache import default_cache
 from backend.models.scorer import load_scorer
 from backend.retrieval.questions import load_question_set, load_sample_question_set
@@ -49,14 +58,6 @@ from backend.text.document import Document
 __all__ = ["COMMANDS", "add_commands", "run"]
 
 COMMANDS = ("edit",)
-
-
-def _metrics_list(raw: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(x.strip() for x in raw.split(",") if x.strip()))
-    bad = [x for x in names if x not in METRICS]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"choose from {','.join(METRICS)} (comma-separated), got {raw!r}")
-    return names
 
 
 def add_commands(sub: Any) -> None:
@@ -69,7 +70,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--edits", default="", metavar="+N,-N",
                    help="cuts added (+OFFSET) and removed (-OFFSET, the cut nearest), in order, comma-separated")
     p.add_argument("--snap", choices=SNAPS, default="sentence", help="where an added cut moves to (default sentence)")
-    p.add_argument("--metrics", type=_metrics_list, default=(), metavar="bc,cs,ds",
+    p.add_argument("--metrics", type=metrics_list, default=(), metavar="bc,cs,ds",
                    help="the quality metrics to compare, scoring the pairs not cached yet (default: none)")
     p.add_argument("--window", type=positive_int, metavar="W",
                    help="score only chunk pairs with |i - j| <= W for CS (default every pair)")

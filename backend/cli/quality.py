@@ -38,6 +38,7 @@ from backend.cli.common import (
     add_model_flags,
     finite_float,
     load_input,
+    metrics_list,
     non_negative_int,
     parse_pairs,
     positive_float,
@@ -45,20 +46,12 @@ from backend.cli.common import (
     write,
 )
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K, LazyScorer, estimate_cost
-from backend.metrics.report import METRICS, QualitySettings, model_needs, quality_report
+from backend.metrics.report import QualitySettings, model_needs, quality_report
 from backend.tokenizers import TOKENIZER_NAMES
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
 COMMANDS = ("metrics",)
-
-
-def _metrics_list(raw: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(x.strip() for x in raw.split(",") if x.strip()))
-    bad = [x for x in names if x not in METRICS]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"choose from {','.join(METRICS)} (comma-separated), got {raw!r}")
-    return names
 
 
 def add_commands(sub: Any) -> None:
@@ -68,7 +61,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--chunker", required=True, help="registered chunker name (see 'chunkers')")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="chunker parameter (repeatable)")
     p.add_argument("--tokenizer", default="cl100k", choices=TOKENIZER_NAMES)
-    p.add_argument("--metrics", type=_metrics_list, default=("bc", "cs", "ds"), metavar="bc,cs,ds",
+    p.add_argument("--metrics", type=metrics_list, default=("bc", "cs", "ds"), metavar="bc,cs,ds",
                    help="which metrics (default: all three)")
     p.add_argument("--K", type=finite_float, default=DEFAULT_K, help=f"Chunk Stickiness edge threshold (default {DEFAULT_K})")
     p.add_argument("--bc-mode", choices=BC_MODES, default="reference",

@@ -14,6 +14,7 @@ browser fails the test.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,15 +119,24 @@ def _document() -> str:
     return "\n\n".join(paragraphs)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    """A Chunk Lab server on a free port; stopped when the module's tests are done."""
+def browser_app(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[str]:
+    """The body of a module's ``server`` fixture: a Chunk Lab server on a free port for Chromium tests.
+
+    Skips the module where Chromium is missing, fails it under CI; the server stops when the
+    module's tests are done (its log under a temporary folder called ``name``).
+    """
     if not CHROMIUM.exists():
         if in_ci():
             pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
         pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
-    with serve_app(tmp_path_factory.mktemp("e2e") / "streamlit.log", healthy_within=30) as url:
+    with serve_app(tmp_path_factory.mktemp(name) / "streamlit.log", healthy_within=30) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    """A Chunk Lab server on a free port; stopped when the module's tests are done."""
+    yield from browser_app(tmp_path_factory, "e2e")
 
 
 @contextmanager

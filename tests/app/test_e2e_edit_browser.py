@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.test_e2e_browser import CHROMIUM, HOSTILE, in_ci, offline_page, wait_idle
-from tests.support.app_server import serve_app
+from tests.app.test_e2e_browser import HOSTILE, browser_app, offline_page, wait_idle
 
 PDF = Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf")
 _COUNT = re.compile(r"([\d,]+) chunks \(base ([\d,]+)\)")
@@ -26,12 +25,7 @@ _COUNT = re.compile(r"([\d,]+) chunks \(base ([\d,]+)\)")
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     """A Chunk Lab server on a free port; stopped when the module's tests are done."""
-    if not CHROMIUM.exists():
-        if in_ci():
-            pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
-        pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
-    with serve_app(tmp_path_factory.mktemp("e2e_edit") / "streamlit.log", healthy_within=30) as url:
-        yield url
+    yield from browser_app(tmp_path_factory, "e2e_edit")
 
 
 def _document() -> str:
