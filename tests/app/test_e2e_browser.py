@@ -43,6 +43,7 @@ PAGES = [
     ("Summary", "Summary"),
     ("Compare", "Compare chunkers"),
     ("Meta-Chunking", "Meta-Chunking"),
+    ("Edit", "Edit"),
     ("Quality", "Quality"),
     ("Retrieval", "Retrieval"),
     ("Benchmark", "Benchmark"),
