@@ -116,11 +116,13 @@ def _number(value: float | None, metric: str) -> str:
     return f"{value:.1f}" if metric in ("chunks", "mean_tokens") else f"{value:.3f}"
 
 
-def aggregate_text(rows: Any, *, documents: int, source: str, questions: str | None) -> str:
+def aggregate_text(rows: Any, *, source: str, questions: str | None, skipped: int = 0) -> str:
     """The aggregate table and the disagreements as text lines (what the CLI prints; the page shows the same table)."""
     table = aggregate_table(rows)
-    lines = [f"Corpus {source}: {documents} documents; mean over documents ± half-width of its 95% interval "
-             f"[min … max] (n documents)"
+    documents = len({r["doc"] for r in rows if r.get("error") is None})
+    files = f" ({skipped} file{'s' if skipped != 1 else ''} skipped)" if skipped else ""
+    lines = [f"Corpus {source}: {documents} document{'s' if documents != 1 else ''} with rows{files}; mean over "
+             f"documents ± half-width of its 95% interval [min … max] (n documents)"
              + (f"; retrieval on {questions}" if questions else "")]
     for tag in dict.fromkeys(r["tag"] for r in table):
         mine = [r for r in table if r["tag"] == tag]
@@ -137,8 +139,10 @@ def aggregate_text(rows: Any, *, documents: int, source: str, questions: str | N
             lines.append(f"Documents where the configurations disagree most on {AGGREGATE_METRICS[metric].label}:")
             for d in worst:
                 vals = ", ".join(f"{t} {_number(v, metric)}" for t, v in d["values"].items())
+                ends = (f"largest here {d['best']}, smallest {d['worst']}" if AGGREGATE_METRICS[metric].higher_better is None
+                        else f"best here {d['best']}, best over the corpus {d['best_overall']}")
                 lines.append(f"  {d['doc']}: {vals} (spread {_number(d['spread'], metric)}, "
-                             f"{d['scaled_spread']:.1f} corpus SDs; best here {d['best']}, best overall {d['best_overall']})")
+                             f"{d['scaled_spread']:.1f} corpus SDs; {ends})")
             break
     return "\n".join(lines) + "\n"
 
@@ -184,5 +188,5 @@ def run(args: argparse.Namespace) -> int:
                "disagreements": {m: disagreements(rows, m) for m in AGGREGATE_METRICS}}
         write(json.dumps(out, ensure_ascii=False, indent=2) + "\n")
     else:
-        write(aggregate_text(rows, documents=result.documents, source=str(args.path), questions=qname))
+        write(aggregate_text(rows, source=str(args.path), questions=qname, skipped=len(result.skipped)))
     return 0
