@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from backend.chunking import ConfigEntry
 from backend.config import ray_address
 from backend.corpus.inputs import CorpusFile, CorpusInputs, Skipped, corpus_inputs
+from backend.corpus.ray_engine import RayEngine
 from backend.corpus.results import CorpusResults, ResultsWriter, read_results
 from backend.corpus.spec import CorpusSpec
 from backend.corpus.work import CountedContext, DocumentOutcome, WorkCounts, document_rows
@@ -93,8 +94,6 @@ def make_engine(name: str, *, out: Path, address: str | None = None, workers: in
             raise ParameterError("--address joins a Ray cluster: it needs --engine ray")
         return LocalEngine(cache=cache, store_path=store_folder(out))
     if name == "ray":
-        from backend.corpus.ray_engine import RayEngine
-
         return RayEngine(address=address if address is not None else ray_address(), workers=workers, cache=cache)
     raise ParameterError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}")
 

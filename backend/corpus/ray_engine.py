@@ -46,6 +46,7 @@ How a run goes (:meth:`RayEngine.run`):
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import shutil
@@ -56,13 +57,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ray
-import ray.exceptions
-
 from backend.chunkers import config_needs
 from backend.chunking import ConfigEntry
 from backend.config import torch_threads
-from backend.corpus.engine import Unit
 from backend.corpus.inputs import CorpusFile
 from backend.corpus.spec import CorpusSpec
 from backend.corpus.work import CountedContext, DocumentOutcome, WorkCounts, document_rows
@@ -224,6 +221,9 @@ class _ActorEmbedder:
 
 def _answer(ref: Any) -> Any:
     """``ray.get(ref)``, with a Chunk Lab error raised in the actor raised here as itself."""
+    import ray
+    import ray.exceptions
+
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as e:
@@ -325,17 +325,28 @@ def run_document(file: CorpusFile, data: bytes | None, spec: CorpusSpec, configs
                                  embedder_spec=spec.embedder, _cache=cache)
         store = _private_store() if "retrieval" in spec.metrics else None
         outcome = document_rows(file, spec, context, cache=cache, store=store, data=data, configs=configs)
-        return TaskResult(outcome, context.counts.snapshot(), tuple(cache.recorded),
-                          ray.get_runtime_context().get_node_id())
+        return TaskResult(outcome, context.counts.snapshot(), tuple(cache.recorded), _node_id())
 
 
-_remote_document = ray.remote(run_document)
+def _node_id() -> str:
+    """The Ray node this worker runs on."""
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+@functools.cache
+def _remote(body: Any) -> Any:
+    """``body`` (a function or an actor class) as a Ray task or actor (made once per process)."""
+    import ray
+
+    return ray.remote(body)
 
 
 # --- the engine -------------------------------------------------------------------------------
 
 
-def _needs(units: Sequence[Unit], spec: CorpusSpec) -> tuple[bool, bool]:
+def _needs(units: Sequence[Any], spec: CorpusSpec) -> tuple[bool, bool]:
     """Whether the run needs the language model and the embedder (its metrics, and its configurations' chunkers)."""
     metrics = model_needs(spec.quality_metrics)
     configs = {e.config.spec: e.config for u in units for e in u.configs}
@@ -378,6 +389,8 @@ class RayEngine:
 
     def _connect(self) -> bool:
         """Join ``address`` or start a local Ray; True when this engine initialized Ray (and shuts it down)."""
+        import ray
+
         if ray.is_initialized():
             return False
         common = {"runtime_env": {"env_vars": worker_env()}, "logging_level": logging.WARNING,
@@ -395,8 +408,10 @@ class RayEngine:
             raise ModelError(f"cannot start or join {where}: {_one_line(e)}") from None
         return True
 
-    def _actors(self, units: Sequence[Unit], spec: CorpusSpec) -> tuple[ModelActors, float]:
+    def _actors(self, units: Sequence[Any], spec: CorpusSpec) -> tuple[ModelActors, float]:
         """Start the model actors the run needs; their handles and identities, and the CPUs they reserve."""
+        import ray
+
         need_lm, need_embedder = _needs(units, spec)
         need_lm = need_lm and not is_remote_lm(spec.lm)
         need_embedder = need_embedder and not is_remote_embedder(resolve_embedder_spec(spec.embedder))
@@ -413,9 +428,9 @@ class RayEngine:
             # shares the cores (a task blocked on an actor's answer gives its CPU back to Ray meanwhile).
             options = {"num_cpus": 1 if cpus >= count * models + 2 else 0}
             device = spec.device
-        scorers = tuple(ray.remote(ScorerActor).options(**options).remote(spec.lm, device)
+        scorers = tuple(_remote(ScorerActor).options(**options).remote(spec.lm, device)
                         for _ in range(count)) if need_lm else ()
-        embedders = tuple(ray.remote(EmbedderActor).options(**options).remote(spec.embedder, device)
+        embedders = tuple(_remote(EmbedderActor).options(**options).remote(spec.embedder, device)
                           for _ in range(count)) if need_embedder else ()
         self.plan = {"cpus": cpus, "gpus": gpus, "scorer_actors": len(scorers), "embedder_actors": len(embedders),
                      "actor_cpus": options["num_cpus"], "actor_gpus": options.get("num_gpus", 0)}
@@ -431,20 +446,24 @@ class RayEngine:
 
     @staticmethod
     def _kill(actors: ModelActors) -> None:
+        import ray
+
         for actor in (*actors.scorers, *actors.embedders):
             ray.kill(actor)
 
     # -- the run --
 
-    def run(self, units: Sequence[Unit], spec: CorpusSpec, deliver: Callable[[DocumentOutcome], None], *,
+    def run(self, units: Sequence[Any], spec: CorpusSpec, deliver: Callable[[DocumentOutcome], None], *,
             progress: Progress) -> WorkCounts:
-        """Run every unit as a Ray task; deliver each outcome on this thread as it completes.
+        """Run every unit (:class:`~backend.corpus.engine.Unit`) as a Ray task; deliver each outcome here as it completes.
 
         Raises:
             ModelError: Ray cannot be started or joined, a model cannot be loaded, or a worker died.
             StoreError: a worker's store fails.
             Cancelled: ``progress`` was cancelled (the documents in flight are cancelled; what was delivered stays).
         """
+        import ray
+
         self.nodes = {}
         cache = self.cache if self.cache is not None else default_cache()
         cache_dirs = tuple(str(d) for d in (cache.directory, *cache.fallback_dirs))
@@ -460,7 +479,7 @@ class RayEngine:
             spec_ref = ray.put(spec)
             pending = list(enumerate(units))
             pending.reverse()
-            in_flight: dict[Any, Unit] = {}
+            in_flight: dict[Any, Any] = {}
             try:
                 while pending or in_flight:
                     progress.check()
@@ -488,10 +507,10 @@ class RayEngine:
         return counts
 
     @staticmethod
-    def _submit(unit: Unit, spec_ref: Any, actors: ModelActors, cache_dirs: tuple[str, ...], cache_bytes: int) -> Any:
+    def _submit(unit: Any, spec_ref: Any, actors: ModelActors, cache_dirs: tuple[str, ...], cache_bytes: int) -> Any:
         """Start ``unit``'s task with the file's bytes (None when the driver cannot read it: the worker tries)."""
         try:
             data: bytes | None = unit.file.path.read_bytes()
         except OSError:
             data = None
-        return _remote_document.remote(unit.file, data, spec_ref, unit.configs, actors, cache_dirs, cache_bytes)
+        return _remote(run_document).remote(unit.file, data, spec_ref, unit.configs, actors, cache_dirs, cache_bytes)

@@ -7,6 +7,7 @@ group (``ray stop`` would stop every Ray on the machine, other users' too).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -155,14 +156,20 @@ def test_a_two_node_cluster_gives_the_local_numbers_and_fills_the_cache_through_
     engine = RayEngine(address=cluster["address"], cache=ray_cache)
     on_ray = run_corpus(corpus, _spec(), tmp_path / "ray", engine=engine)
     assert not ray.is_initialized()  # the engine joined the cluster, and left it
-    local = run_corpus(corpus, _spec(), tmp_path / "local",
-                       engine=LocalEngine(cache=local_cache, store_path=tmp_path / "local" / "chroma"))
+    # The local engine through the CLI, with its own cache folder.
+    cli = subprocess.run(
+        [sys.executable, "-m", "backend", "corpus", str(corpus), *(a for c in CONFIGS for a in ("--config", c)),
+         "--metrics", "stats,bc,ds", "--pairs", "4", "--engine", "local", "--out", str(tmp_path / "local"), "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env=os.environ | {"CHUNKLAB_CACHE_DIR": str(local_cache.directory)})
+    assert cli.returncode == 0, cli.stderr
+    local = json.loads(cli.stdout)
 
     rows = _numbers(tmp_path / "ray")
     assert rows == _numbers(tmp_path / "local")
     assert sorted(rows) == [(d, t) for d in ("clockmaker.txt", "notes/kestrel.md", "release.html") for t in "AB"]
     assert all(r["bc"] is not None and r["ds"] is not None and "error" not in r for r in rows.values())
-    assert on_ray.counts == local.counts and on_ray.counts["pairs_scored"] > 0 and on_ray.counts["texts_embedded"] > 0
+    assert on_ray.counts == local["counts"] and on_ray.counts["pairs_scored"] > 0 and on_ray.counts["texts_embedded"] > 0
     assert on_ray.counts["pairs_scored"] == sum(r["work"]["pairs_scored"] for r in rows.values())
 
     # Files that give no rows are listed with their reason, by both engines.
