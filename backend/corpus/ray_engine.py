@@ -393,7 +393,7 @@ class RayEngine:
 
         if ray.is_initialized():
             return False
-        common = {"runtime_env": {"env_vars": worker_env()}, "logging_level": logging.WARNING,
+        common = {"runtime_env": {"env_vars": worker_env()}, "logging_level": logging.ERROR,
                   "log_to_driver": False, "configure_logging": True}
         try:
             if self.address:
