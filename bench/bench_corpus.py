@@ -2,7 +2,7 @@
 
 The corpus (``--docs``, default 200) is made here from the bundled samples: distinct slices of the
 narrative, Chinese and technical samples as ``.txt`` and ``.md`` files, ``.html`` pages of the
-release notes' paragraphs, and ``.docx`` (python-docx) and ``.pdf`` (reportlab) files of slices,
+release notes' paragraphs with a slice of the narrative each, and ``.docx`` (python-docx) and ``.pdf`` (reportlab) files of slices,
 the way the loaders' tests build theirs. Two runs, each on both engines with a fresh output
 folder and a fresh cache folder, timed end to end (the Ray engine's start, actors and shutdown
 included):
@@ -31,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from html import escape as html_escape
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +99,7 @@ def make_corpus(folder: Path, count: int) -> dict[str, int]:
     technical = (SAMPLES / "technical_kestrel.md").read_text(encoding="utf-8")
     html = (SAMPLES / "release_notes.html").read_text(encoding="utf-8")
     head, _, rest = html.partition("<body>")
-    blocks = [b + "</p>" for b in rest.split("</p>")[:-1]]
+    blocks = [b[b.index("<p"):] + "</p>" for b in rest.split("</p>")[:-1] if "<p" in b]
     kinds: dict[str, int] = {}
     for i in range(count):
         kind = ("txt", "md", "html", "txt-zh", "docx", "pdf", "md", "txt")[i % 8]
@@ -111,8 +112,9 @@ def make_corpus(folder: Path, count: int) -> dict[str, int]:
             name, data = f"technical/{i:03d}.md", _slice(technical, i, size).encode()
         elif kind == "html":
             k = 2 + i % max(1, len(blocks) - 2)
-            picked = blocks[(i % len(blocks)):][:k] or blocks[:k]
-            name, data = f"web/{i:03d}.html", f"{head}<body>{''.join(picked)}</body></html>".encode()
+            picked = [blocks[(i + j) % len(blocks)] for j in range(k)]
+            own = "".join(f"<p>{html_escape(p)}</p>" for p in _slice(narrative, i + 3, size // 2).split("\n\n") if p.strip())
+            name, data = f"web/{i:03d}.html", f"{head}<body>{''.join(picked)}{own}</body></html>".encode()
         elif kind == "docx":
             name, data = f"office/{i:03d}.docx", _docx(_slice(narrative, i + 7, size))
         else:
@@ -177,7 +179,8 @@ def main() -> None:
             ray_engine = RayEngine(workers=args.workers, cache=OutputCache(work / f"cache-ray-{tag}"))
             ray_s, ray_first, on_ray = timed_run(corpus, spec, ray_engine, work / f"ray-{tag}")
             differing, largest = _difference(_numbers(work / f"local-{tag}"), _numbers(work / f"ray-{tag}"))
-            print(f"\n{title}: {len(spec.configs)} configurations x {local.ran} documents")
+            print(f"\n{title}: {len(spec.configs)} configurations x {local.ran} documents"
+                  f" ({len(local.skipped)} skipped, {len(on_ray.skipped)} on ray)")
             print(f"  local          {local_s:7.1f} s   first document's rows after {local_first:5.1f} s")
             print(f"  ray, {args.workers} workers {ray_s:7.1f} s   first document's rows after {ray_first:5.1f} s"
                   f"   ({ray_engine.plan['scorer_actors']} LM actor, {ray_engine.plan['embedder_actors']} embedder actor)")
