@@ -26,9 +26,9 @@ from backend.corpus.engine import LocalEngine, run_corpus
 from backend.corpus.ray_engine import RayEngine, worker_env
 from backend.corpus.results import read_results
 from backend.corpus.spec import CorpusSpec, tag_configs
-from backend.errors import ModelError
+from backend.errors import Cancelled, ModelError
 from backend.models.cache import OutputCache
-from backend.progress import Progress
+from backend.progress import CancelToken, Progress
 from tests.conftest import ROOT
 
 SAMPLES = ROOT / "assets" / "samples"
@@ -207,6 +207,22 @@ def test_a_model_that_cannot_load_in_its_actor_stops_the_run_with_its_own_error(
                                                                     cache=OutputCache(tmp_path / "cache")))
     assert not ray.is_initialized()
     assert read_results(tmp_path / "out").rows == ()
+
+
+def test_a_cancelled_run_keeps_what_was_written_and_resumes_on_the_rest(cluster, corpus, tmp_path):
+    spec = CorpusSpec(configs=tag_configs([_config(c) for c in CONFIGS]))
+    token = CancelToken()
+    with pytest.raises(Cancelled):
+        run_corpus(corpus, spec, tmp_path / "out", engine=RayEngine(address=cluster["address"]),
+                   progress=Progress(cancel=token), on_rows=lambda outcome: token.cancel())
+    assert not ray.is_initialized()
+    first = {r["doc"] for r in read_results(tmp_path / "out").rows} | {
+        s["doc"] for s in read_results(tmp_path / "out").skipped if s["doc"] != "table.xyz"}
+    assert len(first) == 1  # the one document delivered before the cancel; the ones in flight were cancelled
+    resumed = run_corpus(corpus, spec, tmp_path / "out", engine=RayEngine(address=cluster["address"]))
+    assert (resumed.ran, resumed.resumed_rows) == (3, 2 if first != {"broken.pdf"} else 0)
+    assert sorted({r["doc"] for r in read_results(tmp_path / "out").rows}) == [
+        "clockmaker.txt", "notes/kestrel.md", "release.html"]
 
 
 def test_an_address_with_no_cluster_is_one_line():
