@@ -97,13 +97,12 @@ def _metric_sentence(metric: str, rows: Sequence[Mapping[str, Any]]) -> str | No
     tied = [r for r in ordered[1:] if _overlaps(best, r)]
     way = "higher is better" if info.higher_better else "lower is better"
     name = info.label.rstrip(" ↑↓")
-    cited = "; ".join(_cited(r) for r in ordered)
+    cited = " vs ".join(_cited(r) for r in ordered)
     if tied:
         top = [best["tag"], *(r["tag"] for r in tied)]
-        rest = "all of them" if len(top) == len(ordered) else _names(top)
-        return (f"{name}: {rest} are tied at the top — their 95% intervals overlap the best mean's "
-                f"({cited}; {way}).")
-    return f"{name}: {best['tag']} is best ({cited}; {way})."
+        who = f"all {len(top)} configurations are" if len(top) == len(ordered) > 2 else f"{_names(top)} are"
+        return f"{name}: {who} tied at the top, their 95% intervals overlapping — {cited}; {way}."
+    return f"{name}: {best['tag']} is best — {cited}; {way}."
 
 
 def _scope_sentence(results: CorpusResults, table: Sequence[Mapping[str, Any]]) -> str:
