@@ -41,7 +41,7 @@ st.title("Corpus")
 st.caption("Run configurations over a whole collection of documents and see where they differ. The same run as "
            "`python -m backend corpus`; its output folder keeps every row, so a run stopped half-way resumes.")
 
-st.subheader("Corpus", anchor=False)
+st.subheader("Documents", anchor=False)
 source = corpus_source()
 
 st.subheader("Configurations and metrics", anchor=False)
