@@ -71,9 +71,11 @@ def _table(view: CorpusView, key: str) -> None:
         return
     st.dataframe(
         frame, key=key, hide_index=True,
+        column_order=("tag", "metric", "documents", "mean", "ci_low", "ci_high", "std", "min", "median", "max",
+                      "configuration"),
         column_config={
-            "metric": st.column_config.TextColumn("Metric"), "tag": st.column_config.TextColumn(""),
-            "configuration": st.column_config.TextColumn("Configuration"),
+            "metric": st.column_config.TextColumn("Metric"), "tag": st.column_config.TextColumn("", width="small"),
+            "configuration": st.column_config.TextColumn("Configuration", width="medium"),
             "documents": _NUMBER("Documents", help="How many documents the mean stands on"),
             "mean": _NUMBER("Mean", format="%.4g"),
             "ci_low": _NUMBER("95% low", format="%.4g", help="The 95% interval of the mean over the documents"),

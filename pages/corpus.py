@@ -35,6 +35,7 @@ _METRIC_HELP = {
     "cs": "Chunk stickiness (the language model)", "ds": "Dissimilarity of neighbouring chunks (the embedder)",
     "retrieval": "Recall, precision, IoU on the question set's questions about each document (the embedder)",
 }
+_METRIC_NAMES = {"stats": "statistics", "bc": "BC", "cs": "CS", "ds": "DS", "retrieval": "retrieval"}
 _NO_SET, _SESSION_SET, _SAMPLE_SET = "None", "Session set", "Bundled sample set"
 
 st.title("Corpus")
@@ -58,8 +59,9 @@ extra = st.text_area(
 )
 m1, m2 = st.columns([3, 1])
 metrics = m1.multiselect("Metrics", list(CORPUS_METRICS), default=["stats"], key=CORPUS("metrics"),
-                         format_func=lambda m: f"{m} · {_METRIC_HELP[m]}",
-                         help="Statistics always; BC, CS and DS use the Quality page's settings (K, rules, δ).")
+                         format_func=lambda m: _METRIC_NAMES[m],
+                         help="; ".join(f"{_METRIC_NAMES[m]}: {_METRIC_HELP[m]}" for m in CORPUS_METRICS)
+                         + ". Statistics always; BC, CS and DS use the Quality page's settings (K, rules, δ).")
 pairs = m2.number_input("Pair budget", min_value=0, max_value=PAIRS_MAX, value=0, step=100, key=CORPUS("pairs"),
                         help="0: every pair (exact). Else at least this many pairs per document, configuration and "
                              "metric, sampled with a seed: estimates with 95% intervals, much faster on long documents.")

@@ -148,8 +148,9 @@ def corpus_verdict(results: CorpusResults) -> list[str]:
     sentences = [s for m in order if m in by_metric for s in [_metric_sentence(m, by_metric[m])] if s is not None]
     if not sentences:
         n = len({r["tag"] for r in table})
+        shown = _names([AGGREGATE_METRICS[m].label.rstrip(" ↑↓") for m in AGGREGATE_METRICS if m in by_metric])
         sentences = ["Only one configuration: nothing to compare." if n < 2 else
-                     "No metric with a better direction was computed (statistics only): nothing singles out a "
+                     f"None of the metrics computed ({shown}) is better higher or lower: nothing singles out a "
                      "configuration."]
     return out + sentences
 

@@ -85,7 +85,8 @@ def test_the_verdict_of_one_configuration_or_of_statistics_only_singles_out_nobo
     lines = corpus_verdict(CorpusResults(run={"source": "c"}, rows=tuple(stats), skipped=()))
     assert lines == [
         "Corpus c: 4 documents with rows; 2 configurations (A, B).",
-        "No metric with a better direction was computed (statistics only): nothing singles out a configuration.",
+        "None of the metrics computed (Chunks and Mean chunk tokens) is better higher or lower: nothing singles out a "
+        "configuration.",
     ]
     assert corpus_verdict(CorpusResults(run={}, rows=(), skipped=())) == [
         "Corpus unknown: 0 documents with rows; 0 configurations ().", "No document has rows yet: nothing to compare."]

@@ -107,8 +107,8 @@ def test_the_run_is_a_job_whose_folder_the_view_reads_and_a_second_run_resumes_i
         ("Chunks", "A", 3), ("Mean chunk tokens", "A", 3), ("Chunks", "B", 3), ("Mean chunk tokens", "B", 3)]
     assert [s["doc"] for s in view.results.skipped] == ["notes.xyz", "broken.pdf"]
     assert view.document_names() == ["narrative.txt", "sub/teahouse.txt", "technical.md"]
-    assert view.verdict[1] == ("No metric with a better direction was computed (statistics only): nothing singles "
-                               "out a configuration.")
+    assert view.verdict[1] == ("None of the metrics computed (Chunks and Mean chunk tokens) is better higher or "
+                               "lower: nothing singles out a configuration.")
     assert [d["doc"] for d in view.disagreements("chunks")] == ["technical.md", "narrative.txt", "sub/teahouse.txt"]
     assert {tr.name for tr in view.distribution("chunks", "violin").data} == {
         "A · recursive(chunk_overlap=0, chunk_size=200) · cl100k",
