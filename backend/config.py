@@ -23,6 +23,8 @@ __all__ = [
     "DEFAULT_MAX_FILE_MB",
     "max_file_bytes",
     "data_dir",
+    # corpus runs
+    "ray_address",
     # the model output cache
     "DEFAULT_CACHE_MAX_MB",
     "cache_dir",
@@ -272,6 +274,14 @@ def chroma_timeout() -> float:
     except ValueError:
         return DEFAULT_CHROMA_TIMEOUT_S
     return value if value > 0 else DEFAULT_CHROMA_TIMEOUT_S
+
+
+# --- corpus runs on Ray ---------------------------------------------------------------------
+
+
+def ray_address() -> str | None:
+    """The Ray cluster ``--engine ray`` joins (``RAY_ADDRESS``, Ray's own variable; None: a local Ray)."""
+    return _get("RAY_ADDRESS") or None
 
 
 # --- the CLI -------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ BACKEND_LAYERS = (
     ("chunkers",),  # Document → Chunking (registry, model context, the one loop over configurations)
     ("metrics",),  # Chunking → statistics and quality metrics
     ("retrieval",),  # Chunking → Chroma store, questions, benchmark
-    ("corpus",),  # a set of configurations over a folder of documents: the runs, their rows, the aggregate
+    ("corpus",),  # many documents × configurations → rows (local or Ray engines), aggregates
     ("figures",),  # Plotly figures of everything above (no Streamlit): pages and the one-file report draw them
     ("report",),  # the Summary's rows and verdict, the one-file HTML report, saved sessions
     ("lab",),  # the lab's tasks: one module per thing a page or a subcommand does (plan, run, what to show)
@@ -281,6 +281,7 @@ LAZY_IMPORTS: dict[str, tuple[str, ...]] = {
     "tokenizers": ("backend.tokenizers",),
     "bm25s": ("backend.retrieval.multi.graph",),
     "kaleido": ("backend.figures.export",),
+    "ray": ("backend.corpus.ray_engine",),
 }
 
 

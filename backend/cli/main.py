@@ -34,6 +34,9 @@ Subcommands:
     edit FILE --base SPEC --edits +N,-N [--metrics bc,cs,ds] [--questions CSV|sample:NAME]
                 An edited copy against its base: statistics, BC/CS/DS scoring only what the
                 cache lacks, retrieval: see :mod:`backend.cli.edit`.
+    corpus PATH --config SPEC [--config SPEC …] --out DIR [--metrics stats,bc,cs,ds,retrieval] [--engine local|ray]
+                Configurations over a folder or zip of documents, resumable, local or on Ray:
+                see :mod:`backend.cli.corpus`.
 
 Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
 2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
@@ -55,6 +58,7 @@ from typing import Any, Sequence
 
 from backend.chunkers import REGISTRY, chunker_specs, make_chunker
 from backend.chunkers.match_length import match_length
+from backend.cli import corpus as cli_corpus
 from backend.cli import edit as cli_edit
 from backend.cli import ppl as cli_ppl
 from backend.cli import quality as cli_quality
@@ -153,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_quality.add_commands(sub)
     cli_report.add_commands(sub)
     cli_edit.add_commands(sub)
+    cli_corpus.add_commands(sub)
     return parser
 
 
@@ -176,6 +181,8 @@ def _run(args: argparse.Namespace) -> int:
         return cli_report.run(args)
     if args.command in cli_edit.COMMANDS:
         return cli_edit.run(args)
+    if args.command in cli_corpus.COMMANDS:
+        return cli_corpus.run(args)
     if args.command == "chunkers":
         write(json.dumps(chunker_specs(), indent=2, ensure_ascii=False) + "\n")
     elif args.command == "tokenizers":

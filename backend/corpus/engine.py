@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from backend.chunking import ConfigEntry
+from backend.config import ray_address
 from backend.corpus.inputs import CorpusFile, CorpusInputs, Skipped, corpus_inputs
 from backend.corpus.results import CorpusResults, ResultsWriter, read_results
 from backend.corpus.spec import CorpusSpec
@@ -94,8 +95,7 @@ def make_engine(name: str, *, out: Path, address: str | None = None, workers: in
     if name == "ray":
         from backend.corpus.ray_engine import RayEngine
 
-        return RayEngine(address=address if address is not None else os.environ.get("RAY_ADDRESS") or None,
-                         workers=workers, cache=cache)
+        return RayEngine(address=address if address is not None else ray_address(), workers=workers, cache=cache)
     raise ParameterError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}")
 
 

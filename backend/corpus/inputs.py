@@ -88,10 +88,10 @@ def _extract(zip_path: Path, target: Path) -> None:
             target.mkdir(parents=True)
             for m in members:
                 rel = PurePosixPath(m.filename)
-                if m.is_dir() or _hidden(rel):
-                    continue
                 if rel.is_absolute() or ".." in rel.parts or (m.external_attr >> 16) & 0o170000 == 0o120000:
                     raise InputError(f"{zip_path.name}: member {m.filename[:80]!r} would be written outside the folder")
+                if m.is_dir() or _hidden(rel):
+                    continue
                 dest = target.joinpath(*rel.parts)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(m) as src, open(dest, "wb") as out:
