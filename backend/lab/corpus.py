@@ -35,7 +35,7 @@ from backend.chunkers import make_chunker
 from backend.chunking import ChunkerConfig
 from backend.config import data_dir
 from backend.corpus.aggregate import AGGREGATE_METRICS, aggregate_table, disagreements, metric_values
-from backend.corpus.engine import ENGINES, CorpusRun, make_engine, run_corpus
+from backend.corpus.engine import ENGINES, EXTRACTED, CorpusRun, make_engine, run_corpus
 from backend.corpus.inputs import CorpusFile
 from backend.corpus.results import CorpusResults, read_results
 from backend.corpus.spec import CorpusSpec, parse_corpus_metrics, tag_configs
@@ -339,7 +339,7 @@ def corpus_view(out: str | Path, configs: Sequence[str] | None = None) -> Corpus
 def _document_root(view: CorpusView) -> Path:
     """Where the run read its documents: the corpus folder, or a zip's extraction folder inside ``out``."""
     source = Path(view.source)
-    return source if source.is_dir() else view.out / "documents"
+    return source if source.is_dir() else view.out / EXTRACTED
 
 
 def open_in_compare(view: CorpusView, name: str) -> tuple[Document, list[tuple[str, ChunkerConfig]]]:

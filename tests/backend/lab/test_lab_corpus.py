@@ -138,6 +138,21 @@ def test_a_document_opens_in_compare_with_the_runs_configurations_and_a_changed_
         open_in_compare(view, "technical.md")
 
 
+def test_an_uploaded_zip_runs_and_its_documents_open_from_the_runs_extraction(corpus):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.write(corpus / "narrative.txt", "docs/narrative.txt")
+        zf.write(corpus / "sub" / "teahouse.txt", "docs/teahouse.txt")
+    path = save_upload(buf.getvalue(), "two.zip")
+    configs = parse_config_lines(SPECS)
+    plan = plan_corpus(path, configs, metrics=["stats"], pairs=None, questions=None, questions_name=None)
+    assert plan.run(Progress()).ran == 2
+    view = corpus_view(plan.meta["out"], plan.meta["configs"])
+    assert view.document_names() == ["docs/narrative.txt", "docs/teahouse.txt"]
+    doc, _ = open_in_compare(view, "docs/narrative.txt")
+    assert doc.text == (corpus / "narrative.txt").read_text(encoding="utf-8").strip()
+
+
 def test_bad_plans_fail_in_one_line(corpus):
     with pytest.raises(ParameterError, match="^choose at least one configuration$"):
         plan_corpus(corpus, [], metrics=["stats"], pairs=None, questions=None, questions_name=None)
