@@ -101,6 +101,9 @@ def _metric_sentence(metric: str, rows: Sequence[Mapping[str, Any]]) -> str | No
     if tied:
         top = [best["tag"], *(r["tag"] for r in tied)]
         who = f"all {len(top)} configurations are" if len(top) == len(ordered) > 2 else f"{_names(top)} are"
+        if any(r.get("ci_low") is None for r in (best, *tied)):
+            return (f"{name}: {_names(top)} cannot be told apart, a mean over one document having no interval — "
+                    f"{cited}; {way}.")
         return f"{name}: {who} tied at the top, their 95% intervals overlapping — {cited}; {way}."
     return f"{name}: {best['tag']} is best — {cited}; {way}."
 

@@ -95,8 +95,8 @@ def test_the_verdict_of_one_configuration_or_of_statistics_only_singles_out_nobo
 def test_a_mean_on_one_document_has_no_interval_and_cannot_be_called_best():
     one = CorpusResults(run={"source": "c"}, rows=tuple(_results().rows[:2]), skipped=())
     lines = corpus_verdict(one)
-    assert lines[1] == ("IoU: A and B are tied at the top, their 95% intervals overlapping — A 40.0% (no interval: "
-                        "1 document) vs B 20.0% (no interval: 1 document); higher is better.")
+    assert lines[1] == ("IoU: A and B cannot be told apart, a mean over one document having no interval — A 40.0% "
+                        "(no interval: 1 document) vs B 20.0% (no interval: 1 document); higher is better.")
 
 
 def test_values_and_intervals_read_as_the_table_writes_them():

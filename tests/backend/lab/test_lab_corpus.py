@@ -22,6 +22,7 @@ from backend.lab.corpus import (
     save_upload,
 )
 from backend.progress import Progress
+from backend.retrieval.questions import load_sample_question_set
 from backend.samples import SAMPLES_DIR
 
 SPECS = "recursive chunk_size=200 chunk_overlap=0\n# a comment\n\nfixed_token chunk_size=250 chunk_overlap=125\n"
@@ -162,3 +163,18 @@ def test_bad_plans_fail_in_one_line(corpus):
     with pytest.raises(ParameterError, match="needs a question set"):
         plan_corpus(corpus, parse_config_lines(SPECS), metrics=["stats", "retrieval"], pairs=None, questions=None,
                     questions_name=None)
+
+
+def test_retrieval_on_a_bundled_question_set_counts_only_the_documents_its_questions_are_about(corpus):
+    shutil.copy(SAMPLES_DIR / "technical_kestrel.md", corpus / "technical_kestrel.md")
+    plan = plan_corpus(corpus, parse_config_lines(SPECS), metrics=["stats", "retrieval"], pairs=None,
+                       questions=load_sample_question_set("technical"), questions_name="sample:technical")
+    plan.run(Progress())
+    view = corpus_view(plan.meta["out"], plan.meta["configs"])
+    asked = {r["doc"]: r["retrieval"]["questions"] for r in view.results.rows}
+    assert asked == {"narrative.txt": 0, "sub/teahouse.txt": 0, "technical.md": 12, "technical_kestrel.md": 12}
+    assert view.verdict[0] == (
+        f"Corpus {corpus}: 4 documents with rows, 2 files skipped; 2 configurations (A, B); retrieval on the "
+        "question set sample:technical, whose questions are about 2 of these documents.")
+    assert [r["documents"] for r in view.table if r["metric"] == "iou"] == [2, 2]
+    assert view.verdict[1].startswith("IoU: ")
