@@ -17,7 +17,15 @@ from backend.corpus.spec import CORPUS_METRICS
 from backend.errors import ChunkLabError, one_line
 from backend.figures.markdown import md_text
 from backend.lab.benchmark import qset_name
-from backend.lab.corpus import PAIRS_MAX, available_engines, corpus_home, parse_config_lines, plan_corpus
+from backend.lab.corpus import (
+    PAIRS_MAX,
+    available_engines,
+    check_results_folder,
+    corpus_home,
+    corpus_view,
+    parse_config_lines,
+    plan_corpus,
+)
 from backend.lab.quality import quality_settings
 from components.cached import sample_question_sets, sample_questions
 from components.corpus import corpus_source, finished_view, live_rows, results_panel
@@ -36,6 +44,7 @@ _METRIC_HELP = {
     "retrieval": "Recall, precision, IoU on the question set's questions about each document (the embedder)",
 }
 _METRIC_NAMES = {"stats": "statistics", "bc": "BC", "cs": "CS", "ds": "DS", "retrieval": "retrieval"}
+_OPENED = CORPUS("opened")  # an earlier run's output folder opened to be shown (None: the job's is shown)
 _NO_SET, _SESSION_SET, _SAMPLE_SET = "None", "Session set", "Bundled sample set"
 
 st.title("Corpus")
@@ -120,6 +129,29 @@ if st.button("Run", key=CORPUS("run"), type="primary", icon=":material/play_arro
         st.error(one_line(str(e)), icon=":material/error:")
     else:
         job = st.session_state[CORPUS_JOB] = start_plan(plan)
+        st.session_state[_OPENED] = None
+
+with st.expander("Open an earlier run's output folder"):
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        opened_raw = st.text_input("Output folder", key=CORPUS("open_path"), placeholder="/data/manuals-run",
+                                   help="A folder a run of this page or `python -m backend corpus --out` wrote")
+        if st.button("Open", key=CORPUS("open_run"), icon=":material/folder_open:"):
+            try:
+                st.session_state[_OPENED] = str(check_results_folder(opened_raw))
+            except ChunkLabError as e:
+                st.error(one_line(str(e)), icon=":material/error:")
+
+opened = st.session_state.get(_OPENED)
+if opened is not None and not running:
+    st.subheader("Results", anchor=False)
+    try:
+        view = corpus_view(opened)
+    except ChunkLabError as e:
+        st.error(one_line(str(e)), icon=":material/error:")
+    else:
+        st.caption(f"The output folder {md_text(opened)}.")
+        results_panel(view)
+    st.stop()
 
 if job is None:
     st.caption("Pick a corpus and configurations, then run.")

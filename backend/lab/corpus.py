@@ -58,6 +58,7 @@ __all__ = [
     "corpus_view",
     "default_out",
     "check_corpus_path",
+    "check_results_folder",
     "open_in_compare",
     "parse_config_lines",
     "plan_corpus",
@@ -126,6 +127,23 @@ def check_corpus_path(raw: str) -> Path:
         raise InputError(f"{text}: neither a folder nor a zip of documents")
     if not path.is_file() and not path.is_dir():
         raise InputError(f"{text}: neither a folder nor a zip of documents")
+    return path
+
+
+def check_results_folder(raw: str) -> Path:
+    """An output folder a user typed to open (a run of the page or of ``python -m backend corpus --out``).
+
+    Raises:
+        InputError: empty, missing, or not a corpus run's output folder (one line).
+    """
+    text = raw.strip()
+    if not text:
+        raise InputError("give the path of a corpus run's output folder")
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise InputError(f"{text}: no such folder on the server")
+    if not read_results(path).run:
+        raise InputError(f"{text}: not the output folder of a corpus run (it has no run.json)")
     return path
 
 

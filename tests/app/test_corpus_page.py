@@ -140,3 +140,14 @@ def test_a_finished_run_shows_verdict_table_distributions_and_opens_a_document_i
     assert [(e.tag, e.config.spec) for e in at.session_state["configs"]] == [
         ("A", "recursive chunk_overlap=0 chunk_size=200"), ("B", "fixed_token chunk_overlap=125 chunk_size=250")]
     assert any(t.value == "Compare chunkers" for t in at.title)
+
+    other = open_page("pages/corpus.py")  # another session opens the run's output folder
+    other.text_input(key="corpus_open_path").set_value(str(corpus))
+    other.button(key="corpus_open_run").click()
+    run(other)
+    assert _errors(other) == [f"{corpus}: not the output folder of a corpus run (it has no run.json)"]
+    other.text_input(key="corpus_open_path").set_value(job.meta["out"])
+    other.button(key="corpus_open_run").click()
+    run(other)
+    assert _errors(other) == []
+    assert list(next(d.value for d in other.dataframe if "mean" in d.columns)["documents"]) == [7, 7, 7, 7]

@@ -14,6 +14,7 @@ from backend.errors import InputError, ParameterError
 from backend.lab.corpus import (
     available_engines,
     check_corpus_path,
+    check_results_folder,
     corpus_view,
     default_out,
     open_in_compare,
@@ -114,6 +115,12 @@ def test_the_run_is_a_job_whose_folder_the_view_reads_and_a_second_run_resumes_i
     assert {tr.name for tr in view.distribution("chunks", "violin").data} == {
         "A · recursive(chunk_overlap=0, chunk_size=200) · cl100k",
         "B · fixed_token(chunk_overlap=125, chunk_size=250) · cl100k"}
+
+    assert check_results_folder(f" {out} ") == view.out
+    with pytest.raises(InputError, match=f"^{corpus}: not the output folder of a corpus run \\(it has no run.json\\)$"):
+        check_results_folder(str(corpus))
+    with pytest.raises(InputError, match="^give the path of a corpus run's output folder$"):
+        check_results_folder("")
 
     again = plan_corpus(corpus, configs, metrics=["stats"], pairs=None, questions=None, questions_name=None)
     assert again.meta["resumed"] == 6 and again.meta["out"] == out
