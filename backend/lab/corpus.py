@@ -31,7 +31,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from backend.chunkers import make_chunker
+from backend.chunkers import config_needs, make_chunker
 from backend.chunking import ChunkerConfig
 from backend.config import data_dir
 from backend.corpus.aggregate import AGGREGATE_METRICS, aggregate_table, disagreements, metric_values
@@ -44,6 +44,7 @@ from backend.errors import InputError, ParameterError
 from backend.figures.corpus import distribution_figure
 from backend.lab.jobs import JobPlan
 from backend.metrics.report import QualitySettings
+from backend.models.embedder import load_embedder
 from backend.models.types import Scorer
 from backend.progress import Progress
 from backend.report.corpus import corpus_verdict
@@ -234,7 +235,14 @@ def plan_corpus(
     resumed = sum(1 for r in previous.rows if r["config"] in wanted)
     names = ", ".join(e.tag for e in spec.configs)
 
+    warm_embedder = engine == "local" and (
+        any(m in ("ds", "retrieval") for m in spec.metrics) or any("embedder" in config_needs(c) for c in configs))
+
     def body(_scorer: Scorer | None, progress: Progress) -> CorpusRun:
+        if warm_embedder:
+            # Loaded once per process: the run's first document then does not pay for it, so the ETA
+            # measured from the documents' own rate is not inflated by the load.
+            load_embedder(embedder)
         eng = make_engine(engine, out=folder, workers=workers) if engine != "local" else "local"
         # The page's preview draws once a document's rows are written: each one is published.
         return run_corpus(source, spec, folder, engine=eng, progress=progress,
