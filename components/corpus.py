@@ -17,10 +17,10 @@ from backend.figures.markdown import md_text
 from backend.jobs import Job
 from backend.lab.corpus import CorpusView, check_corpus_path, corpus_view, open_in_compare, save_upload
 from backend.report.corpus import corpus_report_html
-from components.keys import CORPUS
+from components.keys import CORPUS, CORPUS_JOB, SUMMARY
 from components.state import replace_configurations, set_document
 
-__all__ = ["aggregate_frame", "corpus_source", "finished_view", "live_rows", "results_panel"]
+__all__ = ["aggregate_frame", "corpus_source", "corpus_summary_section", "finished_view", "live_rows", "results_panel"]
 
 _PLOT = {"displaylogo": False}
 _UPLOADED = CORPUS("uploaded")  # the path the last uploaded zip was saved to
@@ -170,3 +170,24 @@ def finished_view(job: Job) -> CorpusView | None:
     except ChunkLabError as e:
         st.error(one_line(str(e)), icon=":material/error:")
         return None
+
+
+def corpus_summary_section() -> None:
+    """The Summary page's section on the session's last corpus run: its verdict and report (nothing without one)."""
+    job = st.session_state.get(CORPUS_JOB)
+    if job is None or job.running:
+        if job is not None:
+            st.subheader("Corpus run", anchor=False)
+            st.caption("A corpus run is in progress on the Corpus page; its verdict shows here once it ends.")
+        return
+    st.subheader("Corpus run", anchor=False)
+    view = finished_view(job)
+    if view is None:
+        return
+    st.caption(md_text(view.caption()))
+    st.markdown("\n".join(f"- {md_text(line)}" for line in view.verdict) or "No document has rows yet.")
+    st.download_button(
+        "Download the corpus report (HTML)", lambda: corpus_report_html(view.results), file_name="corpus_report.html",
+        mime="text/html", key=SUMMARY("corpus_report"), icon=":material/download:", on_click="ignore",
+        help="The Corpus page's report: verdict, table per configuration, distributions, disagreements",
+    )

@@ -140,6 +140,11 @@ def test_a_finished_run_shows_verdict_table_distributions_and_opens_a_document_i
     assert [(e.tag, e.config.spec) for e in at.session_state["configs"]] == [
         ("A", "recursive chunk_overlap=0 chunk_size=200"), ("B", "fixed_token chunk_overlap=125 chunk_size=250")]
     assert any(t.value == "Compare chunkers" for t in at.title)
+    at.switch_page("pages/summary.py")  # the Summary shows the session's corpus run: its verdict and its report
+    run(at)
+    assert "Corpus run" in [h.value for h in at.subheader]
+    summary_text = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "7 documents with rows, 2 files skipped; 2 configurations (A, B)" in summary_text
 
     other = open_page("pages/corpus.py")  # another session opens the run's output folder
     other.text_input(key="corpus_open_path").set_value(str(corpus))
