@@ -22,6 +22,8 @@ __all__ = [
     "SESSION",
     "SUMMARY",
     "EDIT",
+    "CORPUS",
+    "CORPUS_JOB",
     "EDIT_STATES",
     "EDIT_OPEN",
     "QUALITY_STORE",
@@ -113,10 +115,12 @@ DOCUMENT = PageKeys("docpage")
 SESSION = PageKeys("ses")  # the sidebar's Save / Open session panel (components.session)
 SUMMARY = PageKeys("sum")
 EDIT = PageKeys("edit")  # the Edit page (pages/edit.py) and its metrics panel (components/edit_metrics.py)
+CORPUS = PageKeys("corpus")  # the Corpus page (pages/corpus.py, components/corpus.py)
 
 # Results the Summary page reads from the pages that compute them (and adds to, so those pages show them too).
 QUALITY_STORE = QUALITY("store")  # {"doc": doc id, table_key or vectors_key: PairTable or vectors} (pages/quality.py)
 QUALITY_THROUGHPUT = QUALITY("throughput")  # the Throughput measured on this session's last scoring job
+CORPUS_JOB = CORPUS("job")  # the last corpus run's Job; meta: out, configs, resumed, source, engine
 BENCHMARK_JOB = BENCHMARK("job")  # the last benchmark Job; result: BenchmarkRun, meta: tags, colors, qset, qset_name
 SUMMARY_SHOWN = SUMMARY("shown")  # the backend.report.summary.Summary the Summary page last drew
 EDIT_STATES = EDIT("states")  # {uid: backend.lab.edit.EditState} of the session's edited copies (undo/redo)

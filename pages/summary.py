@@ -10,6 +10,7 @@ or Benchmark page would. A benchmark on other corpora is shown in its own titled
 import streamlit as st
 
 from backend.lab.summary import summary_view
+from components.corpus import corpus_summary_section
 from components.keys import SUMMARY, SUMMARY_SHOWN
 from components.layout import ensure_routed
 from components.lm_runs import page_chunkings, session_models
@@ -100,6 +101,9 @@ summary_notes(view.notes)
 
 # --- a benchmark on other corpora: its own titled section, never in this document's rows or verdict -------------
 elsewhere_section(view.elsewhere)
+
+# --- the session's last corpus run (the Corpus page's): its verdict and report, about the collection ----------
+corpus_summary_section()
 
 # --- small multiples ----------------------------------------------------------------------------------
 if chunked:

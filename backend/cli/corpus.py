@@ -14,9 +14,11 @@ Subcommand:
         Run again with the same settings, it resumes: rows already written are not recomputed.
         ``--engine ray`` runs documents as Ray tasks and the models in actors (a local Ray, or the
         cluster at ``--address`` / ``RAY_ADDRESS``); ``--engine local`` gives identical numbers.
-        stdout: the aggregate table per configuration (mean ± 95% interval over documents, spread,
-        documents), then the documents where the configurations disagree most; ``--json`` one
-        JSON object instead. stderr: a line per document and a closing summary.
+        stdout: the verdict (the Corpus page's: the best configuration per metric with its 95%
+        interval, or a tie), the aggregate table per configuration (mean ± 95% interval over
+        documents, spread, documents), then the documents where the configurations disagree most;
+        ``--json`` one JSON object instead; ``--report FILE`` also writes the one-file HTML report.
+        stderr: a line per document and a closing summary.
 
 Errors are one line on stderr (exit 1 for an unreadable corpus or a model that cannot be loaded,
 2 for bad arguments, 130 when interrupted: what was written stays and the next run resumes).
@@ -42,12 +44,13 @@ from backend.cli.common import (
 from backend.config import quiet_hub_progress_bars
 from backend.corpus.aggregate import AGGREGATE_METRICS, aggregate_table, disagreements
 from backend.corpus.engine import ENGINES, make_engine, run_corpus
-from backend.corpus.results import read_results
+from backend.corpus.results import CorpusResults, read_results
 from backend.corpus.spec import CORPUS_METRICS, CorpusSpec, parse_corpus_metrics, tag_configs
 from backend.corpus.work import DocumentOutcome
-from backend.errors import ParameterError
+from backend.errors import InputError, ParameterError
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
 from backend.metrics.report import QualitySettings
+from backend.report.corpus import corpus_report_html, corpus_verdict
 from backend.retrieval.questions import load_question_set, load_sample_question_set
 
 __all__ = ["COMMANDS", "add_commands", "run", "aggregate_text"]
@@ -178,15 +181,25 @@ def run(args: argparse.Namespace) -> int:
     with line:
         result = run_corpus(args.path, spec, args.out, engine=engine, progress=line, on_rows=on_rows)
     print(result.summary(), file=sys.stderr)
-    results = read_results(args.out)
+    everything = read_results(args.out)
     wanted = {e.config.spec for e in configs}
-    rows = [r for r in results.rows if r["config"] in wanted]
+    results = CorpusResults(run=everything.run, rows=tuple(r for r in everything.rows if r["config"] in wanted),
+                            skipped=everything.skipped)
+    rows = list(results.rows)
+    verdict = corpus_verdict(results)
+    if args.report is not None:
+        try:
+            args.report.write_text(corpus_report_html(results), encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"{args.report}: cannot be written ({e.strerror or e})") from None
+        print(f"report: {args.report}", file=sys.stderr)
     if args.json:
         out = {"out": str(args.out), "documents": result.documents, "ran": result.ran,
                "resumed_rows": result.resumed_rows, "skipped": list(result.skipped), "counts": result.counts,
-               "aggregate": aggregate_table(rows),
+               "verdict": verdict, "aggregate": aggregate_table(rows),
                "disagreements": {m: disagreements(rows, m) for m in AGGREGATE_METRICS}}
         write(json.dumps(out, ensure_ascii=False, indent=2) + "\n")
     else:
-        write(aggregate_text(rows, source=str(args.path), questions=qname, skipped=len(result.skipped)))
+        write("\n".join(verdict) + "\n\n"
+              + aggregate_text(rows, source=str(args.path), questions=qname, skipped=len(result.skipped)))
     return 0

@@ -22,30 +22,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from backend.chunking import ConfigEntry
 from backend.config import ray_address
-from backend.corpus.inputs import CorpusFile, CorpusInputs, Skipped, corpus_inputs
+from backend.corpus.inputs import CorpusInputs, Skipped, corpus_inputs
 from backend.corpus.ray_engine import RayEngine
 from backend.corpus.results import CorpusResults, ResultsWriter, read_results
 from backend.corpus.spec import CorpusSpec
-from backend.corpus.work import CountedContext, DocumentOutcome, WorkCounts, document_rows
+from backend.corpus.work import CountedContext, DocumentOutcome, Unit, WorkCounts, document_rows
 from backend.errors import ParameterError
 from backend.models.cache import OutputCache, default_cache
 from backend.progress import Progress
 from backend.retrieval.store import open_store
 
-__all__ = ["ENGINES", "CorpusRun", "Engine", "LocalEngine", "Unit", "make_engine", "plan_units", "run_corpus"]
+__all__ = ["ENGINES", "CorpusRun", "Engine", "LocalEngine", "make_engine", "plan_units", "run_corpus"]
 
 ENGINES = ("local", "ray")
 EXTRACTED = "documents"  # where a zip corpus is extracted, inside the output folder
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One document to run, with the configurations it still lacks."""
-
-    file: CorpusFile
-    configs: tuple[ConfigEntry, ...]
 
 
 class Engine(Protocol):

@@ -62,7 +62,7 @@ from backend.chunking import ConfigEntry
 from backend.config import torch_threads
 from backend.corpus.inputs import CorpusFile
 from backend.corpus.spec import CorpusSpec
-from backend.corpus.work import CountedContext, DocumentOutcome, WorkCounts, document_rows
+from backend.corpus.work import CountedContext, DocumentOutcome, Unit, WorkCounts, document_rows
 from backend.errors import Cancelled, ChunkLabError, ModelError, ParameterError
 from backend.metrics.report import model_needs
 from backend.models.cache import Key, OutputCache, default_cache
@@ -346,7 +346,7 @@ def _remote(body: Any) -> Any:
 # --- the engine -------------------------------------------------------------------------------
 
 
-def _needs(units: Sequence[Any], spec: CorpusSpec) -> tuple[bool, bool]:
+def _needs(units: Sequence[Unit], spec: CorpusSpec) -> tuple[bool, bool]:
     """Whether the run needs the language model and the embedder (its metrics, and its configurations' chunkers)."""
     metrics = model_needs(spec.quality_metrics)
     configs = {e.config.spec: e.config for u in units for e in u.configs}
@@ -408,7 +408,7 @@ class RayEngine:
             raise ModelError(f"cannot start or join {where}: {_one_line(e)}") from None
         return True
 
-    def _actors(self, units: Sequence[Any], spec: CorpusSpec) -> tuple[ModelActors, float]:
+    def _actors(self, units: Sequence[Unit], spec: CorpusSpec) -> tuple[ModelActors, float]:
         """Start the model actors the run needs; their handles and identities, and the CPUs they reserve."""
         import ray
 
@@ -453,9 +453,9 @@ class RayEngine:
 
     # -- the run --
 
-    def run(self, units: Sequence[Any], spec: CorpusSpec, deliver: Callable[[DocumentOutcome], None], *,
+    def run(self, units: Sequence[Unit], spec: CorpusSpec, deliver: Callable[[DocumentOutcome], None], *,
             progress: Progress) -> WorkCounts:
-        """Run every unit (:class:`~backend.corpus.engine.Unit`) as a Ray task; deliver each outcome here as it completes.
+        """Run every unit as a Ray task; deliver each outcome here as it completes.
 
         Raises:
             ModelError: Ray cannot be started or joined, a model cannot be loaded, or a worker died.
@@ -479,7 +479,7 @@ class RayEngine:
             spec_ref = ray.put(spec)
             pending = list(enumerate(units))
             pending.reverse()
-            in_flight: dict[Any, Any] = {}
+            in_flight: dict[Any, Unit] = {}
             try:
                 while pending or in_flight:
                     progress.check()
@@ -507,7 +507,7 @@ class RayEngine:
         return counts
 
     @staticmethod
-    def _submit(unit: Any, spec_ref: Any, actors: ModelActors, cache_dirs: tuple[str, ...], cache_bytes: int) -> Any:
+    def _submit(unit: Unit, spec_ref: Any, actors: ModelActors, cache_dirs: tuple[str, ...], cache_bytes: int) -> Any:
         """Start ``unit``'s task with the file's bytes (None when the driver cannot read it: the worker tries)."""
         try:
             data: bytes | None = unit.file.path.read_bytes()

@@ -42,6 +42,7 @@ __all__ = [
     "STATS_COLUMNS",
     "CountedContext",
     "DocumentOutcome",
+    "Unit",
     "WorkCounts",
     "document_rows",
     "load_corpus_document",
@@ -145,6 +146,14 @@ class CountedContext(ModelContext):
         if not isinstance(embedder, _CountedEmbedder):
             embedder = self.embedder = _CountedEmbedder(embedder, self.counts)
         return embedder
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One document to run, with the configurations it still lacks (what an engine is handed)."""
+
+    file: CorpusFile
+    configs: tuple[ConfigEntry, ...]
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 
-__all__ = ["SECTIONS", "ELSEWHERE_SECTION", "NOT_COMPUTED", "report_html", "cached_curves"]
+__all__ = ["SECTIONS", "ELSEWHERE_SECTION", "NOT_COMPUTED", "report_html", "cached_curves", "standalone_page"]
 
 # The report's sections, in order: (element id, heading). Every one is always present; one
 # whose data is missing says so in a line, so a reader sees what was not computed.
@@ -439,6 +439,23 @@ def _json_script(element_id: str, data: Any) -> str:
     """``data`` as an inert JSON ``<script>`` a reader's tools can parse (``<`` escaped, so no text ends it)."""
     text = json.dumps(data, ensure_ascii=False, sort_keys=True, default=str).replace("<", "\\u003c")
     return f'<script type="application/json" id="{element_id}">{text}</script>'
+
+
+def standalone_page(title: str, body: str, *, data_id: str, data: Any) -> str:
+    """A one-file report page around ``body`` (HTML already escaped): this report's styles, plotly.js inlined once,
+    and ``data`` as an inert JSON ``<script id=data_id>`` a reader's tools can parse. ``title`` is escaped here.
+
+    The corpus report (:mod:`backend.report.corpus`) is drawn in it, so both reports look and open alike.
+    """
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="generator" content="Chunk Lab {_e(__version__)}">'
+        f"<title>{_e(title)}</title><style>{_STYLE}</style>"
+        f'<script type="text/javascript" id="plotly-js">{plotly_js()}</script></head>'
+        f"<body><main>{body}{_json_script(data_id, data)}</main></body></html>\n"
+    )
 
 
 def report_html(

@@ -47,6 +47,7 @@ PAGES = [
     ("Quality", "Quality"),
     ("Retrieval", "Retrieval"),
     ("Benchmark", "Benchmark"),
+    ("Corpus", "Corpus"),
     ("Models", "Models"),
 ]
 

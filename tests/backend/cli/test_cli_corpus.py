@@ -45,11 +45,18 @@ def _corpus(folder: Path, *, big: bool = False) -> Path:
 def test_stats_of_two_configurations_the_tables_and_the_skipped_files(tmp_path: Path) -> None:
     folder = _corpus(tmp_path / "c")
     proc = cli(str(folder), "--config", "recursive chunk_size=60", "--config", "sentence chunk_size=40",
-               "--out", str(tmp_path / "out"), data=tmp_path / "data")
+               "--out", str(tmp_path / "out"), "--report", str(tmp_path / "r.html"), data=tmp_path / "data")
     err = proc.stderr.decode()
     assert proc.returncode == 0, err
     out = proc.stdout.decode()
-    assert out.startswith(f"Corpus {folder}: 3 documents with rows (2 files skipped);")
+    verdict, table = out.split("\n\n", 1)
+    assert verdict.splitlines() == [
+        f"Corpus {folder}: 3 documents with rows, 2 files skipped; 2 configurations (A, B).",
+        "None of the metrics computed (Chunks and Mean chunk tokens) is better higher or lower: nothing singles out "
+        "a configuration."]
+    assert table.startswith(f"Corpus {folder}: 3 documents with rows (2 files skipped);")
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "broken.docx" in page and "image.png" in page and verdict.splitlines()[0][:40] in page
     assert "A · recursive(chunk_overlap=0, chunk_size=60) · cl100k" in out and "  Chunks " in out
     assert "Documents where the configurations disagree most on Mean chunk tokens:" in out
     assert "[1] broken.docx: skipped: " in err
@@ -60,6 +67,7 @@ def test_stats_of_two_configurations_the_tables_and_the_skipped_files(tmp_path: 
                 "--out", str(tmp_path / "out"), "--json", data=tmp_path / "data")
     body = json.loads(again.stdout)
     assert (body["ran"], body["resumed_rows"], body["documents"]) == (0, 6, 4)
+    assert body["verdict"][0] == verdict.splitlines()[0]
     assert {(r["tag"], r["metric"]) for r in body["aggregate"]} == {
         (t, m) for t in "AB" for m in ("chunks", "mean_tokens")}
 
