@@ -21,9 +21,11 @@ from backend.chunking import ChunkerConfig
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 from backend.loaders import load_document
-from backend.metrics.report import METRICS
+from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
+from backend.metrics.report import METRICS, QualitySettings
 from backend.models.devices import PRECISIONS, set_precision
 from backend.progress import Progress, format_seconds
+from backend.retrieval.questions import QuestionSet, load_question_set, load_sample_question_set
 from backend.samples import load_sample
 
 _T = TypeVar("_T")
@@ -37,6 +39,11 @@ __all__ = [
     "finite_float",
     "add_model_flags",
     "add_embedder_flag",
+    "add_metric_model_flags",
+    "add_quality_flags",
+    "add_question_flags",
+    "quality_settings_of",
+    "questions_of",
     "load_input",
     "parse_pairs",
     "parse_config",
@@ -274,3 +281,48 @@ class StderrProgress(Progress):
         elif now - self._drawn >= self._LOG_INTERVAL:
             self._drawn = now
             print(text, file=self._stream, flush=True)
+
+
+def add_quality_flags(parser: argparse.ArgumentParser) -> None:
+    """``--K``, ``--bc-mode``, ``--cs-rule``, ``--delta``, ``--window``: the settings BC and CS are computed under."""
+    parser.add_argument("--K", type=finite_float, default=DEFAULT_K, help=f"CS edge threshold (default {DEFAULT_K})")
+    parser.add_argument("--bc-mode", choices=BC_MODES, default="reference", help="BC's mode (default reference)")
+    parser.add_argument("--cs-rule", choices=CS_RULES, default="paper", help="CS's edge rule (default paper)")
+    parser.add_argument("--delta", type=non_negative_int, default=0, help="δ of CS's incomplete graph (default 0)")
+    parser.add_argument("--window", type=positive_int, metavar="W",
+                        help="score only chunk pairs with |i - j| <= W for CS (default every pair)")
+
+
+def quality_settings_of(args: argparse.Namespace) -> QualitySettings:
+    """The :class:`QualitySettings` of :func:`add_quality_flags`'s flags."""
+    return QualitySettings(K=args.K, bc_mode=args.bc_mode, cs_rule=args.cs_rule, delta=args.delta, window=args.window)
+
+
+def add_question_flags(parser: argparse.ArgumentParser, questions_help: str) -> None:
+    """``--questions``, ``--corpora``, ``--retrieve``: the question set of the retrieval metrics."""
+    parser.add_argument("--questions", metavar="CSV|sample:NAME", help=questions_help)
+    parser.add_argument("--corpora", type=Path, metavar="DIR", help="the corpora folder of a --questions CSV")
+    parser.add_argument("--retrieve", type=positive_int, default=5, help="chunks retrieved per question (default 5)")
+
+
+def questions_of(args: argparse.Namespace) -> tuple[QuestionSet | None, str | None]:
+    """The question set of :func:`add_question_flags`'s flags and its name (``sample:NAME`` or the file's); (None, None) without.
+
+    Raises:
+        ParameterError: ``--corpora`` without ``--questions``.
+        InputError: the set cannot be read.
+    """
+    if args.questions is None:
+        if args.corpora is not None:
+            raise ParameterError("--corpora needs --questions")
+        return None, None
+    if args.questions.startswith("sample:"):
+        return load_sample_question_set(args.questions.removeprefix("sample:")), args.questions
+    return load_question_set(Path(args.questions).expanduser(), args.corpora), Path(args.questions).name
+
+
+def add_metric_model_flags(parser: argparse.ArgumentParser, *, lm_help: str, embedder_help: str) -> None:
+    """``--lm``, ``--device``, ``--embedder``: the models of the quality and retrieval metrics."""
+    parser.add_argument("--lm", metavar="NAME|PATH", help=lm_help)
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda", "mps"), help="where the models run")
+    parser.add_argument("--embedder", metavar="default|PATH", help=embedder_help)

@@ -34,11 +34,15 @@ from typing import Any
 
 from backend.cli.common import (
     StderrProgress,
+    add_metric_model_flags,
+    add_quality_flags,
+    add_question_flags,
     embedder_spec,
-    finite_float,
     non_negative_int,
     parse_config,
     positive_int,
+    quality_settings_of,
+    questions_of,
     write,
 )
 from backend.config import quiet_hub_progress_bars
@@ -48,10 +52,7 @@ from backend.corpus.results import CorpusResults, read_results
 from backend.corpus.spec import CORPUS_METRICS, CorpusSpec, parse_corpus_metrics, tag_configs
 from backend.corpus.work import DocumentOutcome
 from backend.errors import InputError, ParameterError
-from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
-from backend.metrics.report import QualitySettings
 from backend.report.corpus import corpus_report_html, corpus_verdict
-from backend.retrieval.questions import load_question_set, load_sample_question_set
 
 __all__ = ["COMMANDS", "add_commands", "run", "aggregate_text"]
 
@@ -80,21 +81,13 @@ def add_commands(sub: Any) -> None:
                    help="the budget of BC/CS/DS: a seeded sample of at least N units per metric, document and "
                         "configuration, reported with 95%% intervals (default: every pair, exact)")
     p.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help="the sample's seed (default 0)")
-    p.add_argument("--K", type=finite_float, default=DEFAULT_K, help=f"CS edge threshold (default {DEFAULT_K})")
-    p.add_argument("--bc-mode", choices=BC_MODES, default="reference", help="BC's mode (default reference)")
-    p.add_argument("--cs-rule", choices=CS_RULES, default="paper", help="CS's edge rule (default paper)")
-    p.add_argument("--delta", type=non_negative_int, default=0, help="δ of CS's incomplete graph (default 0)")
-    p.add_argument("--window", type=positive_int, metavar="W",
-                   help="score only chunk pairs with |i - j| <= W for CS (default every pair)")
-    p.add_argument("--questions", metavar="CSV|sample:NAME",
-                   help="the question set of the retrieval metric (each document gets the questions about its text)")
-    p.add_argument("--corpora", type=Path, metavar="DIR", help="the corpora folder of a --questions CSV")
-    p.add_argument("--retrieve", type=positive_int, default=5, help="chunks retrieved per question (default 5)")
-    p.add_argument("--lm", metavar="NAME|PATH", help="the language model of BC, CS and PPL chunkers (default: "
-                                                     "CHUNKLAB_LM or the bundled SmolLM2; remote: the scorer server)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda", "mps"), help="where the models run")
-    p.add_argument("--embedder", metavar="default|PATH", help="the embedder of DS, retrieval and semantic chunkers "
-                                                              "(default: CHUNKLAB_EMBEDDER or the bundled MiniLM)")
+    add_quality_flags(p)
+    add_question_flags(p, "the question set of the retrieval metric (each document gets the questions about its text)")
+    add_metric_model_flags(
+        p, lm_help="the language model of BC, CS and PPL chunkers (default: CHUNKLAB_LM or the bundled SmolLM2; "
+                   "remote: the scorer server)",
+        embedder_help="the embedder of DS, retrieval and semantic chunkers (default: CHUNKLAB_EMBEDDER or the "
+                      "bundled MiniLM)")
     p.add_argument("--engine", choices=ENGINES, default="local",
                    help="local: this process (default); ray: documents as Ray tasks, models in actors")
     p.add_argument("--address", metavar="ADDR",
@@ -103,14 +96,6 @@ def add_commands(sub: Any) -> None:
                    help="documents run at once on Ray (default: the cluster's CPUs)")
     p.add_argument("--report", type=Path, metavar="FILE", help="also write the one-file HTML report of the run")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the tables")
-
-
-def _questions(args: argparse.Namespace) -> tuple[Any, str | None]:
-    if args.questions is None:
-        return None, None
-    if args.questions.startswith("sample:"):
-        return load_sample_question_set(args.questions.removeprefix("sample:")), args.questions
-    return load_question_set(Path(args.questions).expanduser(), args.corpora), Path(args.questions).name
 
 
 def _number(value: float | None, metric: str) -> str:
@@ -153,18 +138,14 @@ def aggregate_text(rows: Any, *, source: str, questions: str | None, skipped: in
 def run(args: argparse.Namespace) -> int:
     """Run ``corpus``; errors propagate as :class:`~backend.errors.ChunkLabError` for the CLI to print."""
     configs = tag_configs([parse_config(spec).config for spec in args.config])
-    if args.corpora is not None and args.questions is None:
-        raise ParameterError("--corpora needs --questions")
     if args.address is not None and args.engine != "ray":
         raise ParameterError("--address joins a Ray cluster: it needs --engine ray")
     if args.workers is not None and args.engine != "ray":
         raise ParameterError("--workers sets the Ray tasks run at once: it needs --engine ray")
     if "retrieval" in args.metrics and args.questions is None:
         raise ParameterError("the retrieval metric needs a question set (--questions)")
-    qset, qname = _questions(args)
-    settings = QualitySettings(K=args.K, bc_mode=args.bc_mode, cs_rule=args.cs_rule, delta=args.delta,
-                               window=args.window)
-    spec = CorpusSpec(configs=configs, metrics=args.metrics, settings=settings, pairs=args.pairs, seed=args.seed,
+    qset, qname = questions_of(args)
+    spec = CorpusSpec(configs=configs, metrics=args.metrics, settings=quality_settings_of(args), pairs=args.pairs, seed=args.seed,
                       questions=qset, questions_name=qname, retrieve=args.retrieve, lm=args.lm,
                       embedder=embedder_spec(args.embedder), device=args.device)
     quiet_hub_progress_bars()

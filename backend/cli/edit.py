@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from backend.chunkers import run_chunker
@@ -29,12 +28,14 @@ from backend.chunkers.manual import SNAPS, base_config, format_edits, parse_edit
 from backend.chunking import ChunkerConfig, ConfigEntry
 from backend.cli.common import (
     StderrProgress,
+    add_metric_model_flags,
+    add_quality_flags,
+    add_question_flags,
     embedder_spec,
-    finite_float,
     load_input,
     metrics_list,
-    non_negative_int,
-    positive_int,
+    quality_settings_of,
+    questions_of,
     write,
 )
 from backend.config import quiet_hub_progress_bars
@@ -48,11 +49,10 @@ from backend.lab.edit_metrics import (
 )
 from backend.lab.models import SessionModels
 from backend.lab.quality import fold_scoring
-from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K, GRAPHS
-from backend.metrics.report import QualitySettings, model_needs
+from backend.metrics.quality import GRAPHS
+from backend.metrics.report import model_needs
 from backend.models.cache import default_cache
 from backend.models.scorer import load_scorer
-from backend.retrieval.questions import load_question_set, load_sample_question_set
 from backend.text.document import Document
 
 __all__ = ["COMMANDS", "add_commands", "run"]
@@ -72,22 +72,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--snap", choices=SNAPS, default="sentence", help="where an added cut moves to (default sentence)")
     p.add_argument("--metrics", type=metrics_list, default=(), metavar="bc,cs,ds",
                    help="the quality metrics to compare, scoring the pairs not cached yet (default: none)")
-    p.add_argument("--window", type=positive_int, metavar="W",
-                   help="score only chunk pairs with |i - j| <= W for CS (default every pair)")
-    p.add_argument("--K", type=finite_float, default=DEFAULT_K, help=f"CS edge threshold (default {DEFAULT_K})")
-    p.add_argument("--bc-mode", choices=BC_MODES, default="reference", help="BC's mode (default reference)")
-    p.add_argument("--cs-rule", choices=CS_RULES, default="paper", help="CS's edge rule (default paper)")
-    p.add_argument("--delta", type=non_negative_int, default=0, help="δ of the incomplete graph")
+    add_quality_flags(p)
     p.add_argument("--graph", choices=GRAPHS, default="complete", help="CS's graph shown (default complete)")
-    p.add_argument("--questions", metavar="CSV|sample:NAME",
-                   help="a question set: the retrieval metrics of both on it (re-indexing only the changed chunks)")
-    p.add_argument("--corpora", type=Path, metavar="DIR", help="the corpora folder of a --questions CSV")
-    p.add_argument("--retrieve", type=positive_int, default=5, help="chunks retrieved per question (default 5)")
-    p.add_argument("--lm", metavar="NAME|PATH", help="the language model of BC and CS (default: CHUNKLAB_LM or the "
-                                                     "bundled SmolLM2)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda", "mps"), help="where the model runs")
-    p.add_argument("--embedder", metavar="default|PATH", help="the embedder of DS and retrieval (default: "
-                                                              "CHUNKLAB_EMBEDDER or the bundled MiniLM)")
+    add_question_flags(p, "a question set: the retrieval metrics of both on it (re-indexing only the changed chunks)")
+    add_metric_model_flags(
+        p, lm_help="the language model of BC and CS (default: CHUNKLAB_LM or the bundled SmolLM2)",
+        embedder_help="the embedder of DS and retrieval (default: CHUNKLAB_EMBEDDER or the bundled MiniLM)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text lines")
 
 
@@ -104,8 +94,7 @@ def _quality(args: argparse.Namespace, doc: Document, entries: tuple, chunkings:
     models = SessionModels.of(scorer, embedder_spec=emb)
     if model_needs(args.metrics).scorer and models.error:
         raise InputError(models.error)
-    settings = QualitySettings(K=args.K, bc_mode=args.bc_mode, cs_rule=args.cs_rule, delta=args.delta,
-                               window=args.window)
+    settings = quality_settings_of(args)
     cache = default_cache()
     store: dict = {}
 
@@ -129,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     base = base_config(args.base, "cl100k")  # bad arguments fail before the document is read
     edits = format_edits(parse_edits(args.edits))
     if args.corpora is not None and args.questions is None:
-        raise ParameterError("--corpora needs --questions")
+        raise ParameterError("--corpora needs --questions")  # before the document is read
     doc = load_input(args.file)
     edited_config = _edited_config(base, doc, edits, args.snap)
     entries = (ConfigEntry(0, "A", base), ConfigEntry(1, "B", edited_config))
@@ -154,10 +143,7 @@ def run(args: argparse.Namespace) -> int:
             }
             lines += [quality.line, quality.note]
         if args.questions is not None:
-            if args.questions.startswith("sample:"):
-                qset, name = load_sample_question_set(args.questions.removeprefix("sample:")), args.questions
-            else:
-                qset, name = load_question_set(Path(args.questions).expanduser(), args.corpora), Path(args.questions).name
+            qset, name = questions_of(args)
             retrieval = plan_edit_retrieval(
                 doc, entries[0], chunkings[0], entries[1], qset, SessionModels.of(None, embedder_spec=embedder_spec(args.embedder)),
                 qset_name=name, embedder=embedder_spec(args.embedder), retrieve=args.retrieve, auto=False,
