@@ -52,7 +52,7 @@ from backend.corpus.results import CorpusResults, read_results
 from backend.corpus.spec import CORPUS_METRICS, CorpusSpec, parse_corpus_metrics, tag_configs
 from backend.corpus.work import DocumentOutcome
 from backend.errors import InputError, ParameterError
-from backend.report.corpus import corpus_report_html, corpus_verdict
+from backend.report.corpus import corpus_report_html, corpus_value, corpus_verdict
 
 __all__ = ["COMMANDS", "add_commands", "run", "aggregate_text"]
 
@@ -98,12 +98,6 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the tables")
 
 
-def _number(value: float | None, metric: str) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.1f}" if metric in ("chunks", "mean_tokens") else f"{value:.3f}"
-
-
 def aggregate_text(rows: Any, *, source: str, questions: str | None, skipped: int = 0) -> str:
     """The aggregate table and the disagreements as text lines (what the CLI prints; the page shows the same table)."""
     table = aggregate_table(rows)
@@ -117,19 +111,19 @@ def aggregate_text(rows: Any, *, source: str, questions: str | None, skipped: in
         lines.append(f"{tag} · {mine[0]['label']}")
         for r in mine:
             m = r["metric"]
-            half = "" if r["ci_low"] is None else f" ± {_number(max(r['mean'] - r['ci_low'], r['ci_high'] - r['mean']), m)}"
+            half = "" if r["ci_low"] is None else f" ± {corpus_value(m, max(r['mean'] - r['ci_low'], r['ci_high'] - r['mean']))}"
             est = f", {r['estimated']} estimated" if r["estimated"] else ""
-            lines.append(f"  {AGGREGATE_METRICS[m].label:<20} {_number(r['mean'], m)}{half} "
-                         f"[{_number(r['min'], m)} … {_number(r['max'], m)}] (n={r['documents']}{est})")
+            lines.append(f"  {AGGREGATE_METRICS[m].label:<20} {corpus_value(m, r['mean'])}{half} "
+                         f"[{corpus_value(m, r['min'])} … {corpus_value(m, r['max'])}] (n={r['documents']}{est})")
     for metric in ("bc", "cs_complete", "ds", "iou", "mean_tokens"):
         worst = [d for d in disagreements(rows, metric, top=5) if d["spread"] > 0]
         if worst and len({r["tag"] for r in table}) > 1:
             lines.append(f"Documents where the configurations disagree most on {AGGREGATE_METRICS[metric].label}:")
             for d in worst:
-                vals = ", ".join(f"{t} {_number(v, metric)}" for t, v in d["values"].items())
+                vals = ", ".join(f"{t} {corpus_value(metric, v)}" for t, v in d["values"].items())
                 ends = (f"largest here {d['best']}, smallest {d['worst']}" if AGGREGATE_METRICS[metric].higher_better is None
                         else f"best here {d['best']}, best over the corpus {d['best_overall']}")
-                lines.append(f"  {d['doc']}: {vals} (spread {_number(d['spread'], metric)}, "
+                lines.append(f"  {d['doc']}: {vals} (spread {corpus_value(metric, d['spread'])}, "
                              f"{d['scaled_spread']:.1f} corpus SDs; {ends})")
             break
     return "\n".join(lines) + "\n"

@@ -128,16 +128,13 @@ class ResultsWriter:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise InputError(f"{out}: cannot be created ({e.strerror or e})") from None
-        if (self.folder / RESULTS).exists() or (self.folder / RUN).exists():
-            previous = read_results(self.folder).run
-            digest = spec.digest()
-            if previous and previous.get("digest") != digest:
-                raise ParameterError(
-                    f"{out} holds a corpus run with other settings (metrics, budget, question set or models); "
-                    "use another --out, or the same settings to resume it")
-        _read_jsonl(self.folder / RESULTS, repair=True)
+        _read_jsonl(self.folder / RESULTS, repair=True)  # a last line cut by a kill goes before anything is read
         _read_jsonl(self.folder / SKIPPED, repair=True)
         self.existing = read_results(self.folder)
+        if self.existing.run and self.existing.run.get("digest") != spec.digest():
+            raise ParameterError(
+                f"{out} holds a corpus run with other settings (metrics, budget, question set or models); "
+                "use another --out, or the same settings to resume it")
         configs = {c["spec"]: c for c in self.existing.run.get("configs", [])}
         configs.update({c["spec"]: c for c in spec.to_json()["configs"]})
         run = spec.to_json() | {"configs": list(configs.values()), "digest": spec.digest(), "source": source,
