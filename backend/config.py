@@ -196,9 +196,10 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
            "the Ray cluster `corpus --engine ray` joins (`--address` overrides it), Ray's own variable"),
     EnvVar("CHUNKLAB_DEBUG", "unset", "set to `1` to let the CLI print a traceback on an internal error"),
     EnvVar("HF_HUB_OFFLINE", "unset",
-           "`1` means offline for both the LM and the embedder loaders (a hub id then fails with one line naming the "
-           "variable); `scripts/test.sh` sets it; nothing in Chunk Lab needs the hub"),
-    EnvVar("TRANSFORMERS_OFFLINE", "unset", "the same as `HF_HUB_OFFLINE` (either set means offline for both loaders)"),
+           "`1` (or `true`, `yes`, `on`) means offline for both the LM and the embedder loaders (a hub id then fails "
+           "with one line naming the variable); `scripts/test.sh` sets it; nothing in Chunk Lab needs the hub"),
+    EnvVar("TRANSFORMERS_OFFLINE", "unset",
+           "the same as `HF_HUB_OFFLINE`: either one set means offline for both loaders; `scripts/test.sh` sets both"),
     EnvVar("HF_ENDPOINT", "`https://huggingface.co`",
            "the hub a hub id is fetched from (checked for reachability before a download)"),
     EnvVar("HF_HUB_DISABLE_PROGRESS_BARS", "unset: the CLI turns the hub's progress bars off",
