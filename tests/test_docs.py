@@ -6,6 +6,7 @@ The site is built once per run (``mkdocs build --strict`` into a temporary folde
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -61,6 +62,30 @@ def test_the_site_builds_strict_with_the_generated_references(site: Path, parser
     assert "CHUNKLAB_TORCH_THREADS" in (site / "reference/environment/index.html").read_text(encoding="utf-8")
     for picture in PICTURES:
         assert (site / "assets/screenshots" / picture).stat().st_size > 10_000
+
+
+def test_the_generator_writes_each_argument_with_its_help_default_and_choices():
+    tool = argparse.ArgumentParser(prog="tool")
+    cut = tool.add_subparsers(dest="command").add_parser("cut", help="cut a document")
+    cut.add_argument("file", help="the document")
+    cut.add_argument("--size", type=int, default=200, help="tokens per chunk (default %(default)s)")
+    cut.add_argument("--rule", choices=["paper", "reference"], default="paper")
+    cut.add_argument("--config", action="append", required=True, metavar="SPEC", help="a configuration | <one>")
+    cut.add_argument("--no-cache", action="store_true", help="skip the cache")
+    cut.add_argument("--secret", help=argparse.SUPPRESS)
+    markdown = cli_markdown(tool)
+    assert markdown[markdown.index("## `cut`"):].splitlines() == [
+        "## `cut`", "", "Cut a document.", "",
+        "```text", "tool cut [-h] [--size SIZE] [--rule {paper,reference}] --config SPEC [--no-cache] file", "```", "",
+        "| argument | help | default | choices |",
+        "| --- | --- | --- | --- |",
+        "| `FILE` | the document |  |  |",
+        "| `--size` SIZE | tokens per chunk (default 200) | `200` |  |",
+        "| `--rule` |  | `paper` | `paper`, `reference` |",
+        "| `--config` SPEC | a configuration \\| &lt;one&gt; *(required, repeatable)* |  |  |",
+        "| `--no-cache` | skip the cache *(flag)* |  |  |",
+    ]
+    assert missing_options(tool, markdown) == {}
 
 
 def test_the_cli_reference_lists_every_option_of_every_subcommand(parser):

@@ -165,13 +165,35 @@ def _row(action: argparse.Action, prog: str) -> str:
     return f"| {argument} | {help_text} | {_default(action)} | {choices} |"
 
 
+def _usage(parser: argparse.ArgumentParser, width: int = 100) -> list[str]:
+    """The usage line, wrapped between whole ``[…]`` groups at ``width``.
+
+    argparse wraps it at the terminal's width; joined and wrapped here, the page is the same everywhere.
+    """
+    words, depth, current = [], 0, ""
+    for char in " ".join(parser.format_usage().split()).removeprefix("usage: "):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == " " and depth == 0:
+            words.append(current)
+            current = ""
+        else:
+            current += char
+    words.append(current)
+    lines = [words[0]]
+    for word in words[1:]:
+        if len(lines[-1]) + 1 + len(word) > width:
+            lines.append("    " + word)
+        else:
+            lines[-1] += " " + word
+    return lines
+
+
 def _section(command: Command) -> list[str]:
     """The Markdown of one command: heading, help, usage and its arguments' table."""
     lines = [f"## `{command.name}`", ""]
     if command.help:
         lines += [_cell(command.help[:1].upper() + command.help[1:]) + ".", ""]
-    usage = " ".join(command.parser.format_usage().split())
-    lines += ["```text", usage.removeprefix("usage: "), "```", ""]
+    lines += ["```text", *_usage(command.parser), "```", ""]
     sub = _subparsers(command.parser)
     if sub is not None:
         lines += ["Subcommands: " + ", ".join(f"[`{command.name} {n}`](#{_anchor(command.name + ' ' + n)})"
