@@ -1,9 +1,10 @@
 """Settings read from environment variables, with their defaults.
 
 Every environment variable the backend reads goes through a function here (the chat and
-remote-model settings through theirs). The README's table lists Chunk Lab's own variables;
-``HF_*`` and ``TRANSFORMERS_OFFLINE`` belong to the Hugging Face libraries and mean here what
-they mean there. Each is read at call time, not at import, so a test or a long-running app
+remote-model settings through theirs), and each is declared once in :data:`ENVIRONMENT` with its
+default and meaning: the docs' environment table is generated from it
+(``backend.cli.docs.environment_markdown``). ``HF_*`` and ``TRANSFORMERS_OFFLINE`` belong to the
+Hugging Face libraries and mean here what they mean there. Each is read at call time, not at import, so a test or a long-running app
 sees a changed environment; a value that cannot be read falls back to the default, except
 where a wrong value would silently do something else (a port, a device), which raises.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import huggingface_hub.utils as hub_utils
@@ -19,6 +21,9 @@ import huggingface_hub.utils as hub_utils
 from backend.errors import ModelError, ParameterError
 
 __all__ = [
+    # the registry of variables
+    "EnvVar",
+    "ENVIRONMENT",
     # files and data
     "DEFAULT_MAX_FILE_MB",
     "max_file_bytes",
@@ -87,9 +92,131 @@ __all__ = [
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
 
+@dataclass(frozen=True)
+class EnvVar:
+    """One environment variable Chunk Lab reads: its name, its default as the reader sees it, what it means.
+
+    ``default`` and ``help`` are Markdown, as the docs' generated table shows them
+    (``backend.cli.docs.environment_markdown``).
+    """
+
+    name: str
+    default: str
+    help: str
+
+
+# Every variable the readers below look up, in the order the docs list them. A reader names its
+# variable through :func:`_registered`, so one that is not here fails at its first call (and in the tests).
+ENVIRONMENT: tuple[EnvVar, ...] = (
+    EnvVar("CHUNKLAB_MAX_FILE_MB", "`50`",
+           "largest document accepted, in MB (`scripts/app.sh` also sets Streamlit's upload limit from it)"),
+    EnvVar("CHUNKLAB_DATA_DIR", "`~/.chunklab`",
+           "converted models (the SmolLM2 GGUF dequantized once, ~540 MB, under `models/`), the tokenizer converted "
+           "from it, weight hashes"),
+    EnvVar("CHUNKLAB_CACHE_DIR", "`$CHUNKLAB_DATA_DIR/cache`",
+           "the on-disk cache of model outputs (token scores, conditional scores), shared by every session and the CLI"),
+    EnvVar("CHUNKLAB_CACHE_MAX_MB", "`2048`",
+           "size bound of that cache; least recently used entries are evicted beyond it"),
+    EnvVar("CHUNKLAB_PRECISION", "`float32`",
+           "the local language model's precision on the CPU (`--precision` and the Models page override it): "
+           "`float32`, `float16` (the decoder's linear layers in float16; norms, attention and the output head in "
+           "float32), `bfloat16` (decoder matmuls under bfloat16 autocast, head in float32) or `auto` (float16 where "
+           "it measured at least 1.1× float32 on this machine, else float32; measured once per machine, torch version "
+           "and thread count and remembered in `$CHUNKLAB_DATA_DIR/models/precision.json`); each precision has its own "
+           "cache entries; GPUs keep their dtype"),
+    EnvVar("CHUNKLAB_TORCH_THREADS", "half the cores this process may use, at least 1 (`1` on 2 cores)",
+           "CPU threads of torch's one intra-op pool for the whole process (its inter-op pool too when it can still "
+           "be sized), set once before the first model loads. Model jobs run side by side (one per model), so "
+           "torch's own default of one thread per core would put twice as many threads as cores to work, and a "
+           "thread waiting for a core stalls its whole forward pass. Measured by `bench/bench_threads.py` (4 passes "
+           "of a 256-token SmolLM2 forward and a 16-sentence MiniLM batch, best and median of 3 rounds) on the "
+           "shared 2-core machine, load average 2 to 7: 2 threads instead of 1 made each model alone at most 1.7× "
+           "faster in a quiet round (best: 0.67× / 0.59× the time) but 2.6× to 10× slower in the median round "
+           "(7.9–9.0× for SmolLM2, 3.6–9.7× for MiniLM); both models' jobs side by side took 0.8× to 3.3× as long. "
+           "Set it to the number of cores on a machine where the app runs alone and one job at a time"),
+    EnvVar("CHUNKLAB_DEVICE", "`auto`",
+           "where models run: `auto` (CUDA, then Apple MPS, then CPU), `cuda`, `cuda:N`, `mps` or `cpu`; bf16/fp16 "
+           "on a GPU, fp32 on the CPU"),
+    EnvVar("CHUNKLAB_LM", "`smollm2`",
+           "the default causal LM: `smollm2` (bundled), a checkpoint folder, a `.gguf` file or a hub id"),
+    EnvVar("CHUNKLAB_EMBEDDER", "`minilm`",
+           "the default embedder: `minilm` (bundled all-MiniLM-L6-v2), a folder, a hub id, or `remote` / an "
+           "`http(s)://…/v1` URL (an embeddings server, see Remote embeddings)"),
+    EnvVar("CHUNKLAB_EMBEDDER_BASE_URL", "`OPENAI_BASE_URL`; neither: OpenAI's API",
+           "the OpenAI-compatible `/v1/embeddings` server of `--embedder remote`"),
+    EnvVar("CHUNKLAB_EMBEDDER_MODEL", "the server's only model",
+           "the embedding model's name (a server listing several needs it)"),
+    EnvVar("CHUNKLAB_EMBEDDER_API_KEY", "`OPENAI_API_KEY`",
+           "bearer token for that server; held in memory only, never written to disk, caches, logs or errors"),
+    EnvVar("CHUNKLAB_EMBEDDER_TIMEOUT", "`60`", "seconds to wait for an embeddings answer (above 0; connect: 5)"),
+    EnvVar("CHUNKLAB_EMBEDDER_RETRIES", "`1`", "retries of failed embeddings requests (`0` turns them off)"),
+    EnvVar("CHUNKLAB_EMBEDDER_CONCURRENCY", "`8`",
+           "embeddings requests in flight at once (1–64; out of range or unreadable means 8)"),
+    EnvVar("CHUNKLAB_EMBEDDER_BATCH", "`64`",
+           "texts per embeddings request (1–2048; out of range or unreadable means 64)"),
+    EnvVar("CHUNKLAB_EMBEDDER_DIMENSIONS", "unset: the model's own length",
+           "the `dimensions` request field (OpenAI's text-embedding-3 models shorten their vectors); part of the cache "
+           "identity; a model that ignores it is refused in one line"),
+    EnvVar("CHUNKLAB_REMOTE_BASE_URL", "`OPENAI_BASE_URL`",
+           "an OpenAI-compatible completions endpoint (ending in `/v1`) that returns prompt log-probs, for remote "
+           "scoring: vLLM (echo or its `prompt_logprobs`); llama.cpp, Ollama and OpenAI's API return none"),
+    EnvVar("CHUNKLAB_REMOTE_MODEL", "the server's only model",
+           "the served model's name; refused in one line when the server lists its models and not this one"),
+    EnvVar("CHUNKLAB_REMOTE_API_KEY", "`OPENAI_API_KEY`",
+           "bearer token for that endpoint; held in memory only, never written to disk, caches, logs or exports"),
+    EnvVar("CHUNKLAB_REMOTE_TIMEOUT", "`60`", "seconds to wait for a remote scorer's answer (above 0)"),
+    EnvVar("CHUNKLAB_REMOTE_RETRIES", "`1`", "retries of failed remote scorer requests (`0` turns them off)"),
+    EnvVar("CHUNKLAB_REMOTE_CONCURRENCY", "`8`",
+           "remote scorer requests in flight at once (1–64; out of range or unreadable means 8); raise it when the "
+           "remote URL is a load balancer over several vLLM servers; 1 sends one request at a time"),
+    EnvVar("CHROMA_HOST", "unset: embedded Chroma in `$CHUNKLAB_DATA_DIR/chroma`",
+           "a Chroma server for the retrieval lab: `host`, `host:port` or `http://host:port`"),
+    EnvVar("CHROMA_PORT", "`8000`", "that server's port (applies to `CHROMA_HOST`); not a port number: an error"),
+    EnvVar("CHROMA_TIMEOUT", "`10`", "seconds to wait for the Chroma server"),
+    EnvVar("OPENAI_BASE_URL", "unset: OpenAI's API",
+           "OpenAI-compatible chat API for question generation and the LLM chunkers (vLLM, llama.cpp, Ollama…)"),
+    EnvVar("OPENAI_API_KEY", "unset",
+           "its key; never written to disk, caches, logs, results or error messages"),
+    EnvVar("OPENAI_MODEL", "the server's only model, else `gpt-4o-mini`",
+           "the chat model for question generation and the LLM chunkers; it must be one the server's `GET /models` "
+           "lists (when it lists any); cached answers are keyed by what the server says it serves (see the LLM client)"),
+    EnvVar("CHUNKLAB_CHAT", "unset",
+           "chat model of the LLM chunkers: `local` (the bundled SmolLM2, or `CHUNKLAB_LM`), `remote` (the "
+           "OpenAI-compatible API); unset: the API when `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set, else local; "
+           "any other value is an error"),
+    EnvVar("CHUNKLAB_LLM_TIMEOUT", "`120`",
+           "the least seconds to wait for a chat answer (above 0; connect: 10), longer where the server's measured "
+           "token speed predicts a longer answer (see the LLM client)"),
+    EnvVar("CHUNKLAB_LLM_RETRIES", "`2`",
+           "retries of failed chat requests (429/5xx/timeouts, with back-off; never a 401)"),
+    EnvVar("CHUNKLAB_DEMO", "unset",
+           "`1`, `true`, `yes` or `on` opens every session in demo mode: the narrative sample, the demo "
+           "configurations, model outputs read from `assets/demo/cache`, and the tour"),
+    EnvVar("RAY_ADDRESS", "unset: `--engine ray` starts a local Ray",
+           "the Ray cluster `corpus --engine ray` joins (`--address` overrides it), Ray's own variable"),
+    EnvVar("CHUNKLAB_DEBUG", "unset", "set to `1` to let the CLI print a traceback on an internal error"),
+    EnvVar("HF_HUB_OFFLINE", "unset",
+           "`1` (or `true`, `yes`, `on`) means offline for both the LM and the embedder loaders (a hub id then fails "
+           "with one line naming the variable); `scripts/test.sh` sets it; nothing in Chunk Lab needs the hub"),
+    EnvVar("TRANSFORMERS_OFFLINE", "unset",
+           "the same as `HF_HUB_OFFLINE`: either one set means offline for both loaders; `scripts/test.sh` sets both"),
+    EnvVar("HF_ENDPOINT", "`https://huggingface.co`",
+           "the hub a hub id is fetched from (checked for reachability before a download)"),
+    EnvVar("HF_HUB_DISABLE_PROGRESS_BARS", "unset: the CLI turns the hub's progress bars off",
+           "the Hugging Face libraries' own switch; when set, the CLI leaves the hub's and transformers' progress "
+           "bars as it says (the CLI's own progress line goes to stderr either way)"),
+)
+_BY_NAME = {var.name: var for var in ENVIRONMENT}
+
+
+def _registered(name: str) -> str:
+    """``name``, once it is known to be in :data:`ENVIRONMENT` (KeyError otherwise: a reader the docs would miss)."""
+    return _BY_NAME[name].name
+
+
 def _get(name: str) -> str:
     """The variable ``name`` stripped of surrounding whitespace; '' when unset."""
-    return os.environ.get(name, "").strip()
+    return os.environ.get(_registered(name), "").strip()
 
 
 # --- files and data ------------------------------------------------------------------------
@@ -169,8 +296,8 @@ def default_torch_threads() -> int:
     torch's thread pool is one per process: with torch's own default (one thread per core) two
     jobs run twice as many threads as there are cores, and a thread that waits for a core
     slows its whole forward pass down. Measured with ``bench/bench_threads.py`` on the
-    project's shared 2-core machine (load average 2 to 7; the numbers are in the README's
-    ``CHUNKLAB_TORCH_THREADS`` row): 2 threads instead of 1 made SmolLM2 and MiniLM at most
+    project's shared 2-core machine (load average 2 to 7; the numbers are in ``CHUNKLAB_TORCH_THREADS``'s
+    entry of :data:`ENVIRONMENT`): 2 threads instead of 1 made SmolLM2 and MiniLM at most
     1.7x faster in a quiet moment, and 2.6x to 10x slower in the median round; the two models'
     jobs side by side took 0.8x to 3.3x as long. Half the cores keeps two jobs within the cores
     on larger machines too.
@@ -233,9 +360,10 @@ def quiet_hub_progress_bars() -> None:
     imported (the model modules import it at their top), so its switch is turned off here too;
     transformers, imported later by the model adapters, follows the hub's switch.
     """
-    if "HF_HUB_DISABLE_PROGRESS_BARS" in os.environ:
+    name = _registered("HF_HUB_DISABLE_PROGRESS_BARS")
+    if name in os.environ:
         return
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ[name] = "1"
     hub_utils.disable_progress_bars()
 
 
@@ -289,7 +417,7 @@ def ray_address() -> str | None:
 
 def debug() -> bool:
     """Whether the CLI lets an internal error's traceback through (``CHUNKLAB_DEBUG`` set to anything)."""
-    return bool(os.environ.get("CHUNKLAB_DEBUG"))
+    return bool(os.environ.get(_registered("CHUNKLAB_DEBUG")))
 
 
 # --- demo mode ------------------------------------------------------------------------------
@@ -322,7 +450,7 @@ CHAT_BACKENDS = ("", "local", "remote")
 def _env_text(*names: str) -> str | None:
     """The first of ``names`` set to a non-blank value, stripped; None when none is."""
     for name in names:
-        value = os.environ.get(name, "").strip()
+        value = os.environ.get(_registered(name), "").strip()
         if value:
             return value
     return None
@@ -330,7 +458,7 @@ def _env_text(*names: str) -> str | None:
 
 def _env_seconds(name: str, default: float) -> float:
     """A positive number of seconds from ``name``, else ``default``."""
-    raw = os.environ.get(name, "").strip()
+    raw = os.environ.get(_registered(name), "").strip()
     try:
         value = float(raw) if raw else default
     except ValueError:
@@ -340,7 +468,7 @@ def _env_seconds(name: str, default: float) -> float:
 
 def _env_count(name: str, default: int) -> int:
     """A count of at least 0 from ``name`` (a fraction is cut to its whole part), else ``default``."""
-    raw = os.environ.get(name, "").strip()
+    raw = os.environ.get(_registered(name), "").strip()
     try:
         value = float(raw) if raw else float(default)
     except ValueError:
@@ -379,7 +507,7 @@ def chat_backend() -> str:
     Raises:
         ModelError: any other value.
     """
-    choice = os.environ.get("CHUNKLAB_CHAT", "").strip().lower()
+    choice = os.environ.get(_registered("CHUNKLAB_CHAT"), "").strip().lower()
     if choice not in CHAT_BACKENDS:
         raise ModelError(f"CHUNKLAB_CHAT must be 'local', 'remote' or unset, got {choice!r}")
     return choice

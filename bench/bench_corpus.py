@@ -14,8 +14,8 @@ For each it prints the wall times, the ratio ray/local measured in this run, and
 document's rows were written (what a page would show first). Then the per-document cost by kind
 of work, from the rows' ``work`` of the local runs (chunking, quality and retrieval seconds, pairs
 scored and texts embedded per document), and — from a small BC run on ``--bc-docs`` documents with
-``--pairs 8`` — the seconds per scored pair of the bundled SmolLM2-135M: the figures the README's
-"Scale on paper" projects from. The machine's load average is printed before and after: the
+``--pairs 8`` — the seconds per scored pair of the bundled SmolLM2-135M: the figures the docs'
+"Scale on paper" (docs/corpus-runs.md) projects from. The machine's load average is printed before and after: the
 machine is shared, so compare the ratios of one run only. Nothing is asserted.
 
 Run:  .venv/bin/python bench/bench_corpus.py [--docs 200] [--workers 2] [--bc-docs 6]

@@ -30,7 +30,7 @@ Run:  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python bench/bench_multi
 
 ``--before-threads 2`` (on this 2-core machine) runs "before" as the app ran before issue 24: the old
 index builder on torch's default of one thread per core, against the new builder on the new default of
-one thread here (see CHUNKLAB_TORCH_THREADS in the README).
+one thread here (see CHUNKLAB_TORCH_THREADS in the docs' environment variables).
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ with col_emb:
                 placeholder="http://host:8080/v1 (blank: CHUNKLAB_EMBEDDER_BASE_URL)",
                 help="Any OpenAI-compatible /v1/embeddings (OpenAI, Text Embeddings Inference, Ollama, vLLM, "
                 "llama.cpp with --embeddings). Model, key, batch, concurrency and dimensions come from the "
-                "CHUNKLAB_EMBEDDER_* variables (see the README); vectors are cached under the model the server serves.",
+                "CHUNKLAB_EMBEDDER_* variables (see the docs: Remote embeddings); vectors are cached under the model the server serves.",
             )
         load_emb = st.form_submit_button("Load", key=MODELS("emb_load"), icon=":material/download:")
     if load_emb:

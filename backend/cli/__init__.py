@@ -4,5 +4,6 @@
 - ``ppl``: ``ppl`` (per-sentence scores, or the Meta-Chunking page's CSV) and ``theta-curve``.
 - ``quality``: ``metrics`` (MoC's BC, CS, DS).
 - ``retrieval``: ``eval``, ``questions``, ``index``, ``query`` (the retrieval lab).
+- ``docs``: the docs' generated reference pages (every subcommand and option, the environment variables).
 - ``common``: what they share (argument types, model flags, loading, progress on stderr).
 """

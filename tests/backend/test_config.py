@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,18 @@ def test_quiet_hub_progress_bars_holds_after_the_hub_was_imported():
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_every_variable_read_is_in_the_registry_and_every_registered_one_is_read():
+    # The docs' environment table is generated from config.ENVIRONMENT, so it lists exactly what the readers read.
+    source = Path(config.__file__).read_text(encoding="utf-8")
+    readers = source[source.index("_BY_NAME = "):]
+    read = set(re.findall(r'"((?:CHUNKLAB|CHROMA|OPENAI|HF|TRANSFORMERS|RAY)_[A-Z0-9_]+)"', readers))
+    registered = [v.name for v in config.ENVIRONMENT]
+    assert len(registered) == len(set(registered))
+    assert read == set(registered)
+
+
+def test_a_reader_of_an_unregistered_variable_fails_at_its_first_call():
+    with pytest.raises(KeyError, match="CHUNKLAB_NOT_DECLARED"):
+        config._env_text("CHUNKLAB_NOT_DECLARED")

@@ -73,7 +73,7 @@ def test_metric_table_is_complete_and_quality_directions_follow_the_quality_tabl
                        "iou", "precision_omega")
     assert set(METRIC_INFO) == set(METRICS)
     assert [m for m in METRICS if METRIC_INFO[m].higher_is_better is None] == ["chunks", "tokens_mean", "tokens_std"]
-    assert METRIC_INFO["bc"].higher_is_better is (BEST["bc"] == "max") is True  # README: BC higher = clearer
+    assert METRIC_INFO["bc"].higher_is_better is (BEST["bc"] == "max") is True  # docs/metrics.md: BC higher = clearer
     assert METRIC_INFO["cs"].higher_is_better is (BEST["cs_complete"] == "max") is False
     assert METRIC_INFO["seconds"].higher_is_better is False
     for m in METRICS:  # one plain sentence each

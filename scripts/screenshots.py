@@ -1,0 +1,158 @@
+"""Screenshots of the real app for the README and the docs: Compare, Meta-Chunking and Summary.
+
+Starts ``streamlit run app.py`` in demo mode (``CHUNKLAB_DEMO=1``: the bundled narrative sample with the
+demo configurations, every model output read from the shipped ``assets/demo/cache``, so no model runs and
+the pictures are the same on any machine) with a fresh data folder and output cache, opens each page in
+headless Chromium (Debian's ``/usr/bin/chromium`` through Playwright, as the browser tests do), waits until
+the page is drawn — no script run, spinner or progress bar left and the page's charts present — and writes
+one PNG per page:
+
+- ``compare.png``: the statistics table, the boundary strip and the side-by-side text with its chunk badges;
+- ``meta-chunking.png``: the per-sentence perplexity curve with θ and the boundaries, and the document view;
+- ``summary.png``: the verdict and the two tables of numbers.
+
+    .venv/bin/python scripts/screenshots.py [--out docs/assets/screenshots] [--timeout 180]
+
+The server is the benchmarks' (``bench/appserver.py``); the waits are ``bench/bench_demo.py``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from appserver import free_port, start_app, stop_app  # noqa: E402  (bench/ is not a package)
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+OUT = ROOT / "docs" / "assets" / "screenshots"
+VIEWPORT = {"width": 1680, "height": 3200}  # tall: every part a picture needs is laid out at once
+BUSY = "[data-testid=stStatusWidget], [data-testid=stSpinner], [data-testid=stProgress]"
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One page's picture: its sidebar link, the elements that make it drawn, the file, and the part of the main pane.
+
+    The picture is the main pane's width, from ``top`` (a selector; its element's top edge, less ``margin``
+    pixels) down ``height`` pixels.
+    """
+
+    link: str
+    drawn: tuple[str, ...]
+    file: str
+    top: str
+    height: int
+    margin: int = 24
+
+
+SHOTS = (
+    Shot("Compare", ("[data-testid=stDataFrame]", ".st-key-cmp_strip .main-svg", "[class*='st-key-cmp_view_'] .cl-badge"),
+         "compare.png", top=":is(h2, h3):has-text('Chunk boundaries')", height=1240, margin=8),
+    Shot("Meta-Chunking", (".st-key-ppl_chart .main-svg",), "meta-chunking.png", top="h1", height=770),
+    Shot("Summary", ("[data-testid=stDataFrame]:has(th:has-text('IoU'))",), "summary.png", top="h1", height=1180),
+)
+
+
+def _drawn(page, selectors: tuple[str, ...], timeout_ms: int) -> None:
+    """Wait until every selector is visible and nothing runs (two idle checks 300 ms apart), then let plots settle."""
+    for selector in selectors:
+        page.locator(selector).first.wait_for(state="visible", timeout=timeout_ms)
+    for _ in range(2):
+        page.wait_for_function(f"() => !document.querySelector('{BUSY}')", timeout=timeout_ms)
+        page.wait_for_timeout(300)
+    page.wait_for_timeout(1000)  # Plotly's transitions and the data grid's first paint
+
+
+def _hide_tour(page) -> None:
+    """Press demo mode's "Hide the tour" when it shows (it hides the tour for the rest of the session)."""
+    hide = page.get_by_role("button", name="Hide the tour")
+    if hide.count():
+        hide.first.click()
+
+
+def _open_middle_chunk(page) -> None:
+    """Click a chunk in the middle of row B of the boundary strip, as a user would.
+
+    The chunk inspector then marks that chunk, and the chunks at its offset in the other rows, in the
+    side-by-side text; left alone it marks every row's first chunk, which hides where they end.
+    """
+    bars = page.locator(".st-key-cmp_strip .trace.bars").nth(1).locator(".point")
+    middle = bars.count() // 2
+    print(f"  opening chunk {middle} of B", file=sys.stderr, flush=True)
+    bars.nth(middle).click(force=True)
+    page.wait_for_timeout(1000)  # the click's rerun starts; _drawn then waits for it to end
+
+
+def take(out: Path, timeout_s: float) -> list[Path]:
+    """Start the demo app on a fresh data folder and write every :data:`SHOTS` picture into ``out``."""
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with tempfile.TemporaryDirectory(prefix="chunklab-shots-") as tmp:
+        env = dict(os.environ, CHUNKLAB_DEMO="1", CHUNKLAB_CACHE_DIR=f"{tmp}/cache", CHUNKLAB_DATA_DIR=f"{tmp}/data",
+                   HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        env.pop("CHROMA_HOST", None)
+        port = free_port()
+        proc = start_app(env, port, timeout=90)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
+                page.set_default_timeout(timeout_s * 1000)
+                page.goto(f"http://127.0.0.1:{port}")
+                _drawn(page, ("[data-testid=stMetric]",), int(timeout_s * 1000))
+                for shot in SHOTS:
+                    print(f"{shot.link}: drawing", file=sys.stderr, flush=True)
+                    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=shot.link, exact=True).click()
+                    _drawn(page, shot.drawn, int(timeout_s * 1000))
+                    _hide_tour(page)
+                    _drawn(page, shot.drawn, int(timeout_s * 1000))
+                    if shot.link == "Compare":
+                        _open_middle_chunk(page)
+                        _drawn(page, shot.drawn, int(timeout_s * 1000))
+                    page.mouse.move(0, 0)  # no hover: Plotly's toolbar and tooltips stay hidden
+                    page.wait_for_timeout(300)
+                    main = page.get_by_test_id("stMain").bounding_box()
+                    top = page.locator(shot.top).first.bounding_box()
+                    y = max(0.0, top["y"] - shot.margin)
+                    path = out / shot.file
+                    page.screenshot(path=str(path), clip={"x": main["x"] + 2, "y": y, "width": main["width"] - 2, "height": shot.height})
+                    written.append(path)
+                browser.close()
+        finally:
+            stop_app(proc, timeout=10)
+    return written
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"folder for the PNGs (default {OUT.relative_to(ROOT)})")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds allowed per page (default 180)")
+    args = parser.parse_args()
+    if not CHROMIUM.exists():
+        raise SystemExit(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
+    for path in take(args.out, args.timeout):
+        print(f"{path} ({path.stat().st_size / 1024:.0f} KiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
