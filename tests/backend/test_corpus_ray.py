@@ -176,7 +176,10 @@ def test_a_two_node_cluster_gives_the_local_numbers_and_fills_the_cache_through_
     skipped = {s["doc"]: s["error"] for s in read_results(tmp_path / "ray").skipped}
     assert skipped == {s["doc"]: s["error"] for s in read_results(tmp_path / "local").skipped}
     assert sorted(skipped) == ["broken.pdf", "table.xyz"]
-    assert skipped["broken.pdf"] == "'broken.pdf' is truncated (no %%EOF marker at the end); upload the complete file"
+    assert skipped["broken.pdf"] == (
+        "'broken.pdf' is truncated: it lacks the end-of-file marker every complete PDF ends with (\"%%EOF\"); "
+        "upload the complete file"
+    )
     assert skipped["table.xyz"].startswith("unsupported format ('.xyz'; readable: ")
 
     # Documents (the broken one too: its task found it unreadable) ran on both nodes; the models on one actor each, reserving no CPU on this 2-CPU cluster.
