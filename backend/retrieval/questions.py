@@ -233,9 +233,12 @@ def _check_question(q: Question, text: str, where: str) -> None:
         raise InputError(problem)
 
 
-def _mismatch(q: Question, text: str, where: str, corpus: str = "") -> str | None:
-    """Why ``q``'s references do not index ``text`` (the first bad one), or None when they all do."""
-    corpus = corpus or f"corpus {q.corpus_id!r}"
+def _mismatch(q: Question, text: str, where: str, reading: str = "", has: str = "the corpus") -> str | None:
+    """Why ``q``'s references do not index ``text`` (the first bad one), or None when they all do.
+
+    ``reading`` follows the corpus's name (`` as written or as loaded``), ``has`` names ``text``.
+    """
+    corpus = f"corpus {q.corpus_id!r}{reading}"
     for j, r in enumerate(q.references, 1):
         if not 0 <= r.start < r.end <= len(text):
             return (
@@ -246,13 +249,13 @@ def _mismatch(q: Question, text: str, where: str, corpus: str = "") -> str | Non
             found = text[r.start : r.end]
             return (
                 f"{where}: reference {j} content does not match {corpus} at "
-                f"[{r.start}, {r.end}): expected {_preview(r.content)}, the corpus has {_preview(found)}"
+                f"[{r.start}, {r.end}): expected {_preview(r.content)}, {has} has {_preview(found)}"
             )
     return None
 
 
 class _Readings:
-    """Which text each corpus's references index: the file as read, or the file as Chunk Lab's loaders read it.
+    """Which text each corpus's references index: the file as written, or as Chunk Lab's loaders read it.
 
     A Chroma-format set indexes the corpus as the reference reads it (:func:`read_corpus_text`);
     a set Chunk Lab generated from a ``.md``/``.txt`` indexes the document's text, which the
@@ -262,8 +265,8 @@ class _Readings:
     for all the questions of a corpus.
     """
 
-    _HINT = "; give the corpus these questions were made on (the corpora/ folder written beside their CSV)"
-    _AS = {True: "as written", False: "as Chunk Lab loads it"}
+    _HINT = "; use the corpus the questions were made on (corpora/ beside their CSV)"
+    _AS = {True: "as written", False: "as loaded"}
 
     def __init__(self, corpora: Mapping[str, str]) -> None:
         self._corpora = corpora
@@ -295,22 +298,20 @@ class _Readings:
 
     def _problem(self, q: Question, where: str, as_written: bool, raw: str, loaded: str) -> str:
         """Why ``q`` does not fit, in one line: against the reading closer to its excerpts, and what to give instead."""
-        corpus = f"corpus {q.corpus_id!r}"
         if raw.startswith(loaded):
             return f"{_mismatch(q, raw, where)}{self._HINT}"
-        other = loaded if as_written else raw
-        if _mismatch(q, other, where) is None:
+        if _mismatch(q, loaded if as_written else raw, where) is None:
             return (
-                f"{where}: its references index {corpus} {self._AS[not as_written]}, the rows before it "
-                f"index it {self._AS[as_written]}{self._HINT}"
+                f"{where}: its references index corpus {q.corpus_id!r} {self._AS[not as_written]}, the rows "
+                f"before it {self._AS[as_written]}{self._HINT}"
             )
         closer = max((raw, loaded), key=lambda t: _closeness(q, t))
-        label = f"{corpus} {self._AS[closer is raw]} (nor {self._AS[closer is not raw]})"
-        return f"{_mismatch(q, closer, where, label)}{self._HINT}"
+        has = "the file" if closer is raw else "the loaded text"
+        return f"{_mismatch(q, closer, where, ' as written or as loaded', has)}{self._HINT}"
 
 
 def _closeness(q: Question, text: str) -> float:
-    """How much of ``q``'s excerpts ``text`` holds where they say: references that fit, plus the first misfit's similarity."""
+    """How much of ``q``'s excerpts ``text`` holds where they say: the references that fit, and the next one's likeness."""
     fit = 0.0
     for r in q.references:
         found = text[r.start : r.end] if 0 <= r.start < r.end <= len(text) else ""

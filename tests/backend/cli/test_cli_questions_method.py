@@ -59,8 +59,7 @@ def test_questions_on_a_file_with_trailing_spaces_evaluate_on_the_original_file(
     original.write_text(original.read_text(encoding="utf-8").replace("Mill", "Mull"), encoding="utf-8")
     line = assert_one_line_error(
         run_cli("questions", "check", "--questions", csv_path, "--corpora", str(original.parent), data_dir=data), 1,
-        "content does not match corpus 'mills' as Chunk Lab loads it (nor as written) at [",
+        "content does not match corpus 'mills' as written or as loaded at [",
     )
-    assert line.startswith("error: questions.csv row ") and "the corpus has '# Mull" in line and line.endswith(
-        "; give the corpus these questions were made on (the corpora/ folder written beside their CSV)"
-    )
+    assert line.startswith("error: questions.csv row ") and "the loaded text has '# Mull" in line
+    assert line.endswith("; use the corpus the questions were made on (corpora/ beside their CSV)")

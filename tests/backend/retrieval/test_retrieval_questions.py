@@ -240,13 +240,13 @@ def test_a_set_fits_one_reading_of_its_corpus_and_says_so_when_it_fits_none():
     made = _set_made_on("mills.md")
     (q,) = made.questions
     at = f"[{q.references[0].start}, {q.references[0].end})"
-    hint = "; give the corpus these questions were made on (the corpora/ folder written beside their CSV)"
+    hint = "; use the corpus the questions were made on (corpora/ beside their CSV)"
     with pytest.raises(InputError) as info:
         parse_questions_csv(questions_to_csv(made), {"mills": ORIGINAL.replace("Merchants", "Marchants")}, name="q.csv")
-    # Shown against the reading that holds the excerpt more nearly: here the loaded one.
+    # Shown against the reading that holds the excerpt more nearly: here the loaded text.
     assert str(info.value) == (
-        f"q.csv row 1: reference 1 content does not match corpus 'mills' as Chunk Lab loads it (nor as written) at {at}: "
-        f"expected 'Merchants trade', the corpus has 'Marchants trade'{hint}"
+        f"q.csv row 1: reference 1 content does not match corpus 'mills' as written or as loaded at {at}: "
+        f"expected 'Merchants trade', the loaded text has 'Marchants trade'{hint}"
     )
     # One corpus, one reading: a row that fits only the file as written after rows that fit only the loaded text.
     start = ORIGINAL.index("Merchants")
@@ -254,6 +254,5 @@ def test_a_set_fits_one_reading_of_its_corpus_and_says_so_when_it_fits_none():
     with pytest.raises(InputError) as info:
         parse_questions_csv(questions_to_csv([q, as_written]), {"mills": ORIGINAL}, name="q.csv")
     assert str(info.value) == (
-        f"q.csv row 2: its references index corpus 'mills' as written, the rows before it index it as Chunk Lab "
-        f"loads it{hint}"
+        f"q.csv row 2: its references index corpus 'mills' as written, the rows before it as loaded{hint}"
     )
