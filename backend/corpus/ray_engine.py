@@ -11,10 +11,11 @@ How a run goes (:meth:`RayEngine.run`):
 - **Ray.** ``address`` (or ``RAY_ADDRESS``, which :func:`~backend.corpus.engine.make_engine`
   passes) joins that cluster; without one a local Ray is started (``num_cpus``: ``workers``, else
   this machine's cores) and shut down at the end. A Ray the caller had already initialized is
-  used and left running. The workers import ``backend`` from the driver's checkout
-  (``PYTHONPATH`` in the job's runtime environment, with the ``CHUNKLAB_*``, ``HF_*``,
-  ``OPENAI_*``, ``TRANSFORMERS_*`` and ``*_OFFLINE`` variables of the driver and its torch thread
-  count), so a multi-machine cluster needs the project installed at the same path on every node.
+  used and left running. The job's runtime environment (:func:`runtime_env`) gives the workers
+  the ``CHUNKLAB_*``, ``HF_*``, ``OPENAI_*``, ``TRANSFORMERS_*`` and ``*_OFFLINE`` variables of the
+  driver and its torch thread count, and the code: on a cluster Ray ships the ``backend`` package
+  (``py_modules``), so a node needs the Python environment (the project's dependencies) but not
+  the checkout; a local Ray's workers import the driver's checkout (``PYTHONPATH``).
 - **Models in actors.** One actor per model holds it for the whole run: a scorer actor for the
   language model when a metric (BC, CS) or a configuration's chunker needs it, an embedder actor
   when DS, retrieval or a semantic chunker needs it. On a cluster with GPUs every GPU gets one
@@ -74,9 +75,11 @@ from backend.models.types import ModelInfo, TokenScores
 from backend.progress import Progress
 from backend.retrieval.store import ChunkStore, open_store
 
-__all__ = ["RayEngine", "ModelActors", "EmbedderActor", "ScorerActor", "TaskResult", "worker_env"]
+__all__ = ["RayEngine", "ModelActors", "EmbedderActor", "ScorerActor", "TaskResult", "runtime_env", "worker_env"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+BACKEND_DIR = REPO_ROOT / "backend"
+SHIP_EXCLUDES = ("__pycache__/", "*.pyc")  # what of the package Ray does not upload (gitignore patterns)
 ENV_PREFIXES = ("CHUNKLAB_", "HF_", "OPENAI_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_")
 WAIT_SECONDS = 0.5  # how often the driver checks for a cancel while documents run
 CONNECT_SECONDS = 5.0  # how long the address may take to accept a connection (Ray itself retries for minutes)
@@ -91,6 +94,28 @@ def worker_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES) or k.endswith("_OFFLINE")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env["CHUNKLAB_TORCH_THREADS"] = str(torch_threads())
+    return env
+
+
+def runtime_env(address: str | None) -> dict[str, Any]:
+    """The Ray runtime environment of a run's workers: :func:`worker_env`, and on a cluster the code.
+
+    Joining a cluster (``address``), the ``backend`` package travels with the job as Ray's
+    ``py_modules``: Ray zips it, uploads it to the cluster once per content, and puts it on every
+    worker's path ahead of ``PYTHONPATH``, so a node without the checkout runs this code. Only the
+    package goes (about 2 MB, ``__pycache__`` left out): a ``working_dir`` of the checkout would
+    carry ``.venv``, data and caches, over Ray's upload limit. The third-party packages (torch,
+    transformers, the bundled models' wheels) must be installed on every node, as for any Ray job.
+    Ray itself puts the driver's working directory ahead of the package: a node that holds another
+    copy of the project at that very path imports that copy, so keep such copies in step or remove
+    them. A local Ray's workers see the checkout itself, so nothing is uploaded.
+
+    Args:
+        address: The cluster the run joins; None for a local Ray.
+    """
+    env: dict[str, Any] = {"env_vars": worker_env()}
+    if address:
+        env |= {"py_modules": [str(BACKEND_DIR)], "excludes": list(SHIP_EXCLUDES)}
     return env
 
 
@@ -393,7 +418,7 @@ class RayEngine:
 
         if ray.is_initialized():
             return False
-        common = {"runtime_env": {"env_vars": worker_env()}, "logging_level": logging.ERROR,
+        common = {"runtime_env": runtime_env(self.address), "logging_level": logging.ERROR,
                   "log_to_driver": False, "configure_logging": True}
         try:
             if self.address:

@@ -399,7 +399,11 @@ def load_pdf(data: bytes, name: str) -> Document:
     if PDF_MAGIC not in data[:_HEADER_WINDOW]:
         raise CorruptFileError(f"'{name}' is not a PDF (no %PDF- header)")
     if not _has_trailer(data):
-        raise CorruptFileError(f"'{name}' is truncated (no %%EOF marker at the end); upload the complete file")
+        # "%%EOF" is the marker as PDFs spell it (two percent signs), not a %-formatting escape.
+        raise CorruptFileError(
+            f"'{name}' is truncated: it lacks the end-of-file marker every complete PDF ends with "
+            '("%%EOF"); upload the complete file'
+        )
 
     builder = TextBuilder()
     with _PDFIUM_LOCK:

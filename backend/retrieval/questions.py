@@ -9,10 +9,14 @@ The format of the Chroma report's repository (``chunking_evaluation``):
   (an id that is a path, as the reference's generator writes, is looked up by its file name).
 
 A corpus is read the way the reference reads it (``open(path).read()``: UTF-8, universal
-newlines), because the offsets index exactly that string; Chunk Lab's document loaders are
-not used, since their normalization would move the offsets. Every reference is checked on
-import: its offsets must be inside the corpus and ``corpus[start_index:end_index]`` must equal
-its ``content``; the first bad row is reported in one line naming the row and the reference.
+newlines), because the offsets of a Chroma-format set index exactly that string. A set Chunk
+Lab generated from a ``.md``/``.txt`` indexes the document's text instead, which the loaders
+normalize (trailing spaces go): when a corpus's references do not fit the file as read but
+all fit it as the loaders read it (:func:`~backend.loaders.normalize.normalize_text`), that
+text is the corpus. So a set's corpora may be the ``corpora/`` folder written beside its CSV
+or the original files. Every reference is checked on import: its offsets must be inside the
+corpus and ``corpus[start_index:end_index]`` must equal its ``content``; the first bad row is
+reported in one line naming the row, the reference, both texts and what to give instead.
 Export writes the same format back (files, or one zip), and re-importing it gives an equal set.
 Uploaded files (a name and bytes each, as a browser hands them over) go through
 :func:`question_set_from_files`, a folder on disk through :func:`load_question_set`; both read
@@ -22,6 +26,7 @@ corpora with :func:`read_corpus_text` and validate with :func:`parse_questions_c
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 import re
@@ -214,23 +219,107 @@ class QuestionSet:
         return cls(moved, {cid: doc.text})
 
 
-def _check_question(q: Question, text: str, where: str) -> None:
+def _check_shape(q: Question, where: str) -> None:
     if not q.question.strip():
         raise InputError(f"{where}: the question is empty")
     if not q.references:
         raise InputError(f"{where}: no references")
+
+
+def _check_question(q: Question, text: str, where: str) -> None:
+    _check_shape(q, where)
+    problem = _mismatch(q, text, where)
+    if problem is not None:
+        raise InputError(problem)
+
+
+def _mismatch(q: Question, text: str, where: str, reading: str = "", has: str = "the corpus") -> str | None:
+    """Why ``q``'s references do not index ``text`` (the first bad one), or None when they all do.
+
+    ``reading`` follows the corpus's name (`` as written or as loaded``), ``has`` names ``text``.
+    """
+    corpus = f"corpus {q.corpus_id!r}{reading}"
     for j, r in enumerate(q.references, 1):
         if not 0 <= r.start < r.end <= len(text):
-            raise InputError(
-                f"{where}: reference {j} offsets [{r.start}, {r.end}) are outside corpus "
-                f"{q.corpus_id!r} ({len(text)} characters) or empty"
+            return (
+                f"{where}: reference {j} offsets [{r.start}, {r.end}) are outside {corpus} "
+                f"({len(text)} characters) or empty"
             )
         if text[r.start : r.end] != r.content:
             found = text[r.start : r.end]
-            raise InputError(
-                f"{where}: reference {j} content does not match corpus {q.corpus_id!r} at "
-                f"[{r.start}, {r.end}): expected {_preview(r.content)}, the corpus has {_preview(found)}"
+            return (
+                f"{where}: reference {j} content does not match {corpus} at "
+                f"[{r.start}, {r.end}): expected {_preview(r.content)}, {has} has {_preview(found)}"
             )
+    return None
+
+
+class _Readings:
+    """Which text each corpus's references index: the file as written, or as Chunk Lab's loaders read it.
+
+    A Chroma-format set indexes the corpus as the reference reads it (:func:`read_corpus_text`);
+    a set Chunk Lab generated from a ``.md``/``.txt`` indexes the document's text, which the
+    loaders normalize (:func:`~backend.loaders.normalize.normalize_text`: trailing spaces, the
+    final newline…). Both readings of one file are tried, so ``--corpora`` may name the folder
+    of the original files as well as the ``corpora/`` written beside the CSV. One reading holds
+    for all the questions of a corpus.
+    """
+
+    _HINT = "; use the corpus the questions were made on (corpora/ beside their CSV)"
+    _AS = {True: "as written", False: "as loaded"}
+
+    def __init__(self, corpora: Mapping[str, str]) -> None:
+        self._corpora = corpora
+        self.texts: dict[str, str] = {}
+        self._seen: dict[str, list[Question]] = {}
+
+    def check(self, q: Question, where: str) -> None:
+        """Check ``q`` (row ``where``) against its corpus, switching to the loaded reading when only it fits.
+
+        Raises:
+            InputError: ``q``'s references index neither reading, or not the one the earlier
+                questions of its corpus index.
+        """
+        _check_shape(q, where)
+        cid = q.corpus_id
+        raw = self._corpora[cid]
+        text = self.texts.get(cid, raw)
+        seen = self._seen.setdefault(cid, [])
+        if _mismatch(q, text, where) is not None:
+            loaded = normalize_text(raw)
+            # A loaded text that is a prefix (only the final newline dropped) fits no excerpt the file does not.
+            switch = text is raw and not raw.startswith(loaded)
+            if switch and all(_mismatch(p, loaded, where) is None for p in (*seen, q)):
+                text = loaded
+            else:
+                raise InputError(self._problem(q, where, text is raw, raw, loaded))
+        self.texts[cid] = text
+        seen.append(q)
+
+    def _problem(self, q: Question, where: str, as_written: bool, raw: str, loaded: str) -> str:
+        """Why ``q`` does not fit, in one line: against the reading closer to its excerpts, and what to give instead."""
+        if raw.startswith(loaded):
+            return f"{_mismatch(q, raw, where)}{self._HINT}"
+        if _mismatch(q, loaded if as_written else raw, where) is None:
+            return (
+                f"{where}: its references index corpus {q.corpus_id!r} {self._AS[not as_written]}, the rows "
+                f"before it {self._AS[as_written]}{self._HINT}"
+            )
+        closer = max((raw, loaded), key=lambda t: _closeness(q, t))
+        has = "the file" if closer is raw else "the loaded text"
+        return f"{_mismatch(q, closer, where, ' as written or as loaded', has)}{self._HINT}"
+
+
+def _closeness(q: Question, text: str) -> float:
+    """How much of ``q``'s excerpts ``text`` holds where they say: the references that fit, and the next one's likeness."""
+    fit = 0.0
+    for r in q.references:
+        found = text[r.start : r.end] if 0 <= r.start < r.end <= len(text) else ""
+        if found != r.content:
+            # The first 1,000 characters tell the readings apart; the comparison is quadratic.
+            return fit + difflib.SequenceMatcher(None, r.content[:1000], found[:1000]).ratio()
+        fit += 1
+    return fit
 
 
 def _preview(text: str, n: int = 40) -> str:
@@ -267,7 +356,8 @@ def corpus_document(text: str, name: str) -> Document:
     reaches through ``load_document``: the same normalization, paragraphs and id.
 
     The questions' offsets index the corpus text as the reference reads it
-    (:func:`read_corpus_text`). Loading keeps them when it only drops trailing whitespace (the
+    (:func:`read_corpus_text`), or the loaded text itself (a set generated from the file:
+    then loading changes nothing). Loading keeps them when it only drops trailing whitespace (the
     loaded text is a prefix of the corpus): then the loaded document is returned. When it
     changes more (text not in NFC, trailing spaces on a line, leading blank lines, control
     characters), the offsets would move: the corpus text is kept unchanged, as the reference
@@ -385,13 +475,16 @@ def parse_questions_csv(
 
     Args:
         data: The CSV (bytes are read as UTF-8).
-        corpora: ``corpus_id`` → corpus text (see :func:`read_corpus_text`).
+        corpora: ``corpus_id`` → corpus text (see :func:`read_corpus_text`). A corpus whose
+            references fit only its text as the loaders normalize it (a set generated from the
+            original ``.md``/``.txt``) is that normalized text in the set.
         name: The CSV's name, for error messages.
         suffixes: ``corpus_id`` → file suffix, remembered for export.
 
     Raises:
         InputError: a missing column, a malformed row, a missing corpus or a reference whose
-            offsets do not match its corpus (naming the row: row 1 is the first after the header).
+            offsets do not match its corpus in either reading (naming the row: row 1 is the
+            first after the header).
     """
     if isinstance(data, bytes):
         try:
@@ -406,6 +499,7 @@ def parse_questions_csv(
     if missing:
         raise InputError(f"{name}: missing column {missing[0]!r}; a Chroma question set has {', '.join(COLUMNS)}")
     questions = []
+    readings = _Readings(corpora)
     try:
         for i, row in enumerate(reader, 1):
             where = f"{name} row {i}"
@@ -415,16 +509,16 @@ def parse_questions_csv(
             if corpus_id not in corpora:
                 raise InputError(f"{where}: no corpus file for corpus_id {corpus_id!r} (expected {corpus_id}.md or .txt)")
             q = Question(question, _parse_references(row.get("references") or "", where), corpus_id)
-            _check_question(q, corpora[corpus_id], where)
+            readings.check(q, where)
             questions.append(q)
     except csv.Error as e:
         raise InputError(f"{name}: malformed CSV at line {reader.line_num}: {e}") from e
     if not questions:
         raise InputError(f"{name} holds no questions")
-    used = {q.corpus_id for q in questions}
+    used = readings.texts
     return QuestionSet(
         tuple(questions),
-        {cid: corpora[cid] for cid in corpora if cid in used},
+        {cid: used[cid] for cid in corpora if cid in used},
         {cid: s for cid, s in (suffixes or {}).items() if cid in used},
     )
 

@@ -23,7 +23,7 @@ import ray
 from backend.chunkers import make_chunker
 from backend.chunking import ChunkerConfig
 from backend.corpus.engine import LocalEngine, run_corpus
-from backend.corpus.ray_engine import RayEngine, worker_env
+from backend.corpus.ray_engine import RayEngine, runtime_env, worker_env
 from backend.corpus.results import read_results
 from backend.corpus.spec import CorpusSpec, tag_configs
 from backend.errors import Cancelled, ModelError
@@ -176,7 +176,10 @@ def test_a_two_node_cluster_gives_the_local_numbers_and_fills_the_cache_through_
     skipped = {s["doc"]: s["error"] for s in read_results(tmp_path / "ray").skipped}
     assert skipped == {s["doc"]: s["error"] for s in read_results(tmp_path / "local").skipped}
     assert sorted(skipped) == ["broken.pdf", "table.xyz"]
-    assert skipped["broken.pdf"] == "'broken.pdf' is truncated (no %%EOF marker at the end); upload the complete file"
+    assert skipped["broken.pdf"] == (
+        "'broken.pdf' is truncated: it lacks the end-of-file marker every complete PDF ends with (\"%%EOF\"); "
+        "upload the complete file"
+    )
     assert skipped["table.xyz"].startswith("unsupported format ('.xyz'; readable: ")
 
     # Documents (the broken one too: its task found it unreadable) ran on both nodes; the models on one actor each, reserving no CPU on this 2-CPU cluster.
@@ -195,6 +198,26 @@ def test_a_two_node_cluster_gives_the_local_numbers_and_fills_the_cache_through_
     assert _numbers(tmp_path / "again") == {k: r | {"work": r["work"] | {"pairs_scored": 0, "texts_embedded": 0,
                                                                          "model_calls": 0}}
                                              for k, r in rows.items()}
+
+
+def test_a_worker_on_another_node_runs_the_backend_package_ray_ships_not_the_checkout(cluster, tmp_path, monkeypatch):
+    def where_backend_is() -> str:  # a local function: pickled by value, it needs nothing of the tests on the worker
+        import backend.corpus.ray_engine
+
+        return backend.corpus.ray_engine.__file__
+
+    # Ray puts the driver's working directory first on the workers' path: here it holds no checkout,
+    # as on a node that has none.
+    monkeypatch.chdir(tmp_path)
+    address = cluster["address"]
+    ray.init(address=address, runtime_env=runtime_env(address), logging_level="ERROR", log_to_driver=False)
+    try:
+        on_node2 = ray.get(ray.remote(where_backend_is).options(num_cpus=0, resources={"node2": 1}).remote())
+    finally:
+        ray.shutdown()
+    shipped = Path(on_node2)
+    assert shipped.parts[-3:] == ("backend", "corpus", "ray_engine.py")
+    assert not shipped.is_relative_to(ROOT) and "py_modules_files" in shipped.parts
 
 
 def test_a_model_that_cannot_load_in_its_actor_stops_the_run_with_its_own_error(cluster, corpus, tmp_path):
@@ -239,3 +262,7 @@ def test_the_workers_get_the_checkout_and_the_driver_s_model_settings(monkeypatc
     env = worker_env()
     assert (env["CHUNKLAB_LM"], env["HF_HUB_OFFLINE"], env["PYTHONPATH"]) == ("/models/lm.gguf", "1", str(ROOT))
     assert "HOME_SECRET" not in env and int(env["CHUNKLAB_TORCH_THREADS"]) >= 1
+    # A local Ray's workers read the checkout; a cluster's get the backend package from Ray (py_modules).
+    assert runtime_env(None) == {"env_vars": env}
+    assert runtime_env("10.0.0.5:6379") == {"env_vars": env, "py_modules": [str(ROOT / "backend")],
+                                            "excludes": ["__pycache__/", "*.pyc"]}

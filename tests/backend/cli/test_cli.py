@@ -129,6 +129,17 @@ def test_bad_files_exit_1_with_one_line(tmp_path: Path):
             assert line.startswith("error: "), line
 
 
+def test_a_truncated_pdf_names_its_missing_marker_once(tmp_path: Path):
+    # PDFs spell the marker "%%EOF": the message prints it as written there, once, not as an escape.
+    path = tmp_path / "cut.pdf"
+    path.write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\n")
+    line = assert_one_line_error(run_cli("text", str(path)), 1)
+    assert line == (
+        "error: 'cut.pdf' is truncated: it lacks the end-of-file marker every complete PDF ends with (\"%%EOF\"); "
+        "upload the complete file"
+    )
+
+
 def test_directory_is_a_bad_input(tmp_path: Path):
     assert_one_line_error(run_cli("text", str(tmp_path)), 1, "directory")
 

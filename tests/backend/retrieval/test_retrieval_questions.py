@@ -9,6 +9,7 @@ import zipfile
 import pytest
 
 from backend.errors import InputError, ParameterError
+from backend.loaders import load_bytes
 from backend.retrieval.questions import (
     Question,
     QuestionSet,
@@ -206,3 +207,52 @@ def test_the_zip_is_the_saved_layout_and_reads_back(tmp_path):
     assert question_set_from_files(csv_bytes, files) == qset
     with pytest.raises(ParameterError, match="different text"):
         merge_question_sets(a, QuestionSet((Question("x?", (Reference("A", 0, 1),), "a"),), {"a": "A"}))
+
+
+# Trailing spaces on two lines: the loaders strip them, so the loaded text is shorter than the file.
+ORIGINAL = "# Mills   \n\nThe river turns the wheel.  \nFarmers bring barley.\n\nMerchants trade wool and copper.\n"
+
+
+def _set_made_on(name: str) -> QuestionSet:
+    """A set made the way ``questions generate`` makes one: on the document its file loads as."""
+    doc = load_bytes(ORIGINAL.encode(), name)
+    start = doc.text.index("Merchants")
+    q = Question("Who trades wool?", (Reference(doc.text[start : start + 15], start, start + 15),), "mills")
+    return QuestionSet.from_document(doc, [q], "mills")
+
+
+@pytest.mark.parametrize("suffix", [".md", ".txt"])
+def test_a_generated_set_reads_with_the_original_file(tmp_path, suffix):
+    made = _set_made_on(f"mills{suffix}")
+    save_question_set(made, tmp_path / "set" / "questions.csv")
+    (tmp_path / "orig").mkdir()
+    (tmp_path / "orig" / f"mills{suffix}").write_text(ORIGINAL, encoding="utf-8")
+    on_original = load_question_set(tmp_path / "set" / "questions.csv", tmp_path / "orig")
+    # The corpus is the text the offsets index: the original file as the loaders read it.
+    assert on_original == made == load_question_set(tmp_path / "set" / "questions.csv")
+    assert on_original.corpora["mills"] == load_bytes(ORIGINAL.encode(), f"mills{suffix}").text != ORIGINAL
+    assert on_original.document("mills").id == load_bytes(ORIGINAL.encode(), f"mills{suffix}").id
+    upload = question_set_from_files(questions_to_csv(made), [(f"mills{suffix}", ORIGINAL.encode())])
+    assert upload == made
+
+
+def test_a_set_fits_one_reading_of_its_corpus_and_says_so_when_it_fits_none():
+    made = _set_made_on("mills.md")
+    (q,) = made.questions
+    at = f"[{q.references[0].start}, {q.references[0].end})"
+    hint = "; use the corpus the questions were made on (corpora/ beside their CSV)"
+    with pytest.raises(InputError) as info:
+        parse_questions_csv(questions_to_csv(made), {"mills": ORIGINAL.replace("Merchants", "Marchants")}, name="q.csv")
+    # Shown against the reading that holds the excerpt more nearly: here the loaded text.
+    assert str(info.value) == (
+        f"q.csv row 1: reference 1 content does not match corpus 'mills' as written or as loaded at {at}: "
+        f"expected 'Merchants trade', the loaded text has 'Marchants trade'{hint}"
+    )
+    # One corpus, one reading: a row that fits only the file as written after rows that fit only the loaded text.
+    start = ORIGINAL.index("Merchants")
+    as_written = Question("Who trades?", (Reference("Merchants", start, start + 9),), "mills")
+    with pytest.raises(InputError) as info:
+        parse_questions_csv(questions_to_csv([q, as_written]), {"mills": ORIGINAL}, name="q.csv")
+    assert str(info.value) == (
+        f"q.csv row 2: its references index corpus 'mills' as written, the rows before it as loaded{hint}"
+    )
