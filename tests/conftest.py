@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -10,8 +11,21 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# Tests never touch the user's ~/.chunklab; caches live in a per-run folder.
-os.environ.setdefault("CHUNKLAB_DATA_DIR", str(ROOT / ".pytest_cache" / "chunklab-data"))
+# Tests never touch the user's ~/.chunklab; caches live in a per-run folder, one per pytest-xdist worker
+# (an embedded Chroma folder is not safe to open from two processes). The converted models and
+# tokenizers are shared by every worker: they are written atomically, and converting the bundled
+# GGUF costs about 20 s a process.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_SHARED = ROOT / ".pytest_cache" / "chunklab-data"
+if "CHUNKLAB_DATA_DIR" not in os.environ:
+    _data = _SHARED if not _WORKER else ROOT / ".pytest_cache" / f"chunklab-data-{_WORKER}"
+    if _WORKER:
+        for _sub in ("models", "tokenizers"):
+            (_SHARED / _sub).mkdir(parents=True, exist_ok=True)
+            _data.mkdir(parents=True, exist_ok=True)
+            if not (_data / _sub).exists():
+                (_data / _sub).symlink_to(_SHARED / _sub, target_is_directory=True)
+    os.environ["CHUNKLAB_DATA_DIR"] = str(_data)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -20,3 +34,19 @@ import pytest  # noqa: E402
 pytest.register_assert_rewrite("tests.invariants")
 
 pytest_plugins = ["tests.support.retrieval_fixtures"]
+
+
+_DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the slowest files first, so that pytest-xdist's workers (``--dist loadfile``) finish together.
+
+    ``tests/durations.json`` holds each file's seconds from a measured run (``scripts/test_durations.py``
+    writes it); a file it does not know counts as fast. The order within a file is kept.
+    """
+    if not _DURATIONS.is_file():
+        return
+    seconds = json.loads(_DURATIONS.read_text(encoding="utf-8"))
+    order = {id(item): n for n, item in enumerate(items)}
+    items.sort(key=lambda item: (-seconds.get(item.nodeid.split("::")[0], 0.0), order[id(item)]))

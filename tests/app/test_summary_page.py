@@ -11,9 +11,7 @@ same floats. The output cache and Chroma live in this module's data folder.
 from __future__ import annotations
 
 import math
-import os
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -31,6 +29,7 @@ from backend.text.document import Document
 from components.state import normalized_config
 from components.summary import NOT_COMPUTED, QUALITY_COLUMNS, RETRIEVAL_COLUMNS, summary_frame
 from tests.support.apptest import open_page, run_sample_benchmark, wait_job
+from tests.support.datadir import shared_models_data_dir
 from tests.support.apptest import run as _run
 from tests.support.quality import random_table
 
@@ -44,11 +43,7 @@ CONFIGS = (
 def summary_env(tmp_path_factory):
     """A data folder (Chroma) and an output cache of this module; the default models."""
     mp = pytest.MonkeyPatch()
-    shared = Path(os.environ["CHUNKLAB_DATA_DIR"])
-    data = tmp_path_factory.mktemp("summary-data")
-    for sub in ("models", "tokenizers"):
-        (shared / sub).mkdir(parents=True, exist_ok=True)
-        (data / sub).symlink_to(shared / sub, target_is_directory=True)
+    data = shared_models_data_dir(tmp_path_factory.mktemp("summary-data"))
     mp.setenv("CHUNKLAB_DATA_DIR", str(data))
     mp.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path_factory.mktemp("summary-cache")))
     for name in ("CHROMA_HOST", "CHROMA_PORT", "CHUNKLAB_LM", "CHUNKLAB_EMBEDDER", "OPENAI_BASE_URL", "OPENAI_API_KEY"):

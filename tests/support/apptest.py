@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
+from tests.support.datadir import shared_models_data_dir
 
 TIMEOUT = 120
 
@@ -80,11 +80,7 @@ def isolated_lab(folder: Path) -> Iterator[Path]:
     remote model or API configured, and without converting the bundled models again.
     """
     mp = pytest.MonkeyPatch()
-    shared = Path(os.environ["CHUNKLAB_DATA_DIR"])
-    for sub in ("models", "tokenizers"):
-        (shared / sub).mkdir(parents=True, exist_ok=True)
-        (folder / sub).symlink_to(shared / sub, target_is_directory=True)
-    mp.setenv("CHUNKLAB_DATA_DIR", str(folder))
+    mp.setenv("CHUNKLAB_DATA_DIR", str(shared_models_data_dir(folder)))
     for name in (
         "CHUNKLAB_CACHE_DIR", "CHROMA_HOST", "CHROMA_PORT", "CHROMA_TIMEOUT", "CHUNKLAB_LM", "CHUNKLAB_EMBEDDER",
         "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL",

@@ -14,10 +14,11 @@ import pytest
 
 from backend.samples import SAMPLES_DIR
 from tests.conftest import ROOT
+from tests.support.datadir import shared_models_data_dir
 
 
 def _env(data: Path, cache: Path | None = None) -> dict[str, str]:
-    env = {**os.environ, "CHUNKLAB_DATA_DIR": str(data), "CHUNKLAB_TORCH_THREADS": "1"}
+    env = {**os.environ, "CHUNKLAB_DATA_DIR": str(shared_models_data_dir(data)), "CHUNKLAB_TORCH_THREADS": "1"}
     env.pop("CHUNKLAB_CACHE_DIR", None)
     if cache is not None:
         env["CHUNKLAB_CACHE_DIR"] = str(cache)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.datadir import shared_models_data_dir
 from tests.support.killing import kill_at_marker
 
 DATA = ROOT / "tests" / "data" / "retrieval"
@@ -25,7 +26,7 @@ TEXT = ((
 
 
 def _env(cache: Path, data: Path) -> dict[str, str]:
-    env = {**os.environ, "CHUNKLAB_CACHE_DIR": str(cache), "CHUNKLAB_DATA_DIR": str(data), "CHUNKLAB_DEVICE": "cpu"}
+    env = {**os.environ, "CHUNKLAB_CACHE_DIR": str(cache), "CHUNKLAB_DATA_DIR": str(shared_models_data_dir(data)), "CHUNKLAB_DEVICE": "cpu"}
     for name in ("CHROMA_HOST", "CHROMA_PORT", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CHUNKLAB_DEMO"):
         env.pop(name, None)
     return env

@@ -16,12 +16,13 @@ from backend.retrieval.evaluate import evaluate
 from backend.retrieval.questions import load_sample_question_set
 from backend.retrieval.store import ChunkStore
 from tests.conftest import ROOT
+from tests.support.datadir import shared_models_data_dir
 
 EVAL = ["eval", "--questions", "sample:narrative", "--chunker", "recursive", "--param", "chunk_size=200"]
 
 
 def _cli(*args: str, data_dir) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CHUNKLAB_DATA_DIR": str(data_dir), "CHUNKLAB_DEVICE": "cpu"}
+    env = {**os.environ, "CHUNKLAB_DATA_DIR": str(shared_models_data_dir(data_dir)), "CHUNKLAB_DEVICE": "cpu"}
     for name in ("CHROMA_HOST", "CHROMA_PORT"):
         env.pop(name, None)
     return subprocess.run([sys.executable, "-m", "backend", *args], cwd=ROOT, env=env, capture_output=True,

@@ -17,6 +17,7 @@ from backend.retrieval.questions import load_question_set
 from backend.retrieval.store import ChunkStore
 from tests.backend.cli.test_cli import assert_one_line_error
 from tests.conftest import ROOT
+from tests.support.datadir import shared_models_data_dir
 
 DATA = ROOT / "tests" / "data" / "retrieval"
 KEYS = {
@@ -34,7 +35,7 @@ def data_dir(tmp_path_factory) -> Path:
 
 
 def run_cli(*args: str, data_dir: Path, **env: str) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "CHUNKLAB_DATA_DIR": str(data_dir), "CHUNKLAB_DEVICE": "cpu", **env}
+    full_env = {**os.environ, "CHUNKLAB_DATA_DIR": str(shared_models_data_dir(data_dir)), "CHUNKLAB_DEVICE": "cpu", **env}
     for name in ("CHROMA_HOST", "CHROMA_PORT", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         if name not in env:
             full_env.pop(name, None)
