@@ -46,7 +46,8 @@ from backend.cli.common import (
     write,
 )
 from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K, LazyScorer, estimate_cost
-from backend.metrics.report import QualitySettings, model_needs, quality_report
+from backend.metrics.report import QualitySettings, model_needs
+from backend.metrics.scores import quality_report
 from backend.tokenizers import TOKENIZER_NAMES
 
 __all__ = ["COMMANDS", "add_commands", "run"]

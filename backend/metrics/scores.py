@@ -28,17 +28,21 @@ from typing import Any
 import numpy as np
 
 from backend.chunking import Chunking
+from backend.errors import ParameterError
 from backend.metrics.estimate import Estimate, QualityEstimates, stratified_order
 from backend.metrics.quality import (
     UNCONDITIONAL_CONTEXT,
     PairTable,
+    check_sample_size,
     pair_requests,
     pair_table,
     partial_table,
+    sample_nodes,
     sample_requests,
+    sampled_pair_table,
     table_from_values,
 )
-from backend.metrics.report import METRICS, QualitySettings, quality_row
+from backend.metrics.report import METRICS, QualityReport, QualitySettings, model_needs, quality_row
 from backend.models.embeddings import embed_texts, embeddings_key
 from backend.models.scoring import cached_conditional_scores, conditional_scores
 from backend.progress import Progress
@@ -51,6 +55,8 @@ __all__ = [
     "cached_pair_table",
     "cached_sample_table",
     "cached_vectors",
+    "quality_report",
+    "sampled_vectors",
     "score_chunkings",
     "table_key",
     "vectors_key",
@@ -111,6 +117,100 @@ def cached_pair_table(
         for probe in (texts[:2], texts[-2:]):
             pair_table(probe, scorer, complete=False, cache=cache)
     return pair_table(texts, scorer, complete=complete, window=window, cache=cache)
+
+
+def _no_pairs(n: int) -> tuple[PairTable, np.ndarray]:
+    """The scores of a chunking of fewer than two chunks: no pair and no boundary, so no model call."""
+    return PairTable(uncond=np.zeros(n), cond=np.full((n, n), np.nan), complete=True), np.zeros((n, 0))
+
+
+def sampled_vectors(
+    chunk_texts: Sequence[str], embedder: Any, *, units: int, seed: int, cache: Any = None
+) -> np.ndarray:
+    """The embeddings of the chunks around a seeded sample of at least ``units`` boundaries; ``nan`` rows elsewhere.
+
+    The boundaries are those of :func:`~backend.metrics.quality.sample_nodes` (the order BC's
+    sample follows); every chunk sampled: the full embeddings (DS exact).
+
+    Raises:
+        ParameterError: ``units`` below 1.
+    """
+    check_sample_size(units)
+    texts = [str(t) for t in chunk_texts]
+    n = len(texts)
+    chunks = sorted({k for i in sample_nodes(n, units, seed, complete=False) for k in (i, i + 1) if k < n})
+    vectors, _hit = embed_texts(embedder, [texts[k] for k in chunks], cache=cache)
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if len(chunks) == n:
+        return vectors
+    out = np.full((n, vectors.shape[1]), np.nan, dtype=np.float64)
+    out[chunks] = vectors
+    return out
+
+
+def quality_report(
+    chunk_texts: Sequence[str],
+    token_counts: Sequence[int],
+    *,
+    metrics: Sequence[str] = METRICS,
+    scorer: Any = None,
+    embedder: Any = None,
+    settings: QualitySettings = QualitySettings(),
+    cache: Any = None,
+    progress: Any = None,
+    pairs: int | None = None,
+    seed: int = 0,
+) -> QualityReport:
+    """Score one chunking (through the cache) and report its BC, CS (complete and incomplete) and DS.
+
+    What ``python -m backend metrics`` prints; a chunking of fewer than two chunks needs no model.
+    With ``pairs`` only a seeded sample is scored (:func:`~backend.metrics.quality.sampled_pair_table`,
+    :func:`sampled_vectors`: at least ``pairs`` units per metric) and the metrics are estimates
+    with 95% intervals (:attr:`~backend.metrics.report.QualityReport.estimates`); without, every pair (exact).
+
+    Args:
+        chunk_texts: The chunks' texts in document order.
+        token_counts: Their token counts (for ``mean_tokens``).
+        metrics: Any of :data:`~backend.metrics.report.METRICS`.
+        scorer: The language model (needed for ``bc`` and ``cs``).
+        embedder: The embedder (needed for ``ds``); its vectors are cached.
+        settings: K, rule, mode, δ and the pair window for CS (``settings.window``).
+        cache: The output cache.
+        progress: ``progress(done, total)`` for the model work; may raise ``Cancelled``.
+        pairs: Score a sample of at least this many units per metric (None: every pair).
+        seed: The sample's seed.
+
+    Raises:
+        ParameterError: an unknown metric, a model missing for the metrics asked for, or ``pairs`` below 1.
+    """
+    needs = model_needs(metrics)
+    if pairs is not None and pairs < 1:
+        raise ParameterError(f"pairs ({pairs}) must be at least 1")
+    texts = [str(t) for t in chunk_texts]
+    table = vectors = None
+    if len(texts) < 2:
+        table, vectors = _no_pairs(len(texts))
+    else:
+        if needs.scorer:
+            if scorer is None:
+                raise ParameterError("bc and cs need a language model")
+            if pairs is None:
+                table = pair_table(
+                    texts, scorer, complete=needs.complete, window=settings.window, cache=cache, progress=progress
+                )
+            else:
+                table = sampled_pair_table(
+                    texts, scorer, units=pairs, seed=seed, complete=needs.complete, window=settings.window,
+                    cache=cache, progress=progress, boundaries="bc" in metrics,
+                )
+        if needs.embedder:
+            if embedder is None:
+                raise ParameterError("ds needs an embedder")
+            if pairs is None:
+                vectors, _hit = embed_texts(embedder, texts, cache=cache)
+            else:
+                vectors = sampled_vectors(texts, embedder, units=pairs, seed=seed, cache=cache)
+    return quality_row(token_counts, table=table, vectors=vectors, metrics=metrics, settings=settings)
 
 
 def batch_sizes(n: int, first: int) -> list[int]:

@@ -36,8 +36,8 @@ from backend.metrics.quality import (
     sample_nodes,
     sampled_pair_table,
 )
-from backend.metrics.report import QualitySettings, quality_report, quality_row, sampled_vectors
-from backend.metrics.scores import batch_sizes, cached_sample_table, score_chunkings
+from backend.metrics.report import QualitySettings, quality_row
+from backend.metrics.scores import batch_sizes, cached_sample_table, quality_report, sampled_vectors, score_chunkings
 from backend.models.cache import OutputCache
 from backend.models.scorer import load_scorer
 from backend.models.types import ModelInfo

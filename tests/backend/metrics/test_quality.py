@@ -40,7 +40,8 @@ from backend.metrics.quality import (
     stickiness_edges,
     structural_entropy,
 )
-from backend.metrics.report import QualitySettings, quality_report
+from backend.metrics.report import QualitySettings
+from backend.metrics.scores import quality_report
 from backend.models.cache import OutputCache
 from backend.models.embeddings import load_text_embedder
 from backend.models.scorer import load_scorer
