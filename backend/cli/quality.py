@@ -45,7 +45,8 @@ from backend.cli.common import (
     positive_int,
     write,
 )
-from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K, LazyScorer, estimate_cost
+from backend.metrics.cost import estimate_cost
+from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K, LazyScorer
 from backend.metrics.report import QualitySettings, model_needs
 from backend.metrics.scores import quality_report
 from backend.tokenizers import TOKENIZER_NAMES

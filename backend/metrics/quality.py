@@ -72,7 +72,6 @@ __all__ = [
     "cs_curve",
     "dissimilarity",
     "edge_values",
-    "estimate_cost",
     "information_support",
     "kept_edges",
     "pair_requests",
@@ -115,20 +114,6 @@ def required_pairs(n: int, *, complete: bool = True, window: int | None = None) 
                 if i != j and (window is None or abs(i - j) <= window):
                     pairs.add((i, j))
     return sorted(pairs)
-
-
-def estimate_cost(token_counts: Sequence[int], *, complete: bool = True, window: int | None = None) -> dict[str, int]:
-    """What scoring a chunking's pairs costs: ``{"pairs", "tokens"}``.
-
-    ``tokens`` counts what the model reads: every context chunk once per group of
-    continuations, every continuation once per pair, plus the unconditional pass per chunk.
-    """
-    n = len(token_counts)
-    pairs = required_pairs(n, complete=complete, window=window)
-    contexts = {i for i, _ in pairs}
-    tokens = sum(int(token_counts[i]) for i in contexts) + sum(int(token_counts[j]) for _, j in pairs)
-    tokens += sum(int(t) + 1 for t in token_counts)
-    return {"pairs": len(pairs) + n, "tokens": tokens}
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 
 from backend.chunkers import make_chunker
 from backend.errors import ParameterError
+from backend.metrics.cost import estimate_cost
 from backend.metrics.quality import (
     PairTable,
     boundary_clarity,
     chunk_stickiness,
     cs_curve,
     edge_values,
-    estimate_cost,
     information_support,
     kept_edges,
     pair_table,
