@@ -36,7 +36,7 @@ from backend.lab.models import SessionModels
 from backend.lab.quality import QualityPlan, plan_quality
 from backend.metrics.cost import CONFIRM_SECONDS, Throughput
 from backend.metrics.estimate import Estimate
-from backend.metrics.quality import GRAPHS, UNCONDITIONAL_CONTEXT, PairTable, boundary_clarity, pair_requests
+from backend.metrics.formulas import GRAPHS, UNCONDITIONAL_CONTEXT, PairTable, boundary_clarity, pair_requests
 from backend.metrics.report import METRIC_TABLE, QualitySettings
 from backend.metrics.scores import table_key
 from backend.metrics.stats import chunking_stats

@@ -2,7 +2,7 @@
 
 The CLI's ``metrics`` (:func:`~backend.metrics.scores.quality_report`) and the Quality page's
 table (:func:`table_rows`) both compute a chunking's numbers with :func:`quality_row`, from its
-pair table (:class:`~backend.metrics.quality.PairTable`) and its embeddings, under one
+pair table (:class:`~backend.metrics.formulas.PairTable`) and its embeddings, under one
 :class:`QualitySettings` (K, CS rule, BC mode, δ, pair window): what the page shows, the CLI
 prints. Nothing here calls a model; scoring is :mod:`backend.metrics.scores`
 (:func:`~backend.metrics.scores.quality_report` for the CLI, :func:`~backend.metrics.scores.score_chunkings`
@@ -14,7 +14,7 @@ one :class:`Metric` in :data:`METRIC_TABLE`; its column, its JSON keys, its CSV 
 
 Every metric also has an :class:`~backend.metrics.estimate.Estimate` (:attr:`QualityReport.estimates`):
 exact (an interval of width 0) from a full table, or an estimate with its 95% interval from a
-partial one (a sample of context rows, :attr:`~backend.metrics.quality.PairTable.partial`) or
+partial one (a sample of context rows, :attr:`~backend.metrics.formulas.PairTable.partial`) or
 from embeddings with rows not computed yet (``nan``). The numbers in ``values`` are then the
 point estimates, so a caller that reads only them keeps working.
 """
@@ -33,7 +33,7 @@ import numpy as np
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import ParameterError
 from backend.metrics.estimate import Estimate
-from backend.metrics.quality import (
+from backend.metrics.formulas import (
     BC_MODES,
     CS_RULES,
     DEFAULT_K,
@@ -73,7 +73,7 @@ class QualitySettings:
     Attributes:
         K: Chunk Stickiness edge threshold.
         bc_mode: ``reference`` (ratio of mean NLLs) or ``paper`` (ratio of perplexities).
-        cs_rule: ``paper`` or ``reference`` (see :mod:`backend.metrics.quality`).
+        cs_rule: ``paper`` or ``reference`` (see :mod:`backend.metrics.formulas`).
         delta: δ of the incomplete graph (pairs with ``j - i > δ``).
         window: The pair window the scores were computed with (None: every pair).
 

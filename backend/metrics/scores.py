@@ -1,6 +1,6 @@
 """The model outputs the quality metrics stand on: scoring chunkings, reading them back, and their keys.
 
-A chunking's pair table (:func:`~backend.metrics.quality.pair_table`) and its chunks'
+A chunking's pair table (:func:`~backend.metrics.formulas.pair_table`) and its chunks'
 embeddings go through the output cache; :func:`score_chunkings` is the Quality page's
 background job, :func:`cached_pair_table` and :func:`cached_vectors` read the same entries back
 without a model, and :func:`table_key` / :func:`vectors_key` are the keys a session keeps
@@ -9,7 +9,7 @@ model-backed chunking changes with the model, and equal chunkings share their sc
 
 The job is *anytime*: it scores a seeded sample of chunks first (a prefix of
 :func:`~backend.metrics.estimate.stratified_order`, with CS each chunk's star of pairs, see
-:func:`~backend.metrics.quality.node_pairs`) in batches that grow, publishes
+:func:`~backend.metrics.formulas.node_pairs`) in batches that grow, publishes
 :class:`~backend.metrics.estimate.QualityEstimates` after each, and goes on until every pair is
 scored, when its tables are exactly those of an exact run. A batch's pairs go to the scorer
 together, so the pairs of one context (a sampled chunk's row) share its keys and values.
@@ -30,7 +30,7 @@ import numpy as np
 from backend.chunking import Chunking
 from backend.errors import ParameterError
 from backend.metrics.estimate import Estimate, QualityEstimates, stratified_order
-from backend.metrics.quality import (
+from backend.metrics.formulas import (
     UNCONDITIONAL_CONTEXT,
     PairTable,
     check_sample_size,
@@ -106,7 +106,7 @@ def cached_vectors(cache: Any, fingerprint: str, texts: Sequence[str]) -> np.nda
 def cached_pair_table(
     texts: Sequence[str], scorer: Any, *, complete: bool, window: int | None, cache: Any
 ) -> PairTable:
-    """:func:`~backend.metrics.quality.pair_table` through a scorer that refuses to compute: a cache-only lookup.
+    """:func:`~backend.metrics.formulas.pair_table` through a scorer that refuses to compute: a cache-only lookup.
 
     The first and the last adjacent pair (needed by every table) are looked up first, so a
     chunking never scored costs a few cache reads, not n² of them, on every page run.
@@ -129,7 +129,7 @@ def sampled_vectors(
 ) -> np.ndarray:
     """The embeddings of the chunks around a seeded sample of at least ``units`` boundaries; ``nan`` rows elsewhere.
 
-    The boundaries are those of :func:`~backend.metrics.quality.sample_nodes` (the order BC's
+    The boundaries are those of :func:`~backend.metrics.formulas.sample_nodes` (the order BC's
     sample follows); every chunk sampled: the full embeddings (DS exact).
 
     Raises:
@@ -164,7 +164,7 @@ def quality_report(
     """Score one chunking (through the cache) and report its BC, CS (complete and incomplete) and DS.
 
     What ``python -m backend metrics`` prints; a chunking of fewer than two chunks needs no model.
-    With ``pairs`` only a seeded sample is scored (:func:`~backend.metrics.quality.sampled_pair_table`,
+    With ``pairs`` only a seeded sample is scored (:func:`~backend.metrics.formulas.sampled_pair_table`,
     :func:`sampled_vectors`: at least ``pairs`` units per metric) and the metrics are estimates
     with 95% intervals (:attr:`~backend.metrics.report.QualityReport.estimates`); without, every pair (exact).
 
@@ -315,7 +315,7 @@ def score_chunkings(
 
     The chunks are taken in a seeded stratified order (``seed``), in batches of
     :func:`batch_sizes` (about :data:`FIRST_REQUESTS` model passes first): each batch scores the
-    pairs its chunks bring (:func:`~backend.metrics.quality.node_pairs`: with ``complete`` a
+    pairs its chunks bring (:func:`~backend.metrics.formulas.node_pairs`: with ``complete`` a
     chunk's row and column, else its boundary pair) for every chunking at once, then
     ``progress.publish`` gets a :class:`~backend.metrics.estimate.QualityEstimates` (per
     chunking, each metric's estimate with its 95% interval under ``settings``, and the partial

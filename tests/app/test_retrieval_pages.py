@@ -227,7 +227,7 @@ def test_a_chroma_server_that_is_down_is_one_line_and_the_page_keeps_working(mon
 
 
 def test_cp_of_each_configuration_runs_in_a_model_job() -> None:
-    quality = pytest.importorskip("backend.metrics.quality", reason="CP comes from backend.metrics.quality (the metrics work)")
+    quality = pytest.importorskip("backend.metrics.formulas", reason="CP comes from backend.metrics.formulas (the metrics work)")
     from backend.models.scorer import load_scorer
 
     doc = _doc()

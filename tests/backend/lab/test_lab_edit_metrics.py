@@ -27,7 +27,7 @@ from backend.lab.edit_metrics import (
 from backend.lab.models import SessionModels
 from backend.lab.quality import fold_scoring
 from backend.metrics.estimate import stratified_order
-from backend.metrics.quality import UNCONDITIONAL_CONTEXT, boundary_clarity, sample_requests
+from backend.metrics.formulas import UNCONDITIONAL_CONTEXT, boundary_clarity, sample_requests
 from backend.metrics.report import QualitySettings
 from backend.metrics.scores import score_chunkings
 from backend.models import embeddings

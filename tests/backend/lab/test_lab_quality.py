@@ -25,7 +25,7 @@ from backend.lab.quality import (
     quality_view,
 )
 from backend.metrics.cost import Throughput, format_seconds
-from backend.metrics.quality import pair_requests
+from backend.metrics.formulas import pair_requests
 from backend.metrics.report import QualitySettings, table_rows
 from backend.metrics.scores import score_chunkings, table_key
 from backend.models.cache import OutputCache

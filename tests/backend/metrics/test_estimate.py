@@ -24,7 +24,7 @@ import pytest
 from backend.chunkers import make_chunker
 from backend.errors import Cancelled
 from backend.metrics.estimate import Estimate, QualityEstimates, degree_entropy_estimate, stratified_order
-from backend.metrics.quality import (
+from backend.metrics.formulas import (
     bc_estimate,
     boundary_clarity,
     chunk_stickiness,

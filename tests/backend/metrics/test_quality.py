@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from backend.chunkers import make_chunker
 from backend.errors import ParameterError
 from backend.metrics.cost import estimate_cost
-from backend.metrics.quality import (
+from backend.metrics.formulas import (
     PairTable,
     boundary_clarity,
     chunk_stickiness,

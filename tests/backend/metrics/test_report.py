@@ -16,7 +16,7 @@ import pytest
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
 from backend.metrics.estimate import exact_estimate
-from backend.metrics.quality import PairTable, boundary_clarity, chunk_stickiness, dissimilarity
+from backend.metrics.formulas import PairTable, boundary_clarity, chunk_stickiness, dissimilarity
 from backend.metrics.report import (
     BEST,
     COLUMNS,
