@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backend.metrics.formulas import pair_requests, required_pairs
+from backend.metrics.scores import pair_requests, required_pairs
 from backend.models.cache import OutputCache
 from backend.models.embeddings import embeddings_key
 from backend.models.rates import Rate, rate_store

@@ -1,13 +1,13 @@
-"""Chunk-quality metrics of MoC (Zhao et al., 2025): Boundary Clarity, Chunk Stickiness, dissimilarity, CP.
+"""The formulas of MoC's chunk-quality metrics (Zhao et al., 2025): tables in, numbers out.
 
-Everything stands on one table of conditional scores per chunking (:class:`PairTable`): the
+Everything here is arithmetic on scores already computed: a chunking's :class:`PairTable` (the
 mean NLL of each chunk ``q`` given each context chunk ``d`` that a metric needs, and given a
-single space (the authors' code's context for the unconditional ``ppl(q)``). The table is
-filled through :func:`backend.models.scoring.conditional_scores`, which caches every pair's value
-and batches every ``q`` of one ``d`` on ``d``'s cached keys and values; the metrics are then
-arithmetic on it, so changing ``K``, the rule or the graph never calls the model. One
-chunking's row of them (what the CLI's ``metrics`` prints and the Quality page's table
-shows) is :func:`backend.metrics.report.quality_row`.
+single space, the authors' code's context for the unconditional ``ppl(q)``) or its chunks'
+embeddings. Nothing here calls a model, reads the cache or decides which pairs to score: that
+is :mod:`backend.metrics.scores`, which fills the table. So changing ``K``, the rule, the mode
+or the graph is a recomputation here, never a model call. One chunking's row of these numbers
+(what the CLI's ``metrics`` prints and the Quality page's table shows) is
+:func:`backend.metrics.report.quality_row`.
 
 Definitions (``ppl = exp(mean NLL)``):
 
@@ -29,91 +29,56 @@ Dissimilarity, adjacent chunks
     ``DS = 1 - cos(emb(d), emb(q))`` with the embedder's normalized vectors (section 4.5).
 Estimates from a sample (:mod:`backend.metrics.estimate`)
     A *partial* table (``PairTable.partial``) holds the pairs of a seeded sample of chunks
-    (``PairTable.sample``, a prefix of :func:`~backend.metrics.estimate.stratified_order`, see
-    :func:`sample_nodes`), with ``nan`` where not scored: with CS each sampled chunk's star (its
-    row and its column of pairs, :func:`node_pairs`), without it its boundary pair.
-    :func:`bc_estimate` and :func:`ds_estimate` are means over the sampled boundaries (a t
-    interval with the finite-population correction); :func:`cs_estimate` is the ratio estimator
-    of CS from the sampled chunks' exact degrees (a delta-method t interval). Every chunk
-    sampled: the exact value.
-Information support (A.4)
-    ``CP = -(1/M) Σ log P(a_i | C)``: the mean NLL of the answer's tokens given the retrieved
-    chunks joined by blank lines.
+    (``PairTable.sample``, drawn by :func:`backend.metrics.scores.sample_nodes`), with ``nan``
+    where not scored: with CS each sampled chunk's star (its row and its column of pairs), without
+    it its boundary pair. :func:`bc_estimate` and :func:`ds_estimate` are means over the sampled
+    boundaries (a t interval with the finite-population correction); :func:`cs_estimate` is the
+    ratio estimator of CS from the sampled chunks' exact degrees (a delta-method t interval).
+    Every chunk sampled: the exact value.
+
+Information support (CP, A.4) is not a function of the table: it scores one pair of its own
+(:func:`backend.metrics.scores.information_support`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from backend.errors import ParameterError
-from backend.metrics.estimate import Estimate, degree_entropy_estimate, exact_estimate, mean_estimate, stratified_order
-from backend.models.scoring import conditional_scores
-from backend.models.types import ModelInfo
+from backend.metrics.estimate import Estimate, degree_entropy_estimate, exact_estimate, mean_estimate
 
 __all__ = [
-    "check_sample_size",
     "BC_MODES",
     "CS_RULES",
-    "GRAPHS",
     "DEFAULT_K",
-    "LazyScorer",
+    "GRAPHS",
     "PairTable",
-    "UNCONDITIONAL_CONTEXT",
     "bc_estimate",
     "boundary_clarity",
     "chunk_stickiness",
+    "cs_curve",
     "cs_estimate",
     "cs_units",
-    "ds_estimate",
-    "cs_curve",
     "dissimilarity",
+    "ds_estimate",
     "edge_values",
-    "information_support",
     "kept_edges",
-    "pair_requests",
-    "pair_table",
-    "partial_table",
-    "sample_requests",
-    "sampled_pair_table",
-    "required_pairs",
-    "node_pairs",
-    "sample_nodes",
     "stickiness_edges",
     "structural_entropy",
-    "table_from_values",
 ]
 
 BC_MODES = ("reference", "paper")
 CS_RULES = ("paper", "reference")
 GRAPHS = ("complete", "incomplete")
-UNCONDITIONAL_CONTEXT = " "  # the authors' context for ppl(q)
 DEFAULT_K = 0.8
 
 
 def _check(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ParameterError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-
-
-def required_pairs(n: int, *, complete: bool = True, window: int | None = None) -> list[tuple[int, int]]:
-    """The ordered chunk pairs ``(i, j)`` (d = chunk i, q = chunk j) to score.
-
-    Adjacent pairs ``(i, i+1)`` always (Boundary Clarity); with ``complete`` every ordered
-    pair ``i != j``, or only those with ``|i - j| <= window`` when a window is given.
-    """
-    if window is not None and window < 1:
-        raise ParameterError(f"window ({window}) must be at least 1")
-    pairs = {(i, i + 1) for i in range(n - 1)}
-    if complete:
-        for i in range(n):
-            for j in range(n):
-                if i != j and (window is None or abs(i - j) <= window):
-                    pairs.add((i, j))
-    return sorted(pairs)
 
 
 @dataclass(frozen=True)
@@ -130,7 +95,7 @@ class PairTable:
         partial: Only the pairs of a sample of chunks are scored (``nan`` elsewhere, in
             ``uncond`` too): the metrics are estimates (:func:`bc_estimate`, :func:`cs_estimate`).
         sample: The sampled chunks of a partial table, in the order drawn (their
-            :func:`node_pairs` are scored); None for a full table.
+            :func:`~backend.metrics.scores.node_pairs` are scored); None for a full table.
     """
 
     uncond: np.ndarray
@@ -144,213 +109,6 @@ class PairTable:
     def n(self) -> int:
         """Number of chunks."""
         return int(self.uncond.shape[0])
-
-
-def pair_table(
-    chunk_texts: Sequence[str],
-    scorer: Any,
-    *,
-    complete: bool = True,
-    window: int | None = None,
-    cache: Any = None,
-    progress: Any = None,
-) -> PairTable:
-    """Score the pairs the metrics need (see :func:`required_pairs`) through the cache.
-
-    Args:
-        chunk_texts: The chunks' texts, in document order.
-        scorer: A :class:`~backend.models.types.Scorer`.
-        complete: Score every ordered pair (Chunk Stickiness); False: adjacent pairs only.
-        window: Only pairs with ``|i - j| <= window`` (with ``complete``).
-        cache: The output cache (None: compute everything).
-        progress: ``progress(done, total)``; may raise ``Cancelled``.
-    """
-    texts = [str(t) for t in chunk_texts]
-    requests = pair_requests(texts, complete=complete, window=window)
-    values = conditional_scores(requests, scorer, cache=cache, progress=progress)
-    return table_from_values(len(texts), values, complete=complete, window=window)
-
-
-def check_sample_size(units: int) -> None:
-    """Raise :class:`ParameterError` when a sample asks for fewer than one unit (``--pairs``)."""
-    if units < 1:
-        raise ParameterError(f"pairs ({units}) must be at least 1")
-
-
-def sampled_pair_table(
-    chunk_texts: Sequence[str],
-    scorer: Any,
-    *,
-    units: int,
-    seed: int,
-    complete: bool = True,
-    window: int | None = None,
-    cache: Any = None,
-    progress: Any = None,
-    boundaries: bool = True,
-) -> PairTable:
-    """Score a seeded sample of at least ``units`` units per metric (through the cache): a partial table.
-
-    The chunks are the first of :func:`sample_nodes`: as many as hold ``units`` boundaries (BC),
-    and with ``complete`` at least as many as hold ``units`` pairs in their stars (CS); each
-    scored pair's ``uncond`` is scored too. When the sample takes every chunk, the table is the
-    full one (:func:`pair_table`, exact). ``boundaries=False`` (CS without BC, ``complete``
-    only) samples only the chunks CS needs.
-
-    Raises:
-        ParameterError: ``units`` below 1.
-    """
-    check_sample_size(units)
-    texts = [str(t) for t in chunk_texts]
-    n = len(texts)
-    nodes = sample_nodes(n, units, seed, complete=False) if boundaries or not complete else []
-    if complete:
-        stars = sample_nodes(n, units, seed, complete=True, window=window)
-        nodes = nodes if len(nodes) >= len(stars) else stars  # both are prefixes of the same order
-    if len(nodes) >= n:
-        return pair_table(texts, scorer, complete=complete, window=window, cache=cache, progress=progress)
-    requests, pairs, needed = sample_requests(texts, nodes, complete=complete, window=window)
-    values = conditional_scores(requests, scorer, cache=cache, progress=progress)
-    uncond = dict(zip(needed, values[: len(needed)], strict=True))
-    cond = dict(zip(pairs, values[len(needed) :], strict=True))
-    return partial_table(n, uncond, cond, complete=complete, window=window, sample=nodes)
-
-
-def sample_requests(
-    chunk_texts: Sequence[str], nodes: Sequence[int], *, complete: bool, window: int | None
-) -> tuple[list[tuple[str, str]], list[tuple[int, int]], list[int]]:
-    """The ``(context, continuation)`` texts sampled chunks need: each needed chunk given ``" "``, then their pairs.
-
-    Returns:
-        ``(requests, pairs, needed)``: the requests, the pairs ``(i, j)`` (distinct, in the
-        nodes' order, each context's pairs together) and the chunks whose ``uncond`` they need,
-        so that ``requests == [(" ", texts[j]) for j in needed] + [(texts[i], texts[j]) for i, j in pairs]``.
-    """
-    texts = [str(t) for t in chunk_texts]
-    n = len(texts)
-    pairs = list(dict.fromkeys(p for v in nodes for p in node_pairs(n, v, complete=complete, window=window)))
-    needed = sorted({j for _, j in pairs})
-    requests = [(UNCONDITIONAL_CONTEXT, texts[j]) for j in needed] + [(texts[i], texts[j]) for i, j in pairs]
-    return requests, pairs, needed
-
-
-def pair_requests(
-    chunk_texts: Sequence[str], *, complete: bool = True, window: int | None = None
-) -> list[tuple[str, str]]:
-    """The ``(context, continuation)`` texts a chunking's table needs: each chunk given ``" "``, then
-    :func:`required_pairs` in order (what :func:`table_from_values` reads back)."""
-    texts = [str(t) for t in chunk_texts]
-    pairs = required_pairs(len(texts), complete=complete, window=window)
-    return [(UNCONDITIONAL_CONTEXT, t) for t in texts] + [(texts[i], texts[j]) for i, j in pairs]
-
-
-def node_pairs(n: int, v: int, *, complete: bool = True, window: int | None = None) -> list[tuple[int, int]]:
-    """The pairs a sampled chunk ``v`` brings among :func:`required_pairs`: its star, or its boundary pair.
-
-    With ``complete`` (CS), its row ``(v, j)`` and its column ``(i, v)`` within the window, so its
-    degree in the stickiness graph is exact; without, the adjacent pair ``(v, v+1)`` (none for
-    the last chunk). The row's pairs share their context (the scorer reads it once for all).
-
-    >>> node_pairs(5, 2, window=1), node_pairs(5, 3, complete=False), node_pairs(5, 4, complete=False)
-    ([(2, 1), (2, 3), (1, 2), (3, 2)], [(3, 4)], [])
-    """
-    if not complete:
-        return [(v, v + 1)] if v < n - 1 else []
-    lo, hi = (0, n) if window is None else (max(0, v - window), min(n, v + window + 1))
-    return [(v, j) for j in range(lo, hi) if j != v] + [(i, v) for i in range(lo, hi) if i != v]
-
-
-def sample_nodes(
-    n: int, units: int, seed: int, *, complete: bool = True, window: int | None = None
-) -> list[int]:
-    """A seeded sample of chunks whose pairs hold at least ``units`` units: a prefix of :func:`stratified_order`.
-
-    Chunks are taken in the stratified order until their :func:`node_pairs` (distinct pairs)
-    number ``units``, or every chunk is taken.
-
-    >>> sample_nodes(6, 2, 0, complete=False)
-    [5, 1, 3]
-    """
-    if units < 0:
-        raise ParameterError(f"units ({units}) must be at least 0")
-    nodes: list[int] = []
-    held: set[tuple[int, int]] = set()
-    for v in stratified_order(n, seed):
-        if len(held) >= units:
-            break
-        nodes.append(v)
-        held.update(node_pairs(n, v, complete=complete, window=window))
-    return nodes
-
-
-def partial_table(
-    n: int,
-    uncond: dict[int, float],
-    cond: dict[tuple[int, int], float],
-    *,
-    complete: bool,
-    window: int | None,
-    sample: Sequence[int],
-) -> PairTable:
-    """A :class:`PairTable` of the values scored so far (``partial=True``; ``nan`` where not scored).
-
-    Args:
-        n: Number of chunks.
-        uncond: ``uncond[j]`` scored so far.
-        cond: ``cond[(i, j)]`` scored so far.
-        complete: Whether the table is CS's (stars sampled) or BC's (boundaries).
-        window: The pair window.
-        sample: The sampled chunks whose :func:`node_pairs` are all in ``cond`` (and their ``uncond``).
-    """
-    u = np.full(n, np.nan, dtype=np.float64)
-    for j, v in uncond.items():
-        u[j] = v
-    c = np.full((n, n), np.nan, dtype=np.float64)
-    for (i, j), v in cond.items():
-        c[i, j] = v
-    return PairTable(
-        uncond=u, cond=c, window=window if complete else 1, complete=complete, partial=True,
-        sample=tuple(int(v) for v in sample),
-    )
-
-
-def table_from_values(n: int, values: Sequence[float], *, complete: bool, window: int | None) -> PairTable:
-    """The :class:`PairTable` of ``n`` chunks from the values of their :func:`pair_requests`, in order."""
-    pairs = required_pairs(n, complete=complete, window=window)
-    uncond = np.array(values[:n], dtype=np.float64)
-    cond = np.full((n, n), np.nan, dtype=np.float64)
-    for (i, j), v in zip(pairs, values[n:], strict=True):
-        cond[i, j] = v
-    return PairTable(uncond=uncond, cond=cond, window=window if complete else 1, complete=complete)
-
-
-class LazyScorer:
-    """A scorer that loads its model only when a pair is missing from the cache.
-
-    ``conditional_scores`` keys pairs by ``info.fingerprint`` and ``info.kind``; when the
-    fingerprint is known without loading (a GGUF model, see
-    :func:`~backend.models.identity.fingerprint_without_loading`), this stand-in carries it,
-    so a fully cached rerun (another K, rule or mode) never loads the model.
-
-    Args:
-        context: The :class:`~backend.chunkers.context.ModelContext` that loads the model.
-    """
-
-    def __init__(self, context: Any) -> None:
-        self._context = context
-        fp = context.fingerprint
-        if fp is None:  # identity unknown until loaded: load now
-            self.info = context.get_scorer().info
-        else:
-            loaded = context.scorer
-            self.info = loaded.info if loaded is not None else ModelInfo("", "", "lm", 0, "", "", fp)
-
-    def conditional_nll(self, pairs: Any, *, progress: Any = None) -> list[float]:
-        """Load the model (once) and score ``pairs``."""
-        scorer = self._context.get_scorer()
-        if scorer.info.fingerprint != self.info.fingerprint or scorer.info.kind != self.info.kind:
-            raise RuntimeError("the loaded model is not the one the cache keys were made for")
-        return scorer.conditional_nll(pairs, progress=progress)
 
 
 def boundary_clarity(table: PairTable, mode: str = "reference") -> np.ndarray:
@@ -527,11 +285,3 @@ def dissimilarity(vectors: np.ndarray) -> np.ndarray:
     norms[norms == 0] = 1.0
     u = v / norms[:, None]
     return 1.0 - np.einsum("ij,ij->i", u[:-1], u[1:])
-
-
-def information_support(retrieved: Sequence[str], answer: str, scorer: Any, *, cache: Any = None) -> float:
-    """CP: the mean NLL of ``answer``'s tokens given the retrieved chunks joined by blank lines (lower = better)."""
-    if not answer:
-        raise ParameterError("the answer is empty: CP needs at least one answer token")
-    context = "\n\n".join(str(c) for c in retrieved) or UNCONDITIONAL_CONTEXT
-    return float(conditional_scores([(context, answer)], scorer, cache=cache)[0])

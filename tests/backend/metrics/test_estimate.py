@@ -31,13 +31,19 @@ from backend.metrics.formulas import (
     cs_estimate,
     dissimilarity,
     ds_estimate,
-    node_pairs,
-    pair_table,
-    sample_nodes,
-    sampled_pair_table,
 )
 from backend.metrics.report import QualitySettings, quality_row
-from backend.metrics.scores import batch_sizes, cached_sample_table, quality_report, sampled_vectors, score_chunkings
+from backend.metrics.scores import (
+    batch_sizes,
+    cached_sample_table,
+    node_pairs,
+    pair_table,
+    quality_report,
+    sample_nodes,
+    sampled_pair_table,
+    sampled_vectors,
+    score_chunkings,
+)
 from backend.models.cache import OutputCache
 from backend.models.scorer import load_scorer
 from backend.models.types import ModelInfo

@@ -33,15 +33,12 @@ from backend.metrics.formulas import (
     chunk_stickiness,
     cs_curve,
     edge_values,
-    information_support,
     kept_edges,
-    pair_table,
-    required_pairs,
     stickiness_edges,
     structural_entropy,
 )
 from backend.metrics.report import QualitySettings
-from backend.metrics.scores import quality_report
+from backend.metrics.scores import information_support, pair_table, quality_report, required_pairs
 from backend.models.cache import OutputCache
 from backend.models.embeddings import load_text_embedder
 from backend.models.scorer import load_scorer
