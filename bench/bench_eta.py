@@ -52,7 +52,7 @@ from backend.config import data_dir  # noqa: E402
 from backend.lab.models import SessionModels  # noqa: E402
 from backend.lab.ppl import scoring_estimate  # noqa: E402
 from backend.metrics.cost import Throughput, format_seconds, pair_cost  # noqa: E402
-from backend.metrics.quality import pair_requests  # noqa: E402
+from backend.metrics.scores import pair_requests  # noqa: E402
 from backend.models.cache import OutputCache  # noqa: E402
 from backend.models.scorer import load_scorer  # noqa: E402
 from backend.models.scoring import conditional_scores  # noqa: E402

@@ -248,6 +248,15 @@ def test_package_inits_reexport_only_their_own_modules():
     assert offenders == []
 
 
+
+def test_metric_formulas_are_tables_in_numbers_out():
+    # One room, one job: the formulas of BC, CS and DS read a pair table or embeddings and return numbers.
+    # Which pairs to score, scoring them and reading them back is backend.metrics.scores; the formulas
+    # import neither it nor a model, the cache or the scorer, so a walk through a metrics call enters each once.
+    graph, _ = import_graph()
+    assert graph["backend.metrics.formulas"] <= {"backend.errors", "backend.metrics.estimate"}
+    assert "backend.metrics.formulas" in graph["backend.metrics.scores"]
+
 # --- contracts you can read: imports at the top, lazy only for heavy dependencies in their adapters ---------
 
 # Third-party modules a function may import lazily, and the only modules that may: each is slow to import

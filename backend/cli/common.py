@@ -21,7 +21,7 @@ from backend.chunking import ChunkerConfig
 from backend.config import quiet_hub_progress_bars
 from backend.errors import InputError, ParameterError
 from backend.loaders import load_document
-from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
+from backend.metrics.formulas import BC_MODES, CS_RULES, DEFAULT_K
 from backend.metrics.report import METRICS, QualitySettings
 from backend.models.devices import PRECISIONS, set_precision
 from backend.progress import Progress, format_seconds

@@ -49,7 +49,7 @@ from backend.lab.edit_metrics import (
 )
 from backend.lab.models import SessionModels
 from backend.lab.quality import fold_scoring
-from backend.metrics.quality import GRAPHS
+from backend.metrics.formulas import GRAPHS
 from backend.metrics.report import model_needs
 from backend.models.cache import default_cache
 from backend.models.scorer import load_scorer

@@ -45,8 +45,10 @@ from backend.cli.common import (
     positive_int,
     write,
 )
-from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K, LazyScorer, estimate_cost
-from backend.metrics.report import QualitySettings, model_needs, quality_report
+from backend.metrics.cost import estimate_cost
+from backend.metrics.formulas import BC_MODES, CS_RULES, DEFAULT_K
+from backend.metrics.report import QualitySettings, model_needs
+from backend.metrics.scores import LazyScorer, quality_report
 from backend.tokenizers import TOKENIZER_NAMES
 
 __all__ = ["COMMANDS", "add_commands", "run"]

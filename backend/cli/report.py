@@ -51,7 +51,7 @@ from backend.errors import InputError, ParameterError
 from backend.lab.models import SessionModels
 from backend.lab.quality import plan_quality
 from backend.lab.session import OpenedSettings, model_spec, opened_settings
-from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
+from backend.metrics.formulas import BC_MODES, CS_RULES, DEFAULT_K
 from backend.report.html import cached_curves, report_html
 from backend.report.session import load_session, question_set_hash, resolve_document
 from backend.report.summary import METRIC_INFO, METRICS, collect

@@ -28,8 +28,8 @@ from backend.corpus.inputs import CorpusFile
 from backend.corpus.spec import CorpusSpec
 from backend.errors import ChunkLabError, InputError, ModelError, StoreError
 from backend.loaders import load_bytes
-from backend.metrics.quality import LazyScorer
-from backend.metrics.report import METRIC_TABLE, model_needs, quality_report
+from backend.metrics.report import METRIC_TABLE, model_needs
+from backend.metrics.scores import LazyScorer, quality_report
 from backend.metrics.stats import chunking_stats
 from backend.models.cache import OutputCache
 from backend.retrieval.evaluate import evaluate

@@ -1,7 +1,7 @@
 """The Quality page's Plotly figures: BC along the document, CS against K, the stickiness graphs (arc diagrams).
 
 Pure builders (no Streamlit) of :class:`~backend.metrics.report.QualityData`: every number
-comes from :mod:`backend.metrics.quality`, so a figure draws exactly what the table and the
+comes from :mod:`backend.metrics.formulas`, so a figure draws exactly what the table and the
 CLI report. Document text is untrusted: every chunk preview in a hover label is HTML-escaped.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from backend.metrics.quality import boundary_clarity, cs_curve, stickiness_edges, structural_entropy
+from backend.metrics.formulas import boundary_clarity, cs_curve, stickiness_edges, structural_entropy
 from backend.metrics.report import QualityData
 
 __all__ = ["bc_figure", "cs_k_figure", "arc_diagram", "stickiness_figure", "head_preview"]

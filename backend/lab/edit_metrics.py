@@ -36,9 +36,9 @@ from backend.lab.models import SessionModels
 from backend.lab.quality import QualityPlan, plan_quality
 from backend.metrics.cost import CONFIRM_SECONDS, Throughput
 from backend.metrics.estimate import Estimate
-from backend.metrics.quality import GRAPHS, UNCONDITIONAL_CONTEXT, PairTable, boundary_clarity, pair_requests
+from backend.metrics.formulas import GRAPHS, PairTable, boundary_clarity
 from backend.metrics.report import METRIC_TABLE, QualitySettings
-from backend.metrics.scores import table_key
+from backend.metrics.scores import UNCONDITIONAL_CONTEXT, pair_requests, table_key
 from backend.metrics.stats import chunking_stats
 from backend.models.cache import OutputCache, default_cache
 from backend.models.embeddings import embeddings_key

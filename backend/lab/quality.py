@@ -50,7 +50,7 @@ from backend.metrics.cost import (
     pair_cost,
 )
 from backend.metrics.estimate import Estimate, QualityEstimates
-from backend.metrics.quality import PairTable
+from backend.metrics.formulas import PairTable
 from backend.metrics.report import (
     ModelNeeds,
     QualityData,
@@ -135,7 +135,7 @@ class ConfigScores:
         table_key: The store's key of the pair table the metrics need.
         vectors_key: The store's key of the embeddings.
         sample: The needed table's sampled part a cancelled scoring job left in the cache (a
-            partial :class:`~backend.metrics.quality.PairTable`), when the full one is missing.
+            partial :class:`~backend.metrics.formulas.PairTable`), when the full one is missing.
         estimates: Per metric of :data:`~backend.metrics.report.METRIC_TABLE`, its value from
             what is known under the plan's settings: exact from the full scores, an estimate
             with its 95% interval from ``sample``, None when nothing is known.

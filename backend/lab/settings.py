@@ -22,7 +22,7 @@ from backend.chunkers.base import Param
 from backend.errors import ParameterError
 from backend.lab.compare import DEFAULT_WINDOW, WINDOW_CHOICES
 from backend.metrics.cost import DEFAULT_METRICS, DEFAULT_PAIR_WINDOW
-from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
+from backend.metrics.formulas import BC_MODES, CS_RULES, DEFAULT_K
 from backend.metrics.report import METRICS
 from backend.samples import list_question_sets
 from backend.tokenizers import TOKENIZER_NAMES

@@ -6,7 +6,7 @@ language model was measured at on this machine (:mod:`backend.models.rates`, per
 and precision, remembered across restarts). Until a run has measured it, the time is a guess
 and says so (:data:`GUESS_CHARS_PER_S`, :attr:`Throughput.measured`). :func:`embed_cost` does the
 same for the chunk embeddings DS needs. :func:`cost_estimate` is the token count of
-:func:`~backend.metrics.quality.estimate_cost` over several chunkings (what a fresh cache costs).
+:func:`estimate_cost` over several chunkings (what a fresh cache costs).
 
 The defaults fit a CPU: BC and DS (adjacent pairs only, a few minutes on a sample document),
 and a small pair window for CS when it is picked (every ordered pair is n² passes: hours).
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backend.metrics.quality import estimate_cost, pair_requests
+from backend.metrics.scores import pair_requests, required_pairs
 from backend.models.cache import OutputCache
 from backend.models.embeddings import embeddings_key
 from backend.models.rates import Rate, rate_store
@@ -38,6 +38,7 @@ __all__ = [
     "cost_estimate",
     "cost_label",
     "embed_cost",
+    "estimate_cost",
     "needs_confirmation",
     "format_seconds",
     "pair_cost",
@@ -55,6 +56,20 @@ DEFAULT_METRICS = ("bc", "ds")
 DEFAULT_PAIR_WINDOW = 3
 # A run estimated longer than this (10 minutes at the measured speed) starts only once confirmed.
 CONFIRM_SECONDS = 600.0
+
+
+def estimate_cost(token_counts: Sequence[int], *, complete: bool = True, window: int | None = None) -> dict[str, int]:
+    """What scoring a chunking's pairs costs: ``{"pairs", "tokens"}``.
+
+    ``tokens`` counts what the model reads: every context chunk once per group of
+    continuations, every continuation once per pair, plus the unconditional pass per chunk.
+    """
+    n = len(token_counts)
+    pairs = required_pairs(n, complete=complete, window=window)
+    contexts = {i for i, _ in pairs}
+    tokens = sum(int(token_counts[i]) for i in contexts) + sum(int(token_counts[j]) for _, j in pairs)
+    tokens += sum(int(t) + 1 for t in token_counts)
+    return {"pairs": len(pairs) + n, "tokens": tokens}
 
 
 @dataclass(frozen=True)
@@ -203,7 +218,7 @@ def cost_estimate(
     tokens_per_s: float,
     chunk_texts: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, float]:
-    """The summed :func:`~backend.metrics.quality.estimate_cost` of several chunkings, with a time estimate.
+    """The summed :func:`estimate_cost` of several chunkings, with a time estimate.
 
     Token counts are each configuration's own tokenizer's, so ``tokens`` (and the time) is
     an approximation of what the model reads. With ``chunk_texts`` (each chunking's chunk

@@ -284,7 +284,7 @@ class QualityEstimates:
         done: The job's units of work done so far (pairs scored, in the job's count).
         total: All of them.
         tables: Per configuration, the pair table scored so far (a partial
-            :class:`~backend.metrics.quality.PairTable`, ``partial=True``, nan where not scored;
+            :class:`~backend.metrics.formulas.PairTable`, ``partial=True``, nan where not scored;
             None: no table), so a page recomputes the estimates under its own K, rule or mode.
         vectors: Per configuration, its chunks' embeddings once computed (None before).
     """

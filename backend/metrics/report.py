@@ -1,11 +1,12 @@
 """One quality report per chunking: the table of MoC's metrics, and the row each chunking gets from its scores.
 
-The CLI's ``metrics`` (:func:`quality_report`) and the Quality page's table (:func:`table_rows`)
-both compute a chunking's numbers with :func:`quality_row`, from its pair table
-(:class:`~backend.metrics.quality.PairTable`) and its embeddings, under one
+The CLI's ``metrics`` (:func:`~backend.metrics.scores.quality_report`) and the Quality page's
+table (:func:`table_rows`) both compute a chunking's numbers with :func:`quality_row`, from its
+pair table (:class:`~backend.metrics.formulas.PairTable`) and its embeddings, under one
 :class:`QualitySettings` (K, CS rule, BC mode, δ, pair window): what the page shows, the CLI
-prints. Neither calls a model here; scoring is :func:`~backend.metrics.quality.pair_table` (CLI)
-or :func:`~backend.metrics.scores.score_chunkings` (the page's job).
+prints. Nothing here calls a model; scoring is :mod:`backend.metrics.scores`
+(:func:`~backend.metrics.scores.quality_report` for the CLI, :func:`~backend.metrics.scores.score_chunkings`
+for the page's job).
 
 Adding a metric: write its function of the pair table or of the vectors, and register it as
 one :class:`Metric` in :data:`METRIC_TABLE`; its column, its JSON keys, its CSV column and its
@@ -13,7 +14,7 @@ one :class:`Metric` in :data:`METRIC_TABLE`; its column, its JSON keys, its CSV 
 
 Every metric also has an :class:`~backend.metrics.estimate.Estimate` (:attr:`QualityReport.estimates`):
 exact (an interval of width 0) from a full table, or an estimate with its 95% interval from a
-partial one (a sample of context rows, :attr:`~backend.metrics.quality.PairTable.partial`) or
+partial one (a sample of context rows, :attr:`~backend.metrics.formulas.PairTable.partial`) or
 from embeddings with rows not computed yet (``nan``). The numbers in ``values`` are then the
 point estimates, so a caller that reads only them keeps working.
 """
@@ -32,23 +33,18 @@ import numpy as np
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import ParameterError
 from backend.metrics.estimate import Estimate
-from backend.metrics.quality import (
+from backend.metrics.formulas import (
     BC_MODES,
     CS_RULES,
     DEFAULT_K,
     PairTable,
     bc_estimate,
     boundary_clarity,
-    check_sample_size,
     chunk_stickiness,
     cs_estimate,
     dissimilarity,
     ds_estimate,
-    pair_table,
-    sample_nodes,
-    sampled_pair_table,
 )
-from backend.models.embeddings import embed_texts
 
 __all__ = [
     "BEST",
@@ -61,9 +57,7 @@ __all__ = [
     "QualityReport",
     "QualitySettings",
     "model_needs",
-    "quality_report",
     "quality_row",
-    "sampled_vectors",
     "table_csv",
     "table_rows",
 ]
@@ -79,7 +73,7 @@ class QualitySettings:
     Attributes:
         K: Chunk Stickiness edge threshold.
         bc_mode: ``reference`` (ratio of mean NLLs) or ``paper`` (ratio of perplexities).
-        cs_rule: ``paper`` or ``reference`` (see :mod:`backend.metrics.quality`).
+        cs_rule: ``paper`` or ``reference`` (see :mod:`backend.metrics.formulas`).
         delta: δ of the incomplete graph (pairs with ``j - i > δ``).
         window: The pair window the scores were computed with (None: every pair).
 
@@ -348,100 +342,6 @@ def quality_row(
         table=table,
         estimates=estimates,
     )
-
-
-def _no_pairs(n: int) -> tuple[PairTable, np.ndarray]:
-    """The scores of a chunking of fewer than two chunks: no pair and no boundary, so no model call."""
-    return PairTable(uncond=np.zeros(n), cond=np.full((n, n), np.nan), complete=True), np.zeros((n, 0))
-
-
-def sampled_vectors(
-    chunk_texts: Sequence[str], embedder: Any, *, units: int, seed: int, cache: Any = None
-) -> np.ndarray:
-    """The embeddings of the chunks around a seeded sample of at least ``units`` boundaries; ``nan`` rows elsewhere.
-
-    The boundaries are those of :func:`~backend.metrics.quality.sample_nodes` (the order BC's
-    sample follows); every chunk sampled: the full embeddings (DS exact).
-
-    Raises:
-        ParameterError: ``units`` below 1.
-    """
-    check_sample_size(units)
-    texts = [str(t) for t in chunk_texts]
-    n = len(texts)
-    chunks = sorted({k for i in sample_nodes(n, units, seed, complete=False) for k in (i, i + 1) if k < n})
-    vectors, _hit = embed_texts(embedder, [texts[k] for k in chunks], cache=cache)
-    vectors = np.asarray(vectors, dtype=np.float64)
-    if len(chunks) == n:
-        return vectors
-    out = np.full((n, vectors.shape[1]), np.nan, dtype=np.float64)
-    out[chunks] = vectors
-    return out
-
-
-def quality_report(
-    chunk_texts: Sequence[str],
-    token_counts: Sequence[int],
-    *,
-    metrics: Sequence[str] = METRICS,
-    scorer: Any = None,
-    embedder: Any = None,
-    settings: QualitySettings = QualitySettings(),
-    cache: Any = None,
-    progress: Any = None,
-    pairs: int | None = None,
-    seed: int = 0,
-) -> QualityReport:
-    """Score one chunking (through the cache) and report its BC, CS (complete and incomplete) and DS.
-
-    What ``python -m backend metrics`` prints; a chunking of fewer than two chunks needs no model.
-    With ``pairs`` only a seeded sample is scored (:func:`~backend.metrics.quality.sampled_pair_table`,
-    :func:`sampled_vectors`: at least ``pairs`` units per metric) and the metrics are estimates
-    with 95% intervals (:attr:`QualityReport.estimates`); without, every pair (exact).
-
-    Args:
-        chunk_texts: The chunks' texts in document order.
-        token_counts: Their token counts (for ``mean_tokens``).
-        metrics: Any of :data:`METRICS`.
-        scorer: The language model (needed for ``bc`` and ``cs``).
-        embedder: The embedder (needed for ``ds``); its vectors are cached.
-        settings: K, rule, mode, δ and the pair window for CS (``settings.window``).
-        cache: The output cache.
-        progress: ``progress(done, total)`` for the model work; may raise ``Cancelled``.
-        pairs: Score a sample of at least this many units per metric (None: every pair).
-        seed: The sample's seed.
-
-    Raises:
-        ParameterError: an unknown metric, a model missing for the metrics asked for, or ``pairs`` below 1.
-    """
-    needs = model_needs(metrics)
-    if pairs is not None and pairs < 1:
-        raise ParameterError(f"pairs ({pairs}) must be at least 1")
-    texts = [str(t) for t in chunk_texts]
-    table = vectors = None
-    if len(texts) < 2:
-        table, vectors = _no_pairs(len(texts))
-    else:
-        if needs.scorer:
-            if scorer is None:
-                raise ParameterError("bc and cs need a language model")
-            if pairs is None:
-                table = pair_table(
-                    texts, scorer, complete=needs.complete, window=settings.window, cache=cache, progress=progress
-                )
-            else:
-                table = sampled_pair_table(
-                    texts, scorer, units=pairs, seed=seed, complete=needs.complete, window=settings.window,
-                    cache=cache, progress=progress, boundaries="bc" in metrics,
-                )
-        if needs.embedder:
-            if embedder is None:
-                raise ParameterError("ds needs an embedder")
-            if pairs is None:
-                vectors, _hit = embed_texts(embedder, texts, cache=cache)
-            else:
-                vectors = sampled_vectors(texts, embedder, units=pairs, seed=seed, cache=cache)
-    return quality_row(token_counts, table=table, vectors=vectors, metrics=metrics, settings=settings)
 
 
 @dataclass(frozen=True, eq=False)

@@ -35,7 +35,7 @@ from backend.figures.export import figure_div, plotly_js
 from backend.figures.ppl import values_chart
 from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from backend.figures.retrieval import agreement_heatmaps, coverage_strip, metric_bars, question_heatmap
-from backend.metrics.quality import DEFAULT_K
+from backend.metrics.formulas import DEFAULT_K
 from backend.metrics.report import QualityData
 from backend.report.summary import (
     METRIC_INFO,

@@ -40,9 +40,9 @@ from backend.chunkers.run import chunk_all, needs_model
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import NotCached, ParameterError
 from backend.metrics.estimate import Estimate, overlap
-from backend.metrics.quality import LazyScorer, PairTable
+from backend.metrics.formulas import PairTable
 from backend.metrics.report import BEST, QualityReport, QualitySettings, quality_row
-from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings
+from backend.metrics.scores import LazyScorer, cached_pair_table, cached_vectors, score_chunkings
 from backend.metrics.stats import chunking_stats
 from backend.progress import Progress
 from backend.retrieval.evaluate import Benchmark, MetricSummary, evaluate

@@ -17,7 +17,7 @@ from backend.chunkers import run_chunker
 from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import Cancelled, ChunkLabError, ParameterError
-from backend.metrics.quality import information_support
+from backend.metrics.scores import information_support
 from backend.models.cache import default_cache
 from backend.models.embeddings import lazy_text_embedder
 from backend.models.types import Scorer

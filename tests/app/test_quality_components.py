@@ -16,7 +16,7 @@ from backend.chunking import ChunkerConfig
 from backend.figures.export import figure_html
 from backend.figures.quality import bc_figure, cs_k_figure, stickiness_figure
 from backend.metrics.estimate import Estimate, exact_estimate
-from backend.metrics.quality import PairTable, chunk_stickiness, cs_curve, edge_values, kept_edges
+from backend.metrics.formulas import PairTable, chunk_stickiness, cs_curve, edge_values, kept_edges
 from backend.metrics.report import QualityData, QualitySettings, table_rows
 from backend.metrics.scores import score_chunkings
 from backend.models.cache import OutputCache

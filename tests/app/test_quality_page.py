@@ -20,9 +20,9 @@ from backend.chunkers import run_chunker
 from backend.chunking import ConfigEntry
 from backend.jobs import Job
 from backend.metrics.estimate import QualityEstimates, stratified_order
-from backend.metrics.quality import boundary_clarity, chunk_stickiness, node_pairs, partial_table
+from backend.metrics.formulas import boundary_clarity, chunk_stickiness
 from backend.metrics.report import QualitySettings, quality_row
-from backend.metrics.scores import ScoringRun
+from backend.metrics.scores import ScoringRun, node_pairs, partial_table
 from backend.text.document import Document
 from components.state import normalized_config
 from tests.support.apptest import isolated_lab, open_page

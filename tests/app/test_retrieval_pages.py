@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from backend.chunkers import run_chunker
 from backend.chunking import ConfigEntry
+from backend.metrics.scores import information_support
 from backend.retrieval.metrics import agreement_matrices, find_excerpt, score_retrieval
 from backend.text.document import Document
 from components.state import normalized_config
@@ -227,7 +228,6 @@ def test_a_chroma_server_that_is_down_is_one_line_and_the_page_keeps_working(mon
 
 
 def test_cp_of_each_configuration_runs_in_a_model_job() -> None:
-    quality = pytest.importorskip("backend.metrics.quality", reason="CP comes from backend.metrics.quality (the metrics work)")
     from backend.models.scorer import load_scorer
 
     doc = _doc()
@@ -245,7 +245,7 @@ def test_cp_of_each_configuration_runs_in_a_model_job() -> None:
     scorer = load_scorer(None)
     for tag, frame in zip("AB", _hit_tables(at)):
         texts = [doc.text[s:e] for s, e in zip(frame["start"], frame["end"])]
-        want = quality.information_support(texts, answer, scorer, cache=None)
+        want = information_support(texts, answer, scorer, cache=None)
         assert scores.loc[tag, "cp"] == pytest.approx(want, abs=1e-3)
 
 

@@ -21,8 +21,8 @@ from backend.chunking import ConfigEntry
 from backend.jobs import Job
 from backend.loaders import load_bytes
 from backend.metrics.estimate import QualityEstimates, overlap, stratified_order
-from backend.metrics.quality import node_pairs, partial_table
 from backend.metrics.report import quality_row
+from backend.metrics.scores import node_pairs, partial_table
 from backend.report.summary import Summary, verdict
 from backend.samples import get_sample, load_sample
 from backend.text.document import Document

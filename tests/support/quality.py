@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from backend.chunking import Chunk, ChunkerConfig, Chunking
-from backend.metrics.quality import PairTable
+from backend.metrics.formulas import PairTable
 from backend.metrics.report import QualityData
 from backend.models.types import ModelInfo
 

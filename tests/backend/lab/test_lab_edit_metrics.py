@@ -27,9 +27,9 @@ from backend.lab.edit_metrics import (
 from backend.lab.models import SessionModels
 from backend.lab.quality import fold_scoring
 from backend.metrics.estimate import stratified_order
-from backend.metrics.quality import UNCONDITIONAL_CONTEXT, boundary_clarity, sample_requests
+from backend.metrics.formulas import boundary_clarity
 from backend.metrics.report import QualitySettings
-from backend.metrics.scores import score_chunkings
+from backend.metrics.scores import UNCONDITIONAL_CONTEXT, sample_requests, score_chunkings
 from backend.models import embeddings
 from backend.models.cache import OutputCache
 from backend.models.embeddings import embed_texts, embeddings_key

@@ -25,9 +25,8 @@ from backend.lab.quality import (
     quality_view,
 )
 from backend.metrics.cost import Throughput, format_seconds
-from backend.metrics.quality import pair_requests
 from backend.metrics.report import QualitySettings, table_rows
-from backend.metrics.scores import score_chunkings, table_key
+from backend.metrics.scores import pair_requests, score_chunkings, table_key
 from backend.models.cache import OutputCache
 from backend.models.rates import RateKey, rate_store
 from backend.models.scoring import conditional_scores, pair_work

@@ -7,7 +7,7 @@ import pytest
 from backend.chunkers import REGISTRY
 from backend.errors import ParameterError
 from backend.lab.settings import SECTIONS, checked_settings, iter_settings, setting, settings_of
-from backend.metrics.quality import BC_MODES, CS_RULES, DEFAULT_K
+from backend.metrics.formulas import BC_MODES, CS_RULES, DEFAULT_K
 from backend.metrics.report import METRICS
 
 

@@ -7,8 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from backend.metrics.cost import GUESS_CHARS_PER_S, Throughput, cost_estimate, embed_cost, format_seconds, pair_cost
-from backend.metrics.quality import estimate_cost
+from backend.metrics.cost import (
+    GUESS_CHARS_PER_S,
+    Throughput,
+    cost_estimate,
+    embed_cost,
+    estimate_cost,
+    format_seconds,
+    pair_cost,
+)
 from backend.models.cache import OutputCache
 from backend.models.embeddings import embed_texts
 from backend.models.rates import Rate, RateKey, rate_store

@@ -24,20 +24,26 @@ import pytest
 from backend.chunkers import make_chunker
 from backend.errors import Cancelled
 from backend.metrics.estimate import Estimate, QualityEstimates, degree_entropy_estimate, stratified_order
-from backend.metrics.quality import (
+from backend.metrics.formulas import (
     bc_estimate,
     boundary_clarity,
     chunk_stickiness,
     cs_estimate,
     dissimilarity,
     ds_estimate,
+)
+from backend.metrics.report import QualitySettings, quality_row
+from backend.metrics.scores import (
+    batch_sizes,
+    cached_sample_table,
     node_pairs,
     pair_table,
+    quality_report,
     sample_nodes,
     sampled_pair_table,
+    sampled_vectors,
+    score_chunkings,
 )
-from backend.metrics.report import QualitySettings, quality_report, quality_row, sampled_vectors
-from backend.metrics.scores import batch_sizes, cached_sample_table, score_chunkings
 from backend.models.cache import OutputCache
 from backend.models.scorer import load_scorer
 from backend.models.types import ModelInfo

@@ -26,21 +26,19 @@ from hypothesis import strategies as st
 
 from backend.chunkers import make_chunker
 from backend.errors import ParameterError
-from backend.metrics.quality import (
+from backend.metrics.cost import estimate_cost
+from backend.metrics.formulas import (
     PairTable,
     boundary_clarity,
     chunk_stickiness,
     cs_curve,
     edge_values,
-    estimate_cost,
-    information_support,
     kept_edges,
-    pair_table,
-    required_pairs,
     stickiness_edges,
     structural_entropy,
 )
-from backend.metrics.report import QualitySettings, quality_report
+from backend.metrics.report import QualitySettings
+from backend.metrics.scores import information_support, pair_table, quality_report, required_pairs
 from backend.models.cache import OutputCache
 from backend.models.embeddings import load_text_embedder
 from backend.models.scorer import load_scorer

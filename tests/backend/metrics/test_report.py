@@ -16,7 +16,7 @@ import pytest
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
 from backend.metrics.estimate import exact_estimate
-from backend.metrics.quality import PairTable, boundary_clarity, chunk_stickiness, dissimilarity
+from backend.metrics.formulas import PairTable, boundary_clarity, chunk_stickiness, dissimilarity
 from backend.metrics.report import (
     BEST,
     COLUMNS,
@@ -25,11 +25,11 @@ from backend.metrics.report import (
     QualityData,
     QualitySettings,
     model_needs,
-    quality_report,
     quality_row,
     table_csv,
     table_rows,
 )
+from backend.metrics.scores import quality_report
 from tests.support.quality import LengthScorer, chunking_of, quality_data
 
 # Three chunks: chunk 0 makes chunk 1 easier (nll 1 < 2), chunk 2 makes chunk 0 easier; the rest is harder.

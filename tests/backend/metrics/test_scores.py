@@ -9,9 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend.metrics.quality import pair_table
 from backend.metrics.report import QualitySettings, quality_row
-from backend.metrics.scores import cached_pair_table, cached_vectors, score_chunkings, table_key, vectors_key
+from backend.metrics.scores import (
+    cached_pair_table,
+    cached_vectors,
+    pair_table,
+    score_chunkings,
+    table_key,
+    vectors_key,
+)
 from backend.models.cache import OutputCache
 from backend.models.embeddings import embeddings_key
 from backend.models.types import ModelInfo

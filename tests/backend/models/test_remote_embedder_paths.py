@@ -14,7 +14,7 @@ import pytest
 from backend.chunkers import make_chunker
 from backend.chunkers.base import run_chunker
 from backend.chunkers.context import ModelContext
-from backend.metrics.report import quality_report
+from backend.metrics.scores import quality_report
 from backend.models.cache import OutputCache
 from backend.models.embedder import load_embedder
 from backend.models.remote_embedder import RemoteEmbedder
