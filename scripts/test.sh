@@ -13,4 +13,6 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-exec .venv/bin/python -m pytest tests "$@"
+# Every core works (pytest-xdist); a file's tests stay on one worker, so its module-scoped fixtures (a model,
+# an app server, a store) are built once. CHUNKLAB_TEST_WORKERS=0 runs in this process alone.
+exec .venv/bin/python -m pytest tests -n "${CHUNKLAB_TEST_WORKERS:-auto}" --dist loadfile "$@"

@@ -15,17 +15,13 @@ if str(ROOT) not in sys.path:
 # (an embedded Chroma folder is not safe to open from two processes). The converted models and
 # tokenizers are shared by every worker: they are written atomically, and converting the bundled
 # GGUF costs about 20 s a process.
-_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 _SHARED = ROOT / ".pytest_cache" / "chunklab-data"
-if "CHUNKLAB_DATA_DIR" not in os.environ:
-    _data = _SHARED if not _WORKER else ROOT / ".pytest_cache" / f"chunklab-data-{_WORKER}"
-    if _WORKER:
-        for _sub in ("models", "tokenizers"):
-            (_SHARED / _sub).mkdir(parents=True, exist_ok=True)
-            _data.mkdir(parents=True, exist_ok=True)
-            if not (_data / _sub).exists():
-                (_data / _sub).symlink_to(_SHARED / _sub, target_is_directory=True)
-    os.environ["CHUNKLAB_DATA_DIR"] = str(_data)
+os.environ.setdefault("CHUNKLAB_DATA_DIR", str(_SHARED))
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER and os.environ["CHUNKLAB_DATA_DIR"] == str(_SHARED):  # the controller's default, inherited
+    from tests.support.datadir import shared_models_data_dir
+
+    os.environ["CHUNKLAB_DATA_DIR"] = str(shared_models_data_dir(_SHARED.with_name(f"chunklab-data-{_WORKER}")))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
