@@ -62,7 +62,7 @@ def _import_panel():
         csv_path = st.text_input("questions.csv path", key=BENCHMARK("csv_path"), placeholder="/data/set/questions.csv")
         folder = st.text_input("Corpora folder", key=BENCHMARK("corpora_path"), placeholder="/data/set/corpora")
         if st.button("Load from paths", key=BENCHMARK("load_paths"), icon=":material/folder_open:"):
-            try:  # an empty folder: corpora/ beside the CSV
+            try:  # no corpora folder given: corpora/ beside the CSV
                 st.session_state[_IMPORTED] = load_question_set_at(csv_path, folder)
             except ChunkLabError as e:
                 st.error(one_line(str(e)), icon=":material/error:")
