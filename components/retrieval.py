@@ -21,6 +21,7 @@ import streamlit as st
 
 from backend.chunking import ConfigEntry
 from backend.errors import ChunkLabError, one_line
+from backend.figures.export import figure_html
 from backend.figures.markdown import md_text
 from backend.lab.benchmark import CANDIDATE_COLUMNS, BenchmarkView, candidate_rows
 from backend.lab.jobs import JobPlan
@@ -61,6 +62,7 @@ __all__ = [
     "per_corpus_frame",
     "candidates_frame",
     "start_benchmark",
+    "html_download",
 ]
 
 # The Retrieval page's state (pages/retrieval.py); a saved session reads and writes the same keys.
@@ -207,6 +209,14 @@ def per_corpus_frame(view: BenchmarkView) -> pd.DataFrame:
 def candidates_frame(gen: GeneratedQuestions) -> pd.DataFrame:
     """Every generated candidate (:func:`backend.lab.benchmark.candidate_rows`)."""
     return pd.DataFrame(candidate_rows(gen), columns=list(CANDIDATE_COLUMNS))
+
+
+def html_download(label: str, fig: Any, name: str, key: str) -> None:
+    """A download button for ``fig`` as a standalone HTML file (built on click, opens offline)."""
+    st.download_button(
+        label, lambda f=fig: figure_html(f), file_name=name, mime="text/html", key=key,
+        icon=":material/download:", on_click="ignore", help="A standalone HTML file of this chart (opens offline)",
+    )
 
 
 def start_benchmark(plan: JobPlan) -> None:

@@ -8,19 +8,18 @@ starts and shows is :mod:`backend.lab.benchmark`: the page reads widgets, makes 
 action and renders.
 """
 
-import json
-from pathlib import Path
-
-import pandas as pd
 import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
-from backend.figures.export import figure_html
-from backend.figures.retrieval import similarity_histogram
-from backend.lab.benchmark import benchmark_view, per_question, plan_benchmark, qset_name
-from backend.lab.questions import ChatEndpoint, generation_is_local, plan_generation
-from backend.retrieval.generation import DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_EXCERPT_THRESHOLD
-from backend.retrieval.questions import load_question_set, merge_question_sets, question_set_zip, questions_to_csv
+from backend.lab.benchmark import benchmark_view, plan_benchmark, qset_name
+from backend.lab.questions import (
+    generation_form,
+    generation_view,
+    load_question_set_at,
+    merge_questions,
+    plan_generation,
+    question_set_view,
+)
 from components.cached import sample_question_sets, sample_questions
 from components.keys import BENCHMARK, BENCHMARK_JOB, EMB_CHOICE, QSET
 from components.layout import ensure_routed
@@ -30,6 +29,7 @@ from components.retrieval import (
     COST_COLUMNS,
     SCORE_COLUMNS,
     candidates_frame,
+    html_download,
     md_text,
     per_corpus_frame,
     question_set_upload,
@@ -51,13 +51,6 @@ _DUP, _EXC = BENCHMARK("dup"), BENCHMARK("exc")
 _PLOT = {"displaylogo": False}
 
 
-def _html_download(label: str, fig, name: str, key: str) -> None:
-    st.download_button(
-        label, lambda f=fig: figure_html(f), file_name=name, mime="text/html", key=key,
-        icon=":material/download:", on_click="ignore", help="A standalone HTML file of this chart (opens offline)",
-    )
-
-
 def _import_panel():
     """Uploads or server paths → the imported question set (kept in the session)."""
     uploads, paths = st.tabs(["Upload files", "Paths on the server"])
@@ -69,16 +62,10 @@ def _import_panel():
         csv_path = st.text_input("questions.csv path", key=BENCHMARK("csv_path"), placeholder="/data/set/questions.csv")
         folder = st.text_input("Corpora folder", key=BENCHMARK("corpora_path"), placeholder="/data/set/corpora")
         if st.button("Load from paths", key=BENCHMARK("load_paths"), icon=":material/folder_open:"):
-            if not csv_path.strip():
-                st.error("Give the path of questions.csv.", icon=":material/error:")
-                return st.session_state.get(_IMPORTED)
-            folder_p = Path(folder.strip()).expanduser() if folder.strip() else None  # None: corpora/ beside the CSV
-            try:
-                st.session_state[_IMPORTED] = load_question_set(Path(csv_path.strip()).expanduser(), folder_p)
+            try:  # no corpora folder given: corpora/ beside the CSV
+                st.session_state[_IMPORTED] = load_question_set_at(csv_path, folder)
             except ChunkLabError as e:
                 st.error(one_line(str(e)), icon=":material/error:")
-            except OSError as e:
-                st.error(one_line(f"cannot read the question set: {e}"), icon=":material/error:")
     return st.session_state.get(_IMPORTED)
 
 
@@ -115,20 +102,13 @@ def _generation_panel(doc):
         n = c4.number_input("Questions", min_value=1, max_value=200, value=10, step=1, key=BENCHMARK("gen_n"))
         local = c5.toggle("Use the local model instead of an API", key=BENCHMARK("gen_local"))
         go = st.form_submit_button("Generate", type="primary", icon=":material/auto_awesome:", key=BENCHMARK("gen_go"))
-    use_local = generation_is_local(local, base_url, api_key)
-    if use_local:
-        st.warning(
-            "No LLM API in use: the bundled small model will phrase one question per passage Chunk Lab picks. "
-            "Its questions are plainly weaker than the report's LLM-generated ones (simpler, one excerpt each, "
-            "sometimes vague).",
-            icon=":material/warning:",
-        )
+    form = generation_form(local, base_url, api_key, model)
+    if form.warning:
+        st.warning(form.warning, icon=":material/warning:")
     if go:
         st.session_state[_GEN_JOB] = start_plan(plan_generation(
-            doc, int(n), method="bundled" if use_local else "chat",
-            chat=ChatEndpoint(base_url=base_url, model=model, api_key=api_key),
-            duplicate_threshold=st.session_state.get(_DUP, DEFAULT_DUPLICATE_THRESHOLD),
-            excerpt_threshold=st.session_state.get(_EXC, DEFAULT_EXCERPT_THRESHOLD),
+            doc, int(n), method=form.method, chat=form.chat,
+            duplicate_threshold=st.session_state.get(_DUP), excerpt_threshold=st.session_state.get(_EXC),
         ))
     job = job_outcome(_GEN_JOB, BENCHMARK("gen_cancel"), "Generation")
     if job is None:
@@ -136,30 +116,22 @@ def _generation_panel(doc):
     gen = job.result
     if gen.weak and gen.notice:
         st.warning(gen.notice, icon=":material/warning:")
+    # The sliders' values are in the session before they are drawn: the view is read at them.
+    gen_view = generation_view(gen, st.session_state.get(_DUP), st.session_state.get(_EXC))
     s1, s2 = st.columns(2)
-    st.session_state.setdefault(_DUP, DEFAULT_DUPLICATE_THRESHOLD)
-    st.session_state.setdefault(_EXC, DEFAULT_EXCERPT_THRESHOLD)
-    dup = s1.slider("Duplicate threshold", -1.0, 1.0, step=0.01, key=_DUP,
-                    help="Drop a question more similar than this to an earlier kept one (the report: 0.70)")
-    exc = s2.slider("Excerpt threshold", -1.0, 1.0, step=0.01, key=_EXC,
-                    help="Drop a question less similar than this to any of its excerpts (the report: 0.40)")
-    shown = gen.refilter(dup, exc)
-    st.caption(
-        f"**{len(shown.questions)}** kept of {len(gen.candidates)} candidates ({gen.attempts} attempts, "
-        f"{len(gen.rejected)} rejected: reply unparseable or an excerpt not in the document) · "
-        f"model {md_text(gen.model)} · {gen.seconds:.1f} s"
-    )
+    st.session_state.setdefault(_DUP, gen_view.duplicate_threshold)
+    st.session_state.setdefault(_EXC, gen_view.excerpt_threshold)
+    s1.slider("Duplicate threshold", -1.0, 1.0, step=0.01, key=_DUP,
+              help="Drop a question more similar than this to an earlier kept one (the report: 0.70)")
+    s2.slider("Excerpt threshold", -1.0, 1.0, step=0.01, key=_EXC,
+              help="Drop a question less similar than this to any of its excerpts (the report: 0.40)")
+    shown = gen_view.shown
+    st.caption(gen_view.caption)
     h1, h2 = st.columns(2)
     with h1:
-        st.plotly_chart(
-            similarity_histogram(gen.duplicate_similarities, dup, "question–question cosine similarity", "below"),
-            key=BENCHMARK("hist_dup"), config=_PLOT,
-        )
+        st.plotly_chart(gen_view.duplicate_histogram, key=BENCHMARK("hist_dup"), config=_PLOT)
     with h2:
-        st.plotly_chart(
-            similarity_histogram(gen.excerpt_similarities, exc, "question–excerpt cosine similarity", "above"),
-            key=BENCHMARK("hist_exc"), config=_PLOT,
-        )
+        st.plotly_chart(gen_view.excerpt_histogram, key=BENCHMARK("hist_exc"), config=_PLOT)
     st.dataframe(
         candidates_frame(shown), key=BENCHMARK("gen_table"), hide_index=True,
         column_config={"excerpt_similarity": st.column_config.NumberColumn("Excerpt sim.", format="%.2f")},
@@ -168,14 +140,14 @@ def _generation_panel(doc):
         if st.button("Add kept questions to the session set", key=BENCHMARK("gen_add"), icon=":material/playlist_add:",
                      disabled=not shown.questions):
             try:
-                st.session_state[QSET] = merge_question_sets(st.session_state.get(QSET), shown.question_set())
+                st.session_state[QSET] = merge_questions(st.session_state.get(QSET), shown.question_set())
             except ChunkLabError as e:
                 st.error(one_line(str(e)), icon=":material/error:")
             else:
                 st.toast(f"Added {len(shown.questions)} question(s)", icon=":material/check:")
         if shown.questions:
             st.download_button(
-                "CSV + corpus (zip)", lambda s=shown: question_set_zip(s.question_set()),
+                "CSV + corpus (zip)", question_set_view(shown.question_set()).zip,
                 file_name="generated_questions.zip", mime="application/zip", key=BENCHMARK("gen_zip"),
                 icon=":material/download:", on_click="ignore",
             )
@@ -215,7 +187,7 @@ if qset is not None:
     with st.expander("Questions"):
         st.dataframe(questions_frame(qset), key=BENCHMARK("questions"), hide_index=True)
         st.download_button(
-            "questions.csv", questions_to_csv(qset), file_name="questions.csv", mime="text/csv",
+            "questions.csv", question_set_view(qset).csv, file_name="questions.csv", mime="text/csv",
             key=BENCHMARK("dl_questions"), icon=":material/download:", on_click="ignore",
         )
 
@@ -271,7 +243,6 @@ if benchmark is None:
 
 # --- results ---------------------------------------------------------------------------------------
 view = benchmark_view(benchmark, job.meta, run.chunkings)
-tags = list(view.tags)
 st.subheader("Results", anchor=False)
 st.caption(view.caption)
 if job.meta.get("from_session"):
@@ -288,14 +259,14 @@ if view.per_corpus:
     st.markdown("**Per corpus**")
     st.dataframe(per_corpus_frame(view), key=BENCHMARK("per_corpus"), hide_index=True)
 with st.container(horizontal=True, gap="small"):
-    st.download_button("Results CSV", pd.DataFrame(list(view.results)).to_csv(index=False), file_name="benchmark.csv",
+    st.download_button("Results CSV", view.results_csv(), file_name="benchmark.csv",
                        mime="text/csv", key=BENCHMARK("dl_csv"), icon=":material/download:", on_click="ignore")
-    st.download_button("Results JSON", json.dumps(benchmark.to_json(), indent=2), file_name="benchmark.json",
+    st.download_button("Results JSON", view.results_json(), file_name="benchmark.json",
                        mime="application/json", key=BENCHMARK("dl_json"), icon=":material/download:", on_click="ignore")
-    st.download_button("Per-question CSV", lambda: per_question(benchmark, tags).to_csv(),
+    st.download_button("Per-question CSV", lambda: view.per_question().to_csv(),
                        file_name="benchmark_questions.csv", mime="text/csv", key=BENCHMARK("dl_questions_csv"),
                        icon=":material/download:", on_click="ignore")
-    st.download_button("Per-question JSON", lambda: per_question(benchmark, tags).to_json(),
+    st.download_button("Per-question JSON", lambda: view.per_question().to_json(),
                        file_name="benchmark_questions.json", mime="application/json",
                        key=BENCHMARK("dl_questions_json"), icon=":material/download:", on_click="ignore")
 
@@ -318,7 +289,7 @@ metric = st.segmented_control(
 )
 heat = view.question_heatmap(metric)
 st.plotly_chart(heat, key=BENCHMARK("heat_q"), config=_PLOT)
-_html_download("Heat map (HTML)", heat, f"questions_{metric}.html", BENCHMARK("dl_heat_q"))
+html_download("Heat map (HTML)", heat, f"questions_{metric}.html", BENCHMARK("dl_heat_q"))
 
 st.subheader("Agreement and coverage", anchor=False)
 corpora = view.corpora
@@ -333,13 +304,13 @@ if agreement is not None:
     a1, a2 = st.columns(2)
     with a1:
         st.plotly_chart(fig_b, key=BENCHMARK("agree_bounds"), config=_PLOT)
-        _html_download("Boundary IoU (HTML)", fig_b, f"agreement_boundaries_{corpus}.html", BENCHMARK("dl_agree_b"))
+        html_download("Boundary IoU (HTML)", fig_b, f"agreement_boundaries_{corpus}.html", BENCHMARK("dl_agree_b"))
     with a2:
         st.plotly_chart(fig_o, key=BENCHMARK("agree_overlap"), config=_PLOT)
-        _html_download("Span overlap (HTML)", fig_o, f"agreement_overlap_{corpus}.html", BENCHMARK("dl_agree_o"))
+        html_download("Span overlap (HTML)", fig_o, f"agreement_overlap_{corpus}.html", BENCHMARK("dl_agree_o"))
 else:
     st.caption("Agreement needs two configurations or more.")
 st.caption("How many questions retrieved each stretch of the corpus, per configuration; the last row is where the excerpts are.")
 strip = view.coverage(corpus)
 st.plotly_chart(strip, key=BENCHMARK("coverage"), config=_PLOT)
-_html_download("Coverage strip (HTML)", strip, f"coverage_{corpus}.html", BENCHMARK("dl_coverage"))
+html_download("Coverage strip (HTML)", strip, f"coverage_{corpus}.html", BENCHMARK("dl_coverage"))

@@ -13,16 +13,9 @@ from functools import partial
 
 import streamlit as st
 
-from backend.chunkers.run import needs_model
-from backend.chunking import ChunkerConfig, ConfigEntry
 from backend.errors import ChunkLabError, one_line
 from backend.figures.text import STYLE
-from backend.lab.compare import chunk_entries
-from backend.lab.edit import EditState, edited_title, is_edited
-from backend.lab.edit_metrics import boundary_values
-from backend.lab.edit_view import WINDOW_CHARS, chunk_spans, edit_view, page_of, sentence_start
-from backend.lab.ppl import held_scores
-from backend.text.document import Document
+from backend.lab.edit_view import edit_base, edit_chunking, edited_copies, editor_view, open_copy, page_of, sentence_start
 from components.cached import chunk_document
 from components.edit import MESSAGE, NOTE, apply_edit, edit_copy_button, edit_text
 from components.edit_metrics import edit_metrics_panel
@@ -68,20 +61,20 @@ def _on_pick() -> None:
     _set_page(1)
 
 
-def _follow(doc: Document, uid: int) -> None:
+def _follow(doc, uid: int) -> None:
     """Show the window of the selected cut (after an edit made from the widgets or the curve)."""
     cut = st.session_state.get(_cut_key(uid))
     if isinstance(cut, int):
-        _set_page(page_of(doc, int(cut), WINDOW_CHARS))
+        _set_page(page_of(doc, int(cut)))
 
 
-def _on_pick_cut(doc: Document, uid: int, picker: str) -> None:
+def _on_pick_cut(doc, uid: int, picker: str) -> None:
     """A cut picked in the selectbox: select it (its move buttons) and show its window."""
     st.session_state[_cut_key(uid)] = st.session_state[picker]
     _follow(doc, uid)
 
 
-def _act(uid: int, doc: Document, spans: tuple, action: str, offset: int | None, step: int = 0, follow=False) -> None:
+def _act(uid: int, doc, spans: tuple, action: str, offset: int | None, step: int = 0, follow=False) -> None:
     """A widget's action on the edited copy ``uid`` (one call: :func:`components.edit.apply_edit`)."""
     if offset is None:
         return
@@ -90,7 +83,7 @@ def _act(uid: int, doc: Document, spans: tuple, action: str, offset: int | None,
         _follow(doc, uid)
 
 
-def _on_text_click(uid: int, doc: Document, spans: tuple) -> None:
+def _on_text_click(uid: int, doc, spans: tuple) -> None:
     """A click in the text: ``{action, offset, step}`` from the component."""
     click = st.session_state[_TEXT]["click"]
     if isinstance(click, dict) and click.get("offset") is not None:
@@ -98,14 +91,14 @@ def _on_text_click(uid: int, doc: Document, spans: tuple) -> None:
                    int(click.get("step") or 0), select_key=_cut_key(uid))
 
 
-def _on_curve_click(uid: int, doc: Document, spans: tuple) -> None:
+def _on_curve_click(uid: int, doc, spans: tuple) -> None:
     """A click on a point of the curve: a cut before that sentence (or none, when it is one)."""
     points = st.session_state[_CURVE].selection.points
     if points and points[0].get("customdata"):
         apply_edit(uid, doc, spans, "toggle", int(points[0]["customdata"][0]), select_key=_cut_key(uid))
 
 
-def _on_add_sentence(uid: int, doc: Document, spans: tuple) -> None:
+def _on_add_sentence(uid: int, doc, spans: tuple) -> None:
     try:
         offset = sentence_start(doc, int(st.session_state[_SENTENCE]))
     except ChunkLabError as e:
@@ -125,18 +118,16 @@ def _step(uid: int, forward: bool) -> None:
     st.session_state.pop(_cut_key(uid), None)
 
 
-def _chunking(doc: Document, config: ChunkerConfig):
-    """``config``'s chunking as Compare gets it (model-backed: this page's runs or the cache): one column."""
-    lm = session_models() if needs_model(config) else None
+def _chunk(d, config):
+    return chunk_document(d, d.id, config)
 
-    def with_model(d, c):
-        if lm.error:
-            raise ChunkLabError(lm.error)
-        return model_chunking(d, c, lm, EDIT)
 
-    column = chunk_entries(doc, [ConfigEntry(-1, "base", config)], lambda d, c: chunk_document(d, d.id, c),
-                           with_model)[0]
-    return column, lm
+def _with_model(d, config):
+    """A model-backed configuration: this page's model runs or the output cache, never a model call."""
+    lm = session_models()
+    if lm.error:
+        raise ChunkLabError(lm.error)
+    return model_chunking(d, config, lm, EDIT)
 
 
 st.html(STYLE)
@@ -151,8 +142,8 @@ if st.session_state.get(NOTE):
 
 doc = require_document()
 entries = configurations()
-copies = [e for e in entries if is_edited(e.config)]
-if not copies:
+copies = edited_copies(entries)
+if not copies.entries:
     st.info(
         'No edited copy yet: press **Edit a copy** on a configuration\'s card on the Compare page '
         "(or on the Meta-Chunking page), or make one here.",
@@ -167,60 +158,48 @@ if not copies:
             edit_copy_button(chosen.config, doc, chosen.tag, EDIT("make"), type="primary")
     st.stop()
 
-uids = [e.uid for e in copies]
+uids = copies.uids
 # "C = A, edited": what the copy is (the count line under it follows each edit; the editor reruns alone).
-titles = {e.uid: edited_title(e, entries).rsplit(": ", 1)[0] for e in copies}
 if st.session_state.get(EDIT_OPEN) in uids and st.session_state.get(_PICK) != st.session_state[EDIT_OPEN]:
     st.session_state[_PICK] = st.session_state[EDIT_OPEN]
     _set_page(1)
 if st.session_state.get(_PICK) not in uids:
     st.session_state[_PICK] = uids[-1]
-uid = st.selectbox("Edited copy", uids, key=_PICK, format_func=titles.get, on_change=_on_pick)
-entry = next(e for e in copies if e.uid == uid)
+uid = st.selectbox("Edited copy", uids, key=_PICK, format_func=copies.titles.get, on_change=_on_pick)
 
 states = st.session_state.setdefault(EDIT_STATES, {})
-state = states.get(uid)
-if state is None or state.config != entry.config:  # e.g. a session just opened: its edits as one step
-    try:
-        state = states[uid] = EditState.of(entry.config)
-    except ChunkLabError as e:
-        st.error(one_line(str(e)), icon=":material/error:")
-        st.stop()
-if state.doc_id and state.doc_id != doc.id:
-    st.warning(
-        f"{entry.tag} was edited on another document: on this one its chunks are its base's. "
-        "Make a new copy to edit this document.",
-        icon=":material/warning:",
-    )
+opened = open_copy(doc, entries, uid, states.get(uid))
+if opened.problem:
+    st.error(one_line(opened.problem), icon=":material/error:")
+    st.stop()
+state = states[uid] = opened.state
+if opened.other_document:
+    st.warning(opened.other_document, icon=":material/warning:")
     edit_copy_button(state.base, doc, state.base.label, EDIT("remake"))
     st.stop()
 
-base_column, lm = _chunking(doc, state.base)
-if base_column.pending:
+lm = session_models()
+base = edit_base(doc, state, _chunk, _with_model, lm)
+if base.column.pending:
     pending_runs_panel(doc, lm, [state.base], EDIT)
     st.stop()
-if base_column.chunking is None:
-    st.error(f"The base {state.base.label} failed: {base_column.error}", icon=":material/error:")
+if base.error:
+    st.error(base.error, icon=":material/error:")
     st.stop()
-base = base_column.chunking
-base_entry = next((e for e in entries if e.uid != uid and e.config == state.base), None)
-spans = chunk_spans(base)
-scores = held_scores(None, doc, lm or session_models()) if doc.sentences else None
 
 
 @st.fragment
-def editor(uid: int, doc: Document, base, spans: tuple, scores, base_entry: ConfigEntry | None) -> None:
+def editor(uid: int, doc, base, spans: tuple, scores, base_entry) -> None:
     """The text window, the widgets, the curve, the downloads and the metrics: a click reruns only this."""
     state = st.session_state[EDIT_STATES][uid]
     cut_key = _cut_key(uid)
-    column, lm = _chunking(doc, state.config)
+    column = edit_chunking(doc, state.config, _chunk, _with_model)
     edited = column.chunking
     # The BC of each cut from what is known (the Quality store, else the output cache): no model call.
-    bc = boundary_values(doc, edited, lm or session_models(), quality_store(doc), mode=get("quality", "bc_mode"),
-                         window=get("quality", "window")) if edited is not None else None
-    view = edit_view(
-        doc, state, spans, page=st.session_state.get(_PAGE, 1), window=WINDOW_CHARS, scores=scores, value=_VALUE,
-        show_minima=bool(st.session_state.get(_MINIMA)), bc=bc or None, selected=st.session_state.get(cut_key),
+    view = editor_view(
+        doc, state, spans, edited, session_models(), quality_store(doc), bc_mode=get("quality", "bc_mode"),
+        bc_window=get("quality", "window"), page=st.session_state.get(_PAGE, 1), scores=scores, value=_VALUE,
+        show_minima=bool(st.session_state.get(_MINIMA)), selected=st.session_state.get(cut_key),
     )
     if st.session_state.get(cut_key) not in view.cuts:
         st.session_state.pop(cut_key, None)
@@ -297,4 +276,4 @@ def editor(uid: int, doc: Document, base, spans: tuple, scores, base_entry: Conf
     edit_metrics_panel(doc, base_entry, base, edited_entry, edited)
 
 
-editor(uid, doc, base, spans, scores, base_entry)
+editor(uid, doc, base.column.chunking, base.spans, base.scores, opened.base_entry)

@@ -10,25 +10,20 @@ alike; a retriever's panel explains its answer. What the page shows is
 import streamlit as st
 
 from backend.errors import ChunkLabError, one_line
-from backend.figures.charts import config_color
-from backend.figures.retrieval_html import RET_STYLE
-from backend.figures.text import STYLE, esc, tag_badge_html
-from backend.lab.compare import chunk_entries
+from backend.lab.questions import merge_questions, question_set_view, save_question
 from backend.lab.retrieval import (
+    PAGE_STYLE,
     add_marks,
-    document_view,
+    answer_marks,
+    answer_view,
     indexing_resume_note,
-    marks_caption,
     plan_cp,
     plan_search,
-    scores_view,
-    search_inputs,
+    retrieval_inputs,
     search_view,
     sentence_picker,
     store_caption,
 )
-from backend.retrieval.live import add_questions, marked_ranges, questions_over
-from backend.retrieval.questions import merge_question_sets, question_set_zip, questions_to_csv
 from components.cached import chunk_document
 from components.demo import demo_question, take_demo_start
 from components.keys import COMPARE, EMB_CHOICE, QSET, RETRIEVAL
@@ -77,9 +72,9 @@ def _reset_for(doc_id: str) -> None:
         st.session_state[_PICK] = []
 
 
-def _marks(doc) -> list[tuple[int, int]]:
-    """The marked answer: pasted excerpts and picked sentences."""
-    return marked_ranges(doc, st.session_state.get(_MARKS, []), st.session_state.get(_PICK, []))
+def _marks(doc):
+    """The marked answer (pasted excerpts and picked sentences): its ranges and caption."""
+    return answer_marks(doc, st.session_state.get(_MARKS, []), st.session_state.get(_PICK, []))
 
 
 def _on_mark(text: str) -> None:
@@ -115,7 +110,7 @@ def _supersede(*keys: str) -> None:
             job.cancel()
 
 
-st.html(STYLE + RET_STYLE)
+st.html(PAGE_STYLE)
 st.title("Retrieval")
 doc = require_document()
 _reset_for(doc.id)
@@ -147,15 +142,13 @@ chosen_uids = st.multiselect(
 )
 chosen = [by_uid[u] for u in chosen_uids]
 lm = session_models()
-inputs = search_inputs(chunk_entries(
+inputs = retrieval_inputs(
     doc, chosen, lambda d, c: chunk_document(d, d.id, c),
     lambda d, c: model_chunking(d, c, lm, COMPARE),  # Compare's model runs, or the cache
-))
+)
 for note in inputs.notes:
     st.caption(note)
-colors = {e.tag: config_color(e.uid) for e in chosen}
-labels = {e.tag: e.config.label for e in chosen}
-uids = {e.tag: e.uid for e in chosen}
+labels = inputs.labels
 
 with st.form(RETRIEVAL("query_form"), border=True):
     left, right = st.columns([5, 1], vertical_alignment="bottom")
@@ -174,7 +167,7 @@ emb_spec = st.session_state.get(EMB_CHOICE)
 search_again = take_search_again()  # an opened session's search: its results come back
 if search or demo_search or search_again:
     try:
-        plan = plan_search(doc, inputs.chunkings, emb_spec, query, k, marks=_marks(doc),
+        plan = plan_search(doc, inputs.chunkings, emb_spec, query, k, marks=_marks(doc).ranges,
                            train_on=st.session_state.get(QSET))
     except ChunkLabError as e:
         st.error(one_line(str(e)), icon=":material/error:")
@@ -197,7 +190,7 @@ if view.tags:
     st.caption(view.caption)
     for col, tag in grid(list(view.tags), HITS_PER_ROW):
         with col:
-            st.html(f"{tag_badge_html(tag, colors[tag])}<b>{esc(labels[tag])}</b>")
+            st.html(inputs.header(tag))
             st.html(view.tables[tag])  # RET_STYLE is on the page already
 elif job is None:
     st.caption("Type a query and press Search: every selected configuration returns its top chunks.")
@@ -207,9 +200,9 @@ if view.panels:
     st.subheader("Retrievers", anchor=False)
     st.caption("How each multi-granularity retriever answered: the router's weights, every level's candidates "
                "along the document, and what it returned. Open a retriever to see them.")
-    marked_now = _marks(doc)  # the panels' top-1 IoU bars follow the marks without a new search
+    marked_now = _marks(doc).ranges  # the panels' top-1 IoU bars follow the marks without a new search
     for tag, live in view.panels.items():
-        retriever_panel(tag, labels[tag], colors[tag], live, marked_now, RETRIEVAL, uids[tag])
+        retriever_panel(tag, labels[tag], inputs.colors[tag], live, marked_now, RETRIEVAL, inputs.uids[tag])
 
 # --- the true answer ---------------------------------------------------------------------------
 st.subheader("True answer", anchor=False)
@@ -237,9 +230,10 @@ with pick_col:
         format_func=picker.labels.get,
         help="Long documents list the sentences of the retrieved chunks only.",
     )
-marks = _marks(doc)
+marked = _marks(doc)
+marks = marked.ranges
 if marks:
-    st.caption(marks_caption(marks))
+    st.caption(marked.caption)
 
 # --- scores and CP -----------------------------------------------------------------------------
 cp_values = None
@@ -266,18 +260,18 @@ if view.tags:
     if done is not None:
         cp_values = done.result
 
-if view.tags and marks:
+answered = answer_view(doc, view, inputs, marks, cp_values)
+if answered.scores is not None:
     st.subheader("Scores", anchor=False)
-    scores = scores_view(view, marks, cp_values)
-    st.dataframe(scores_frame(scores), key=RETRIEVAL("scores"), column_config=SCORES_COLUMN_CONFIG)
-    st.caption(scores.caption)
+    st.dataframe(scores_frame(answered.scores), key=RETRIEVAL("scores"), column_config=SCORES_COLUMN_CONFIG)
+    st.caption(answered.scores.caption)
 elif view.tags:
     st.caption("Mark the true answer to see recall, precision, precision-Ω and IoU per configuration.")
 
 # --- the document view -----------------------------------------------------------------------------
-if view.tags or marks:
+if answered.document is not None:
     st.subheader("In the document", anchor=False)
-    shown = document_view(doc, view, colors, labels, marks)
+    shown = answered.document
     st.html(shown.legend)
     with st.container(height=600, border=True, key=RETRIEVAL("view")):
         st.html(shown.html)
@@ -287,14 +281,15 @@ st.subheader("Question set", anchor=False)
 qset = st.session_state.get(QSET)
 if st.button("Save query and marks", key=RETRIEVAL("save"), icon=":material/bookmark_add:", disabled=not marks):
     try:
-        qset = st.session_state[QSET] = add_questions(qset, doc, query, marks)
+        qset = st.session_state[QSET] = save_question(qset, doc, query, marks)
     except ChunkLabError as e:
         st.error(one_line(str(e)), icon=":material/error:")
     else:
         st.toast(f"Saved: {len(qset)} question(s) in the set", icon=":material/check:")
 if qset is not None and len(qset):
     st.dataframe(questions_frame(qset), key=RETRIEVAL("qset_table"), hide_index=True)
-    saved = questions_over(qset, doc)
+    shown_set = question_set_view(qset, doc)
+    saved = shown_set.saved
     with st.container(horizontal=True, gap="small", vertical_alignment="bottom"):
         if saved:
             st.selectbox(
@@ -303,11 +298,11 @@ if qset is not None and len(qset):
             )
             st.button("Load", key=RETRIEVAL("load"), on_click=_load_question, args=(saved,), icon=":material/upload:")
         st.download_button(
-            "CSV", questions_to_csv(qset), file_name="questions.csv", mime="text/csv", key=RETRIEVAL("dl_csv"),
+            "CSV", shown_set.csv, file_name="questions.csv", mime="text/csv", key=RETRIEVAL("dl_csv"),
             icon=":material/download:", on_click="ignore", help="The Chroma format's questions.csv",
         )
         st.download_button(
-            "CSV + corpora (zip)", lambda q=qset: question_set_zip(q), file_name="question_set.zip",
+            "CSV + corpora (zip)", shown_set.zip, file_name="question_set.zip",
             mime="application/zip", key=RETRIEVAL("dl_zip"), icon=":material/download:", on_click="ignore",
             help="questions.csv and corpora/<corpus_id>.md: import it here or run `python -m backend eval`",
         )
@@ -323,7 +318,7 @@ with st.expander("Import a question set (Chroma format)"):
     imported = question_set_upload(RETRIEVAL, "Import")
     if imported is not None:
         try:
-            st.session_state[QSET] = merge_question_sets(qset, imported)
+            st.session_state[QSET] = merge_questions(qset, imported)
         except ChunkLabError as e:
             st.error(one_line(str(e)), icon=":material/error:")
         else:

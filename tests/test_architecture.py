@@ -468,3 +468,46 @@ def test_the_job_rule_fails_on_a_crafted_page(tmp_path):
         "pages.fake:1 calls start_job (a job's plan comes from backend.lab)",
         "pages.fake:2 calls JobPlan (a job's plan comes from backend.lab)",
     ]
+
+
+# --- a page's surface on the backend: few names, each a call a form handler makes --------------------------
+
+# The most distinct backend names a page may import (``from backend.x import a`` counts ``a``, ``import
+# backend.x`` counts ``backend.x``; scripts/architecture_stats.py reports the same count per page). A page
+# that needs more is planning work that belongs in backend/lab. Lower it as the largest pages thin out
+# (2026-11-28: retrieval 16, ppl 15, corpus 13, benchmark 11, edit 10).
+MAX_PAGE_BACKEND_NAMES = 16
+
+
+def page_backend_names(path: Path) -> set[str]:
+    """The distinct backend names a page imports, as ``module.name`` (or the module, for ``import backend.x``)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "backend":
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == "backend")
+    return names
+
+
+def test_pages_import_few_backend_names():
+    over = {
+        module: len(names)
+        for module, path in project_modules().items()
+        if module.startswith("pages.") and len(names := page_backend_names(path)) > MAX_PAGE_BACKEND_NAMES
+    }
+    assert over == {}
+
+
+def test_the_page_name_count_fails_on_a_crafted_page(tmp_path):
+    src = (
+        "import backend.lab.compare\n"
+        "from backend.errors import ChunkLabError, one_line\n"
+        "from backend.lab.compare import chunk_entries\n"
+        "from components.keys import COMPARE\n"
+        "def f():\n    from backend.errors import one_line\n"
+    )
+    assert page_backend_names(_write(tmp_path / "fake.py", src)) == {
+        "backend.lab.compare", "backend.errors.ChunkLabError", "backend.errors.one_line",
+        "backend.lab.compare.chunk_entries",
+    }

@@ -10,7 +10,8 @@ exports, the report and every page run it through the registry:
 Cuts. A chunking's *cuts* are the starts of its chunks after the first. The edits change the
 base's cut set, in order: ``+N`` adds a cut at character ``N`` snapped to the nearest sentence
 start (``snap=sentence``), word start (``word``) or kept as it is (``char``); ``-N`` removes the
-cut nearest ``N``. An added cut must fall strictly inside a chunk with text on both sides, and not where two
+cut nearest ``N``. An offset past the document's end is bad input (:func:`check_offsets`: one line naming
+it). An added cut must fall strictly inside a chunk with text on both sides, and not where two
 chunks of an overlapping base overlap; one that does not (a cut already there, a gap between
 chunks, an overlap, nothing left of it) changes nothing
 and the run report says so. :func:`canonical_edits` writes the same change as the base's cuts
@@ -50,6 +51,7 @@ __all__ = [
     "apply_edits",
     "base_config",
     "canonical_edits",
+    "check_offsets",
     "cuts_of",
     "edit_rows",
     "format_edits",
@@ -116,6 +118,18 @@ def base_config(spec: str, tokenizer: str) -> ChunkerConfig:
     except ParameterError as e:
         raise ParameterError(f"manual: base {spec[:80]!r}: {e}") from None
     return chunker.config
+
+
+def check_offsets(doc: Document, edits: Sequence[Edit]) -> None:
+    """Check that every edit's offset lies in ``doc`` (0 to its length; a negative one does not parse).
+
+    Raises:
+        ParameterError: the first edit past the end, named with the document's length.
+    """
+    n = len(doc.text)
+    bad = next((e for e in edits if e.offset > n), None)
+    if bad is not None:
+        raise ParameterError(f"manual: edit {bad} is outside the document: offsets go from 0 to {n:,}")
 
 
 def snap_offset(doc: Document, offset: int, snap: str, *, word_starts: Sequence[int] | None = None) -> int:
@@ -206,8 +220,14 @@ def apply_edits(doc: Document, base: Sequence[tuple[int, int]], edits: Sequence[
 
     An added cut must fall strictly inside a chunk of the state it is added to, with text on
     both sides once whitespace at the cut is left out; else the edit is ignored (and named in
-    :attr:`EditResult.ignored`).
+    :attr:`EditResult.ignored`). So :attr:`EditResult.added` and :attr:`EditResult.removed` count
+    what the edits did, not how many were written: a cut added where one is (or snapped onto one)
+    is not counted.
+
+    Raises:
+        ParameterError: an offset past the document's end (:func:`check_offsets`).
     """
+    check_offsets(doc, edits)
     text = doc.text
     base = [(int(s), int(e)) for s, e in base]
     base_cuts = cuts_of(base)

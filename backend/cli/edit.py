@@ -24,7 +24,7 @@ from typing import Any
 
 from backend.chunkers import run_chunker
 from backend.chunkers.context import ModelContext
-from backend.chunkers.manual import SNAPS, base_config, format_edits, parse_edits
+from backend.chunkers.manual import SNAPS, base_config, check_offsets, format_edits, parse_edits
 from backend.chunking import ChunkerConfig, ConfigEntry
 from backend.cli.common import (
     StderrProgress,
@@ -116,10 +116,12 @@ def _quality(args: argparse.Namespace, doc: Document, entries: tuple, chunkings:
 def run(args: argparse.Namespace) -> int:
     """Run ``edit``; errors propagate as :class:`~backend.errors.ChunkLabError` for the CLI to print."""
     base = base_config(args.base, "cl100k")  # bad arguments fail before the document is read
-    edits = format_edits(parse_edits(args.edits))
+    parsed = parse_edits(args.edits)
+    edits = format_edits(parsed)
     if args.corpora is not None and args.questions is None:
         raise ParameterError("--corpora needs --questions")  # before the document is read
     doc = load_input(args.file)
+    check_offsets(doc, parsed)  # an offset past the end: exit 2 before any model loads
     edited_config = _edited_config(base, doc, edits, args.snap)
     entries = (ConfigEntry(0, "A", base), ConfigEntry(1, "B", edited_config))
     line = StderrProgress("scoring")

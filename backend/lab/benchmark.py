@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 from backend.chunkers.run import needs_model
@@ -235,6 +236,18 @@ class BenchmarkView:
     def corpora(self) -> tuple[str, ...]:
         """The corpora the run covered, in order."""
         return tuple(self.benchmark.corpora) if self.benchmark is not None else ()
+
+    def results_csv(self) -> str:
+        """The results table as CSV (:attr:`results`): what the page's "Results CSV" downloads."""
+        return pd.DataFrame(list(self.results)).to_csv(index=False)
+
+    def results_json(self) -> str:
+        """The benchmark as JSON (:meth:`Benchmark.to_json`, indented)."""
+        return json.dumps(self.benchmark.to_json(), indent=2)
+
+    def per_question(self) -> PerQuestion:
+        """Every question under every configuration (:func:`per_question`), tagged as the table is."""
+        return per_question(self.benchmark, self.tags)
 
     def bars(self) -> go.Figure:
         """Grouped bars of every metric per configuration."""

@@ -9,24 +9,36 @@ the base's removed), the perplexity minima as hints and the curve of the window'
 when the document's per-sentence scores are held (:class:`~backend.chunkers.meta.results.PPLScores`,
 never a model call here). Only the window is drawn: on a 36-page PDF a click costs a page of
 text, not the document.
+
+The page's other steps are one call each too: :func:`edited_copies` (the session's edited copies
+and their titles), :func:`open_copy` (the state of the copy picked, or one line saying why it
+cannot be edited here), :func:`edit_base` (the base's chunking, its spans and the held
+per-sentence scores) and :func:`editor_view` (:func:`edit_view` with each cut's Boundary Clarity
+from what is known).
 """
 
 from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import plotly.graph_objects as go
 
-from backend.chunkers.manual import EditResult
+from backend.chunkers.manual import EditResult, check_offsets, parse_edits
 from backend.chunkers.meta.algorithms import boundary_candidates, sentence_values
 from backend.chunkers.meta.results import PPLScores
-from backend.chunking import Chunking, edit_summary
+from backend.chunkers.run import ChunkFn
+from backend.chunking import ChunkerConfig, Chunking, ConfigEntry, edit_summary
 from backend.errors import ParameterError
 from backend.figures.edit import CurvePoint, CutMark, edit_curve, edit_text_html
-from backend.lab.edit import EditOutcome, EditState, add_cut, move_cut, remove_cut, toggle_cut
+from backend.lab.compare import Column, chunk_entries
+from backend.lab.edit import EditOutcome, EditState, add_cut, edited_title, is_edited, move_cut, remove_cut, toggle_cut
+from backend.lab.edit_metrics import boundary_values
+from backend.lab.models import SessionModels
+from backend.lab.ppl import held_scores
 from backend.text.document import Document
 
 __all__ = [
@@ -41,6 +53,14 @@ __all__ = [
     "edit_view",
     "sentence_start",
     "chunk_spans",
+    "EditedCopies",
+    "edited_copies",
+    "OpenCopy",
+    "open_copy",
+    "EditBase",
+    "edit_chunking",
+    "edit_base",
+    "editor_view",
 ]
 
 WINDOW_CHARS = 6_000  # characters per page of the Edit page's text (a page ends at a sentence start)
@@ -320,3 +340,133 @@ def edit_action(
         new = sorted(set(outcome.state.result(doc, base_spans).cuts) - set(state.result(doc, base_spans).cuts))
         cut = new[0] if len(new) == 1 else None
     return EditAction(outcome, cut)
+
+
+# --- the page's steps, one call each ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EditedCopies:
+    """The session's edited copies, in order, and what the page's picker calls each.
+
+    Attributes:
+        entries: The edited copies (``manual`` configurations) among the session's configurations.
+        titles: Per uid, ``C = A, edited`` (its base's letter, else the base's label).
+    """
+
+    entries: tuple[ConfigEntry, ...]
+    titles: Mapping[int, str]
+
+    @property
+    def uids(self) -> list[int]:
+        return [e.uid for e in self.entries]
+
+
+def edited_copies(entries: Sequence[ConfigEntry]) -> EditedCopies:
+    """The edited copies among ``entries`` and their picker titles (the count line follows each edit apart)."""
+    copies = tuple(e for e in entries if is_edited(e.config))
+    return EditedCopies(copies, {e.uid: edited_title(e, entries).rsplit(": ", 1)[0] for e in copies})
+
+
+@dataclass(frozen=True)
+class OpenCopy:
+    """The edited copy the page opens: its state, or why it cannot be edited on this document.
+
+    Attributes:
+        entry: The copy's configuration entry.
+        state: Its edit state (the one held when it is still the copy's, else read from its configuration).
+        problem: One line when the copy cannot be edited at all (its edits are unreadable, or an offset
+            lies outside the document); ``state`` is then None.
+        other_document: One line when the edits were made on another document (the page offers a new copy).
+        base_entry: The session's configuration the copy was made from, when it is still there.
+    """
+
+    entry: ConfigEntry
+    state: EditState | None
+    problem: str | None = None
+    other_document: str | None = None
+    base_entry: ConfigEntry | None = None
+
+
+def open_copy(doc: Document, entries: Sequence[ConfigEntry], uid: int, held: EditState | None) -> OpenCopy:
+    """Open the edited copy ``uid`` of ``entries`` on ``doc``, keeping ``held`` (its undo history) while it is current."""
+    entry = next(e for e in entries if e.uid == uid)
+    state = held
+    if state is None or state.config != entry.config:  # e.g. a session just opened: its edits as one step
+        try:
+            state = EditState.of(entry.config)
+        except ParameterError as e:
+            return OpenCopy(entry, None, problem=str(e))
+    if state.doc_id and state.doc_id != doc.id:
+        return OpenCopy(entry, state, other_document=(
+            f"{entry.tag} was edited on another document: on this one its chunks are its base's. "
+            "Make a new copy to edit this document."))
+    try:
+        check_offsets(doc, parse_edits(state.edits))
+    except ParameterError as e:
+        return OpenCopy(entry, None, problem=f"{entry.tag} cannot be edited here: {e}")
+    base_entry = next((e for e in entries if e.uid != uid and e.config == state.base), None)
+    return OpenCopy(entry, state, base_entry=base_entry)
+
+
+def edit_chunking(doc: Document, config: ChunkerConfig, chunk: ChunkFn, with_model: ChunkFn) -> Column:
+    """``config``'s chunking as Compare gets it (:func:`backend.lab.compare.chunk_entries`): done, pending or failed."""
+    return chunk_entries(doc, [ConfigEntry(-1, "base", config)], chunk, with_model)[0]
+
+
+@dataclass(frozen=True)
+class EditBase:
+    """What the edits apply to: the base's chunking (or why there is none yet) and the document's held scores.
+
+    Attributes:
+        column: The base's chunking, pending a model run, or failed.
+        spans: The base's chunk spans (empty unless done).
+        scores: The document's per-sentence scores under the session's model when held (cache included), else None.
+        error: ``The base … failed: …`` when it failed, else None.
+    """
+
+    column: Column
+    spans: tuple[tuple[int, int], ...]
+    scores: PPLScores | None
+    error: str | None
+
+
+def edit_base(doc: Document, state: EditState, chunk: ChunkFn, with_model: ChunkFn, models: SessionModels) -> EditBase:
+    """The base of ``state`` on ``doc`` (:func:`edit_chunking`) and the held scores (never a model call)."""
+    column = edit_chunking(doc, state.base, chunk, with_model)
+    error = None
+    if column.chunking is None and not column.pending:
+        error = f"The base {state.base.label} failed: {column.error}"
+    spans = chunk_spans(column.chunking) if column.chunking is not None else ()
+    scores = held_scores(None, doc, models) if doc.sentences else None
+    return EditBase(column, spans, scores, error)
+
+
+def editor_view(
+    doc: Document,
+    state: EditState,
+    base_spans: Sequence[tuple[int, int]],
+    edited: Chunking | None,
+    models: SessionModels,
+    store: Mapping[Hashable, Any],
+    *,
+    bc_mode: str,
+    bc_window: int | None,
+    **view: Any,
+) -> EditView:
+    """:func:`edit_view` with the BC of each cut of ``edited`` from what is known (the Quality store, else the cache).
+
+    Args:
+        doc: The document.
+        state: The edited copy's state.
+        base_spans: The base's chunk spans.
+        edited: The copy's chunking (None: not chunked, no BC).
+        models: The session's models (BC's language model; never called).
+        store: The session's quality store.
+        bc_mode: BC's mode.
+        bc_window: The pair window the store's tables were scored with.
+        **view: :func:`edit_view`'s keyword arguments (``page``, ``scores``, ``show_minima``, ``selected``…).
+    """
+    bc = (boundary_values(doc, edited, models, store, mode=bc_mode, window=bc_window)
+          if edited is not None else None)
+    return edit_view(doc, state, base_spans, bc=bc or None, **view)

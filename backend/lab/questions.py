@@ -13,16 +13,25 @@ questions generate``:
   (:func:`generate_now`);
 - :func:`session_set_after` — the session's question set once generated questions join it:
   merged when the set is on this document, replaced when it is on another, with one line
-  saying which.
+  saying which;
+- the Benchmark page's generation panel: :func:`generation_form` (what its fields ask for) and
+  :func:`generation_view` (the kept questions at the thresholds chosen, the caption, the histograms);
+- the session set as the Retrieval and Benchmark pages handle it: :func:`question_set_view` (its
+  questions on a document and its downloads), :func:`save_question`, :func:`merge_questions` and
+  :func:`load_question_set_at` (a set on the server's disk).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from backend.errors import ParameterError
+import plotly.graph_objects as go
+
+from backend.errors import InputError, ParameterError
 from backend.figures.markdown import md_text
+from backend.figures.retrieval import similarity_histogram
 from backend.lab.jobs import JobPlan
 from backend.metrics.cost import format_seconds
 from backend.models.chat import remote_llm_configured
@@ -38,9 +47,16 @@ from backend.retrieval.generation import (
     rate_key,
 )
 from backend.retrieval.jobs import generation_job
-from backend.retrieval.live import corpus_id_in
+from backend.retrieval.live import add_questions, corpus_id_in, questions_over
 from backend.retrieval.modelfree import model_free_questions
-from backend.retrieval.questions import QuestionSet
+from backend.retrieval.questions import (
+    Question,
+    QuestionSet,
+    load_question_set,
+    merge_question_sets,
+    question_set_zip,
+    questions_to_csv,
+)
 from backend.text.document import Document
 
 __all__ = [
@@ -57,6 +73,15 @@ __all__ = [
     "plan_generation",
     "runs_inline",
     "session_set_after",
+    "GenerationForm",
+    "generation_form",
+    "GenerationView",
+    "generation_view",
+    "QuestionSetView",
+    "question_set_view",
+    "save_question",
+    "merge_questions",
+    "load_question_set_at",
 ]
 
 # The model-free method runs in the page below this many characters (about 0.1 s per 20,000 measured
@@ -169,13 +194,14 @@ def plan_generation(
     *,
     method: str,
     chat: ChatEndpoint | None = None,
-    duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
-    excerpt_threshold: float = DEFAULT_EXCERPT_THRESHOLD,
+    duplicate_threshold: float | None = DEFAULT_DUPLICATE_THRESHOLD,
+    excerpt_threshold: float | None = DEFAULT_EXCERPT_THRESHOLD,
 ) -> JobPlan:
     """Question generation from ``doc`` by ``method`` (:func:`backend.retrieval.jobs.generation_job`).
 
     The API key lives only in the job's body: it is never part of the signature or the meta.
-    The meta holds ``doc_id``, ``method`` and ``estimate`` (what the panel promised).
+    The meta holds ``doc_id``, ``method`` and ``estimate`` (what the panel promised). A threshold
+    of None is the report's (:data:`~backend.retrieval.generation.DEFAULT_DUPLICATE_THRESHOLD`, …).
 
     Raises:
         ParameterError: an unknown method, ``n`` below 1, or ``chat`` with no API configured.
@@ -184,6 +210,8 @@ def plan_generation(
     estimate = estimate_text(method, int(n), endpoint)
     if method == "chat" and (chat is None or not endpoint.configured):
         raise ParameterError("No chat model configured: set OPENAI_BASE_URL / OPENAI_API_KEY, or pick another method.")
+    duplicate_threshold = DEFAULT_DUPLICATE_THRESHOLD if duplicate_threshold is None else duplicate_threshold
+    excerpt_threshold = DEFAULT_EXCERPT_THRESHOLD if excerpt_threshold is None else excerpt_threshold
     body = generation_job(
         doc, int(n), method=method, base_url=endpoint.base_url, api_key=endpoint.api_key, model=endpoint.model,
         duplicate_threshold=duplicate_threshold, excerpt_threshold=excerpt_threshold,
@@ -248,3 +276,136 @@ def session_set_after(current: QuestionSet | None, gen: GeneratedQuestions, doc:
     return SessionSetUpdate(
         fresh, len(fresh), f"The session's set is now **{len(fresh)}** question(s) on {name}{before}."
     )
+
+
+# --- the Benchmark page's generation panel ----------------------------------------------------------
+
+LOCAL_WARNING = (
+    "No LLM API in use: the bundled small model will phrase one question per passage Chunk Lab picks. "
+    "Its questions are plainly weaker than the report's LLM-generated ones (simpler, one excerpt each, "
+    "sometimes vague)."
+)
+
+
+@dataclass(frozen=True)
+class GenerationForm:
+    """What the generation form asks for: the method, the chat API, and the warning shown with it.
+
+    Attributes:
+        method: ``bundled`` (asked for, or no LLM API given or configured) or ``chat``.
+        chat: The API the form names (empty fields: ``OPENAI_*``).
+        warning: The bundled model's warning, when it is the method; else None.
+    """
+
+    method: str
+    chat: ChatEndpoint
+    warning: str | None
+
+    @property
+    def local(self) -> bool:
+        return self.method == "bundled"
+
+
+def generation_form(local: bool, base_url: str, api_key: str, model: str) -> GenerationForm:
+    """The generation form's fields read: the bundled model when asked for or when no API is given (:func:`generation_is_local`)."""
+    use_local = generation_is_local(local, base_url, api_key)
+    return GenerationForm("bundled" if use_local else "chat",
+                          ChatEndpoint(base_url=base_url, model=model, api_key=api_key),
+                          LOCAL_WARNING if use_local else None)
+
+
+@dataclass(frozen=True)
+class GenerationView:
+    """A finished generation at the thresholds chosen.
+
+    Attributes:
+        shown: The generation re-filtered at the thresholds (:meth:`GeneratedQuestions.refilter`).
+        duplicate_threshold: The duplicate threshold used (the report's when none was chosen).
+        excerpt_threshold: The excerpt threshold used.
+        caption: ``**7** kept of 10 candidates (12 attempts, …) · model … · 3.2 s`` (Markdown).
+        duplicate_histogram: The question–question similarities with the threshold.
+        excerpt_histogram: The question–excerpt similarities with the threshold.
+    """
+
+    shown: GeneratedQuestions
+    duplicate_threshold: float
+    excerpt_threshold: float
+    caption: str
+    duplicate_histogram: go.Figure = field(compare=False, repr=False)
+    excerpt_histogram: go.Figure = field(compare=False, repr=False)
+
+
+def generation_view(gen: GeneratedQuestions, duplicate_threshold: float | None = None,
+                    excerpt_threshold: float | None = None) -> GenerationView:
+    """``gen`` re-filtered at the thresholds (None: the report's 0.70 and 0.40), its caption and histograms."""
+    dup = DEFAULT_DUPLICATE_THRESHOLD if duplicate_threshold is None else float(duplicate_threshold)
+    exc = DEFAULT_EXCERPT_THRESHOLD if excerpt_threshold is None else float(excerpt_threshold)
+    shown = gen.refilter(dup, exc)
+    caption = (
+        f"**{len(shown.questions)}** kept of {len(gen.candidates)} candidates ({gen.attempts} attempts, "
+        f"{len(gen.rejected)} rejected: reply unparseable or an excerpt not in the document) · "
+        f"model {md_text(gen.model)} · {gen.seconds:.1f} s"
+    )
+    return GenerationView(
+        shown, dup, exc, caption,
+        similarity_histogram(gen.duplicate_similarities, dup, "question–question cosine similarity", "below"),
+        similarity_histogram(gen.excerpt_similarities, exc, "question–excerpt cosine similarity", "above"),
+    )
+
+
+# --- the session's question set ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuestionSetView:
+    """A question set as the pages offer it.
+
+    Attributes:
+        saved: Its questions on the document given, in order (the Retrieval page's "Load" picker).
+        csv: ``questions.csv`` (the Chroma format).
+        zip: Builds ``questions.csv`` and ``corpora/<corpus_id>.md`` as one zip (called on download).
+    """
+
+    saved: tuple[Question, ...]
+    csv: str
+    zip: Callable[[], bytes] = field(compare=False, repr=False)
+
+
+def question_set_view(qset: QuestionSet, doc: Document | None = None) -> QuestionSetView:
+    """``qset``'s questions on ``doc`` (none without one) and its downloads."""
+    saved = tuple(questions_over(qset, doc)) if doc is not None else ()
+    return QuestionSetView(saved, questions_to_csv(qset), lambda: question_set_zip(qset))
+
+
+def save_question(qset: QuestionSet | None, doc: Document, query: str, marks: Sequence[tuple[int, int]]) -> QuestionSet:
+    """``qset`` (or a new set) with the query and its marked answer on ``doc`` added.
+
+    Raises:
+        ParameterError: an empty query or no marks.
+    """
+    return add_questions(qset, doc, query, marks)
+
+
+def merge_questions(qset: QuestionSet | None, more: QuestionSet) -> QuestionSet:
+    """``qset`` (or none) with ``more``'s questions and corpora added (an import, or generated questions kept).
+
+    Raises:
+        ParameterError: a corpus id both sets hold with different texts.
+    """
+    return merge_question_sets(qset, more)
+
+
+def load_question_set_at(csv_path: str, corpora: str = "") -> QuestionSet:
+    """The question set at ``csv_path`` on this machine, its corpora in ``corpora`` (empty: ``corpora/`` beside it).
+
+    Raises:
+        ParameterError: no CSV path given.
+        InputError: the files cannot be read, or do not hold a valid set (one line).
+    """
+    if not csv_path.strip():
+        raise ParameterError("Give the path of questions.csv.")
+    folder = Path(corpora.strip()).expanduser() if corpora.strip() else None
+    try:
+        return load_question_set(Path(csv_path.strip()).expanduser(), folder)
+    except OSError as e:
+        raise InputError(f"cannot read the question set: {e}") from e

@@ -6,8 +6,10 @@ multi-granularity retrievers answer alike (:class:`~backend.retrieval.retriever.
 Everything the page draws from the answers — the top-k tables, the retrievers' panels, the
 sentences offered for marking, the scores against the marked answer, the document view — comes
 from :func:`search_view`, :func:`scores_view` and :func:`document_view`, so the page only reads
-its widgets and renders. The question-set operations the page offers (save, load back, the table)
-are here too.
+its widgets and renders. Each step of the page is one call: :func:`retrieval_inputs` (the chosen
+configurations chunked, with their colours and labels), :func:`plan_search`, :func:`search_view`,
+:func:`answer_marks`, :func:`plan_cp`, :func:`answer_view`; the question set's (save, the table,
+load back, import) are :mod:`backend.lab.questions`'.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping, Sequence
 
-from backend.chunking import ChunkerConfig, Chunking
+from backend.chunkers.run import ChunkFn
+from backend.chunking import ChunkerConfig, Chunking, ConfigEntry
 from backend.errors import ModelError, ParameterError
+from backend.figures.charts import config_color
 from backend.figures.markdown import md_text
-from backend.figures.retrieval_html import answer_html, answer_layer, highlight_html, layers_legend_html
-from backend.lab.compare import Column
+from backend.figures.retrieval_html import RET_STYLE, answer_html, answer_layer, highlight_html, layers_legend_html
+from backend.figures.text import STYLE, esc, tag_badge_html
+from backend.lab.compare import Column, chunk_entries
 from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.models.cache import default_cache
@@ -28,7 +33,14 @@ from backend.models.embeddings import embedded_in_parts
 from backend.models.identity import embedder_fingerprint_without_loading
 from backend.retrieval.evaluate import METRICS
 from backend.retrieval.jobs import SearchResult, information_support_job, search_job
-from backend.retrieval.live import answer_texts, find_excerpts, live_scores, retrieved_ranges, sentence_choices
+from backend.retrieval.live import (
+    answer_texts,
+    find_excerpts,
+    live_scores,
+    marked_ranges,
+    retrieved_ranges,
+    sentence_choices,
+)
 from backend.retrieval.metrics import union_ranges
 from backend.retrieval.questions import QuestionSet
 from backend.retrieval.retriever.base import Answer
@@ -37,8 +49,10 @@ from backend.retrieval.store import store_location
 from backend.text.document import Document
 
 __all__ = [
+    "PAGE_STYLE",
     "SearchInputs",
     "search_inputs",
+    "retrieval_inputs",
     "plan_search",
     "indexing_resume_note",
     "SearchView",
@@ -57,7 +71,13 @@ __all__ = [
     "question_set_key",
     "store_caption",
     "add_marks",
+    "Marks",
+    "answer_marks",
+    "AnswerView",
+    "answer_view",
 ]
+
+PAGE_STYLE = STYLE + RET_STYLE  # the Retrieval page's CSS: the text views' and the top-k tables'
 
 _PREVIEW_CHARS = 80
 QUESTION_COLUMNS = ("question", "corpus_id", "excerpts", "characters", "first_excerpt")
@@ -66,21 +86,35 @@ _SCORES_NOTE = "The Chroma report's character-span metrics: overlapping retrieve
 
 @dataclass(frozen=True)
 class SearchInputs:
-    """The chosen configurations that can be searched now, and one line for each that cannot.
+    """The chosen configurations that can be searched now, one line for each that cannot, and how each is drawn.
 
     Attributes:
         chunkings: Per tag, its chunking of the document (a retriever's: its finest units).
         notes: ``"B needs a model run: …"`` / ``"C: <error>"`` for the others.
+        colors: Per chosen tag, its colour (:func:`backend.figures.charts.config_color`).
+        labels: Per chosen tag, its configuration's label.
+        uids: Per chosen tag, its configuration's uid.
     """
 
     chunkings: Mapping[str, Chunking]
     notes: tuple[str, ...]
+    colors: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    uids: Mapping[str, int] = field(default_factory=dict)
+
+    def header(self, tag: str) -> str:
+        """The HTML above a configuration's top-k table: its coloured tag and its label (escaped)."""
+        return f"{tag_badge_html(tag, self.colors[tag])}<b>{esc(self.labels[tag])}</b>"
 
 
 def search_inputs(columns: Sequence[Column]) -> SearchInputs:
     """The columns of :func:`backend.lab.compare.chunk_entries` split into searchable chunkings and notes."""
     chunkings: dict[str, Chunking] = {}
     notes: list[str] = []
+    entries = [c.entry for c in columns]
+    colors = {e.tag: config_color(e.uid) for e in entries}
+    labels = {e.tag: e.config.label for e in entries}
+    uids = {e.tag: e.uid for e in entries}
     for c in columns:
         if c.chunking is not None:
             chunkings[c.entry.tag] = c.chunking
@@ -88,7 +122,19 @@ def search_inputs(columns: Sequence[Column]) -> SearchInputs:
             notes.append(f"{c.entry.tag} needs a model run: open it on the Compare page first")
         else:
             notes.append(f"{c.entry.tag}: {c.error}")
-    return SearchInputs(chunkings, tuple(notes))
+    return SearchInputs(chunkings, tuple(notes), colors, labels, uids)
+
+
+def retrieval_inputs(doc: Document, chosen: Sequence[ConfigEntry], chunk: ChunkFn, with_model: ChunkFn) -> SearchInputs:
+    """The chosen configurations chunked as Compare chunks them (:func:`backend.lab.compare.chunk_entries`), split.
+
+    Args:
+        doc: The document.
+        chosen: The configurations picked, in order.
+        chunk: How a configuration that needs no model is chunked.
+        with_model: How a model-backed one is chunked without a model call (raises ``NotCached`` when it must run).
+    """
+    return search_inputs(chunk_entries(doc, chosen, chunk, with_model))
 
 
 def question_set_key(qset: QuestionSet | None) -> Hashable:
@@ -334,6 +380,41 @@ def add_marks(text: str, pasted: str, marks: Sequence[tuple[int, int]]) -> list[
 def units_caption(config: ChunkerConfig) -> str:
     """What the Compare page says under a configuration's card about its units ("" : nothing)."""
     return describe(config).terms.caption
+
+
+@dataclass(frozen=True)
+class Marks:
+    """The marked answer: its ranges and the line saying what is marked ("" when nothing is)."""
+
+    ranges: tuple[tuple[int, int], ...]
+    caption: str
+
+
+def answer_marks(doc: Document, pasted: Sequence[tuple[int, int]], picked: Sequence[int]) -> Marks:
+    """The pasted excerpts' ranges and the picked sentences, merged (:func:`backend.retrieval.live.marked_ranges`)."""
+    ranges = tuple(marked_ranges(doc, pasted, picked))
+    return Marks(ranges, marks_caption(ranges) if ranges else "")
+
+
+@dataclass(frozen=True)
+class AnswerView:
+    """What the page shows once a search is marked: the scores table and the document view (None: not shown).
+
+    Attributes:
+        scores: The scores against the marks (a search and marks), else None.
+        document: The document with the retrieved spans and the marks (a search or marks), else None.
+    """
+
+    scores: ScoresView | None
+    document: DocumentView | None
+
+
+def answer_view(doc: Document, view: SearchView, inputs: SearchInputs, marks: Sequence[tuple[int, int]],
+                cp: Mapping[str, float] | None = None) -> AnswerView:
+    """The scores (:func:`scores_view`) and the document view (:func:`document_view`) the search and marks call for."""
+    scores = scores_view(view, marks, cp) if view.tags and marks else None
+    shown = document_view(doc, view, inputs.colors, inputs.labels, marks) if view.tags or marks else None
+    return AnswerView(scores, shown)
 
 
 def _preview(text: str, n: int) -> str:

@@ -232,3 +232,14 @@ def test_an_edited_copy_exports_under_a_short_name() -> None:
     state = EditState.of(edit_copy(CONFIGS[0].config, doc)).pushed(f"-{doc.sentences[3].start},+{doc.sentences[4].start}")
     chunking = run_chunker(doc, state.config)
     assert export_stem("My report.pdf", "C", chunking) == "My-report__C-manual-recursive-1added-1removed"
+
+
+def test_a_copy_with_an_edit_outside_the_document_is_a_one_line_error() -> None:
+    doc = load_sample("technical")
+    copy = edit_copy(CONFIGS[0].config, doc)
+    far = ConfigEntry(1, "B", normalized_config("manual", {**copy.params_dict, "edits": "+99999999"}))
+    at = open_page(EDIT, doc=doc, configs=[*CONFIGS, far])
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        f"B cannot be edited here: manual: edit +99999999 is outside the document: offsets go from 0 to {len(doc.text):,}"
+    ]

@@ -55,7 +55,7 @@ def _coverage(text: str, spans) -> collections.Counter:
 @given(text=TEXTS, base=BASES, edits=EDITS, snap=st.sampled_from(["sentence", "word", "char"]))
 def test_random_edits_never_lose_or_duplicate_a_character(text, base, edits, snap):
     doc = _doc(text)
-    edit_str = ",".join(f"{op}{n}" for op, n in edits)
+    edit_str = ",".join(f"{op}{n % (len(text) + 1)}" for op, n in edits)  # inside the document: 0 to its length
     config = ChunkerConfig.make("manual", {"base": base, "edits": edit_str, "snap": snap})
     chunking = run_chunker(doc, config)
     base_ch = run_chunker(doc, ChunkerConfig.make(*ChunkerConfig.parse(base)[:2]))
@@ -119,6 +119,16 @@ def test_an_edit_that_changes_nothing_is_reported():
     ch = run_chunker(doc, ChunkerConfig.make("manual", {"base": "sentence chunk_size=5", "edits": "+18,-0"}))
     assert len(ch) == 1
     assert "changed nothing" in ch.run_report and "already a cut" in ch.run_report
+
+
+def test_an_offset_past_the_end_is_a_one_line_error_and_the_counts_are_what_the_edits_did():
+    doc = _doc("Alpha beta. Gamma delta. Epsilon zeta.")  # 38 characters, one chunk
+    with pytest.raises(ParameterError, match=r"^manual: edit \+39 is outside the document: offsets go from 0 to 38$"):
+        apply_edits(doc, [(0, 38)], parse_edits("+12,+39"))
+    # +14 snaps onto the cut +12 made, +38 (the end) to 25, -0 removes 12, +25 is a cut already: 1 added, 4 written
+    result = apply_edits(doc, [(0, 38)], parse_edits("+12,+14,+38,-0,+25"))
+    assert (result.added, result.removed) == ((25,), ())
+    assert result.ignored == ("+14: already a cut (at 12)", "+25: already a cut")
 
 
 def test_snapping_goes_to_the_nearest_sentence_or_word_start():

@@ -193,3 +193,30 @@ def test_chunk_with_an_edited_copy_of_any_configuration(sample_txt: Path):
                           "must be +OFFSET")
     assert_one_line_error(run_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "base=nope size=1"), 2,
                           "manual: base 'nope size=1': unknown chunker")
+
+
+@pytest.mark.parametrize(("edits", "line"), [
+    ("+99999999", "error: manual: edit +99999999 is outside the document: offsets go from 0 to 75"),
+    ("+10,-76", "error: manual: edit -76 is outside the document: offsets go from 0 to 75"),
+    ("+-5", "error: manual: edit '+-5' must be +OFFSET (add a cut) or -OFFSET (remove one)"),
+])
+def test_chunk_with_an_edit_outside_the_document_exits_2_with_one_line(tmp_path: Path, edits, line):
+    doc = tmp_path / "doc.txt"
+    doc.write_text("First sentence here. Second sentence there. Third one now. Fourth and last.", encoding="utf-8")
+    proc = run_cli("chunk", str(doc), "--chunker", "manual", "--param", "base=recursive chunk_size=200",
+                   "--param", f"edits={edits}")
+    assert assert_one_line_error(proc, 2) == line
+    assert proc.stdout == b""
+
+
+def test_chunk_reports_what_the_edits_did_not_how_many_were_written(tmp_path: Path):
+    doc = tmp_path / "doc.txt"
+    doc.write_text("First sentence here. Second sentence there. Third one now. Fourth and last.", encoding="utf-8")
+    # +60 snaps onto the cut +59 made, +75 (the end) snaps there too: one cut added
+    proc = run_cli("chunk", str(doc), "--chunker", "manual", "--param", "base=recursive chunk_size=200",
+                   "--param", "edits=+59,+60,+75")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode("utf-8").splitlines() == [
+        "manual: recursive(chunk_overlap=0, chunk_size=200) · cl100k: 1 cut added · 2 edits changed nothing "
+        "(+60: already a cut (at 59); +75: already a cut (at 59))"
+    ]

@@ -82,6 +82,10 @@ def test_bc_of_both_scores_the_base_then_only_the_edit(doc_file, tmp_path) -> No
     (["--base", "recursive", "--edits", "12"], 2, "error: manual: edit '12' must be +OFFSET"),
     (["--base", "recursive", "--metrics", "xx"], 2, "argument --metrics: choose from bc,cs,ds"),
     (["--base", "recursive", "--corpora", "x"], 2, "error: --corpora needs --questions"),
+    (["--base", "recursive", "--edits", "+99999999"], 2,
+     "error: manual: edit +99999999 is outside the document: offsets go from 0 to 577"),
+    (["--base", "recursive", "--edits", "+40,-578"], 2,
+     "error: manual: edit -578 is outside the document: offsets go from 0 to 577"),
 ])
 def test_bad_arguments_exit_2_with_one_line(doc_file, tmp_path, args, code, needle) -> None:
     assert needle in _one_line(run_cli(str(doc_file), *args, data=tmp_path / "data"), code)
@@ -119,3 +123,11 @@ def test_an_edit_that_changes_nothing_is_named_on_stderr(tmp_path) -> None:
     assert proc.stderr.decode().splitlines() == ["edit +2000: already a cut (at 2016)"]
     assert proc.stdout.decode().splitlines()[0].endswith("chunks 25 → 25 · mean tokens 154.0 → 154.0 · min tokens "
                                                          "26 → 26 · max tokens 195 → 195 (no edits)")
+
+
+def test_the_summary_counts_what_the_edits_did(doc_file, tmp_path) -> None:
+    # +200 and +205 snap to the same sentence start: one cut added, the other named on stderr
+    proc = run_cli(str(doc_file), "--base", "recursive chunk_size=200", "--edits", "+200,+205", data=tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr.decode().splitlines() == ["edit +205: already a cut (at 192)"]
+    assert proc.stdout.decode().splitlines()[0].endswith("(1 cut added)")

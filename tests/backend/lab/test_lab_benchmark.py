@@ -108,6 +108,10 @@ def test_the_results_view_marks_a_retrievers_precision_omega_and_names_its_units
     assert view.agreement_notes == ("B: a retriever's spans here are its finest units (what it is built from).",)
     assert view.per_corpus == () and list(view.routed) == ["B"] and view.questions == ("q1", "q2")
     assert [r["tag"] for r in view.results] == ["A", "B"]
+    # The page's downloads, moved here: the results CSV, the JSON and the per-question table.
+    assert view.results_csv().splitlines()[0].startswith("tag,")
+    assert json.loads(view.results_json()) == _benchmark().to_json()
+    assert view.per_question() == per_question(_benchmark(), ["A", "B"])
 
 
 def test_the_per_question_export_has_exact_columns_and_rows(tmp_path) -> None:

@@ -8,11 +8,20 @@ import math
 import pytest
 
 from backend.chunkers.meta.results import PPLScores
-from backend.chunking import ChunkerConfig
+from backend.chunking import ChunkerConfig, ConfigEntry
 from backend.errors import ParameterError
 from backend.figures.edit import CutMark
 from backend.lab.edit import EditState, edit_copy
-from backend.lab.edit_view import edit_action, edit_view, edit_windows, page_of, sentence_start
+from backend.lab.edit_view import (
+    OpenCopy,
+    edit_action,
+    edit_view,
+    edit_windows,
+    edited_copies,
+    open_copy,
+    page_of,
+    sentence_start,
+)
 from backend.models.scoring import SentenceScore
 from backend.text.document import Document
 
@@ -126,3 +135,21 @@ def test_the_curve_draws_the_window_sentences_minima_and_bc():
     assert edit_view(doc, state, SPANS).curve is None
     other = PPLScores("0" * 16, "m", "tiny model", scores.sentences)
     assert edit_view(doc, state, SPANS, scores=other, show_minima=True).curve is None  # another document's scores
+
+
+def test_the_page_s_copies_and_the_copy_it_opens():
+    # Moved from pages/edit.py: which configurations are edited copies, their titles, the state opened.
+    doc, state = _setup()
+    base = ConfigEntry(0, "A", state.base)
+    copy = ConfigEntry(1, "B", state.config)
+    copies = edited_copies([base, copy])
+    assert (copies.uids, dict(copies.titles)) == ([1], {1: "B = A, edited"})
+    opened = open_copy(doc, [base, copy], 1, None)
+    assert opened == OpenCopy(copy, state, base_entry=base)
+    assert open_copy(doc, [base, copy], 1, state.pushed("+14")).state == state  # a held state of another config
+    other = Document.from_text(TEXT + " Five.", source="other.txt")
+    assert open_copy(other, [base, copy], 1, None).other_document == (
+        "B was edited on another document: on this one its chunks are its base's. Make a new copy to edit this document.")
+    far = ConfigEntry(2, "C", ChunkerConfig.make("manual", {**state.config.params_dict, "edits": "+14,+99"}))
+    assert open_copy(doc, [base, far], 2, None) == OpenCopy(
+        far, None, problem="C cannot be edited here: manual: edit +99 is outside the document: offsets go from 0 to 44")

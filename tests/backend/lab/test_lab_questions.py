@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from backend.errors import ParameterError
+from backend.errors import InputError, ParameterError
+from backend.figures.markdown import md_text
 from backend.lab.questions import (
+    LOCAL_WARNING,
     ChatEndpoint,
     estimate_text,
     generate_now,
+    generation_form,
     generation_is_local,
     generation_options,
+    generation_view,
+    load_question_set_at,
+    merge_questions,
     on_document,
     plan_generation,
+    question_set_view,
     runs_inline,
+    save_question,
     session_set_after,
 )
 from backend.progress import Progress
@@ -107,3 +115,34 @@ def test_generated_questions_replace_a_set_on_another_document_and_merge_into_on
         assert all(doc.text[r.start : r.end] == r.content for r in q.references)
     with pytest.raises(ParameterError, match="another document"):
         session_set_after(None, gen, Document.from_text(TEXT + " More.", source="other.txt"))
+
+
+def test_the_generation_form_and_view_the_benchmark_page_draws() -> None:
+    # Moved from pages/benchmark.py: the method the form asks for, the kept questions at the thresholds, the caption.
+    assert generation_form(False, "", "", "") == generation_form(True, "", "", "")
+    local = generation_form(False, "", "sk-x", "gpt")
+    assert (local.method, local.warning, local.chat.model, local.local) == ("chat", None, "gpt", False)
+    assert generation_form(True, "", "sk-x", "").warning == LOCAL_WARNING
+    gen = generate_now(_doc(), 3)
+    view = generation_view(gen)
+    assert (view.duplicate_threshold, view.excerpt_threshold) == (0.7, 0.4)
+    assert view.shown == gen.refilter(0.7, 0.4)
+    assert view.caption == (
+        f"**{len(view.shown.questions)}** kept of {len(gen.candidates)} candidates ({gen.attempts} attempts, 0 rejected: "
+        f"reply unparseable or an excerpt not in the document) · model {md_text(gen.model)} · {gen.seconds:.1f} s"
+    )
+    assert generation_view(gen, 1.0, -1.0).duplicate_threshold == 1.0
+
+
+def test_the_session_set_saved_merged_shown_and_loaded_from_paths(tmp_path) -> None:
+    doc = _doc()
+    qset = save_question(None, doc, "Who built the Skerry light?", [(59, 125)])
+    shown = question_set_view(qset, doc)
+    assert [q.question for q in shown.saved] == ["Who built the Skerry light?"]
+    assert shown.csv.splitlines()[0] == "question,references,corpus_id"
+    assert question_set_view(qset).saved == ()
+    assert len(merge_questions(qset, qset)) == 2 and merge_questions(None, qset) is qset
+    with pytest.raises(ParameterError, match="^Give the path of questions.csv.$"):
+        load_question_set_at("  ")
+    with pytest.raises(InputError, match=": no such file$"):  # a folder where the CSV should be
+        load_question_set_at(str(tmp_path), str(tmp_path))

@@ -14,8 +14,13 @@ from backend.errors import ParameterError
 from backend.lab.compare import Column
 from backend.lab.models import SessionModels
 from backend.lab.retrieval import (
+    AnswerView,
+    Marks,
+    SearchInputs,
     SearchView,
     add_marks,
+    answer_marks,
+    answer_view,
     document_view,
     indexing_resume_note,
     marks_caption,
@@ -203,3 +208,31 @@ def test_the_store_caption_names_the_embedded_store(tmp_path, monkeypatch) -> No
     monkeypatch.delenv("CHROMA_HOST", raising=False)
     monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(tmp_path))
     assert store_caption().startswith(f"Chroma: embedded store in {tmp_path}")
+
+
+def test_inputs_carry_each_chosen_tag_s_colour_label_and_header_and_the_marks_their_caption() -> None:
+    # Moved from pages/retrieval.py: the colours, labels and the top-k table's header.
+    chunking = _chunking([(0, 5)], "x" * 5)
+    entry = ConfigEntry(0, "A", chunking.config)
+    inputs = search_inputs([Column(entry, chunking), Column(ConfigEntry(3, "D", ChunkerConfig.make("ppl")), pending=True)])
+    assert (dict(inputs.colors), dict(inputs.labels), dict(inputs.uids)) == (
+        {"A": "#2563eb", "D": "#db2777"},  # config_color of uids 0 and 3
+        {"A": "fixed_token(chunk_size=1) · cl100k", "D": "ppl() · cl100k"},
+        {"A": 0, "D": 3},
+    )
+    assert inputs.header("A") == (
+        '<span class="cl-tag" style="background:#2563eb">A</span><b>fixed_token(chunk_size=1) · cl100k</b>'
+    )
+    doc = Document.from_text(SENTENCES, source="s.md")
+    assert answer_marks(doc, [(3, 6)], [1, 9]) == Marks(((3, 6), (10, 20)), "Marked: 2 range(s), 13 characters: 3–6, 10–20")
+    assert answer_marks(doc, [], []) == Marks((), "")
+
+
+def test_the_answer_view_shows_scores_with_a_search_and_marks_and_the_document_with_either(doc, result) -> None:
+    view = search_view(doc, result, ["A"])
+    inputs = SearchInputs({}, (), {"A": "#123456"}, {"A": "recursive"}, {"A": 0})
+    marked = answer_view(doc, view, inputs, [(0, 40)])
+    assert marked.scores == scores_view(view, [(0, 40)])
+    assert marked.document == document_view(doc, view, {"A": "#123456"}, {"A": "recursive"}, [(0, 40)])
+    assert answer_view(doc, view, inputs, []).scores is None
+    assert answer_view(doc, SearchView(), inputs, []) == AnswerView(None, None)
