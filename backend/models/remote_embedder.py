@@ -53,7 +53,15 @@ import numpy as np
 
 from backend import config
 from backend.errors import ModelError, ParameterError
-from backend.models.openai_compat import Endpoint, ServedModel, Service, check_answer_model, in_order
+from backend.models.openai_compat import (
+    Endpoint,
+    RemoteClient,
+    ServedModel,
+    Service,
+    check_answer_model,
+    in_order,
+    whole_number,
+)
 from backend.models.types import ModelInfo, checked_texts
 from backend.progress import Progress
 
@@ -141,11 +149,13 @@ def remote_embedder_settings(spec: str | None = REMOTE_EMBEDDER) -> RemoteEmbedd
     )
 
 
-class RemoteEmbedder:
+class RemoteEmbedder(RemoteClient):
     """Sentence embeddings from an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring).
 
-    Creating one connects: it lists the server's models and embeds one short text, so a wrong
-    URL, key or model name fails here, in one line, rather than in the middle of a job.
+    Built as every :class:`~backend.models.openai_compat.RemoteClient` is, on the
+    ``CHUNKLAB_EMBEDDER_*`` settings (:data:`EMBEDDER_SERVICE`). Creating one connects: it
+    lists the server's models and embeds one short text, so a wrong URL, key or model name
+    fails here, in one line, rather than in the middle of a job.
 
     Attributes:
         info: ``kind="remote-embedder"``, ``device``/``dtype`` ``"remote"``, ``source`` the base
@@ -155,6 +165,8 @@ class RemoteEmbedder:
         batch: Texts per request.
         dimensions: The ``dimensions`` request field, or None.
     """
+
+    service = EMBEDDER_SERVICE
 
     def __init__(
         self,
@@ -168,19 +180,26 @@ class RemoteEmbedder:
         batch: int | None = None,
         dimensions: int | None = None,
     ) -> None:
-        """Connect to the server at ``base_url`` (each argument left out comes from the environment).
+        """Connect to the server (the settings as :class:`~backend.models.openai_compat.RemoteClient` takes them).
+
+        Args:
+            concurrency: Requests in flight at once, 1 to 64 (default ``CHUNKLAB_EMBEDDER_CONCURRENCY`` or 8).
+            batch: Texts per request, 1 to 2,048 (default ``CHUNKLAB_EMBEDDER_BATCH`` or 64).
+            dimensions: The ``dimensions`` request field (default ``CHUNKLAB_EMBEDDER_DIMENSIONS``;
+                None: not sent, the model's own length).
 
         Raises:
             ModelError: unreachable server, rejected key, unknown model, no server configured,
                 or an answer that is not an embedding.
             ParameterError: ``concurrency``, ``batch`` or ``dimensions`` out of range.
         """
-        self.concurrency = _count("concurrency", concurrency, config.embedder_concurrency, config.MAX_REMOTE_CONCURRENCY)
-        self.batch = _count("batch", batch, config.embedder_batch, config.MAX_EMBEDDER_BATCH)
+        super().__init__(base_url, model, api_key, timeout=timeout, retries=retries)
+        self.concurrency = whole_number("concurrency", concurrency, config.embedder_concurrency, config.MAX_REMOTE_CONCURRENCY)
+        self.batch = whole_number("batch", batch, config.embedder_batch, config.MAX_EMBEDDER_BATCH)
         self.dimensions = dimensions if dimensions is not None else config.embedder_dimensions()
         if self.dimensions is not None and (isinstance(self.dimensions, bool) or not isinstance(self.dimensions, int) or self.dimensions < 1):
             raise ParameterError(f"dimensions ({self.dimensions!r}) must be a whole number of at least 1")
-        endpoint = Endpoint.resolve(EMBEDDER_SERVICE, base_url, model, api_key, timeout=timeout, retries=retries)
+        endpoint = self.endpoint()
         self._endpoint = endpoint
         self._client: OpenAI = endpoint.client()
         self._dimension = 0
@@ -359,15 +378,6 @@ class RemoteEmbedder:
         if not np.all(np.isfinite(rows)) or not np.all(norms > 0):
             raise ModelError(f"{self.where} answered an embedding that is zero or not finite")
         return (rows / norms).astype(np.float32)
-
-
-def _count(name: str, value: int | None, default: Any, high: int) -> int:
-    """``value`` checked to be a whole number from 1 to ``high``; ``default()`` when None."""
-    if value is None:
-        return int(default())
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-        raise ParameterError(f"{name} ({value!r}) must be a whole number from 1 to {high}")
-    return value
 
 
 # --- one connection per settings and process ------------------------------------------------------
