@@ -315,6 +315,23 @@ class Endpoint:
             message = self.describe(e, what)
         raise ModelError(message)
 
+    def _listed_elsewhere(self, client: OpenAI, here: str) -> str | None:
+        """The error line when ``here/models`` answered 404 but the URL without ``/v1`` (or with it) lists models; else None."""
+        import openai
+
+        there = here.removesuffix("/v1") if here.endswith("/v1") else here + "/v1"
+        try:
+            page = client.with_options(base_url=there, max_retries=0).models.list()
+            ids = [str(m.id) for m in (getattr(page, "data", None) or [])]
+        except (openai.OpenAIError, json.JSONDecodeError, AttributeError, TypeError, ValueError):
+            return None  # nothing answers there either: the first 404 stands
+        if not ids:
+            return None
+        return self.scrub(
+            f"{self.where} does not list its models: {here}/models answered HTTP 404, but {there}/models lists "
+            f"{', '.join(ids[:5])}: use {there} as the server's URL"
+        )
+
     def discover(self, client: OpenAI) -> ServedModel:
         """The model to use, from ``GET /models``: the named one (checked), else the only one served.
 
@@ -323,9 +340,14 @@ class Endpoint:
         its models and not the named one is refused: a server that ignores the request's
         ``model`` (llama.cpp) would otherwise answer with its own model under the name asked for.
 
+        A 404 is first checked against the URL with ``/v1`` taken off (or put on): a server
+        that lists its models there (infinity serves at the root unless started with
+        ``--url-prefix /v1``) was given the wrong URL, and the error says which URL answered
+        404 and which one to use.
+
         Raises:
             ModelError: the server fails, serves no model or several (and none was named), or
-                not the named one.
+                not the named one; its listing is found only at the other URL.
         """
         import openai
 
@@ -334,9 +356,14 @@ class Endpoint:
         try:
             page = client.models.list()
         except openai.NotFoundError:
-            if name is not None:
+            here = str(client.base_url).rstrip("/")
+            message = self._listed_elsewhere(client, here)
+            if message is None and name is not None:
                 return ServedModel(name, listed=False)
-            message = f"{self.where} does not list its models: {self.service.model_hint}"
+            if message is None:
+                message = (
+                    f"{self.where} does not list its models ({here}/models answered HTTP 404): {self.service.model_hint}"
+                )
         except openai.OpenAIError as e:
             message = self.describe(e, "the model list")
         if message is not None:
