@@ -17,11 +17,15 @@ Configuration (arguments win over the environment, read by :mod:`backend.config`
   text-embedding-3 models; unset: the model's own length).
 
 Identity. Connecting asks the server for its models (``GET /models``, see
-:meth:`~backend.models.openai_compat.Endpoint.discover`) and embeds one short text to learn
-the vectors' length. The fingerprint that keys cached vectors is
-``ServedModel.fingerprint("embedder", dimension, dimensions)``: the served model and the vectors'
-length, not the URL (the same model behind another URL shares its cached vectors; another
-model, or the same one asked for shorter vectors, never does). Every answer's ``model`` is
+:meth:`~backend.models.openai_compat.Endpoint.discover`) and embeds one short probe text, which
+gives the vectors' length and tells apart models served under one name
+(:mod:`backend.models.probes`: infinity's listing holds an id only). The fingerprint that keys
+cached vectors is ``ServedModel.fingerprint("embedder", dimension, dimensions, probe digest)``:
+the served model, the vectors' length and which of the models seen under that name computed
+the probe's vector, not the URL (the same model behind another URL shares its cached vectors;
+another model, even under the same name, or the same one asked for shorter vectors, never
+does). When a name has stood for more than one model, :attr:`RemoteEmbedder.note` says so in
+one line (the CLI prints it on stderr). Every answer's ``model`` is
 checked (:func:`~backend.models.openai_compat.check_answer_model`) and every row's length
 against the one learned, before a vector is used or cached.
 
@@ -62,6 +66,7 @@ from backend.models.openai_compat import (
     in_order,
     whole_number,
 )
+from backend.models.probes import PROBE_TEXT, ProbeMatch, match_probe
 from backend.models.types import ModelInfo, checked_texts
 from backend.progress import Progress
 
@@ -84,7 +89,6 @@ log = logging.getLogger(__name__)
 REMOTE_EMBEDDER = "remote"
 """The embedder spec (``--embedder remote``) that means this embedder, on the ``CHUNKLAB_EMBEDDER_*`` server."""
 
-_PROBE_TEXT = "Chunk Lab"  # the short text embedded at connect time to learn the vectors' length
 SPEED_SAFETY = 2.0  # a request waits this many times what the measured speed predicts (never below the setting)
 
 
@@ -164,6 +168,10 @@ class RemoteEmbedder(RemoteClient):
         concurrency: Requests in flight at once.
         batch: Texts per request.
         dimensions: The ``dimensions`` request field, or None.
+        probe: Which of the models seen under the served name computed the probe text's vector
+            (:mod:`backend.models.probes`).
+        note: One line when the served name has stood for more than one model in this data
+            directory (show it where the embedder is named), else None.
     """
 
     service = EMBEDDER_SERVICE
@@ -209,7 +217,8 @@ class RemoteEmbedder(RemoteClient):
         try:
             self._served: ServedModel = endpoint.discover(self._client)
             self.model = self._served.name
-            self._dimension = int(self._embed_batch([_PROBE_TEXT]).shape[1])
+            probe = self._embed_batch([PROBE_TEXT])[0]
+            self._dimension = int(probe.shape[0])
         except ModelError:
             self._client.close()  # a failed connection keeps no pooled sockets
             raise
@@ -218,6 +227,9 @@ class RemoteEmbedder(RemoteClient):
                 f"{endpoint.where} answered {self._dimension}-dimensional vectors when asked for "
                 f"{self.dimensions} (CHUNKLAB_EMBEDDER_DIMENSIONS): model {self.model!r} cannot shorten its vectors"
             )
+        listed = self._served.fingerprint("embedder", self._dimension, self.dimensions or "")
+        self.probe: ProbeMatch = match_probe(listed, probe)
+        self.note: str | None = _probe_note(endpoint.where, self.model, self.probe)
         self.info = ModelInfo(
             name=self.model,
             source=endpoint.base_url or "the OpenAI API",
@@ -225,10 +237,12 @@ class RemoteEmbedder(RemoteClient):
             parameters=0,
             device="remote",
             dtype="remote",
-            fingerprint=self._served.fingerprint("embedder", self._dimension, self.dimensions or ""),
+            fingerprint=self._served.fingerprint("embedder", self._dimension, self.dimensions or "", self.probe.digest),
             context_length=self._served.context_length,
         )
         log.info("connected to %s: %s, %d dimensions", endpoint.where, self.model, self._dimension)
+        if self.note is not None:
+            log.info("%s", self.note)
 
     def __repr__(self) -> str:
         return f"RemoteEmbedder({self.info.source!r}, model={self.model!r}, dim={self._dimension})"
@@ -378,6 +392,21 @@ class RemoteEmbedder(RemoteClient):
         if not np.all(np.isfinite(rows)) or not np.all(norms > 0):
             raise ModelError(f"{self.where} answered an embedding that is zero or not finite")
         return (rows / norms).astype(np.float32)
+
+
+def _probe_note(where: str, model: str, probe: ProbeMatch) -> str | None:
+    """What to tell a user whose server's name has stood for more than one model here; None when it has not."""
+    if probe.new_model:
+        return (
+            f"{where} serves {model!r}, but its vectors are not those of the {model!r} seen here before (probe "
+            f"cosine {probe.cosine:.4f}): another model under the same name, whose vectors and chunks are cached apart"
+        )
+    if probe.seen > 1:
+        return (
+            f"{where} serves {model!r} as model {probe.index + 1} of {probe.seen} seen here under that name "
+            "(told apart by their vectors): its own cached vectors and chunks are used"
+        )
+    return None
 
 
 # --- one connection per settings and process ------------------------------------------------------
