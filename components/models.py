@@ -39,7 +39,7 @@ from backend.jobs import Job
 from backend.lab.document import ScoreSummary
 from backend.models.chat import LocalChat, RemoteChat
 from backend.models.devices import check_precision
-from backend.models.embedder import Embedder, load_embedder, loaded_embedder
+from backend.models.embedder import Embedder, embedder_note, load_embedder, loaded_embedder
 from backend.models.lm import loaded_lm
 from backend.models.remote import RemoteScorer
 from backend.models.scorer import load_scorer
@@ -347,6 +347,9 @@ def sidebar_models() -> None:
     st.markdown("**Models**")
     _in_use_line("LM", *model_in_use("lm"))
     _in_use_line("Embedder", *model_in_use("embedder"))
+    note = embedder_note(st.session_state.get(EMB_CHOICE))
+    if note is not None:
+        st.text(f"⚠ {note}")  # names a server sent: plain text, as the model names above
     choice = st.session_state.get(CHAT_CHOICE)
     chat = "default" if choice is None else "bundled model" if choice[0] == "local" else f"{choice[1][1]} (API)"
     st.text(f"Chat: {chat}")

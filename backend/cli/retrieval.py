@@ -46,6 +46,12 @@ Subcommands:
                 label histogram, train/validation loss and seconds as JSON. Use the file with
                 ``--param router=FILE``.
 
+``--embedder`` names the command's one embedder: retrieval embeds with it, and so does a chunker
+that embeds (``semantic``, ``semantic_max``…), whose chunks therefore follow the same model. A
+remote embedder whose served name has stood for another model in this data directory says so
+on stderr (see :mod:`backend.models.probes`). A command that fails leaves no empty Chroma store
+behind (:func:`backend.retrieval.store.store_for_command`).
+
 ``eval`` also reports per configuration the mean retrieved tokens, the index time, the texts
 embedded and the query time; for a routed retriever the chosen levels and their agreement with
 the oracle. Every configuration goes through its retriever
@@ -66,12 +72,14 @@ from pathlib import Path
 from typing import Any
 
 from backend.chunkers import make_chunker
+from backend.chunkers.context import ModelContext
 from backend.cli.common import StderrProgress, load_input, parse_pairs, positive_int, value_type, write
 from backend.config import quiet_hub_progress_bars
 from backend.errors import ParameterError
 from backend.lab.benchmark import per_question, write_per_question
 from backend.models.cache import default_cache
 from backend.models.embeddings import load_text_embedder
+from backend.models.remote_embedder import RemoteEmbedder
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.generation import (
     DEFAULT_DUPLICATE_THRESHOLD,
@@ -84,7 +92,7 @@ from backend.retrieval.multi.level_router import save_router, train_router
 from backend.retrieval.questions import load_question_set, load_sample_question_set, save_question_set
 from backend.retrieval.retriever.levels import LevelRetriever
 from backend.retrieval.retriever.registry import make_retriever
-from backend.retrieval.store import open_store
+from backend.retrieval.store import store_for_command
 from backend.tokenizers import TOKENIZER_NAMES
 
 __all__ = ["COMMANDS", "add_commands", "run"]
@@ -106,7 +114,8 @@ def _add_config_flags(p: argparse.ArgumentParser, tokenizers: tuple[str, ...]) -
         "--embedder",
         default="default",
         metavar="default|PATH",
-        help="embedding model: default (CHUNKLAB_EMBEDDER or the bundled all-MiniLM-L6-v2), a model folder, a hub id, "
+        help="the command's one embedding model, for retrieval and for embedding chunkers (semantic…) alike: "
+        "default (CHUNKLAB_EMBEDDER or the bundled all-MiniLM-L6-v2), a model folder, a hub id, "
         "or remote / an http(s)://…/v1 URL (an embeddings server, CHUNKLAB_EMBEDDER_*)",
     )
     p.add_argument("--no-cache", action="store_true", help="neither read nor write cached embeddings")
@@ -197,9 +206,18 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 def _embedder(args: argparse.Namespace) -> Any:
+    """``--embedder``, loaded (or connected); a remote one's note on stderr (another model seen under its name)."""
     # Our own progress goes to stderr; transformers' "Loading weights" bar would clutter it.
     quiet_hub_progress_bars()
-    return load_text_embedder(args.embedder)
+    embedder = load_text_embedder(args.embedder)
+    if isinstance(embedder, RemoteEmbedder) and embedder.note is not None:
+        print(embedder.note, file=sys.stderr)
+    return embedder
+
+
+def _chunking_context(embedder: Any) -> ModelContext:
+    """The model context of the command's chunkers: ``--embedder`` is also the semantic and cluster chunkers' embedder."""
+    return ModelContext(embedder=embedder)
 
 
 def _cache(args: argparse.Namespace) -> Any:
@@ -244,8 +262,8 @@ def _eval(args: argparse.Namespace) -> None:
     if args.per_question is not None and args.per_question.suffix.lower() not in (".csv", ".json"):
         raise ParameterError(f"--per-question {args.per_question.name}: the file must end in .csv or .json")
     questions = _question_set(args)
-    store = open_store()  # an unreachable server fails here, before any model loads
-    with _progress("evaluating") as line:
+    # An unreachable server fails here, before any model loads; a new store is gone again if the run fails.
+    with store_for_command() as store, _progress("evaluating") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
         benchmark = evaluate(
@@ -256,6 +274,7 @@ def _eval(args: argparse.Namespace) -> None:
             store=store,
             cache=_cache(args),
             use_cache=not args.no_cache,
+            context=_chunking_context(embedder),
             chunk_spans=args.chunk_spans,
             progress=line,
         )
@@ -331,11 +350,11 @@ def _check(args: argparse.Namespace) -> None:
 def _index(args: argparse.Namespace) -> None:
     config = _config(args)
     doc = load_input(args.file)
-    store = open_store()
-    with _progress("indexing") as line:
+    with store_for_command() as store, _progress("indexing") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
-        index = make_retriever(config).index(doc, store, embedder, cache=_cache(args), progress=line)
+        retriever = make_retriever(config, context=_chunking_context(embedder))
+        index = retriever.index(doc, store, embedder, cache=_cache(args), progress=line)
     out = {**index.to_json(), "store": store.location, "config": config.to_json(), "embedder": embedder.info.name}
     write(json.dumps(out, ensure_ascii=False) + "\n")
 
@@ -345,12 +364,12 @@ def _query(args: argparse.Namespace) -> None:
         raise ParameterError("--query is empty")
     config = _config(args)
     doc = load_input(args.file)
-    store = open_store()
-    with _progress("indexing") as line:
+    with store_for_command() as store, _progress("indexing") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
-        answer = make_retriever(config).answer(doc, store, embedder, args.query, args.k, cache=_cache(args),
-                                               progress=line)
+        answer = make_retriever(config, context=_chunking_context(embedder)).answer(
+            doc, store, embedder, args.query, args.k, cache=_cache(args), progress=line
+        )
     write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in answer.json_lines(doc.text)))
     for note in answer.notes():
         print(note, file=sys.stderr)
@@ -361,8 +380,7 @@ def _router_train(args: argparse.Namespace) -> None:
     chunker = make_chunker(args.chunker, parse_pairs(args.param), args.tokenizer)  # bad parameters: exit 2 first
     retriever = LevelRetriever(chunker.config)
     questions = _question_set(args)
-    store = open_store()
-    with _progress("labelling") as line:
+    with store_for_command() as store, _progress("labelling") as line:
         line.status("loading embedder…")
         embedder = _embedder(args)
         data = retriever.training_data(questions, store, embedder, retrieve=args.retrieve, cache=_cache(args),

@@ -14,12 +14,16 @@ Modules (heavy libraries load inside functions, never on import):
   endpoint that returns prompt log-probs.
 - ``chat``: chat models for the LLM chunkers and question generation — :class:`RemoteChat` over
   an OpenAI-compatible API, :class:`LocalChat` over a local LM — and the on-disk reply cache.
-- ``openai_compat``: the one client layer ``chat`` and ``remote`` share — settings, the
-  ``openai`` client, retries, model discovery, key-free error messages.
+- ``openai_compat``: the one client layer ``chat``, ``remote`` and ``remote_embedder`` share —
+  their constructor (:class:`RemoteClient`), settings, the ``openai`` client, retries, model
+  discovery, key-free error messages.
 - ``identity``: a model's fingerprint without loading it (cache lookups with no model).
 - ``embedder``: batched, normalized sentence embeddings (bundled all-MiniLM-L6-v2 by default).
 - ``remote_embedder``: :class:`RemoteEmbedder` — embeddings from an OpenAI-compatible
-  ``/v1/embeddings`` server (``--embedder remote``), keyed by the served model and dimension.
+  ``/v1/embeddings`` server (``--embedder remote``), keyed by the served model, its dimension
+  and what it computes for a probe text.
+- ``probes``: the probe vectors seen under each served name, which tell apart models served
+  under one name.
 - ``embeddings``: embeddings of text lists through the output cache, keyed by the weights.
 - ``hub``: whether the Hugging Face hub is reachable (probed before a hub id is fetched).
 - ``cache``: the persistent, checksummed, size-bounded on-disk cache of model outputs.

@@ -62,7 +62,7 @@ from backend.errors import ModelError, ParameterError
 from backend.models.cache import OutputCache, text_digest
 from backend.models.identity import fingerprint_without_loading
 from backend.models.lm import load_lm
-from backend.models.openai_compat import Endpoint, ServedModel, Service, check_answer_model
+from backend.models.openai_compat import Endpoint, RemoteClient, ServedModel, Service, check_answer_model
 from backend.models.rates import Rate, RateKey, rate_store
 from backend.models.timing import SECONDS_FIELD, record_cached, record_computed
 from backend.progress import Progress, acquired
@@ -430,37 +430,23 @@ class ChatModel(Protocol):
         ...
 
 
-class RemoteChat:
+class RemoteChat(RemoteClient):
     """A model behind an OpenAI-compatible API, through :func:`chat`.
 
-    The API key stays in this object's memory only (it is not part of ``repr``, ``name`` or
-    ``fingerprint``); None reads ``OPENAI_API_KEY`` at each call.
-
-    Args:
-        base_url: The API (default ``OPENAI_BASE_URL``, else OpenAI's).
-        model: The model (default ``OPENAI_MODEL``, else the server's only model).
-        api_key: The bearer token (default ``OPENAI_API_KEY``).
-        timeout: Seconds to wait per request (default ``CHUNKLAB_LLM_TIMEOUT``).
-        retries: Retries on connection errors, timeouts, 429 and 5xx (default ``CHUNKLAB_LLM_RETRIES``).
+    Built as every :class:`~backend.models.openai_compat.RemoteClient` is, on the ``OPENAI_*``
+    and ``CHUNKLAB_LLM_*`` settings (:data:`CHAT_SERVICE`); a setting left out is read at each
+    call, and nothing is asked of the server until one.
     """
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        model: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float | None = None,
-        retries: int | None = None,
-    ) -> None:
-        self.base_url = base_url
-        self._model = model
-        self._api_key = api_key
-        self.timeout = timeout
-        self.retries = retries
+    service = CHAT_SERVICE
 
     def __repr__(self) -> str:
         return f"RemoteChat(base_url={self.base_url!r}, model={self._model!r})"
+
+    @property
+    def base_url(self) -> str | None:
+        """The base URL given (None: ``OPENAI_BASE_URL``, else OpenAI's API)."""
+        return self._base_url
 
     @property
     def name(self) -> str:
@@ -520,7 +506,7 @@ class RemoteChat:
         """One request through :func:`chat` (retries and errors as documented there); a server needs no turn."""
         return chat(
             messages, base_url=self.base_url, model=self._model, api_key=self._api_key,
-            temperature=temperature, max_tokens=max_tokens, timeout=self.timeout, retries=self.retries,
+            temperature=temperature, max_tokens=max_tokens, timeout=self._timeout, retries=self._retries,
         )
 
 

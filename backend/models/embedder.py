@@ -71,6 +71,7 @@ __all__ = [
     "resolve_embedder_spec",
     "weights_fingerprint",
     "remote_embedder_name",
+    "embedder_note",
 ]
 
 log = logging.getLogger(__name__)
@@ -297,6 +298,17 @@ def loaded_embedder(spec: str | None = None) -> ModelInfo | None:
     except ModelError:
         return None
     return next((emb.info for (name, _device), emb in loaded if name == resolved), None)
+
+
+def embedder_note(spec: str | None = None) -> str | None:
+    """What to say beside the embedder ``spec``'s name, if this process has connected to it (never connects).
+
+    A remote embedder whose served name has stood for more than one model here says which one
+    it is (:attr:`~backend.models.remote_embedder.RemoteEmbedder.note`); any other embedder: None.
+    """
+    chosen = spec if spec is not None else default_embedder_spec()
+    connected = connected_remote_embedder(chosen) if is_remote_embedder(chosen) else None
+    return connected.note if connected is not None else None
 
 
 def remote_embedder_name(spec: str) -> str:

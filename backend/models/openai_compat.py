@@ -1,8 +1,11 @@
 """The one client layer for OpenAI-compatible APIs (OpenAI, vLLM, llama.cpp, Ollama…), through ``openai``.
 
-Chat (:mod:`backend.models.chat`) and remote scoring (:mod:`backend.models.remote`) talk to the
-same kind of server, so what they share is written once here:
+Chat (:mod:`backend.models.chat`), remote scoring (:mod:`backend.models.remote`) and remote
+embeddings (:mod:`backend.models.remote_embedder`) talk to the same kind of server, so what
+they share is written once here:
 
+- the one constructor of their clients (:class:`RemoteClient`: URL, model, key, timeout and
+  retries, each left out read from the environment of the client's :class:`Service`);
 - the settings of one connection, arguments first, then the environment (:meth:`Endpoint.resolve`
   with a :class:`Service` naming which :mod:`backend.config` readers and hints apply);
 - building the ``openai.OpenAI`` client: base URL, bearer token, timeouts, retries;
@@ -38,9 +41,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from backend.errors import ModelError
+from backend.errors import ModelError, ParameterError
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -50,6 +53,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Service",
     "Endpoint",
+    "RemoteClient",
+    "whole_number",
     "ServedModel",
     "check_answer_model",
     "in_order",
@@ -310,6 +315,23 @@ class Endpoint:
             message = self.describe(e, what)
         raise ModelError(message)
 
+    def _listed_elsewhere(self, client: OpenAI, here: str) -> str | None:
+        """The error line when ``here/models`` answered 404 but the URL without ``/v1`` (or with it) lists models; else None."""
+        import openai
+
+        there = here.removesuffix("/v1") if here.endswith("/v1") else here + "/v1"
+        try:
+            page = client.with_options(base_url=there, max_retries=0).models.list()
+            ids = [str(m.id) for m in (getattr(page, "data", None) or [])]
+        except (openai.OpenAIError, json.JSONDecodeError, AttributeError, TypeError, ValueError):
+            return None  # nothing answers there either: the first 404 stands
+        if not ids:
+            return None
+        return self.scrub(
+            f"{self.where} does not list its models: {here}/models answered HTTP 404, but {there}/models lists "
+            f"{', '.join(ids[:5])}: use {there} as the server's URL"
+        )
+
     def discover(self, client: OpenAI) -> ServedModel:
         """The model to use, from ``GET /models``: the named one (checked), else the only one served.
 
@@ -318,9 +340,14 @@ class Endpoint:
         its models and not the named one is refused: a server that ignores the request's
         ``model`` (llama.cpp) would otherwise answer with its own model under the name asked for.
 
+        A 404 is first checked against the URL with ``/v1`` taken off (or put on): a server
+        that lists its models there (infinity serves at the root unless started with
+        ``--url-prefix /v1``) was given the wrong URL, and the error says which URL answered
+        404 and which one to use.
+
         Raises:
             ModelError: the server fails, serves no model or several (and none was named), or
-                not the named one.
+                not the named one; its listing is found only at the other URL.
         """
         import openai
 
@@ -329,9 +356,14 @@ class Endpoint:
         try:
             page = client.models.list()
         except openai.NotFoundError:
-            if name is not None:
+            here = str(client.base_url).rstrip("/")
+            message = self._listed_elsewhere(client, here)
+            if message is None and name is not None:
                 return ServedModel(name, listed=False)
-            message = f"{self.where} does not list its models: {self.service.model_hint}"
+            if message is None:
+                message = (
+                    f"{self.where} does not list its models ({here}/models answered HTTP 404): {self.service.model_hint}"
+                )
         except openai.OpenAIError as e:
             message = self.describe(e, "the model list")
         if message is not None:
@@ -375,6 +407,74 @@ def _weights_facts(value: Any) -> Any:
     """A listing field without the serving settings it may hold (see ``_SERVING_META``)."""
     if isinstance(value, Mapping):
         return {k: v for k, v in value.items() if k not in _SERVING_META}
+    return value
+
+
+class RemoteClient:
+    """A client of one OpenAI-compatible API, as it was configured: the base of the remote models.
+
+    :class:`~backend.models.chat.RemoteChat`, :class:`~backend.models.remote.RemoteScorer` and
+    :class:`~backend.models.remote_embedder.RemoteEmbedder` are built alike: a URL, a model, a
+    key, a timeout and retries, each left out read from the environment their :attr:`service`
+    names (``OPENAI_*``, ``CHUNKLAB_REMOTE_*``, ``CHUNKLAB_EMBEDDER_*``). What a subclass does
+    with them differs: chat resolves them at each request, the scorer and the embedder connect
+    once, in their constructor (:meth:`endpoint`).
+
+    The API key stays in this object's memory (and the HTTP clients built from it) only: it is
+    not part of ``repr``, a name, a fingerprint or a message.
+    """
+
+    service: ClassVar[Service]
+    """Which settings fill in what the constructor was not given, and how messages name the server."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = None,
+        retries: int | None = None,
+    ) -> None:
+        """Keep the settings given; a None or blank one is read from the environment by :meth:`endpoint`.
+
+        Args:
+            base_url: The API, e.g. ``http://gpu-box:8000/v1`` (default: the service's base-URL
+                variable; for chat and embeddings none means OpenAI's API).
+            model: The served model's name (default: the service's model variable, else the
+                server's only model).
+            api_key: The bearer token (default: the service's key variable, else ``OPENAI_API_KEY``).
+            timeout: Seconds to wait for an answer (default: the service's timeout variable).
+            retries: Retries of a request that failed by a connection error, a timeout, 429 or
+                5xx, with the ``openai`` client's back-off (default: the service's retries variable).
+        """
+        self._base_url = base_url
+        self._model = model
+        self._api_key = api_key
+        self._timeout = timeout
+        self._retries = retries
+
+    def endpoint(self) -> Endpoint:
+        """The settings given, the environment filling in the rest (read now).
+
+        Raises:
+            ModelError: no server configured, or a base URL that is not http(s).
+        """
+        return Endpoint.resolve(
+            self.service, self._base_url, self._model, self._api_key, timeout=self._timeout, retries=self._retries
+        )
+
+
+def whole_number(name: str, value: int | None, default: Callable[[], int], high: int) -> int:
+    """``value`` checked to be a whole number from 1 to ``high``; ``default()`` when None.
+
+    Raises:
+        ParameterError: a bool, a non-integer or a number out of range (the message names ``name``).
+    """
+    if value is None:
+        return int(default())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise ParameterError(f"{name} ({value!r}) must be a whole number from 1 to {high}")
     return value
 
 

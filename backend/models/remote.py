@@ -107,7 +107,14 @@ import numpy as np
 
 from backend import config
 from backend.errors import ModelError, ParameterError
-from backend.models.openai_compat import Endpoint, Service, check_answer_model, error_text, in_order
+from backend.models.openai_compat import (
+    RemoteClient,
+    Service,
+    check_answer_model,
+    error_text,
+    in_order,
+    whole_number,
+)
 from backend.models.types import ModelInfo, TokenScores
 from backend.progress import Progress
 
@@ -156,11 +163,13 @@ SCORER_SERVICE = Service(
 """The remote scorer's settings: ``CHUNKLAB_REMOTE_*``, falling back to ``OPENAI_BASE_URL``/``OPENAI_API_KEY``."""
 
 
-class RemoteScorer:
+class RemoteScorer(RemoteClient):
     """The :class:`~backend.models.types.Scorer` protocol over an OpenAI-compatible server.
 
-    Creating one asks the server for its models (``GET /models``): a wrong URL, port, key or
-    model name fails here, as a one-line :class:`ModelError`, rather than at the first score.
+    Built as every :class:`~backend.models.openai_compat.RemoteClient` is, on the
+    ``CHUNKLAB_REMOTE_*`` settings (:data:`SCORER_SERVICE`). Creating one asks the server for
+    its models (``GET /models``): a wrong URL, port, key or model name fails here, as a
+    one-line :class:`ModelError`, rather than at the first score.
 
     Attributes:
         info: ``kind="remote-lm"``, ``device="remote"``, ``dtype="remote"``, ``source`` the base
@@ -168,6 +177,8 @@ class RemoteScorer:
             (``ServedModel.fingerprint("remote-lm")``, no URL in it); ``context_length`` the
             server's ``max_model_len`` when it reports one.
     """
+
+    service = SCORER_SERVICE
 
     def __init__(
         self,
@@ -179,15 +190,9 @@ class RemoteScorer:
         retries: int | None = None,
         concurrency: int | None = None,
     ) -> None:
-        """Connect to the server at ``base_url``.
+        """Connect to the server (the settings as :class:`~backend.models.openai_compat.RemoteClient` takes them).
 
         Args:
-            base_url: The server (default ``CHUNKLAB_REMOTE_BASE_URL``, else ``OPENAI_BASE_URL``).
-            model: The served model (default ``CHUNKLAB_REMOTE_MODEL``, else the server's only one).
-            api_key: The bearer token (default ``CHUNKLAB_REMOTE_API_KEY``, else ``OPENAI_API_KEY``).
-            timeout: Seconds to wait per request (default ``CHUNKLAB_REMOTE_TIMEOUT`` or 60).
-            retries: Retries on connection errors, timeouts, 429 and 5xx (default
-                ``CHUNKLAB_REMOTE_RETRIES`` or 1).
             concurrency: Requests in flight at once, 1 to 64 (default
                 ``CHUNKLAB_REMOTE_CONCURRENCY`` or 8).
 
@@ -195,16 +200,11 @@ class RemoteScorer:
             ModelError: unreachable server, rejected key, unknown model, or no base URL.
             ParameterError: ``concurrency`` outside 1 to 64.
         """
-        if concurrency is None:
-            concurrency = config.remote_concurrency()
-        elif isinstance(concurrency, bool) or not isinstance(concurrency, int) or not (
-            1 <= concurrency <= config.MAX_REMOTE_CONCURRENCY
-        ):
-            raise ParameterError(
-                f"concurrency ({concurrency!r}) must be a whole number from 1 to {config.MAX_REMOTE_CONCURRENCY}"
-            )
-        self.concurrency: int = concurrency
-        endpoint = Endpoint.resolve(SCORER_SERVICE, base_url, model, api_key, timeout=timeout, retries=retries)
+        super().__init__(base_url, model, api_key, timeout=timeout, retries=retries)
+        self.concurrency: int = whole_number(
+            "concurrency", concurrency, config.remote_concurrency, config.MAX_REMOTE_CONCURRENCY
+        )
+        endpoint = self.endpoint()
         self._endpoint = endpoint
         self.base_url: str = endpoint.base_url or ""  # needs_url: resolve() gave one
         self._client: OpenAI = endpoint.client()

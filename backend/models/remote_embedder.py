@@ -17,11 +17,15 @@ Configuration (arguments win over the environment, read by :mod:`backend.config`
   text-embedding-3 models; unset: the model's own length).
 
 Identity. Connecting asks the server for its models (``GET /models``, see
-:meth:`~backend.models.openai_compat.Endpoint.discover`) and embeds one short text to learn
-the vectors' length. The fingerprint that keys cached vectors is
-``ServedModel.fingerprint("embedder", dimension, dimensions)``: the served model and the vectors'
-length, not the URL (the same model behind another URL shares its cached vectors; another
-model, or the same one asked for shorter vectors, never does). Every answer's ``model`` is
+:meth:`~backend.models.openai_compat.Endpoint.discover`) and embeds one short probe text, which
+gives the vectors' length and tells apart models served under one name
+(:mod:`backend.models.probes`: infinity's listing holds an id only). The fingerprint that keys
+cached vectors is ``ServedModel.fingerprint("embedder", dimension, dimensions, probe digest)``:
+the served model, the vectors' length and which of the models seen under that name computed
+the probe's vector, not the URL (the same model behind another URL shares its cached vectors;
+another model, even under the same name, or the same one asked for shorter vectors, never
+does). When a name has stood for more than one model, :attr:`RemoteEmbedder.note` says so in
+one line (the CLI prints it on stderr). Every answer's ``model`` is
 checked (:func:`~backend.models.openai_compat.check_answer_model`) and every row's length
 against the one learned, before a vector is used or cached.
 
@@ -53,7 +57,16 @@ import numpy as np
 
 from backend import config
 from backend.errors import ModelError, ParameterError
-from backend.models.openai_compat import Endpoint, ServedModel, Service, check_answer_model, in_order
+from backend.models.openai_compat import (
+    Endpoint,
+    RemoteClient,
+    ServedModel,
+    Service,
+    check_answer_model,
+    in_order,
+    whole_number,
+)
+from backend.models.probes import PROBE_TEXT, ProbeMatch, match_probe
 from backend.models.types import ModelInfo, checked_texts
 from backend.progress import Progress
 
@@ -76,7 +89,6 @@ log = logging.getLogger(__name__)
 REMOTE_EMBEDDER = "remote"
 """The embedder spec (``--embedder remote``) that means this embedder, on the ``CHUNKLAB_EMBEDDER_*`` server."""
 
-_PROBE_TEXT = "Chunk Lab"  # the short text embedded at connect time to learn the vectors' length
 SPEED_SAFETY = 2.0  # a request waits this many times what the measured speed predicts (never below the setting)
 
 
@@ -141,11 +153,13 @@ def remote_embedder_settings(spec: str | None = REMOTE_EMBEDDER) -> RemoteEmbedd
     )
 
 
-class RemoteEmbedder:
+class RemoteEmbedder(RemoteClient):
     """Sentence embeddings from an OpenAI-compatible ``/embeddings`` endpoint (see the module docstring).
 
-    Creating one connects: it lists the server's models and embeds one short text, so a wrong
-    URL, key or model name fails here, in one line, rather than in the middle of a job.
+    Built as every :class:`~backend.models.openai_compat.RemoteClient` is, on the
+    ``CHUNKLAB_EMBEDDER_*`` settings (:data:`EMBEDDER_SERVICE`). Creating one connects: it
+    lists the server's models and embeds one short text, so a wrong URL, key or model name
+    fails here, in one line, rather than in the middle of a job.
 
     Attributes:
         info: ``kind="remote-embedder"``, ``device``/``dtype`` ``"remote"``, ``source`` the base
@@ -154,7 +168,13 @@ class RemoteEmbedder:
         concurrency: Requests in flight at once.
         batch: Texts per request.
         dimensions: The ``dimensions`` request field, or None.
+        probe: Which of the models seen under the served name computed the probe text's vector
+            (:mod:`backend.models.probes`).
+        note: One line when the served name has stood for more than one model in this data
+            directory (show it where the embedder is named), else None.
     """
+
+    service = EMBEDDER_SERVICE
 
     def __init__(
         self,
@@ -168,19 +188,26 @@ class RemoteEmbedder:
         batch: int | None = None,
         dimensions: int | None = None,
     ) -> None:
-        """Connect to the server at ``base_url`` (each argument left out comes from the environment).
+        """Connect to the server (the settings as :class:`~backend.models.openai_compat.RemoteClient` takes them).
+
+        Args:
+            concurrency: Requests in flight at once, 1 to 64 (default ``CHUNKLAB_EMBEDDER_CONCURRENCY`` or 8).
+            batch: Texts per request, 1 to 2,048 (default ``CHUNKLAB_EMBEDDER_BATCH`` or 64).
+            dimensions: The ``dimensions`` request field (default ``CHUNKLAB_EMBEDDER_DIMENSIONS``;
+                None: not sent, the model's own length).
 
         Raises:
             ModelError: unreachable server, rejected key, unknown model, no server configured,
                 or an answer that is not an embedding.
             ParameterError: ``concurrency``, ``batch`` or ``dimensions`` out of range.
         """
-        self.concurrency = _count("concurrency", concurrency, config.embedder_concurrency, config.MAX_REMOTE_CONCURRENCY)
-        self.batch = _count("batch", batch, config.embedder_batch, config.MAX_EMBEDDER_BATCH)
+        super().__init__(base_url, model, api_key, timeout=timeout, retries=retries)
+        self.concurrency = whole_number("concurrency", concurrency, config.embedder_concurrency, config.MAX_REMOTE_CONCURRENCY)
+        self.batch = whole_number("batch", batch, config.embedder_batch, config.MAX_EMBEDDER_BATCH)
         self.dimensions = dimensions if dimensions is not None else config.embedder_dimensions()
         if self.dimensions is not None and (isinstance(self.dimensions, bool) or not isinstance(self.dimensions, int) or self.dimensions < 1):
             raise ParameterError(f"dimensions ({self.dimensions!r}) must be a whole number of at least 1")
-        endpoint = Endpoint.resolve(EMBEDDER_SERVICE, base_url, model, api_key, timeout=timeout, retries=retries)
+        endpoint = self.endpoint()
         self._endpoint = endpoint
         self._client: OpenAI = endpoint.client()
         self._dimension = 0
@@ -190,7 +217,8 @@ class RemoteEmbedder:
         try:
             self._served: ServedModel = endpoint.discover(self._client)
             self.model = self._served.name
-            self._dimension = int(self._embed_batch([_PROBE_TEXT]).shape[1])
+            probe = self._embed_batch([PROBE_TEXT])[0]
+            self._dimension = int(probe.shape[0])
         except ModelError:
             self._client.close()  # a failed connection keeps no pooled sockets
             raise
@@ -199,6 +227,9 @@ class RemoteEmbedder:
                 f"{endpoint.where} answered {self._dimension}-dimensional vectors when asked for "
                 f"{self.dimensions} (CHUNKLAB_EMBEDDER_DIMENSIONS): model {self.model!r} cannot shorten its vectors"
             )
+        listed = self._served.fingerprint("embedder", self._dimension, self.dimensions or "")
+        self.probe: ProbeMatch = match_probe(listed, probe)
+        self.note: str | None = _probe_note(endpoint.where, self.model, self.probe)
         self.info = ModelInfo(
             name=self.model,
             source=endpoint.base_url or "the OpenAI API",
@@ -206,10 +237,12 @@ class RemoteEmbedder:
             parameters=0,
             device="remote",
             dtype="remote",
-            fingerprint=self._served.fingerprint("embedder", self._dimension, self.dimensions or ""),
+            fingerprint=self._served.fingerprint("embedder", self._dimension, self.dimensions or "", self.probe.digest),
             context_length=self._served.context_length,
         )
         log.info("connected to %s: %s, %d dimensions", endpoint.where, self.model, self._dimension)
+        if self.note is not None:
+            log.info("%s", self.note)
 
     def __repr__(self) -> str:
         return f"RemoteEmbedder({self.info.source!r}, model={self.model!r}, dim={self._dimension})"
@@ -361,13 +394,19 @@ class RemoteEmbedder:
         return (rows / norms).astype(np.float32)
 
 
-def _count(name: str, value: int | None, default: Any, high: int) -> int:
-    """``value`` checked to be a whole number from 1 to ``high``; ``default()`` when None."""
-    if value is None:
-        return int(default())
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-        raise ParameterError(f"{name} ({value!r}) must be a whole number from 1 to {high}")
-    return value
+def _probe_note(where: str, model: str, probe: ProbeMatch) -> str | None:
+    """What to tell a user whose server's name has stood for more than one model here; None when it has not."""
+    if probe.new_model:
+        return (
+            f"{where} serves {model!r}, but its vectors are not those of the {model!r} seen here before (probe "
+            f"cosine {probe.cosine:.4f}): another model under the same name, whose vectors and chunks are cached apart"
+        )
+    if probe.seen > 1:
+        return (
+            f"{where} serves {model!r} as model {probe.index + 1} of {probe.seen} seen here under that name "
+            "(told apart by their vectors): its own cached vectors and chunks are used"
+        )
+    return None
 
 
 # --- one connection per settings and process ------------------------------------------------------

@@ -34,6 +34,10 @@ Embeddings are always ours: chunks are upserted with their precomputed vectors a
 sent as ``query_embeddings``, and collections are created with ``embedding_function=None``,
 so Chroma's default embedding function (which downloads an ONNX model) is never called.
 
+A command that fails (:func:`store_for_command`) leaves no store it created and never wrote:
+the embedded store opened for a first ``eval`` whose embedder then fails is removed again, so
+no empty ``chroma.sqlite3`` is left behind. A store that existed before is never touched.
+
 chromadb and httpx are imported on first use.
 """
 
@@ -45,6 +49,8 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -72,6 +78,7 @@ __all__ = [
     "entries_collection_name",
     "IndexInfo",
     "open_store",
+    "store_for_command",
     "store_location",
     "collection_name",
     "chunk_id",
@@ -715,3 +722,55 @@ def open_store(
         store = ChunkStore(path=where, timeout_s=timeout)
     with _stores_lock:
         return _stores.setdefault(key, store)
+
+
+_SQLITE = "chroma.sqlite3"  # an embedded store's database, made when the client opens
+
+
+@contextmanager
+def store_for_command(
+    path: str | Path | None = None, host: str | None = None, port: int | None = None
+) -> Iterator[ChunkStore]:
+    """:func:`open_store` for one command: an embedded store it creates is removed if the command fails before writing.
+
+    When the body raises (a failure, a cancel, Ctrl-C) and the store is embedded, did not exist
+    before (no ``chroma.sqlite3``) and holds no collection, its client is closed and the files
+    Chroma made are deleted, the folder too when this call made it and it is empty then. A
+    store that existed before is never touched, nor one the command wrote a collection into
+    (its rows are kept: the rerun completes them).
+
+    Raises:
+        StoreError, ParameterError: as :func:`open_store`.
+    """
+    kind, where = store_location(path, host, port)
+    folder = Path(where) if kind == "embedded" else None
+    fresh = folder is not None and not (folder / _SQLITE).exists()
+    new_folder = folder is not None and not folder.exists()
+    store = open_store(path, host, port)
+    try:
+        yield store
+    except BaseException:
+        if fresh and folder is not None:
+            _remove_unwritten(store, folder, new_folder)
+        raise
+
+
+def _remove_unwritten(store: ChunkStore, folder: Path, new_folder: bool) -> None:
+    """Close ``store`` and delete its files when it holds no collection (of Chunk Lab's or anyone's)."""
+    try:
+        if store._client.list_collections():
+            return
+        store._client.close()  # releases the database before its file goes
+    except Exception as e:  # chromadb and sqlite errors share no base class; the command's own error matters more
+        log.warning("the new Chroma store at %s is left in place: %s", folder, _one_line(e))
+        return
+    with _stores_lock:
+        for key in [k for k, v in _stores.items() if v is store]:
+            del _stores[key]
+    for name in (_SQLITE, f"{_SQLITE}-journal", f"{_SQLITE}-wal", f"{_SQLITE}-shm"):
+        (folder / name).unlink(missing_ok=True)
+    if new_folder:
+        try:
+            folder.rmdir()  # only when empty: nothing but Chroma's own files is ever deleted
+        except OSError:
+            pass

@@ -6,7 +6,8 @@ so the remote path runs end to end (HTTP, the ``openai`` client, JSON) against v
 local path can be checked against:
 
 - ``GET /v1/models``: the listing (``models``, default the bundled model's name); ``listed=False``
-  answers 404 instead, like servers without the route;
+  answers 404 instead, like servers without the route; ``prefix=""`` serves both routes at the
+  root (``/models``, ``/embeddings``), as infinity does unless started with ``--url-prefix /v1``;
 - ``POST /v1/embeddings``: ``input`` (a string or a list of strings) and ``model``; vectors from
   :func:`backend.models.embedder.load_embedder` on the CPU (the local path's model and weights),
   sent as base64 of little-endian float32 when the request asks for ``encoding_format: "base64"``
@@ -15,7 +16,9 @@ local path can be checked against:
   float32 is exact in JSON), in a shuffled order of ``data`` items
   (each with its ``index``, which the client must follow); ``dimensions`` (when
   ``shortens=True``) keeps the first ``dimensions`` values, renormalized, as OpenAI's
-  text-embedding-3 models do; a ``model`` the server does not list gets HTTP 404 — unless
+  text-embedding-3 models do; ``pooling="cls"`` embeds with the same weights pooled on the first
+  token instead of the mean (another model, as a MiniLM copy re-pooled would be, served under the
+  same name); a ``model`` the server does not list gets HTTP 404 — unless
   ``answer_model`` is set: then every request is answered, its ``model`` field ignored and the
   answer naming ``answer_model`` (llama.cpp's habit);
 - ``Authorization: Bearer <key>`` checked when the server has a key (HTTP 401, echoing the key);
@@ -69,6 +72,8 @@ class _Server(ThreadingHTTPServer):
         self.memo: bool = options["memo"]
         self.shortens: bool = options["shortens"]
         self.base64: bool = options["base64"]
+        self.prefix: str = options["prefix"]
+        self.pooling: str = options["pooling"]
         self.fault: str | None = None
         self.lock = threading.Lock()
         self.vectors: dict[str, np.ndarray] = {}
@@ -87,7 +92,7 @@ class _Handler(JsonHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         try:
             self.authorize()
-            if self.path.rstrip("/") != "/v1/models" or not self.server.listed:
+            if self.path.rstrip("/") != self.server.prefix + "/models" or not self.server.listed:
                 raise ApiError(404, f"no route {self.path}", "not_found_error")
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "chunklab-tests"} for m in self.server.models]
             self.send_json(200, {"object": "list", "data": data})
@@ -106,7 +111,7 @@ class _Handler(JsonHandler):
             if server.delay > 0:
                 time.sleep(server.delay)
             self.authorize()
-            if self.path.rstrip("/") != "/v1/embeddings":
+            if self.path.rstrip("/") != server.prefix + "/embeddings":
                 raise ApiError(404, f"no route {self.path}", "not_found_error")
             if server.fault == "500":
                 raise ApiError(500, "the embeddings server crashed (injected fault)", "server_error")
@@ -153,6 +158,8 @@ class _Handler(JsonHandler):
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
         server = self.server
+        if server.pooling == "cls":
+            return _cls_pooled(server.embedder, texts)
         if not server.memo:
             return server.embedder.embed(texts)
         with server.lock:
@@ -163,6 +170,13 @@ class _Handler(JsonHandler):
                 server.vectors.update(zip(missing, rows))
         with server.lock:
             return np.stack([server.vectors[t] for t in texts])
+
+
+def _cls_pooled(embedder: Any, texts: list[str]) -> np.ndarray:
+    """The embedder's weights pooled on each text's first token (``[CLS]``), L2-normalized."""
+    tokens = embedder._model.encode(texts, output_value="token_embeddings", convert_to_numpy=False)
+    rows = np.stack([t[0].float().cpu().numpy() for t in tokens]).astype(np.float64)
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
 @dataclass
@@ -234,6 +248,8 @@ def start_embedding_server(
     memo: bool = False,
     shortens: bool = False,
     base64: bool = True,
+    prefix: str = "/v1",
+    pooling: str = "mean",
     host: str = "127.0.0.1",
     port: int = 0,
 ) -> RunningEmbeddingServer:
@@ -248,15 +264,20 @@ def start_embedding_server(
         memo: Answer texts embedded before from memory.
         shortens: Honour the request's ``dimensions`` (text-embedding-3 style); False ignores it.
         base64: Honour ``encoding_format: "base64"``; False always answers JSON floats.
+        prefix: Where the routes are: ``/v1`` (``/v1/models``, ``/v1/embeddings``), or ``""`` at the
+            root, as infinity serves by default; ``url`` ends with it.
+        pooling: ``mean`` (the bundled model's own) or ``cls`` (the same weights, another model).
     """
+    if pooling not in ("mean", "cls"):
+        raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
     if not delay >= 0:
         raise ValueError(f"delay ({delay!r}) must be 0 or more seconds")
     server = _Server((host, port), models=models, listed=listed, answer_model=answer_model, api_key=api_key,
-                     delay=delay, memo=memo, shortens=shortens, base64=base64)
+                     delay=delay, memo=memo, shortens=shortens, base64=base64, prefix=prefix, pooling=pooling)
     thread = threading.Thread(target=server.serve_forever, name="embedding-server", daemon=True)
     thread.start()
     bound_host, bound_port = server.server_address[:2]
-    return RunningEmbeddingServer(url=f"http://{bound_host}:{bound_port}/v1", _server=server, _thread=thread)
+    return RunningEmbeddingServer(url=f"http://{bound_host}:{bound_port}{prefix}", _server=server, _thread=thread)
 
 
 def main(argv: list[str] | None = None) -> None:
