@@ -17,8 +17,15 @@ _LOADERS = (
 )
 
 
+_QUERIES = ("backend.models.lm.loaded_lm", "backend.models.embedder.loaded_embedder")
+
+
 def _no_model(*args, **kwargs):
     raise AssertionError("demo mode loaded a model")
+
+
+def _none_loaded(*args, **kwargs):
+    return None
 
 
 def demo_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
@@ -35,4 +42,7 @@ def demo_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         monkeypatch.delenv(name, raising=False)
     for target in _LOADERS:
         patch_everywhere(monkeypatch, target, _no_model)
+    # As in a fresh app process: a model that an earlier test loaded into this one is not there to reuse.
+    for target in _QUERIES:
+        patch_everywhere(monkeypatch, target, _none_loaded)
     return tmp_path / "data"
