@@ -22,9 +22,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.chunklab-$(basename "$req").sha"
 want="$(cat requirements*.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  exit 0
-fi
+done_stamps=("$stamp")
+# requirements-dev.txt includes requirements.txt: after the test command, the app's install is done too.
+[ "$(basename "$req")" = requirements.txt ] && done_stamps+=(".venv/.chunklab-requirements-dev.txt.sha")
+for s in "${done_stamps[@]}"; do
+  if [ -f "$s" ] && [ "$(cat "$s")" = "$want" ]; then
+    exit 0
+  fi
+done
 pip=(.venv/bin/python -m pip --disable-pip-version-check)
 "${pip[@]}" install -q --upgrade pip
 # torch first and alone: pinned to the CPU build so nothing pulls the CUDA wheels.

@@ -15,4 +15,5 @@ fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # Every core works (pytest-xdist); a file's tests stay on one worker, so its module-scoped fixtures (a model,
 # an app server, a store) are built once. CHUNKLAB_TEST_WORKERS=0 runs in this process alone.
-exec .venv/bin/python -m pytest tests -n "${CHUNKLAB_TEST_WORKERS:-auto}" --dist loadfile "$@"
+# With no path among the arguments pytest runs `testpaths` (pyproject.toml: tests/), else just those paths.
+exec .venv/bin/python -m pytest -n "${CHUNKLAB_TEST_WORKERS:-auto}" --dist loadfile "$@"
