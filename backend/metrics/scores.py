@@ -40,7 +40,7 @@ from backend.metrics.quality import (
 )
 from backend.metrics.report import METRICS, QualitySettings, quality_row
 from backend.models.embeddings import embed_texts, embeddings_key
-from backend.models.scoring import cached_conditional_scores, conditional_scores
+from backend.models.scoring import cached_conditional_scores, conditional_scores, pair_work
 from backend.progress import Progress
 
 __all__ = [
@@ -274,20 +274,26 @@ def score_chunkings(
     if cache is not None:
         found = cached_conditional_scores(distinct, scorer.info, cache)
         known = {r: v for r, v in zip(distinct, found, strict=True) if v is not None}
-    total = len(distinct) - len(known)
-    done = 0
+    missing = [r for r in distinct if r not in known]
+    # The count is the whole job's, weighed as the cost estimate weighs it (pair_cost), so its ETA is
+    # every configuration's and every batch's remaining work at the measured rate.
+    weight = dict(zip(missing, pair_work(missing), strict=True))
+    total, total_work = len(missing), float(sum(weight.values()))
+    done, done_work = 0, 0.0
     progress.set_unit("pairs")
-    progress(0, total)
+    progress(0, total, work=(0.0, total_work))
 
     def score(todo: list[tuple[str, str]]) -> None:
-        nonlocal done
+        nonlocal done, done_work
         todo = [r for r in dict.fromkeys(todo) if r not in known]
         if not todo:
             return
-        values = conditional_scores(todo, scorer, cache=cache, progress=progress.slice(done, len(todo), total))
+        work = float(sum(weight[r] for r in todo))
+        part = progress.slice(done, len(todo), total, work=(done_work, work, total_work))
+        values = conditional_scores(todo, scorer, cache=cache, progress=part)
         known.update(zip(todo, values, strict=True))
-        done += len(todo)
-        progress(done, total)
+        done, done_work = done + len(todo), done_work + work
+        progress(done, total, work=(done_work, total_work))
 
     orders = [stratified_order(len(t), seed) for t in texts]
     biggest = max(range(len(texts)), key=lambda k: len(texts[k]), default=0)
