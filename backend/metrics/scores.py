@@ -51,6 +51,7 @@ __all__ = [
     "cached_pair_table",
     "cached_sample_table",
     "cached_vectors",
+    "sample_rounds",
     "score_chunkings",
     "table_key",
     "vectors_key",
@@ -130,6 +131,31 @@ def batch_sizes(n: int, first: int) -> list[int]:
         left -= take
         size = math.ceil(size * GROWTH)
     return sizes
+
+
+def sample_rounds(texts: Sequence[Sequence[str]], *, complete: bool, window: int | None) -> list[tuple[int, ...]]:
+    """How many chunks of each chunking (in its sample order) the anytime job has taken after each of its rounds.
+
+    The chunking with the most chunks takes :func:`batch_sizes` of them (about
+    :data:`FIRST_REQUESTS` model passes first); every other one takes the same share of its own.
+    The job publishes estimates after every round but the last, which takes every chunk: the
+    first round is what the first estimates with intervals cost (:func:`~backend.metrics.cost.first_estimate_cost`).
+
+    >>> sample_rounds([["a"] * 20, ["b"] * 10], complete=False, window=None)
+    [(8, 4), (16, 8), (20, 10)]
+    """
+    if not texts or not max(len(t) for t in texts):
+        return []
+    biggest = max(range(len(texts)), key=lambda k: len(texts[k]))
+    n_max = len(texts[biggest])
+    per_chunk = len(pair_requests(list(texts[biggest]), complete=complete, window=window)) / n_max
+    rounds, sampled = [], 0
+    for size in batch_sizes(n_max, max(2, round(FIRST_REQUESTS / max(per_chunk, 1.0)))):
+        sampled += size
+        rounds.append(tuple(
+            len(t) if sampled >= n_max else min(len(t), math.ceil(sampled / n_max * len(t))) for t in texts
+        ))
+    return rounds
 
 
 def cached_sample_table(
@@ -296,20 +322,15 @@ def score_chunkings(
         progress(done, total, work=(done_work, total_work))
 
     orders = [stratified_order(len(t), seed) for t in texts]
-    biggest = max(range(len(texts)), key=lambda k: len(texts[k]), default=0)
-    n_max = len(texts[biggest]) if texts else 0
-    per_chunk = len(requests[biggest]) / max(n_max, 1) if texts else 1.0
     taken = [0] * len(texts)
-    sampled = 0
-    for size in batch_sizes(n_max, max(2, round(FIRST_REQUESTS / max(per_chunk, 1.0)))):
-        sampled += size
+    rounds = sample_rounds(texts, complete=complete, window=window)
+    for r, upto in enumerate(rounds):
         batch: list[tuple[str, str]] = []
         for k, t in enumerate(texts):
-            upto = len(t) if sampled >= n_max else min(len(t), math.ceil(sampled / n_max * len(t)))
-            batch += sample_requests(t, orders[k][taken[k]:upto], complete=complete, window=window)[0]
-            taken[k] = upto
+            batch += sample_requests(t, orders[k][taken[k]:upto[k]], complete=complete, window=window)[0]
+            taken[k] = upto[k]
         score(batch)
-        if sampled >= n_max:
+        if r == len(rounds) - 1:
             break
         partial = [_sample_table(t, orders[k][: taken[k]], known, complete, window) for k, t in enumerate(texts)]
         progress.publish(_estimates(chunkings, partial, vectors, settings, done, total))
