@@ -293,7 +293,8 @@ class Progress:
 
     def _scale_to_parent(self, total: int, work: tuple[float, float] | None) -> None:
         """A slice's side of :meth:`expect`: learn from its child's count how its measure maps onto its parent's."""
-        assert self._share is not None and self._parent is not None
+        if self._share is None or self._parent is None:
+            return
         measure = work[1] if work is not None and work[1] > 0 else float(total)
         ours = self._work_share[1] if self._work_share is not None else float(self._share[1])
         scale = ours / measure if measure > 0 and ours > 0 else None

@@ -347,7 +347,7 @@ def _in_use_line(label: str, info: ModelInfo | None, chosen: bool) -> None:
 
 
 def _lm_line() -> tuple[str, ModelInfo | None]:
-    """The sidebar's language-model line (:func:`~backend.models.usage.lm_status`: a job's use included) and its info."""
+    """The sidebar's language-model line (:func:`~backend.models.usage.lm_status`: a job's use included), its info."""
     status = lm_status(st.session_state.get(LM_INFO))
     return status.line, status.info
 
