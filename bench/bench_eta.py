@@ -19,8 +19,9 @@ Printed: a table of the ETAs (time, work done, the ETA, the actual time left, th
 the job reported at its start, at its first estimate and at about 50% of its work against the
 actual time left then (ratio ETA / actual, target 0.8-1.25); the median ratio over the reports after
 the first 10% of the work; the two predicted times against the actual first estimate and end (and
-the guess's); and, as the baseline from the same reports, the ETA extrapolated from the bar alone
-(units, no rate measured before). ``--load N`` starts N busy CPU processes for the calibration and
+the guess's); and, as baselines from the same run, the ETA extrapolated from the bar alone (units,
+no rate measured before) and the ETA as the job computed it before issue 35 (its remaining pairs
+over the rate measured in characters/s: a few seconds for minutes of work). ``--load N`` starts N busy CPU processes for the calibration and
 the job (the "loaded machine" case). ``--quick`` scores the first 6,000 characters (about 45 pairs, a few minutes).
 
 With ``--ppl`` the job is a PPL scoring pass instead (``token_nll`` over ``--ppl-chars`` characters
@@ -60,7 +61,7 @@ from backend.metrics.quality import pair_requests  # noqa: E402
 from backend.models.cache import OutputCache  # noqa: E402
 from backend.models.scorer import load_scorer  # noqa: E402
 from backend.models.scoring import conditional_scores  # noqa: E402
-from backend.progress import Progress  # noqa: E402
+from backend.progress import PRIOR_SECONDS, Progress  # noqa: E402
 from backend.samples import list_samples, load_sample  # noqa: E402
 from backend.text.document import Document  # noqa: E402
 
@@ -98,8 +99,23 @@ def _ratio(eta: float, left: float) -> str:
     return f"{eta:.1f} s / {left:.1f} s = {eta / left:.2f}" if left > 0 else f"{eta:.1f} s / 0 s"
 
 
+def _before_issue_35(counted: list[tuple[float, int, int]], start: float, end: float, chars_per_s: float) -> list:
+    """``(fraction, ETA / actual time left)`` of the job's counts as its ETA was computed before issue 35.
+
+    Then the job counted pairs and the rate measured before (characters/s, ``chars_per_s``) reached it
+    unchanged: the ETA was its remaining pairs over that rate blended with its own pairs/s.
+    """
+    out = []
+    for t, done, total in counted:
+        elapsed, left = t - start, end - t
+        if total and done < total and left > 1.0:
+            rate = (PRIOR_SECONDS * chars_per_s + done) / (PRIOR_SECONDS + elapsed)
+            out.append((done / total, (total - done) / rate / left))
+    return out
+
+
 def _report(rows_wanted: int, what: str, calibration: str, reports: list, start: float, end: float,
-            first: list[tuple[str, float | None]], published: list[float]) -> None:
+            first: list[tuple[str, float | None]], published: list[float], before: list) -> None:
     """The table of ETAs and the ratio lines (see the module docstring)."""
     actual = end - start
     rows = [(t - start, f, eta, end - t, label) for t, f, eta, label in reports if eta is not None]
@@ -113,7 +129,7 @@ def _report(rows_wanted: int, what: str, calibration: str, reports: list, start:
     print()
     # The ETA the job showed at three moments: its start, its first estimate, half its work.
     moments = [("at the start", rows[0] if rows else None)]
-    if published:
+    if len(published) > 1:  # one round: its only estimate is the exact one
         t_first = published[0] - start
         moments.append((f"at the first estimate ({t_first:.1f} s)", next((r for r in rows if r[0] >= t_first), None)))
     moments.append(("at about 50% of the work", next((r for r in rows if r[1] >= 0.5), None)))
@@ -137,6 +153,12 @@ def _report(rows_wanted: int, what: str, calibration: str, reports: list, start:
               f"over {len(later)} reports ({verdict} the target {lo}-{hi}); range {min(later):.2f}-{max(later):.2f}")
     else:
         print("median ETA / actual time left: no report after the first 10% of the work (a longer run)")
+    if before:
+        later_before = [r for f, r in before if f >= 0.1]
+        half = next((r for f, r in before if f >= 0.5), None)
+        print(f"baseline, the same counts as the ETA was computed before issue 35 (pairs over characters/s): "
+              f"at the start {before[0][1]:.3f}, at 50% {half if half is None else round(half, 3)}, median after 10% "
+              f"{statistics.median(later_before) if later_before else float('nan'):.3f}")
     if plain:
         print(f"baseline, the same reports extrapolated from the bar alone: median {statistics.median(plain):.2f} "
               f"(range {min(plain):.2f}-{max(plain):.2f})")
@@ -248,9 +270,12 @@ def main() -> None:
         calibration = calibrate_now()
         calibration += f" in {time.perf_counter() - t0:.1f} s"
         measured = estimate()
+        chars_per_s = plan().throughput.chars_per_s if not args.ppl else None
+        counted: list[tuple[float, int, int]] = []
         reports: list[tuple[float, float, float | None, str]] = []
         start = time.perf_counter()
         what = job(Progress(lambda f, eta, label: reports.append((time.perf_counter(), f, eta, label)),
+                            counts=lambda done, total: counted.append((time.perf_counter(), done, total)),
                             partial=None if args.ppl else lambda _value: published.append(time.perf_counter())))
         end = time.perf_counter()
     finally:
@@ -263,7 +288,8 @@ def main() -> None:
     arrivals.append(end - start)
     first = [(w, s, a) for (w, s), a in zip(measured, arrivals, strict=True)]
     first += [(f"{w} (before anything was measured)", s, a) for (w, s), a in zip(guess, arrivals, strict=True)]
-    _report(args.rows, what, calibration, reports, start, end, first, published)
+    before = _before_issue_35(counted, start, end, chars_per_s) if chars_per_s else []
+    _report(args.rows, what, calibration, reports, start, end, first, published, before)
 
 
 if __name__ == "__main__":
