@@ -262,8 +262,12 @@ def job_progress(job_key: str, cancel_key: str, preview: Callable[[Job], None] |
         return
     if not job.running:
         st.rerun()  # the whole page: it shows the results
-    if SIDEBAR_LM in st.session_state and _lm_line()[0] != st.session_state[SIDEBAR_LM]:
-        st.rerun()  # the whole page, once per change: the sidebar says what the job does with the model now
+    line = _lm_line()[0]
+    if SIDEBAR_LM in st.session_state and line != st.session_state[SIDEBAR_LM]:
+        # The whole page, once per change (the line is noted first: a run that draws no sidebar cannot loop),
+        # so the sidebar says what the job does with the model now.
+        st.session_state[SIDEBAR_LM] = line
+        st.rerun()
     elapsed = time.perf_counter() - job.started
     cancelling = job.cancel_token.cancelled  # the button's callback ran before this
     text = f"{job.title}: {'cancelling…' if cancelling else job.label} · {format_seconds(elapsed)} so far"
