@@ -129,6 +129,10 @@ class Progress:
         self._place = (0.0, 1.0, 1.0)
         self._share: tuple[int, int, int] | None = None  # a slice's (base, size, total) of the parent's count
         self._work_share: tuple[float, float, float] | None = None  # a slice's (base, size, total) of its work
+        # A slice's rate measured before, in its child's measure (:meth:`expect`), and the parent's measure per
+        # unit of the child's (known from the child's first count): the parent is told the product.
+        self._child_rate: float | None = None
+        self._child_scale: float | None = None
         self._own_count = True  # False for a slice or a follower: its counts are its parent's
         self._prefix = ""  # the label's names of the parts down to this one ("configuration 2 of 3 · ")
         self._one_of_several = False  # inside one of several parts: the ETA is "for this one"
@@ -168,6 +172,7 @@ class Progress:
             root._update(self, done, total, work)
         elif self._share is not None:
             base, size, whole = self._share
+            self._scale_to_parent(total, work)
             fraction = min(done, total) / total if total > 0 else 0.0
             if work is not None and work[1] > 0:
                 fraction = min(max(work[0] / work[1], 0.0), 1.0)  # the child's own weights say how far it is
@@ -182,14 +187,28 @@ class Progress:
     def expect(self, work_per_s: float | None) -> None:
         """The rate this count's work ran at when measured before (on this machine, same model); None: unknown.
 
-        Call it after :meth:`set_unit` (a new unit forgets it). It gives the ETA before the first
-        unit is done and steadies it early on (see the class docstring).
+        The rate is in what this progress's counts measure: their work when they say what they
+        weigh (``work=``), else their units. Call it after :meth:`set_unit` (a new unit forgets
+        it). It gives the ETA before the first unit is done and steadies it early on (see the
+        class docstring).
+
+        A :meth:`slice` turns it into its parent's measure once its child's first count says how
+        the two compare: a group of pairs weighed in characters, sliced into a job that counts
+        pairs, tells the job ``characters/s × pairs / characters`` of the group — pairs per
+        second at the group's mean weight, so the job's ETA is its own remaining pairs at that
+        rate, never its pairs divided by a rate in characters.
         """
-        if self._parent is not None and not self._own_count:
-            self._parent.expect(work_per_s)
-            return
         rate = float(work_per_s) if work_per_s is not None else None
-        self._expected = rate if rate is not None and math.isfinite(rate) and rate > 0 else None
+        rate = rate if rate is not None and math.isfinite(rate) and rate > 0 else None
+        if self._parent is not None and not self._own_count:
+            if self._share is None:  # a follower counts in its parent's measure
+                self._parent.expect(rate)
+                return
+            self._child_rate = rate
+            if rate is None or self._child_scale is not None:
+                self._parent.expect(None if rate is None else rate * self._child_scale)
+            return
+        self._expected = rate
 
     def set_unit(self, unit: str) -> None:
         """What the following counts count (``tokens``, ``pairs``…); a slice keeps its parent's."""
@@ -271,6 +290,19 @@ class Progress:
         if total > 0:
             child._place = (float(base), float(size), float(total))
         return child
+
+    def _scale_to_parent(self, total: int, work: tuple[float, float] | None) -> None:
+        """A slice's side of :meth:`expect`: learn from its child's count how its measure maps onto its parent's."""
+        if self._share is None or self._parent is None:
+            return
+        measure = work[1] if work is not None and work[1] > 0 else float(total)
+        ours = self._work_share[1] if self._work_share is not None else float(self._share[1])
+        scale = ours / measure if measure > 0 and ours > 0 else None
+        if scale == self._child_scale:
+            return
+        self._child_scale = scale
+        if self._child_rate is not None and scale is not None:
+            self._parent.expect(self._child_rate * scale)
 
     def _follow(self, parent: Progress, *, own_count: bool = False) -> Progress:
         """Make this new tracker a child of ``parent``: by default it passes everything through to it."""

@@ -40,6 +40,7 @@ __all__ = [
     "LEGACY_RERUN",
     "LM_CHOICE",
     "LM_INFO",
+    "SIDEBAR_LM",
     "LM_PRECISION",
     "EMB_CHOICE",
     "EMB_INFO",
@@ -148,6 +149,7 @@ EMB_INFO = MODELS("emb_info")
 CHAT_CHOICE = MODELS("chat_choice")
 CHAT_KEY = MODELS("chat_api_key")
 REMOTE_SCORER = MODELS("remote_scorer")  # this session's RemoteScorer (it holds the user's key)
+SIDEBAR_LM = MODELS("sidebar_lm")  # the language model's status line the sidebar last drew (job_progress redraws it)
 
 # The session's question set (a QuestionSet or None): the Retrieval page saves into it, the Benchmark page runs it.
 QSET = RETRIEVAL("qset")

@@ -44,6 +44,7 @@ from backend.models.lm import loaded_lm
 from backend.models.remote import RemoteScorer
 from backend.models.scorer import load_scorer
 from backend.models.types import ModelInfo, Scorer
+from backend.models.usage import lm_status
 from backend.progress import format_seconds
 from components.keys import (
     CHAT_CHOICE,
@@ -55,6 +56,7 @@ from components.keys import (
     LM_PRECISION,
     MODELS,
     REMOTE_SCORER,
+    SIDEBAR_LM,
 )
 
 __all__ = [
@@ -260,6 +262,12 @@ def job_progress(job_key: str, cancel_key: str, preview: Callable[[Job], None] |
         return
     if not job.running:
         st.rerun()  # the whole page: it shows the results
+    line = _lm_line()[0]
+    if SIDEBAR_LM in st.session_state and line != st.session_state[SIDEBAR_LM]:
+        # The whole page, once per change (the line is noted first: a run that draws no sidebar cannot loop),
+        # so the sidebar says what the job does with the model now.
+        st.session_state[SIDEBAR_LM] = line
+        st.rerun()
     elapsed = time.perf_counter() - job.started
     cancelling = job.cancel_token.cancelled  # the button's callback ran before this
     text = f"{job.title}: {'cancelling…' if cancelling else job.label} · {format_seconds(elapsed)} so far"
@@ -342,10 +350,25 @@ def _in_use_line(label: str, info: ModelInfo | None, chosen: bool) -> None:
     st.caption(_summary(info))
 
 
+def _lm_line() -> tuple[str, ModelInfo | None]:
+    """The sidebar's language-model line (:func:`~backend.models.usage.lm_status`: a job's use included), its info."""
+    status = lm_status(st.session_state.get(LM_INFO))
+    return status.line, status.info
+
+
 def sidebar_models() -> None:
-    """Which models this session uses and whether they are loaded (its choice, else a default a job loaded)."""
+    """Which models this session uses, whether they are loaded (its choice, else a default a job loaded) and in use.
+
+    A job loads and runs its model in its own thread: the language model's line says so
+    (``· loading for a job``, ``· in use by a job``); :func:`job_progress` redraws the page
+    when the line it would draw now differs from the one drawn (:data:`~components.keys.SIDEBAR_LM`).
+    """
     st.markdown("**Models**")
-    _in_use_line("LM", *model_in_use("lm"))
+    line, info = _lm_line()
+    st.session_state[SIDEBAR_LM] = line
+    st.text(line)  # a model name is user input: plain text
+    if info is not None:
+        st.caption(_summary(info))
     _in_use_line("Embedder", *model_in_use("embedder"))
     note = embedder_note(st.session_state.get(EMB_CHOICE))
     if note is not None:

@@ -18,6 +18,7 @@ from backend.errors import NotCached
 from backend.jobs import Job, start_job
 from backend.lab.models import SessionModels
 from backend.models.types import Scorer
+from backend.models.usage import model_use
 from backend.progress import Progress
 
 __all__ = ["JobPlan"]
@@ -56,15 +57,23 @@ class JobPlan:
         return self.models is not None
 
     def run(self, progress: Progress, on_model_loaded: Callable[[], None] | None = None) -> Any:
-        """Run the body here and now (a job's thread, or the CLI): load the model if needed, then compute."""
+        """Run the body here and now (a job's thread, or the CLI): load the model if needed, then compute.
+
+        While it loads and computes, :func:`~backend.models.usage.lm_status` counts the model as in
+        use by a job (the sidebar says so).
+        """
         if self.models is None:
             return self.body(None, progress)
         progress.check()  # honours a cancel before the model loads
-        loading = self.models.scorer is None
-        scorer = self.models.job_scorer(progress)
-        if loading and on_model_loaded is not None:
-            on_model_loaded()
-        return self.body(scorer, progress)
+        models = self.models
+        loading = models.scorer is None
+        # The model is loaded and used in this thread, outside the session: the pages learn it from here.
+        with model_use(models.name, models.fingerprint, default=models.default, loading=loading) as use:
+            scorer = models.job_scorer(progress)
+            use.loaded(scorer.info)
+            if loading and on_model_loaded is not None:
+                on_model_loaded()
+            return self.body(scorer, progress)
 
     def start(self, on_model_loaded: Callable[[], None] | None = None) -> Job:
         """Start the job in a background thread; ``on_model_loaded()`` runs there once a model it loaded is ready."""

@@ -45,6 +45,7 @@ from backend.metrics.cost import (
     cost_estimate,
     cost_label,
     embed_cost,
+    first_estimate_cost,
     format_seconds,
     needs_confirmation,
     pair_cost,
@@ -104,6 +105,10 @@ class QualityCost:
         total_pairs: Distinct pairs the missing tables need, cached or not.
         measured: Whether the speed was measured on this machine (False: ``seconds`` is a guess).
         embed: Embedding the chunks DS needs that are not cached (None: DS not picked or nothing to embed).
+        first_pairs: The pairs the job scores before its first estimates with 95% intervals (its
+            first round, :func:`~backend.metrics.cost.first_estimate_cost`); 0: one round, the first
+            values are the exact ones.
+        first_seconds: Their time at the same speed (0 with ``first_pairs`` 0).
     """
 
     pairs: int = 0
@@ -112,6 +117,13 @@ class QualityCost:
     total_pairs: int = 0
     measured: bool = True
     embed: EmbedCost | None = None
+    first_pairs: int = 0
+    first_seconds: float = 0.0
+
+    @property
+    def anytime(self) -> bool:
+        """Whether estimates with intervals come before the exact values (the job has more than one round)."""
+        return 0 < self.first_pairs < self.pairs
 
     @property
     def label(self) -> str:
@@ -266,8 +278,11 @@ class QualityPlan:
             cost.total_pairs > cost.pairs) else ""
         time = format_seconds(cost.seconds) if speed.measured else f"{format_seconds(cost.seconds)} — {speed.words}"
         at = f" at {speed.words}" if speed.measured else ""
+        first = (f"The first estimates, with their 95 % intervals, come after **{cost.first_pairs:,}** of them: "
+                 f"in {format_seconds(cost.first_seconds)}. ") if cost.anytime else ""
         return (
             f"Scoring {self.missing_tags} costs **{cost.pairs:,}** pairs still missing{cached}: {time}{at}. "
+            + first
             + ("A pair window w cuts the cost of CS. " if self.needs.complete and not self.window and cost.seconds > 60
                else "")
             + embedding
@@ -280,12 +295,20 @@ class QualityPlan:
 
     @property
     def confirm_label(self) -> str | None:
-        """The checkbox a run over :data:`~backend.metrics.cost.CONFIRM_SECONDS` needs ticked first; None: one click."""
+        """The checkbox a run over :data:`~backend.metrics.cost.CONFIRM_SECONDS` needs ticked first; None: one click.
+
+        It names both times the user waits for: the first estimates with their intervals (the
+        job's first round) and the exact values (every pair), at the same speed.
+        """
         if not self.to_score or not needs_confirmation(self.cost.seconds):
             return None
         seconds = format_seconds(self.cost.seconds)
         speed = "at this machine's measured speed" if self.throughput.measured else "by a guess: nothing measured yet"
-        return f"Yes, run for {seconds} (over {format_seconds(CONFIRM_SECONDS)} {speed})"
+        over = f"over {format_seconds(CONFIRM_SECONDS)} {speed}"
+        if not self.cost.anytime:
+            return f"Yes, run for {seconds} ({over})"
+        first = format_seconds(self.cost.first_seconds)
+        return f"Yes, run: first estimates ± 95 % intervals in {first}, exact values in {seconds} ({over})"
 
 
 def needs_models(metrics: Sequence[str], configs: Sequence[ChunkerConfig]) -> bool:
@@ -413,8 +436,13 @@ def plan_quality(
     embed = None
     if needs.embedder:
         embed = embed_cost([_texts(c.chunking) for c in configs if c.vectors_missing], emb_fp, cache)
+    # The job scores every configuration (those known are read back): its first round spans them all.
+    first = first_estimate_cost(
+        [_texts(ch) for _, ch in chunkings], complete=needs.complete, window=window, fingerprint=models.fingerprint,
+        kind=models.kind, cache=cache, throughput=throughput,
+    ) if to_score else None
     cost = QualityCost(pairs.pairs, int(estimate["tokens"]), pairs.seconds, pairs.total_pairs, throughput.measured,
-                       embed)
+                       embed, first.pairs if first is not None else 0, first.seconds if first is not None else 0.0)
     job = None
     if any(c.missing for c in configs):
         job = _scoring_job(

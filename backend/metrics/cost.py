@@ -5,8 +5,10 @@ pair's cache entry up (a file check, nothing read) and prices the missing ones a
 language model was measured at on this machine (:mod:`backend.models.rates`, per model, device
 and precision, remembered across restarts). Until a run has measured it, the time is a guess
 and says so (:data:`GUESS_CHARS_PER_S`, :attr:`Throughput.measured`). :func:`embed_cost` does the
-same for the chunk embeddings DS needs. :func:`cost_estimate` is the token count of
-:func:`estimate_cost` over several chunkings (what a fresh cache costs).
+same for the chunk embeddings DS needs. The scoring job is anytime: :func:`first_estimate_cost` is
+what it scores before its first estimates with intervals (its first round), at the same speed.
+:func:`cost_estimate` is the token count of :func:`estimate_cost` over several chunkings (what a fresh
+cache costs).
 
 The defaults fit a CPU: BC and DS (adjacent pairs only, a few minutes on a sample document),
 and a small pair window for CS when it is picked (every ordered pair is n² passes: hours).
@@ -19,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backend.metrics.scores import pair_requests, required_pairs
+from backend.metrics.estimate import stratified_order
+from backend.metrics.scores import SAMPLE_SEED, pair_requests, required_pairs, sample_requests, sample_rounds
 from backend.models.cache import OutputCache
 from backend.models.embeddings import embeddings_key
 from backend.models.rates import Rate, rate_store
@@ -39,6 +42,7 @@ __all__ = [
     "cost_label",
     "embed_cost",
     "estimate_cost",
+    "first_estimate_cost",
     "needs_confirmation",
     "format_seconds",
     "pair_cost",
@@ -166,6 +170,37 @@ def pair_cost(
     pair counts as missing.
     """
     requests = [r for t in texts for r in pair_requests(list(t), complete=complete, window=window)]
+    distinct = list(dict.fromkeys(requests))
+    todo = missing_pairs(distinct, fingerprint, kind, cache) if fingerprint and cache is not None else distinct
+    chars = float(sum(pair_work(todo)))
+    return PairCost(len(todo), len(distinct), chars, chars / max(throughput.chars_per_s, 1e-9), throughput)
+
+
+def first_estimate_cost(
+    texts: Sequence[Sequence[str]],
+    *,
+    complete: bool,
+    window: int | None,
+    fingerprint: str | None,
+    kind: str,
+    cache: OutputCache | None,
+    throughput: Throughput,
+) -> PairCost | None:
+    """What the scoring job scores before its first estimates with 95% intervals, and its time; None: one round.
+
+    The job (:func:`~backend.metrics.scores.score_chunkings`) scores a seeded sample of each
+    chunking's chunks first (:func:`~backend.metrics.scores.sample_rounds`) and publishes the
+    estimates when that round ends: its pairs still missing from ``cache``, priced as
+    :func:`pair_cost` prices the whole job's. None when the first round is the whole job (a
+    chunking this short gets its exact values first). Arguments as for :func:`pair_cost`.
+    """
+    texts = [list(t) for t in texts]
+    rounds = sample_rounds(texts, complete=complete, window=window)
+    if len(rounds) < 2:
+        return None
+    sampled = [stratified_order(len(t), SAMPLE_SEED)[:upto] for t, upto in zip(texts, rounds[0], strict=True)]
+    requests = [r for t, nodes in zip(texts, sampled, strict=True)
+                for r in sample_requests(t, nodes, complete=complete, window=window)[0]]
     distinct = list(dict.fromkeys(requests))
     todo = missing_pairs(distinct, fingerprint, kind, cache) if fingerprint and cache is not None else distinct
     chars = float(sum(pair_work(todo)))

@@ -46,7 +46,7 @@ from backend.metrics.estimate import Estimate, QualityEstimates, stratified_orde
 from backend.metrics.formulas import PairTable
 from backend.metrics.report import METRICS, QualityReport, QualitySettings, model_needs, quality_row
 from backend.models.embeddings import embed_texts, embeddings_key
-from backend.models.scoring import cached_conditional_scores, conditional_scores
+from backend.models.scoring import cached_conditional_scores, conditional_scores, pair_work
 from backend.models.types import ModelInfo
 from backend.progress import Progress
 
@@ -70,6 +70,7 @@ __all__ = [
     "required_pairs",
     "sample_nodes",
     "sample_requests",
+    "sample_rounds",
     "sampled_pair_table",
     "sampled_vectors",
     "score_chunkings",
@@ -542,6 +543,31 @@ def batch_sizes(n: int, first: int) -> list[int]:
     return sizes
 
 
+def sample_rounds(texts: Sequence[Sequence[str]], *, complete: bool, window: int | None) -> list[tuple[int, ...]]:
+    """How many chunks of each chunking (in its sample order) the anytime job has taken after each of its rounds.
+
+    The chunking with the most chunks takes :func:`batch_sizes` of them (about
+    :data:`FIRST_REQUESTS` model passes first); every other one takes the same share of its own.
+    The job publishes estimates after every round but the last, which takes every chunk: the
+    first round is what the first estimates with intervals cost (:func:`~backend.metrics.cost.first_estimate_cost`).
+
+    >>> sample_rounds([["a"] * 20, ["b"] * 10], complete=False, window=None)
+    [(8, 4), (16, 8), (20, 10)]
+    """
+    if not texts or not max(len(t) for t in texts):
+        return []
+    biggest = max(range(len(texts)), key=lambda k: len(texts[k]))
+    n_max = len(texts[biggest])
+    per_chunk = len(pair_requests(list(texts[biggest]), complete=complete, window=window)) / n_max
+    rounds, sampled = [], 0
+    for size in batch_sizes(n_max, max(2, round(FIRST_REQUESTS / max(per_chunk, 1.0)))):
+        sampled += size
+        rounds.append(tuple(
+            len(t) if sampled >= n_max else min(len(t), math.ceil(sampled / n_max * len(t))) for t in texts
+        ))
+    return rounds
+
+
 @dataclass(frozen=True, eq=False)
 class ScoringRun:
     """What :func:`score_chunkings` computed, and how long it took.
@@ -642,36 +668,37 @@ def score_chunkings(
     if cache is not None:
         found = cached_conditional_scores(distinct, scorer.info, cache)
         known = {r: v for r, v in zip(distinct, found, strict=True) if v is not None}
-    total = len(distinct) - len(known)
-    done = 0
+    missing = [r for r in distinct if r not in known]
+    # The count is the whole job's, weighed as the cost estimate weighs it (pair_cost), so its ETA is
+    # every configuration's and every batch's remaining work at the measured rate.
+    weight = dict(zip(missing, pair_work(missing), strict=True))
+    total, total_work = len(missing), float(sum(weight.values()))
+    done, done_work = 0, 0.0
     progress.set_unit("pairs")
-    progress(0, total)
+    progress(0, total, work=(0.0, total_work))
 
     def score(todo: list[tuple[str, str]]) -> None:
-        nonlocal done
+        nonlocal done, done_work
         todo = [r for r in dict.fromkeys(todo) if r not in known]
         if not todo:
             return
-        values = conditional_scores(todo, scorer, cache=cache, progress=progress.slice(done, len(todo), total))
+        work = float(sum(weight[r] for r in todo))
+        part = progress.slice(done, len(todo), total, work=(done_work, work, total_work))
+        values = conditional_scores(todo, scorer, cache=cache, progress=part)
         known.update(zip(todo, values, strict=True))
-        done += len(todo)
-        progress(done, total)
+        done, done_work = done + len(todo), done_work + work
+        progress(done, total, work=(done_work, total_work))
 
     orders = [stratified_order(len(t), seed) for t in texts]
-    biggest = max(range(len(texts)), key=lambda k: len(texts[k]), default=0)
-    n_max = len(texts[biggest]) if texts else 0
-    per_chunk = len(requests[biggest]) / max(n_max, 1) if texts else 1.0
     taken = [0] * len(texts)
-    sampled = 0
-    for size in batch_sizes(n_max, max(2, round(FIRST_REQUESTS / max(per_chunk, 1.0)))):
-        sampled += size
+    rounds = sample_rounds(texts, complete=complete, window=window)
+    for r, upto in enumerate(rounds):
         batch: list[tuple[str, str]] = []
         for k, t in enumerate(texts):
-            upto = len(t) if sampled >= n_max else min(len(t), math.ceil(sampled / n_max * len(t)))
-            batch += sample_requests(t, orders[k][taken[k]:upto], complete=complete, window=window)[0]
-            taken[k] = upto
+            batch += sample_requests(t, orders[k][taken[k]:upto[k]], complete=complete, window=window)[0]
+            taken[k] = upto[k]
         score(batch)
-        if sampled >= n_max:
+        if r == len(rounds) - 1:
             break
         partial = [_sample_table(t, orders[k][: taken[k]], known, complete, window) for k, t in enumerate(texts)]
         progress.publish(_estimates(chunkings, partial, vectors, settings, done, total))

@@ -28,6 +28,7 @@ Modules (heavy libraries load inside functions, never on import):
 - ``hub``: whether the Hugging Face hub is reachable (probed before a hub id is fetched).
 - ``cache``: the persistent, checksummed, size-bounded on-disk cache of model outputs.
 - ``scoring``: document, sentence and pair scores through that cache (used by pages and CLI).
+- ``usage``: which language model the running jobs are loading or computing with (the sidebar's status).
 """
 
 from backend.models.types import ModelInfo, Scorer, TokenScores

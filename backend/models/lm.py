@@ -109,6 +109,9 @@ class _Source:
 
 _models: dict[tuple[str, str, str], LanguageModel] = {}
 _load_lock = threading.Lock()
+# Guards reads and writes of ``_models`` alone: ``_load_lock`` is held for a whole load, and a page asking
+# whether a model is loaded (the sidebar, at every run) must not wait for a job's load to end.
+_models_lock = threading.Lock()
 
 LOADING_LOCK = threading.RLock()
 """Held while a model of this process loads: a language model here, an embedder in :mod:`backend.models.embedder`.
@@ -184,7 +187,9 @@ def load_lm(
         hit = _models.get(key)
         if hit is None:
             with acquired(LOADING_LOCK, progress):
-                hit = _models[key] = _load(src, dev, dtype, prec)
+                hit = _load(src, dev, dtype, prec)
+            with _models_lock:
+                _models[key] = hit
         return hit
 
 
@@ -201,7 +206,7 @@ def loaded_lm(spec: str | None = None) -> ModelInfo | None:
         The loaded model's info (on any device), or None when it is not loaded or ``spec``
         does not resolve.
     """
-    with _load_lock:
+    with _models_lock:  # never _load_lock: a load in progress would hold the caller for its whole length
         if not _models:
             return None  # nothing loaded: nothing to resolve (and no device probe, which imports torch)
         loaded = list(_models.items())

@@ -6,9 +6,11 @@ import re
 
 import numpy as np
 
+from backend.models.rates import RateKey, rate_store
+from backend.models.scoring import pair_work
 from backend.models.types import ModelInfo, TokenScores
 
-__all__ = ["FakeScorer", "fake_token_scores"]
+__all__ = ["ClockedPairScorer", "FakeScorer", "fake_token_scores"]
 
 
 def fake_token_scores(text: str, *, pattern: str = r"\S+", seed: int = 7, window: int | None = None) -> TokenScores:
@@ -47,3 +49,33 @@ class FakeScorer:
         seed = sum(map(ord, messages[-1]["content"])) % 1000
         p = np.random.default_rng(seed).uniform()
         return {"1": p, "2": 1 - p}
+
+
+class ClockedPairScorer:
+    """A pair scorer on a scripted clock: each pair takes its weight (``pair_work``) / ``chars_per_s`` seconds.
+
+    It reports pair by pair with the pairs' work and records its speed in the rate store after
+    each call, as the local scorer does; :meth:`clock` is the clock to give a ``Progress``, so a
+    test knows every moment's time left exactly.
+    """
+
+    info = ModelInfo("clocked-scorer", "tests", "lm", 0, "cpu", "float32", "fp-clocked-scorer", 4096)
+
+    def __init__(self, chars_per_s: float) -> None:
+        self.chars_per_s = chars_per_s
+        self.now = 0.0
+
+    def clock(self) -> float:
+        """The scripted time: the seconds of the pairs scored so far."""
+        return self.now
+
+    def conditional_nll(self, pairs, *, progress=None):
+        weights = pair_work([(str(d), str(q)) for d, q in pairs])
+        total, done = float(sum(weights)), 0.0
+        for i, w in enumerate(weights):
+            self.now += w / self.chars_per_s
+            done += w
+            if progress is not None:
+                progress(i + 1, len(pairs), work=(done, total))
+        rate_store().record(RateKey.of(self.info, "pairs"), len(pairs), total, total / self.chars_per_s)
+        return [2.0 + 0.01 * len(q) for _d, q in pairs]

@@ -331,3 +331,26 @@ def test_a_cancelled_jobs_sample_gives_estimates_and_the_view_shows_a_running_jo
                         settings=settings)
     assert done.configs[0].estimates["bc"].exact and done.job is None
     assert quality_view(done, settings, doc.source).rows[0]["exact"] is True
+
+
+def test_a_long_run_names_when_the_first_estimates_come_and_when_the_exact_values_do(cache) -> None:
+    from tests.support.fake_scores import ClockedPairScorer
+
+    words = " ".join(f"Sentence {i} tells of thing number {i} at some length." for i in range(30))
+    doc = Document.from_text(words, source="long.txt")
+    configs = [ChunkerConfig.make("fixed_token", {"chunk_size": s, "chunk_overlap": 0}) for s in (8, 12)]
+    chunked = [(ConfigEntry(i, "AB"[i], c), run_chunker(doc, c)) for i, c in enumerate(configs)]
+    scorer = ClockedPairScorer(chars_per_s=2.0)  # this machine's speed, measured by an earlier run
+    rate_store().record(RateKey.of(scorer.info, "pairs"), 1, 2.0, 1.0)
+    plan = plan_quality(doc, chunked, SessionModels.of(scorer), metrics=["bc"], window=None, store={}, cache=cache)
+    cost = plan.cost
+    assert cost.anytime and cost.seconds > 600 and 0 < cost.first_seconds < cost.seconds / 4
+    first, every = format_seconds(cost.first_seconds), format_seconds(cost.seconds)
+    assert plan.confirm_label == (f"Yes, run: first estimates ± 95 % intervals in {first}, exact values in {every} "
+                                  "(over about 10 min at this machine's measured speed)")
+    assert f"come after **{cost.first_pairs:,}** of them: in {first}." in plan.cost_note
+    # Both times are the job's: its first estimates are published, and its last pair scored, at those moments.
+    published: list[float] = []
+    plan.job.run(Progress(partial=lambda _estimates: published.append(scorer.now), clock=scorer.clock))
+    assert published[0] == pytest.approx(cost.first_seconds, rel=0.01)
+    assert scorer.now == pytest.approx(cost.seconds, rel=0.01)
