@@ -40,6 +40,7 @@ from backend.models.chat import LocalChat, RemoteChat
 from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
 from tests.invariants import check_invariants
+from tests.support.cli_in_process import run_main
 from tests.support.scripted_chat_server import start_scripted_server
 
 P1 = (
@@ -590,19 +591,11 @@ def main_cli(tmp_path, monkeypatch, capsys):
 
     The LLM chunkers are registered (imported above), as the old ``-c`` wrapper did before calling ``main``.
     """
-    from backend.cli.main import main
-
     monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("CHUNKLAB_DEVICE", "cpu")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        try:
-            code = main(list(args))
-        except SystemExit as exit_:  # argparse's errors
-            code = exit_.code
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(list(args), code, out.encode("utf-8"), err.encode("utf-8"))
+        return run_main(args, capsys)
 
     return run
 

@@ -26,6 +26,7 @@ from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 from tests.backend.cli.test_cli_models import run_cli
+from tests.support.cli_in_process import run_main
 from tests.support.patching import patch_everywhere
 from tests.invariants import check_invariants as _check
 from tests.support.fake_scores import FakeScorer, fake_token_scores
@@ -94,18 +95,10 @@ def cli(cache_dir, monkeypatch, capsys):
     the LM (and the Python start-up) with each other and with the in-process tests; the environment is
     ``run_cli``'s. The one-line error for a model that cannot be loaded still runs as a process.
     """
-    from backend.cli.main import main
-
     monkeypatch.setenv("CHUNKLAB_DEVICE", "cpu")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        try:
-            code = main(list(args))
-        except SystemExit as exit_:  # argparse's errors
-            code = exit_.code
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(list(args), code, out.encode("utf-8"), err.encode("utf-8"))
+        return run_main(args, capsys)
 
     return run
 

@@ -43,6 +43,7 @@ from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 from tests.backend.cli.test_cli_models import records, run_cli
 from tests.invariants import check_invariants
+from tests.support.cli_in_process import run_main
 
 SAMPLES = ("narrative", "technical", "chinese", "release-notes")
 
@@ -533,13 +534,9 @@ def test_cli_chunk_semantic_through_the_registry(tmp_path, embedder, monkeypatch
 
     # The cap through --param: what the CLI prints, so in this process (run_cli's environment), on the
     # embedder already loaded here rather than a third start-up that imports torch and loads MiniLM again.
-    from backend.cli.main import main
-
     monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(cache_dir))
     monkeypatch.setenv("CHUNKLAB_DEVICE", "cpu")
-    capsys.readouterr()
-    assert main(["chunk", str(path), "--chunker", "cluster", "--param", "max_chunk_size=60"]) == 0
-    cluster = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    cluster = records(run_main(["chunk", str(path), "--chunker", "cluster", "--param", "max_chunk_size=60"], capsys))
     assert cluster and all(r["tokens"] <= 60 for r in cluster)
 
 

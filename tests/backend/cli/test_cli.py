@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.cli_in_process import run_main
 
 
 def run_cli(*args: str, input_bytes: bytes | None = None) -> subprocess.CompletedProcess:
@@ -29,23 +30,18 @@ def run_cli(*args: str, input_bytes: bytes | None = None) -> subprocess.Complete
 @pytest.fixture()
 def main_cli(capsys, caplog):
     """``run_cli`` in this process: ``backend.cli.main.main`` with its exit code, stdout and stderr."""
-    from backend.cli.main import main
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        capsys.readouterr()
         caplog.clear()
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("default")
-            try:
-                code = main(list(args))
-            except SystemExit as exit_:  # argparse's errors
-                code = exit_.code
-        out, err = capsys.readouterr()
+            proc = run_main(args, capsys)
+        err = proc.stderr.decode("utf-8")
         err += "".join(f"{r.levelname}:{r.name}:{r.getMessage()}\n" for r in caplog.records
                        if r.levelno >= logging.WARNING)
         err += "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in seen
                        if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)))
-        return subprocess.CompletedProcess(list(args), code, out.encode("utf-8"), err.encode("utf-8"))
+        return subprocess.CompletedProcess(list(args), proc.returncode, proc.stdout, err.encode("utf-8"))
 
     return run
 
