@@ -2,7 +2,9 @@
 
 Most tests feed answers through a fake ChatModel, so what the model said is fixed and the
 repair is what is tested; two tests run the real bundled SmolLM2 (in-process, and behind the
-OpenAI-compatible test server over HTTP), and one drives the CLI against a scripted server.
+OpenAI-compatible test server over HTTP), and two drive the CLI against a scripted server, in this process
+(what they check is what ``python -m backend chunk`` prints, not the process; a start-up per command cost more
+than the command).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import subprocess
 import sys
 
 import pytest
@@ -36,8 +39,8 @@ from backend.models.cache import OutputCache
 from backend.models.chat import LocalChat, RemoteChat
 from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
-from tests.backend.cli.test_cli_models import run_cli
 from tests.invariants import check_invariants
+from tests.support.cli_in_process import run_main
 from tests.support.scripted_chat_server import start_scripted_server
 
 P1 = (
@@ -582,31 +585,34 @@ def test_lumber_through_the_openai_compatible_test_server(tmp_path):
     assert result.meta_dict["model_calls"] >= 1
 
 
-def test_cli_chunk_with_moc_through_the_registry(tmp_path):
+@pytest.fixture()
+def main_cli(tmp_path, monkeypatch, capsys):
+    """``python -m backend ARGS`` in this process, as ``run_cli`` runs it: exit code, stdout and stderr.
+
+    The LLM chunkers are registered (imported above), as the old ``-c`` wrapper did before calling ``main``.
+    """
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CHUNKLAB_DEVICE", "cpu")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return run_main(args, capsys)
+
+    return run
+
+
+def _serve_openai(monkeypatch, url: str) -> None:
+    for name, value in {"OPENAI_BASE_URL": url, "OPENAI_MODEL": "scripted-model", "OPENAI_API_KEY": "sk-cli"}.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_cli_chunk_with_moc_through_the_registry(tmp_path, monkeypatch, main_cli):
     doc_file = tmp_path / "doc.txt"
     doc_file.write_text(TEXT, encoding="utf-8")
-    code = (
-        "import sys\n"
-        "import backend.chunkers.llm.chunkers  # registers llm_split, lumber, moc\n"
-        "from backend.cli.main import main\n"
-        "sys.exit(main(sys.argv[1:]))\n"
-    )
     with start_scripted_server(reply=moc_rules_answer(skip={2})) as server:
-        import os
-
-        env = {"OPENAI_BASE_URL": server.url, "OPENAI_MODEL": "scripted-model", "OPENAI_API_KEY": "sk-cli"}
-        old = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            args = ("chunk", str(doc_file), "--chunker", "moc", "--param", "router=0-120")
-            first = run_cli(*args, cache_dir=tmp_path / "cache", code=code)
-            second = run_cli(*args, cache_dir=tmp_path / "cache", code=code)
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        _serve_openai(monkeypatch, server.url)
+        args = ("chunk", str(doc_file), "--chunker", "moc", "--param", "router=0-120")
+        first = main_cli(*args)
+        second = main_cli(*args)
         assert len(server.chat_requests) == 1  # the rerun read the cache
     for proc in (first, second):
         assert proc.returncode == 0, proc.stderr.decode()
@@ -623,22 +629,14 @@ def test_cli_chunk_with_moc_through_the_registry(tmp_path):
     assert sys.executable
 
 
-def test_cli_prints_the_cap_and_the_moc_fallback(tmp_path, monkeypatch):
+def test_cli_prints_the_cap_and_the_moc_fallback(tmp_path, monkeypatch, main_cli):
     long_file, short_file = tmp_path / "long.txt", tmp_path / "short.txt"
     long_file.write_text(LONG.text, encoding="utf-8")
     short_file.write_text(TEXT, encoding="utf-8")
-    code = (
-        "import sys\n"
-        "import backend.chunkers.llm.chunkers  # registers llm_split, lumber, moc\n"
-        "from backend.cli.main import main\n"
-        "sys.exit(main(sys.argv[1:]))\n"
-    )
     with start_scripted_server(reply=lambda messages: "I cannot split this.") as server:
-        for name, value in {"OPENAI_BASE_URL": server.url, "OPENAI_MODEL": "scripted-model",
-                            "OPENAI_API_KEY": "sk-cli"}.items():
-            monkeypatch.setenv(name, value)
-        split = run_cli("chunk", str(long_file), "--chunker", "llm_split", cache_dir=tmp_path / "cache", code=code)
-        moc = run_cli("chunk", str(short_file), "--chunker", "moc", cache_dir=tmp_path / "cache", code=code)
+        _serve_openai(monkeypatch, server.url)
+        split = main_cli("chunk", str(long_file), "--chunker", "llm_split")
+        moc = main_cli("chunk", str(short_file), "--chunker", "moc")
     for proc in (split, moc):
         assert proc.returncode == 0, proc.stderr.decode()
     records = [json.loads(line) for line in split.stdout.decode().splitlines()]

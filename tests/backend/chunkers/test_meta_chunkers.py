@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 
 import pytest
 
@@ -25,6 +26,7 @@ from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 from tests.backend.cli.test_cli_models import run_cli
+from tests.support.cli_in_process import run_main
 from tests.support.patching import patch_everywhere
 from tests.invariants import check_invariants as _check
 from tests.support.fake_scores import FakeScorer, fake_token_scores
@@ -85,13 +87,29 @@ def doc_file(tmp_path):
     return p
 
 
+@pytest.fixture()
+def cli(cache_dir, monkeypatch, capsys):
+    """``python -m backend ARGS`` run in this process: its exit code, stdout and stderr.
+
+    The checks here are on what the CLI prints, not on the process, so the commands share one load of
+    the LM (and the Python start-up) with each other and with the in-process tests; the environment is
+    ``run_cli``'s. The one-line error for a model that cannot be loaded still runs as a process.
+    """
+    monkeypatch.setenv("CHUNKLAB_DEVICE", "cpu")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return run_main(args, capsys)
+
+    return run
+
+
 def spans(proc):
     assert proc.returncode == 0, proc.stderr.decode()
     return [(r["start"], r["end"]) for r in map(json.loads, proc.stdout.decode().splitlines())]
 
 
-def test_cli_chunks_equal_an_independent_implementation_of_each_rule(doc_file, cache_dir):
-    proc = run_cli("ppl", str(doc_file), cache_dir=cache_dir)
+def test_cli_chunks_equal_an_independent_implementation_of_each_rule(doc_file, cli):
+    proc = cli("ppl", str(doc_file))
     assert proc.returncode == 0, proc.stderr.decode()
     records = [json.loads(line) for line in proc.stdout.decode().splitlines()]
     assert len(records) >= 15
@@ -106,17 +124,16 @@ def test_cli_chunks_equal_an_independent_implementation_of_each_rule(doc_file, c
     ]
     distinct = set()
     for theta, rule, value in cases:
-        got = spans(run_cli(
+        got = spans(cli(
             "chunk", str(doc_file), "--chunker", "ppl",
             "--param", f"threshold={theta}", "--param", f"rule={rule}", "--param", f"value={value}",
-            cache_dir=cache_dir,
         ))
         assert got == independent(records, theta, rule, value), (theta, rule, value)
         distinct.add(len(got))
     assert len(distinct) >= 3  # the thresholds really change the chunking
 
 
-def test_combined_never_exceeds_the_target_except_single_meta_chunks(doc_file, cache_dir):
+def test_combined_never_exceeds_the_target_except_single_meta_chunks(doc_file, cli):
     doc = Document.from_text(TEXT)
     ctx = ModelContext()
     meta = make_chunker("ppl", {"threshold": 0.0}).chunk(doc, ctx)
@@ -131,8 +148,7 @@ def test_combined_never_exceeds_the_target_except_single_meta_chunks(doc_file, c
             assert c.tokens == tok.count(c.text)
             assert c.tokens <= target or (c.start, c.end) in meta_spans
     # The CLI flag form of the issue works too.
-    got = spans(run_cli("chunk", str(doc_file), "--chunker", "ppl_combined", "--param", "target_length=60",
-                        cache_dir=cache_dir))
+    got = spans(cli("chunk", str(doc_file), "--chunker", "ppl_combined", "--param", "target_length=60"))
     assert got == [(c.start, c.end) for c in make_chunker("ppl_combined", {"target_length": 60}).chunk(doc, ctx)]
 
 
@@ -195,12 +211,12 @@ def test_progress_is_reported_and_cancel_stops_scoring(cache_dir):
     assert seen and seen[-1] == 1.0
 
 
-def test_registry_marks_model_chunkers_and_bad_parameters_are_one_line(doc_file, cache_dir):
+def test_registry_marks_model_chunkers_and_bad_parameters_are_one_line(doc_file, cache_dir, cli):
     from backend.chunkers import chunker_specs
 
     needs = {s["name"]: s["needs"] for s in chunker_specs()}
     assert needs["ppl"] == needs["margin_sampling"] == ["lm"] and needs["recursive"] == []
-    proc = run_cli("chunk", str(doc_file), "--chunker", "ppl", "--param", "rule=loose", cache_dir=cache_dir)
+    proc = cli("chunk", str(doc_file), "--chunker", "ppl", "--param", "rule=loose")
     assert proc.returncode == 2
     assert proc.stderr.decode().count("\n") == 1 and "rule must be one of" in proc.stderr.decode()
     proc = run_cli("chunk", str(doc_file), "--chunker", "ppl", "--lm", "/nonexistent/model", cache_dir=cache_dir)

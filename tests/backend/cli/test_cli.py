@@ -1,21 +1,49 @@
-"""The CLI: JSON outputs, exact text, chunk records, and one-line errors with the right exit codes."""
+"""The CLI: JSON outputs, exact text, chunk records, and one-line errors with the right exit codes.
+
+Most commands run in this process (``main_cli``): what they check is what the CLI prints and returns, and
+a Python start-up per command cost more than the command. As a process would, stderr there holds the log
+records at WARNING and above and the warnings too. The registry listing, the exact text on stdout and a
+directory's error still run as ``python -m backend``, for the module entry, the bytes and the exit code.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.cli_in_process import run_main
 
 
 def run_cli(*args: str, input_bytes: bytes | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "backend", *args], cwd=ROOT, capture_output=True, input=input_bytes, timeout=300
     )
+
+
+@pytest.fixture()
+def main_cli(capsys, caplog):
+    """``run_cli`` in this process: ``backend.cli.main.main`` with its exit code, stdout and stderr."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        caplog.clear()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("default")
+            proc = run_main(args, capsys)
+        err = proc.stderr.decode("utf-8")
+        err += "".join(f"{r.levelname}:{r.name}:{r.getMessage()}\n" for r in caplog.records
+                       if r.levelno >= logging.WARNING)
+        err += "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in seen
+                       if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)))
+        return subprocess.CompletedProcess(list(args), proc.returncode, proc.stdout, err.encode("utf-8"))
+
+    return run
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, needle: str = "") -> str:
@@ -65,9 +93,9 @@ def test_text_prints_exactly_the_indexed_string(sample_txt: Path):
         ["--chunker", "paragraph", "--tokenizer", "chars", "--chunk_size", "120"],
     ],
 )
-def test_chunk_prints_exact_records(sample_txt: Path, args):
-    text = run_cli("text", str(sample_txt)).stdout.decode("utf-8")
-    proc = run_cli("chunk", str(sample_txt), *args)
+def test_chunk_prints_exact_records(sample_txt: Path, args, main_cli):
+    text = main_cli("text", str(sample_txt)).stdout.decode("utf-8")
+    proc = main_cli("chunk", str(sample_txt), *args)
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in proc.stdout.decode("utf-8").splitlines()]
     assert records, "no chunks"
@@ -77,9 +105,9 @@ def test_chunk_prints_exact_records(sample_txt: Path, args):
         assert text[r["start"] : r["end"]] == r["text"]
 
 
-def test_compare_writes_exports(sample_txt: Path, tmp_path: Path):
+def test_compare_writes_exports(sample_txt: Path, tmp_path: Path, main_cli):
     out = tmp_path / "out"
-    proc = run_cli(
+    proc = main_cli(
         "compare", str(sample_txt), "--config", "recursive chunk_size=50", "--config",
         "fixed_token chunk_size=60 chunk_overlap=30", "--out", str(out),
     )
@@ -106,12 +134,12 @@ def test_compare_writes_exports(sample_txt: Path, tmp_path: Path):
         (["compare", "{f}", "--config", "nope chunk_size=3"], "unknown chunker"),
     ],
 )
-def test_bad_arguments_exit_2_with_one_line(sample_txt: Path, args, needle):
-    proc = run_cli(*[a.replace("{f}", str(sample_txt)) for a in args])
+def test_bad_arguments_exit_2_with_one_line(sample_txt: Path, args, needle, main_cli):
+    proc = main_cli(*[a.replace("{f}", str(sample_txt)) for a in args])
     assert_one_line_error(proc, 2, needle)
 
 
-def test_bad_files_exit_1_with_one_line(tmp_path: Path):
+def test_bad_files_exit_1_with_one_line(tmp_path: Path, main_cli):
     cases = {
         "missing.txt": None,
         "empty.txt": b"",
@@ -125,15 +153,15 @@ def test_bad_files_exit_1_with_one_line(tmp_path: Path):
         if data is not None:
             path.write_bytes(data)
         for cmd in (["text", str(path)], ["chunk", str(path), "--chunker", "recursive"]):
-            line = assert_one_line_error(run_cli(*cmd), 1)
+            line = assert_one_line_error(main_cli(*cmd), 1)
             assert line.startswith("error: "), line
 
 
-def test_a_truncated_pdf_names_its_missing_marker_once(tmp_path: Path):
+def test_a_truncated_pdf_names_its_missing_marker_once(tmp_path: Path, main_cli):
     # PDFs spell the marker "%%EOF": the message prints it as written there, once, not as an escape.
     path = tmp_path / "cut.pdf"
     path.write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\n")
-    line = assert_one_line_error(run_cli("text", str(path)), 1)
+    line = assert_one_line_error(main_cli("text", str(path)), 1)
     assert line == (
         "error: 'cut.pdf' is truncated: it lacks the end-of-file marker every complete PDF ends with (\"%%EOF\"); "
         "upload the complete file"
@@ -144,10 +172,10 @@ def test_directory_is_a_bad_input(tmp_path: Path):
     assert_one_line_error(run_cli("text", str(tmp_path)), 1, "directory")
 
 
-def test_sample_documents_by_name():
-    listed = json.loads(run_cli("samples").stdout)
+def test_sample_documents_by_name(main_cli):
+    listed = json.loads(main_cli("samples").stdout)
     assert len(listed) >= 3
-    proc = run_cli("chunk", f"sample:{listed[0]['name']}", "--chunker", "recursive")
+    proc = main_cli("chunk", f"sample:{listed[0]['name']}", "--chunker", "recursive")
     assert proc.returncode == 0 and proc.stdout.count(b"\n") > 1
 
 
@@ -175,13 +203,13 @@ def test_argument_value_types_name_what_they_expect():
     ]
 
 
-def test_chunk_with_an_edited_copy_of_any_configuration(sample_txt: Path):
-    base = [json.loads(line) for line in run_cli("chunk", str(sample_txt), "--chunker", "recursive",
+def test_chunk_with_an_edited_copy_of_any_configuration(sample_txt: Path, main_cli):
+    base = [json.loads(line) for line in main_cli("chunk", str(sample_txt), "--chunker", "recursive",
                                                  "--chunk_size", "60").stdout.decode("utf-8").splitlines()]
     cut = base[2]["start"]
-    text = run_cli("text", str(sample_txt)).stdout.decode("utf-8")
+    text = main_cli("text", str(sample_txt)).stdout.decode("utf-8")
     para = text.index("Was it worth it?", text.index("Paragraph 30."))
-    proc = run_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "base=recursive chunk_size=60",
+    proc = main_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "base=recursive chunk_size=60",
                    "--param", f"edits=+{para + 3},-{cut}")
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in proc.stdout.decode("utf-8").splitlines()]
@@ -189,9 +217,9 @@ def test_chunk_with_an_edited_copy_of_any_configuration(sample_txt: Path):
     assert records[1]["start"] == base[1]["start"] and records[1]["end"] == base[2]["end"]  # the removal joined 1 and 2
     assert any(r["start"] == para for r in records)  # the cut snapped to the sentence start
     assert all(text[r["start"]:r["end"]] == r["text"] for r in records)
-    assert_one_line_error(run_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "edits=+1,oops"), 2,
+    assert_one_line_error(main_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "edits=+1,oops"), 2,
                           "must be +OFFSET")
-    assert_one_line_error(run_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "base=nope size=1"), 2,
+    assert_one_line_error(main_cli("chunk", str(sample_txt), "--chunker", "manual", "--param", "base=nope size=1"), 2,
                           "manual: base 'nope size=1': unknown chunker")
 
 

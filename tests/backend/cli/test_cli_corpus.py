@@ -30,14 +30,16 @@ def cli(*args: str, data: Path, cache: Path | None = None) -> subprocess.Complet
                           timeout=600, env=_env(data, cache))
 
 
-def _corpus(folder: Path, *, big: bool = False) -> Path:
+def _corpus(folder: Path, *, big: bool = False, size: int = 1100) -> Path:
     folder.mkdir(parents=True)
     text = (SAMPLES_DIR / "narrative_clockmaker.txt").read_text(encoding="utf-8")
     for i in range(3):
-        (folder / f"doc{i}.txt").write_text(text[i * 1200 : i * 1200 + 1100], encoding="utf-8")
-    if big:  # last in name order: the run is still on it when the first rows are there
-        (folder / "z_big.md").write_text((SAMPLES_DIR / "technical_kestrel.md").read_text(encoding="utf-8")[:6000],
-                                         encoding="utf-8")
+        (folder / f"doc{i}.txt").write_text(text[i * 1200 : i * 1200 + size], encoding="utf-8")
+    if big:  # last in name order: the run is still on it (or on doc1, doc2) when the first rows are there
+        # Twice a document's size is enough: after doc0's row, three documents' BC tables are still to
+        # score, seconds of work against the 50 ms the test takes to see the row and kill the run.
+        (folder / "z_big.md").write_text(
+            (SAMPLES_DIR / "technical_kestrel.md").read_text(encoding="utf-8")[: 2 * size], encoding="utf-8")
     (folder / "broken.docx").write_bytes(b"PK\x03\x04 not really a docx")
     (folder / "image.png").write_bytes(b"\x89PNG")
     return folder
@@ -100,7 +102,9 @@ def _units(out: Path) -> list[dict]:
 
 
 def test_a_run_killed_mid_way_resumes_and_the_scorer_scores_only_what_was_missing(tmp_path: Path) -> None:
-    folder = _corpus(tmp_path / "c", big=True)
+    # 600 characters a document (three chunks of 60 tokens, so adjacent pairs to score): what the resume
+    # proves does not grow with the documents, while the BC tables' cost does.
+    folder = _corpus(tmp_path / "c", big=True, size=600)
     out = tmp_path / "out"
     args = [sys.executable, "-m", "backend", "corpus", str(folder), "--config", "recursive chunk_size=60",
             "--metrics", "stats,bc", "--out", str(out)]

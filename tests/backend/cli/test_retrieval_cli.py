@@ -1,4 +1,11 @@
-"""``python -m backend eval | index | query | questions check`` end to end, in subprocesses."""
+"""``python -m backend eval | index | query | questions check`` end to end.
+
+The JSON that must equal the API's and an index that a second process queries run as ``python -m backend``
+processes; the text summary, the question-set checks and the one-line errors are about what the CLI prints
+and returns, and call ``backend.cli.main.main`` in this process (``main_cli``, as in ``test_cli.py``: stderr
+there also carries warnings and log records), in a data folder of their own so that no embedded Chroma
+folder is open in two processes.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ from backend.chunking import ChunkerConfig
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.questions import load_question_set
 from backend.retrieval.store import ChunkStore
-from tests.backend.cli.test_cli import assert_one_line_error
+from tests.backend.cli.test_cli import assert_one_line_error, main_cli  # noqa: F401  (a fixture)
 from tests.conftest import ROOT
 from tests.support.datadir import shared_models_data_dir
 
@@ -42,6 +49,24 @@ def run_cli(*args: str, data_dir: Path, **env: str) -> subprocess.CompletedProce
     return subprocess.run(
         [sys.executable, "-m", "backend", *args], cwd=ROOT, env=full_env, capture_output=True, timeout=600
     )
+
+
+@pytest.fixture()
+def cli(tmp_path, monkeypatch, main_cli):  # noqa: F811
+    """``run_cli`` in this process, in a fresh data folder of its own (the converted models shared)."""
+    monkeypatch.setenv("CHUNKLAB_DATA_DIR", str(shared_models_data_dir(tmp_path / "cli-data")))
+    monkeypatch.setenv("CHUNKLAB_DEVICE", "cpu")
+    monkeypatch.delenv("CHUNKLAB_CACHE_DIR", raising=False)
+
+    def run(*args: str, **env: str) -> subprocess.CompletedProcess:
+        for name in ("CHROMA_HOST", "CHROMA_PORT", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+            if name in env:
+                monkeypatch.setenv(name, env[name])
+            else:
+                monkeypatch.delenv(name, raising=False)
+        return main_cli(*args)
+
+    return run
 
 
 def test_eval_json_matches_the_api(data_dir, tmp_path):
@@ -73,9 +98,9 @@ def test_eval_json_matches_the_api(data_dir, tmp_path):
     )
 
 
-def test_eval_text_summary_with_retrieve_all_containing(data_dir):
-    proc = run_cli(*EVAL, "--chunker", "sentence", "--param", "chunk_size=30", "--retrieve", "-1",
-                   "--chunk-spans", "exact", data_dir=data_dir)
+def test_eval_text_summary_with_retrieve_all_containing(cli):
+    proc = cli(*EVAL, "--chunker", "sentence", "--param", "chunk_size=30", "--retrieve", "-1",
+               "--chunk-spans", "exact")
     assert proc.returncode == 0, proc.stderr.decode()
     out = proc.stdout.decode()
     assert "10 questions · retrieve -1" in out and "precision-Ω" in out and "IoU" in out
@@ -102,9 +127,8 @@ def test_index_then_query(data_dir):
     assert "refrigerator" in hits[0]["text"]
 
 
-def test_questions_check(data_dir):
-    proc = run_cli("questions", "check", "--questions", str(DATA / "questions.csv"), "--corpora",
-                   str(DATA / "corpora"), data_dir=data_dir)
+def test_questions_check(cli):
+    proc = cli("questions", "check", "--questions", str(DATA / "questions.csv"), "--corpora", str(DATA / "corpora"))
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout) == {"questions": 10, "corpora": {"lighthouses": 6, "sourdough": 4}}
 
@@ -115,39 +139,37 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_errors_are_one_line(data_dir, tmp_path):
-    assert_one_line_error(run_cli(*EVAL, "--chunker", "recursive", "--retrieve", "0", data_dir=data_dir), 2, "--retrieve")
-    assert_one_line_error(run_cli(*EVAL, "--chunker", "nope", data_dir=data_dir), 2, "unknown chunker")
-    assert_one_line_error(
-        run_cli(*EVAL, "--chunker", "recursive", "--param", "chunk_size=-4", data_dir=data_dir), 2, "chunk_size"
-    )
+def test_errors_are_one_line(cli, tmp_path):
+    assert_one_line_error(cli(*EVAL, "--chunker", "recursive", "--retrieve", "0"), 2, "--retrieve")
+    assert_one_line_error(cli(*EVAL, "--chunker", "nope"), 2, "unknown chunker")
+    assert_one_line_error(cli(*EVAL, "--chunker", "recursive", "--param", "chunk_size=-4"), 2, "chunk_size")
     missing = ["eval", "--questions", str(DATA / "questions.csv"), "--corpora", str(tmp_path / "none")]
-    assert_one_line_error(run_cli(*missing, "--chunker", "recursive", data_dir=data_dir), 1, "no such folder")
+    assert_one_line_error(cli(*missing, "--chunker", "recursive"), 1, "no such folder")
     bad = tmp_path / "bad.csv"
     bad.write_text((DATA / "questions.csv").read_text(encoding="utf-8").replace('""start_index"": 37', '""start_index"": 38'),
                    encoding="utf-8")
     line = assert_one_line_error(
-        run_cli("eval", "--questions", str(bad), "--corpora", str(DATA / "corpora"), "--chunker", "recursive",
-                data_dir=data_dir), 1, "bad.csv row 1: reference 1",
+        cli("eval", "--questions", str(bad), "--corpora", str(DATA / "corpora"), "--chunker", "recursive"), 1,
+        "bad.csv row 1: reference 1",
     )
     assert "does not match corpus 'lighthouses'" in line
     port = _closed_port()
     assert_one_line_error(
-        run_cli(*EVAL, "--chunker", "recursive", data_dir=data_dir, CHROMA_HOST="127.0.0.1", CHROMA_PORT=str(port)),
+        cli(*EVAL, "--chunker", "recursive", CHROMA_HOST="127.0.0.1", CHROMA_PORT=str(port)),
         1, f"127.0.0.1:{port}",
     )
 
 
-def test_bundled_question_sets_by_name(data_dir):
-    proc = run_cli("questions", "check", "--questions", "sample:technical", data_dir=data_dir)
+def test_bundled_question_sets_by_name(cli):
+    proc = cli("questions", "check", "--questions", "sample:technical")
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout) == {"questions": 12, "corpora": {"technical_kestrel": 12}}
     line = assert_one_line_error(
-        run_cli("questions", "check", "--questions", "sample:nope", data_dir=data_dir), 2, "no bundled question set"
+        cli("questions", "check", "--questions", "sample:nope"), 2, "no bundled question set"
     )
     assert "available: narrative, technical" in line
-    proc = run_cli("eval", "--questions", "sample:narrative", "--chunker", "recursive", "--param", "chunk_size=100",
-                   "--json", data_dir=data_dir)
+    proc = cli("eval", "--questions", "sample:narrative", "--chunker", "recursive", "--param", "chunk_size=100",
+               "--json")
     assert proc.returncode == 0, proc.stderr.decode()
     got = json.loads(proc.stdout)
     assert set(got["per_corpus"]) == {"narrative_clockmaker"} and got["recall_mean"] > 0
