@@ -11,10 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -49,10 +47,10 @@ from backend.models.scorer import load_scorer
 from backend.models.types import ModelInfo
 from backend.progress import CancelToken, Progress
 from backend.samples import load_sample
+from tests.support.cli_in_process import run_main
 from tests.support.quality import chunking_of
 
 SEEDS = range(50)
-ROOT = Path(__file__).resolve().parents[3]
 
 
 class WordShareScorer:
@@ -250,17 +248,23 @@ def test_the_real_model_estimate_runs_to_the_exact_value(tmp_path) -> None:
     assert estimate.ci_low <= fresh.values["bc"] <= estimate.ci_high
 
 
-def _cli(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CHUNKLAB_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "backend", "metrics", *args], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=600)
+@pytest.fixture()
+def cli(monkeypatch, capsys):
+    """``python -m backend metrics ARGS`` in this process (the language model loaded once for the file)."""
+
+    def run(*args: str, cache: Path) -> subprocess.CompletedProcess:
+        monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(cache))
+        done = run_main(["metrics", *args], capsys)
+        return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
+
+    return run
 
 
-def test_cli_pairs_and_seed_print_estimates_and_an_exact_run_has_width_0(tmp_path) -> None:
+def test_cli_pairs_and_seed_print_estimates_and_an_exact_run_has_width_0(tmp_path, cli) -> None:
     path = tmp_path / "doc.txt"
     path.write_text(" ".join(_texts("narrative", 400)[:5]), encoding="utf-8")
     args = (str(path), "--chunker", "sentence", "--param", "chunk_size=120", "--metrics", "bc")
-    proc = _cli(*args, "--pairs", "2", "--seed", "4", cache=tmp_path / "cache")
+    proc = cli(*args, "--pairs", "2", "--seed", "4", cache=tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     est = out["bc_estimate"]
@@ -269,17 +273,17 @@ def test_cli_pairs_and_seed_print_estimates_and_an_exact_run_has_width_0(tmp_pat
     assert est["ci_low"] < est["estimate"] == out["bc_mean"] < est["ci_high"]
     assert out["sample"] == {"pairs": 2, "seed": 4} and out["cs_complete_estimate"] is None
     assert sum(x is not None for x in out["bc"]) == 2  # the boundaries not sampled are null
-    exact = json.loads(_cli(*args, cache=tmp_path / "cache").stdout)["bc_estimate"]
+    exact = json.loads(cli(*args, cache=tmp_path / "cache").stdout)["bc_estimate"]
     assert exact["pairs_scored"] == exact["pairs_total"] == est["pairs_total"]
     assert exact["ci_low"] == exact["estimate"] == exact["ci_high"] and exact["method"] == "exact"
     assert est["ci_low"] <= exact["estimate"] <= est["ci_high"]
 
 
-def test_cli_bad_pairs_and_seed_exit_2_with_one_line(tmp_path) -> None:
+def test_cli_bad_pairs_and_seed_exit_2_with_one_line(tmp_path, cli) -> None:
     path = tmp_path / "d.txt"
     path.write_text("One sentence. Two sentences.", encoding="utf-8")
     for bad in (["--pairs", "0"], ["--pairs", "many"], ["--seed", "-1"], ["--pairs", "-3"]):
-        proc = _cli(str(path), "--chunker", "sentence", *bad, cache=tmp_path / "cache")
+        proc = cli(str(path), "--chunker", "sentence", *bad, cache=tmp_path / "cache")
         assert proc.returncode == 2, (bad, proc.stderr)
         assert "Traceback" not in proc.stderr and proc.stderr.strip().count("\n") <= 1
         assert ("--pairs" if "--pairs" in bad else "--seed") in proc.stderr
