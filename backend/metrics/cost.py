@@ -153,6 +153,17 @@ class PairCost:
         return self.total_pairs - self.pairs
 
 
+def _priced(
+    requests: Sequence[tuple[str, str]], fingerprint: str | None, kind: str, cache: OutputCache | None,
+    throughput: Throughput,
+) -> PairCost:
+    """The distinct ``requests`` still missing from ``cache`` (all of them without a fingerprint or cache), priced."""
+    distinct = list(dict.fromkeys(requests))
+    todo = missing_pairs(distinct, fingerprint, kind, cache) if fingerprint and cache is not None else distinct
+    chars = float(sum(pair_work(todo)))
+    return PairCost(len(todo), len(distinct), chars, chars / max(throughput.chars_per_s, 1e-9), throughput)
+
+
 def pair_cost(
     texts: Sequence[Sequence[str]],
     *,
@@ -170,10 +181,7 @@ def pair_cost(
     pair counts as missing.
     """
     requests = [r for t in texts for r in pair_requests(list(t), complete=complete, window=window)]
-    distinct = list(dict.fromkeys(requests))
-    todo = missing_pairs(distinct, fingerprint, kind, cache) if fingerprint and cache is not None else distinct
-    chars = float(sum(pair_work(todo)))
-    return PairCost(len(todo), len(distinct), chars, chars / max(throughput.chars_per_s, 1e-9), throughput)
+    return _priced(requests, fingerprint, kind, cache, throughput)
 
 
 def first_estimate_cost(
@@ -201,10 +209,7 @@ def first_estimate_cost(
     sampled = [stratified_order(len(t), SAMPLE_SEED)[:upto] for t, upto in zip(texts, rounds[0], strict=True)]
     requests = [r for t, nodes in zip(texts, sampled, strict=True)
                 for r in sample_requests(t, nodes, complete=complete, window=window)[0]]
-    distinct = list(dict.fromkeys(requests))
-    todo = missing_pairs(distinct, fingerprint, kind, cache) if fingerprint and cache is not None else distinct
-    chars = float(sum(pair_work(todo)))
-    return PairCost(len(todo), len(distinct), chars, chars / max(throughput.chars_per_s, 1e-9), throughput)
+    return _priced(requests, fingerprint, kind, cache, throughput)
 
 
 @dataclass(frozen=True)
