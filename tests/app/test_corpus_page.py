@@ -17,6 +17,9 @@ from tests.support.apptest import isolated_lab, open_page, run, wait_job
 JOB = "corpus_job"
 SAMPLES = ("narrative_clockmaker.txt", "technical_kestrel.md", "chinese_teahouse.txt")
 N_DOCUMENTS = 200
+# A document of the first-rows test: about this many characters (a few paragraphs of a sample). Enough for
+# several chunks in each configuration (so DS scores pairs); longer documents only make each one slower.
+SHORT_CHARS = 1_500
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -25,15 +28,27 @@ def lab_env(tmp_path_factory):
         yield data
 
 
-def _make_corpus(root, n: int):
-    """``n`` documents made from the bundled samples (each a rotation of a sample's paragraphs), plus two bad files."""
+def _make_corpus(root, n: int, chars: int | None = None):
+    """``n`` documents made from the bundled samples (each a rotation of a sample's paragraphs), plus two bad files.
+
+    ``chars``: each document is cut after the paragraph that reaches this many characters (None: whole).
+    """
     root.mkdir(parents=True)
     texts = [(SAMPLES_DIR / s).read_text(encoding="utf-8").split("\n\n") for s in SAMPLES]
     for i in range(n):
         paragraphs = texts[i % len(texts)]
         k = (i // len(texts)) % len(paragraphs)
         ext = ".md" if i % len(texts) == 1 else ".txt"
-        (root / f"doc{i:03d}{ext}").write_text("\n\n".join(paragraphs[k:] + paragraphs[:k]), encoding="utf-8")
+        rotated = paragraphs[k:] + paragraphs[:k]
+        if chars is not None:
+            kept, size = [], 0
+            for p in rotated:
+                kept.append(p)
+                size += len(p) + 2
+                if size >= chars:
+                    break
+            rotated = kept
+        (root / f"doc{i:03d}{ext}").write_text("\n\n".join(rotated), encoding="utf-8")
     (root / "broken.pdf").write_bytes(b"%PDF-1.4 not a pdf")
     (root / "notes.xyz").write_text("unsupported", encoding="utf-8")
     return root
@@ -70,7 +85,7 @@ def test_bad_inputs_are_one_line_errors_and_nothing_starts(tmp_path):
 
 
 def test_first_rows_show_while_the_run_goes_on_and_a_cancelled_run_resumes(tmp_path):
-    corpus = _make_corpus(tmp_path / "big", N_DOCUMENTS)
+    corpus = _make_corpus(tmp_path / "big", N_DOCUMENTS, chars=SHORT_CHARS)
     at = open_page("pages/corpus.py")
     at.text_input(key="corpus_path").set_value(str(corpus))
     at.multiselect(key="corpus_metrics").set_value(["stats", "ds"])  # one model metric: the bundled MiniLM
@@ -88,7 +103,7 @@ def test_first_rows_show_while_the_run_goes_on_and_a_cancelled_run_resumes(tmp_p
             first = time.perf_counter() - t0
             break
     assert first is not None and job.running, "no rows were shown while the run went on"
-    print(f"\nCorpus page, {N_DOCUMENTS} documents, stats + DS, bundled MiniLM: "
+    print(f"\nCorpus page, {N_DOCUMENTS} documents of about {SHORT_CHARS:,} characters, stats + DS, bundled MiniLM: "
           f"first rows shown {first:.1f} s after Run")
     so_far = next(c for c in _captions(at) if c.startswith("So far: ")).replace("\\", "")
     assert " × 2 configurations (A, B) · 2 files skipped" in so_far

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.support.app_server import serve_app
+from tests.support.browser import shared_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -121,24 +122,35 @@ def _document() -> str:
     return "\n\n".join(paragraphs)
 
 
-def browser_app(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[str]:
-    """The body of a module's ``server`` fixture: a Chunk Lab server on a free port for Chromium tests.
-
-    Skips the module where Chromium is missing, fails it under CI; the server stops when the
-    module's tests are done (its log under a temporary folder called ``name``).
-    """
+def need_chromium() -> None:
+    """Skip the test where Chromium is missing; fail it under CI."""
     if not CHROMIUM.exists():
         if in_ci():
             pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's 'chromium' package")
         pytest.skip(f"{CHROMIUM} is missing (install Debian's 'chromium' package)")
+
+
+def browser_app(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[str]:
+    """The body of a module's own ``server`` fixture: a Chunk Lab server on a free port for Chromium tests.
+
+    Skips the module where Chromium is missing, fails it under CI; the server stops when the
+    module's tests are done (its log under a temporary folder called ``name``). For a module that must
+    be a fresh server's first request; the others use :func:`server`.
+    """
+    need_chromium()
     with serve_app(tmp_path_factory.mktemp(name) / "streamlit.log", healthy_within=30) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    """A Chunk Lab server on a free port; stopped when the module's tests are done."""
-    yield from browser_app(tmp_path_factory, "e2e")
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """This test process's shared Chunk Lab server (:func:`~tests.support.browser.shared_server`).
+
+    Each test opens its own browser, so its own Streamlit session; the server's imports and models are
+    loaded once for every module that uses it (this one, the θ test, the Edit page's).
+    """
+    need_chromium()
+    return shared_server(request.config, tmp_path_factory)
 
 
 @contextmanager

@@ -9,10 +9,18 @@ process (the ``server`` fixture is per module), and must be its module's first r
 
 from __future__ import annotations
 
-from tests.app.test_e2e_browser import offline_page, server, wait_idle  # noqa: F401  (fixture)
+import pytest
+
+from tests.app.test_e2e_browser import browser_app, offline_page, wait_idle
 
 
-def test_first_click_on_a_directly_opened_page_is_not_lost(server: str) -> None:  # noqa: F811
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    """A fresh server of this module's own (the shared one has had requests already)."""
+    yield from browser_app(tmp_path_factory, "e2e_direct_url")
+
+
+def test_first_click_on_a_directly_opened_page_is_not_lost(server: str) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:

@@ -5,7 +5,7 @@ clicks between two sentences in the clickable text (the components v2 component)
 count and the metrics panel's statistics change (chunks N → N+1, the mean length down), undoes, and checks the hostile markup stayed text. A second test does the same
 click on the issue's 36-page PDF and prints the time from the click to the new chunk count (the
 fragment reruns only the editor; only the window's HTML travels). The server, browser and offline
-setup are those of test_e2e_browser.py.
+setup are those of test_e2e_browser.py (its server is the test process's shared one).
 """
 
 from __future__ import annotations
@@ -16,16 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.test_e2e_browser import HOSTILE, browser_app, offline_page, wait_idle
+from tests.app.test_e2e_browser import HOSTILE, offline_page, server, wait_idle  # noqa: F401  (fixture)
 
 PDF = Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf")
 _COUNT = re.compile(r"([\d,]+) chunks \(base ([\d,]+)\)")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    """A Chunk Lab server on a free port; stopped when the module's tests are done."""
-    yield from browser_app(tmp_path_factory, "e2e_edit")
 
 
 def _document() -> str:
@@ -51,7 +45,7 @@ def _counts(page) -> tuple[int, int]:
     return int(edited.replace(",", "")), int(base.replace(",", ""))
 
 
-def _upload_and_edit_a_copy(page, server: str, path: Path) -> None:
+def _upload_and_edit_a_copy(page, server: str, path: Path) -> None:  # noqa: F811
     """Upload ``path`` on the Document page, then "Edit a copy" on Compare's card A (recursive)."""
     from playwright.sync_api import expect
 
@@ -92,7 +86,7 @@ def _click_a_gap(page, stats=None) -> tuple[float, float | None]:
     return seconds, stats_seconds
 
 
-def test_click_between_sentences_adds_a_cut_and_undo_takes_it_back(server: str, tmp_path: Path) -> None:
+def test_click_between_sentences_adds_a_cut_and_undo_takes_it_back(server: str, tmp_path: Path) -> None:  # noqa: F811
     from playwright.sync_api import expect, sync_playwright
 
     upload = tmp_path / "keeper_log.txt"
@@ -150,7 +144,7 @@ def test_click_between_sentences_adds_a_cut_and_undo_takes_it_back(server: str, 
 
 
 @pytest.mark.skipif(not PDF.exists(), reason=f"{PDF} is missing (Debian's libtasn1-doc)")
-def test_a_click_on_the_36_page_pdf_redraws_only_the_window(server: str) -> None:
+def test_a_click_on_the_36_page_pdf_redraws_only_the_window(server: str) -> None:  # noqa: F811
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:

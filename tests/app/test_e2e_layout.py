@@ -18,7 +18,6 @@ Each server is this module's own (its log is read here), started like a user's:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ import pytest
 
 from tests.app.test_e2e_browser import CHROMIUM, in_ci, offline_page, wait_idle
 from tests.support.app_server import serve_app
+from tests.support.browser import ScriptRuns
 
 SCREEN = {"width": 1440, "height": 900}
 WIDGET_WARNING = "had its value set via the Session State API"
@@ -67,16 +67,15 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield server
 
 
-def _settle(page) -> None:
-    """Let a run start, then wait until it is over."""
-    time.sleep(1.5)
+def _settle(page, runs: ScriptRuns, action) -> None:
+    """Do ``action`` (a click), wait until the script run it started has finished, then until the page is idle."""
+    runs.after(page, action)
     wait_idle(page)
 
 
-def _go(page, name: str) -> None:
+def _go(page, runs: ScriptRuns, name: str) -> None:
     """Open a page from the sidebar's navigation, as a user does (the session is kept)."""
-    page.get_by_role("link", name=name, exact=True).first.click()
-    _settle(page)
+    _settle(page, runs, page.get_by_role("link", name=name, exact=True).first.click)
 
 
 # The Summary's table: in a container keyed sum_table if there is one, else the page's first data grid
@@ -94,6 +93,14 @@ _TABLE_FIT = """() => {
     const rect = scroller.getBoundingClientRect();
     return {scrollWidth: scroller.scrollWidth, clientWidth: scroller.clientWidth,
             right: rect.right, viewport: window.innerWidth};
+}"""
+# True once _TABLE_FIT has read the same numbers for 10 animation frames in a row (the grid has laid itself out).
+_TABLE_STILL = """() => {
+    const fit = JSON.stringify((""" + _TABLE_FIT + """)());
+    const w = window.__fitSeen = window.__fitSeen || {last: null, frames: 0};
+    w.frames = fit === w.last ? w.frames + 1 : 0;
+    w.last = fit;
+    return w.frames >= 10;
 }"""
 
 
@@ -116,23 +123,23 @@ def test_compare_and_benchmark_log_no_widget_warning(plain: Server) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=60_000) as (page, offline):
+        runs = ScriptRuns.attach(page)
         page.goto(plain.url + "/compare")
         expect(page.get_by_role("heading", name="Compare chunkers", exact=True)).to_be_visible()
+        runs.wait_beyond(page, 0)
         wait_idle(page)
         strip = page.locator(".st-key-cmp_show_strip label").first
-        strip.click()  # off, then on: the setting's key written by the widget, never beside a default
-        _settle(page)
-        strip.click()
-        _settle(page)
-        _go(page, "Benchmark")
+        # off, then on: the setting's key written by the widget, never beside a default
+        _settle(page, runs, strip.click)
+        _settle(page, runs, strip.click)
+        _go(page, runs, "Benchmark")
         expect(page.get_by_role("heading", name="Benchmark", exact=True)).to_be_visible()
-        sources = page.locator(".st-key-bm_source button")
-        sources.nth(1).click()
-        _settle(page)
-        sources.nth(0).click()
-        _settle(page)
-        _go(page, "Compare")
-        _go(page, "Benchmark")
+        # By name: the first button in the segmented control's box is its help icon, and "Session set" is chosen.
+        sources = page.locator(".st-key-bm_source")
+        _settle(page, runs, sources.locator("button", has_text="Bundled sample set").click)
+        _settle(page, runs, sources.locator("button", has_text="Session set").click)
+        _go(page, runs, "Compare")
+        _go(page, runs, "Benchmark")
     assert WIDGET_WARNING not in plain.log_text()
     offline.assert_clean()
 
@@ -146,7 +153,8 @@ def test_summary_table_last_column_in_view_without_scrolling(plain: Server) -> N
         wait_idle(page)
         page.wait_for_function("() => !!" + _TABLE)
         page.evaluate("() => " + _TABLE + ".scrollIntoView()")
-        _settle(page)
+        page.wait_for_function(_TABLE_STILL, polling="raf")
+        wait_idle(page)
         fit = page.evaluate(_TABLE_FIT)
     assert fit is not None, "the Summary table was not found"
     assert fit["scrollWidth"] <= fit["clientWidth"] + 1, f"the table scrolls sideways at 1440×900: {fit}"
@@ -158,16 +166,17 @@ def test_demo_summary_is_complete_and_logs_no_widget_warning(demo: Server) -> No
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p, offline_page(p, SCREEN, timeout_ms=90_000) as (page, offline):
+        runs = ScriptRuns.attach(page)
         page.goto(demo.url + "/summary")
         expect(page.get_by_role("heading", name="Summary", exact=True)).to_be_visible()
-        wait_idle(page)
         page.wait_for_function("() => !!" + _TABLE)
-        _settle(page)
+        runs.wait_beyond(page, 0, timeout=90)  # the page's first run is over: the Summary is drawn whole
+        wait_idle(page)
         body = page.locator('[data-testid="stMain"]').inner_text()
         compute = page.get_by_role("button", name="Compute").count()
-        _go(page, "Compare")
-        _go(page, "Benchmark")
-        _go(page, "Compare")
+        _go(page, runs, "Compare")
+        _go(page, runs, "Benchmark")
+        _go(page, runs, "Compare")
     assert "not computed yet" not in body.lower(), "demo mode's Summary still waits for something"
     assert compute == 0, "demo mode's Summary offers a Compute button"
     assert WIDGET_WARNING not in demo.log_text()

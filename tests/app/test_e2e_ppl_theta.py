@@ -4,8 +4,8 @@ The bug this keeps fixed was seen in Chromium: θ went back to 0.5 each time the
 Meta-Chunking page (1.32 and 164 chunks became 0.5 and 231), because the θ input's value was
 dropped with the widget. θ is now the session's setting ``ppl.threshold``. The test uploads a
 short text (the bundled SmolLM2 scores it in a few seconds), sets θ, opens Compare, comes back,
-and reads the same θ and the same chunk count. It needs its own server process (the ``server``
-fixture is per module).
+and reads the same θ and the same chunk count. Its server is the test process's shared one
+(``test_e2e_browser.server``): where test_e2e_browser.py ran before it, the bundled SmolLM2 is loaded already.
 """
 
 from __future__ import annotations
