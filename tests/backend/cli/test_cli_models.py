@@ -35,7 +35,8 @@ def run_cli(*args: str, cache_dir: Path, code: str | None = None) -> subprocess.
     if code is None:
         return run_main(*args, data_dir=Path(os.environ["CHUNKLAB_DATA_DIR"]), CHUNKLAB_CACHE_DIR=str(cache_dir))
     env = {**os.environ, "CHUNKLAB_CACHE_DIR": str(cache_dir), "CHUNKLAB_DEVICE": "cpu"}
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, timeout=600)
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, timeout=600,
+                          check=False)
 
 
 def records(proc: subprocess.CompletedProcess) -> list[dict]:
