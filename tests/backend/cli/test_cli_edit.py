@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,17 +12,14 @@ from backend.chunkers import run_chunker
 from backend.chunking import ChunkerConfig
 from backend.lab.edit_metrics import edit_stats
 from backend.text.document import Document
-from tests.conftest import ROOT
-from tests.support.datadir import shared_models_data_dir
+from tests.support.cli import run_main
 
 TEXT = " ".join(f"Sentence number {i} tells about topic {i % 5} and more." for i in range(12))
 
 
 def run_cli(*args: str, data: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CHUNKLAB_DATA_DIR": str(shared_models_data_dir(data))}
-    env.pop("CHUNKLAB_CACHE_DIR", None)
-    return subprocess.run([sys.executable, "-m", "backend", "edit", *args], cwd=ROOT, capture_output=True,
-                          timeout=300, env=env)
+    # In-process: the file loads SmolLM2 and MiniLM once, not once a call.
+    return run_main("edit", *args, data_dir=data)
 
 
 @pytest.fixture()

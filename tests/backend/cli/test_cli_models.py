@@ -20,6 +20,7 @@ import pytest
 
 from tests.backend.cli.test_cli import assert_one_line_error
 from tests.conftest import ROOT
+from tests.support.cli import run_main
 
 TEXT = (
     "The clockmaker opened his shop at dawn. Rain tapped against the narrow window.\n\n"
@@ -29,9 +30,13 @@ SCHEMA = {"index", "start", "end", "text", "tokens", "nll_mean", "ppl"}
 
 
 def run_cli(*args: str, cache_dir: Path, code: str | None = None) -> subprocess.CompletedProcess:
+    """The CLI in-process (one SmolLM2 load for the file); with ``code``, a fresh ``python -c code`` instead,
+    for the checks that are about the process (whether torch was imported)."""
+    if code is None:
+        return run_main(*args, data_dir=Path(os.environ["CHUNKLAB_DATA_DIR"]), CHUNKLAB_CACHE_DIR=str(cache_dir))
     env = {**os.environ, "CHUNKLAB_CACHE_DIR": str(cache_dir), "CHUNKLAB_DEVICE": "cpu"}
-    cmd = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "backend", *args]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, timeout=600)
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, timeout=600,
+                          check=False)
 
 
 def records(proc: subprocess.CompletedProcess) -> list[dict]:
@@ -69,9 +74,9 @@ def cache_dir(tmp_path: Path) -> Path:
 
 
 def test_ppl_prints_one_record_per_sentence_then_serves_reruns_from_the_cache(doc_file: Path, cache_dir: Path):
-    text = subprocess.run(
-        [sys.executable, "-m", "backend", "text", str(doc_file)], cwd=ROOT, capture_output=True, check=True
-    ).stdout.decode("utf-8")
+    shown = run_cli("text", str(doc_file), cache_dir=cache_dir)
+    assert shown.returncode == 0, shown.stderr.decode()
+    text = shown.stdout.decode("utf-8")
     first = records(run_cli("ppl", str(doc_file), cache_dir=cache_dir))
     assert len(first) == 4
     for i, r in enumerate(first):

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from tests.backend.cli.test_cli import assert_one_line_error
-from tests.backend.cli.test_retrieval_cli import DATA, run_cli
+from tests.backend.cli.test_retrieval_cli import DATA
+from tests.support.cli import run_main as run_cli
 
 QS = ["--questions", str(DATA / "questions.csv"), "--corpora", str(DATA / "corpora")]
 

@@ -14,7 +14,7 @@ from backend.cli.common import load_input
 from backend.loaders import load_bytes
 from backend.retrieval.questions import corpus_document, load_sample_question_set
 from backend.retrieval.store import ChunkStore
-from tests.backend.cli.test_retrieval_cli import run_cli
+from tests.support.cli import run_main as run_cli
 
 
 def test_a_sample_corpus_is_the_document_index_reads():

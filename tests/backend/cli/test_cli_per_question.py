@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import sys
 
 import pytest
 
@@ -15,18 +13,16 @@ from backend.lab.benchmark import PER_QUESTION_COLUMNS, ROUTING_COLUMNS, per_que
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.questions import load_sample_question_set
 from backend.retrieval.store import ChunkStore
-from tests.conftest import ROOT
-from tests.support.datadir import shared_models_data_dir
+from tests.support.cli import run_main
 
 EVAL = ["eval", "--questions", "sample:narrative", "--chunker", "recursive", "--param", "chunk_size=200"]
 
 
 def _cli(*args: str, data_dir) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CHUNKLAB_DATA_DIR": str(shared_models_data_dir(data_dir)), "CHUNKLAB_DEVICE": "cpu"}
-    for name in ("CHROMA_HOST", "CHROMA_PORT"):
-        env.pop(name, None)
-    return subprocess.run([sys.executable, "-m", "backend", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    # In-process (one MiniLM load for the file); stdout and stderr as text, as the tests read them.
+    proc = run_main(*args, data_dir=data_dir)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8"),
+                                       proc.stderr.decode("utf-8"))
 
 
 def test_eval_writes_the_per_question_table_the_page_downloads(tmp_path) -> None:

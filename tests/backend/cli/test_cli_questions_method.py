@@ -1,4 +1,4 @@
-"""``python -m backend questions generate --method …`` in subprocesses: model-free end to end, and bad arguments."""
+"""``python -m backend questions generate --method …`` in process (run_main): model-free end to end, and bad arguments."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 from backend.samples import load_sample
 from tests.backend.cli.test_cli import assert_one_line_error
-from tests.backend.cli.test_retrieval_cli import run_cli
+from tests.support.cli import run_main as run_cli
 
 
 def test_model_free_generation_writes_a_set_that_checks(tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -21,8 +20,8 @@ from backend.report.session import parse_session, session_path
 from backend.retrieval.questions import QuestionSet, parse_questions_csv, question_set_zip, save_question_set
 from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
-from tests.conftest import ROOT
 from tests.invariants import check_invariants
+from tests.support.cli import run_main
 
 
 def checked(document: Document) -> Document:
@@ -330,12 +329,12 @@ def test_an_embedded_question_set_cannot_write_outside_its_folder(tmp_path: Path
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    # In-process (run_main): what the CLI prints and its exit code, without a Python start and torch import a call.
     import os
 
-    return subprocess.run(
-        [sys.executable, "-m", "backend", *args],
-        cwd=ROOT, capture_output=True, timeout=300, env={**os.environ, **(env or {})},
-    )
+    env = dict(env or {})
+    data_dir = Path(env.pop("CHUNKLAB_DATA_DIR", os.environ["CHUNKLAB_DATA_DIR"]))
+    return run_main(*args, data_dir=data_dir, **env)
 
 
 def test_cli_refuses_a_session_naming_a_model_outside_the_data_dir(tmp_path: Path) -> None:

@@ -1,0 +1,61 @@
+"""The CLI called in-process: one import of torch and one load of each model for a whole test file.
+
+``run_main`` runs ``backend.cli.main.main`` with the environment ``run_cli`` gives a subprocess (a data
+folder that shares the run's converted models, the CPU, no remote Chroma or OpenAI settings) and returns a
+``subprocess.CompletedProcess`` with the bytes written on stdout and stderr, so a test reads it as it
+would a child's. For tests that are not about the process itself (signals, startup, environment).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.datadir import shared_models_data_dir
+
+__all__ = ["run_main"]
+
+_DROPPED = ("CHROMA_HOST", "CHROMA_PORT", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CHUNKLAB_CACHE_DIR")
+
+
+def run_main(*args: str, data_dir: Path, **env: str) -> subprocess.CompletedProcess:
+    """``python -m backend *args`` in this process; exit code and output as a finished child's."""
+    from backend.cli.common import _NOTE_LOGGERS
+    from backend.cli.main import main
+
+    wanted = {"CHUNKLAB_DATA_DIR": str(shared_models_data_dir(data_dir)), "CHUNKLAB_DEVICE": "cpu", **env}
+    saved_env = dict(os.environ)
+    saved_streams = sys.stdout, sys.stderr
+    # show_resume_notes binds its handler to the stderr of the first call; each call gets its own.
+    loggers = [logging.getLogger(name) for name in _NOTE_LOGGERS]
+    saved_handlers = [(lg, list(lg.handlers), lg.level) for lg in loggers]
+    out, err = io.BytesIO(), io.BytesIO()
+    # Kept in locals: a collected wrapper would close its BytesIO before it is read.
+    out_text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    err_text = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+    sys.stdout, sys.stderr = out_text, err_text
+    try:
+        for name in _DROPPED:
+            if name not in env:
+                os.environ.pop(name, None)
+        os.environ.update(wanted)
+        try:
+            code = main(list(args))
+        except SystemExit as e:  # argparse: --help, bad arguments
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        sys.stdout, sys.stderr = saved_streams
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for lg, handlers, level in saved_handlers:
+            lg.handlers[:] = handlers
+            lg.setLevel(level)
+    result = subprocess.CompletedProcess(["python", "-m", "backend", *args], code, out.getvalue(), err.getvalue())
+    out_text.detach(), err_text.detach()
+    return result
