@@ -19,15 +19,20 @@ import importlib
 import logging
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from backend.errors import Cancelled, ChunkLabError, one_line
 from backend.progress import CancelToken, Progress
 
-__all__ = ["Job", "start_job"]
+__all__ = ["Job", "start_job", "running_jobs"]
 
 _log = logging.getLogger(__name__)
+
+# Every job started in this process, for as long as someone holds it (see running_jobs).
+# A running job is held by its thread, so none that runs is missed. (Job is a dataclass: not hashable.)
+_STARTED: weakref.WeakValueDictionary[int, Job] = weakref.WeakValueDictionary()
 
 
 @dataclass
@@ -130,5 +135,11 @@ def start_job(title: str, fn: Callable[[Progress], Any], **meta: Any) -> Job:
         importlib.import_module(name)
     job = Job(title, meta)
     job.thread = threading.Thread(target=job._run, args=(fn,), name=f"chunklab-job: {title}", daemon=True)
+    _STARTED[id(job)] = job
     job.thread.start()
     return job
+
+
+def running_jobs() -> list[Job]:
+    """The jobs of this process that have not ended (a shutdown cancels them; tests end their own)."""
+    return [job for job in list(_STARTED.values()) if job.running]

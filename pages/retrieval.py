@@ -239,7 +239,7 @@ if marks:
 cp_values = None
 if view.tags:
     answer = st.text_input(
-        "Answer (optional, for CP)", key=_ANSWER,
+        "Answer (optional, for CP)", key=_ANSWER, persist_state="session",
         help="CP (information support): the language model's mean NLL of this answer given each "
         "configuration's retrieved chunks; lower means the chunks support the answer better.",
     )

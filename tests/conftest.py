@@ -46,3 +46,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     seconds = json.loads(_DURATIONS.read_text(encoding="utf-8"))
     order = {id(item): n for n, item in enumerate(items)}
     items.sort(key=lambda item: (-seconds.get(item.nodeid.split("::")[0], 0.0), order[id(item)]))
+
+
+@pytest.fixture(autouse=True)
+def _end_the_tests_jobs():
+    """Cancel and join the background jobs a test started and left running.
+
+    A page test that ends while its job still runs would otherwise leave that job computing on the
+    process's shared model while the next tests run (seen: a later test's timing of an embedder's
+    batches counted the leftover job's batches). Jobs started by a module's fixture are left alone.
+    """
+    from backend.jobs import running_jobs
+
+    before = {id(job) for job in running_jobs()}
+    yield
+    left = [job for job in running_jobs() if id(job) not in before]
+    for job in left:
+        job.cancel()
+    for job in left:
+        job.wait(120)

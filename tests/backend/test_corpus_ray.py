@@ -91,7 +91,9 @@ def cluster(tmp_path_factory):
     The nodes run without Ray's token authentication (``RAY_AUTH_MODE=disabled``), whatever a token
     left in ``~/.ray`` by another Ray says: this process, which the engine joins from, imported Ray
     before any fixture could give it a token (Ray reads its authentication settings on import).
-    The cluster lives for this module only.
+    Both nodes listen on the loopback address (``--node-ip-address``): Ray would otherwise announce the
+    machine's first interface, which a sandbox may not route (CI saw "Failed to connect to Ray cluster
+    at 192.0.2.2"). The cluster lives for this module only.
     """
     tmp = tmp_path_factory.mktemp("ray")
     port = _free_port()
@@ -99,13 +101,13 @@ def cluster(tmp_path_factory):
     procs = []
     try:
         procs.append(_start_node([
-            "--head", f"--port={port}", "--num-cpus=1", '--resources={"head": 1}', "--include-dashboard=false",
+            "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=1", '--resources={"head": 1}', "--include-dashboard=false",
             f"--temp-dir={tmp / 'head'}",
             f"--ray-client-server-port={_free_port()}", f"--dashboard-port={_free_port()}",
             "--object-store-memory=200000000"], tmp / "head.log"))
         time.sleep(3)
         procs.append(_start_node([
-            f"--address={address}", "--num-cpus=1", '--resources={"node2": 1}', f"--temp-dir={tmp / 'node2'}",
+            f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1", '--resources={"node2": 1}', f"--temp-dir={tmp / 'node2'}",
             "--object-store-memory=200000000"],
             tmp / "node2.log"))
         nodes = _wait_for_nodes(address, 2, timeout=90)

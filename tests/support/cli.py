@@ -22,24 +22,36 @@ __all__ = ["run_main"]
 _DROPPED = ("CHROMA_HOST", "CHROMA_PORT", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CHUNKLAB_CACHE_DIR")
 
 
-def run_main(*args: str, data_dir: Path, **env: str) -> subprocess.CompletedProcess:
-    """``python -m backend *args`` in this process; exit code and output as a finished child's."""
-    from backend.cli.common import _NOTE_LOGGERS
+def _backend_loggers() -> dict[str, logging.Logger]:
+    names = [n for n in list(logging.Logger.manager.loggerDict) if n == "backend" or n.startswith("backend.")]
+    return {n: logging.getLogger(n) for n in names}
+
+
+def run_main(*args: str, data_dir: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    """``python -m backend *args`` in this process; exit code and output as a finished child's.
+
+    ``data_dir``: run in ``run_cli``'s environment, with this data folder (it gets the run's converted
+    models) and no remote Chroma, OpenAI or cache settings but those in ``env``. None: the test
+    process's environment as the test set it (``tests/conftest.py`` gives each worker a data folder),
+    plus ``env``.
+    """
     from backend.cli.main import main
 
-    wanted = {"CHUNKLAB_DATA_DIR": str(shared_models_data_dir(data_dir)), "CHUNKLAB_DEVICE": "cpu", **env}
+    wanted = {"CHUNKLAB_DEVICE": "cpu", **env}
+    if data_dir is not None:
+        wanted["CHUNKLAB_DATA_DIR"] = str(shared_models_data_dir(data_dir))
     saved_env = dict(os.environ)
     saved_streams = sys.stdout, sys.stderr
-    # show_resume_notes binds its handler to the stderr of the first call; each call gets its own.
-    loggers = [logging.getLogger(name) for name in _NOTE_LOGGERS]
-    saved_handlers = [(lg, list(lg.handlers), lg.level) for lg in loggers]
+    # main attaches the "resumed: …" handlers to the backend loggers, on the stderr of that call:
+    # they are taken off again, so each call prints its notes on its own stderr and none logs into a closed one.
+    saved_handlers = {n: (list(lg.handlers), lg.level) for n, lg in _backend_loggers().items()}
     out, err = io.BytesIO(), io.BytesIO()
     # Kept in locals: a collected wrapper would close its BytesIO before it is read.
     out_text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
     err_text = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
     sys.stdout, sys.stderr = out_text, err_text
     try:
-        for name in _DROPPED:
+        for name in _DROPPED if data_dir is not None else ():
             if name not in env:
                 os.environ.pop(name, None)
         os.environ.update(wanted)
@@ -53,7 +65,8 @@ def run_main(*args: str, data_dir: Path, **env: str) -> subprocess.CompletedProc
         sys.stdout, sys.stderr = saved_streams
         os.environ.clear()
         os.environ.update(saved_env)
-        for lg, handlers, level in saved_handlers:
+        for name, lg in _backend_loggers().items():
+            handlers, level = saved_handlers.get(name, ([], logging.NOTSET))
             lg.handlers[:] = handlers
             lg.setLevel(level)
     result = subprocess.CompletedProcess(["python", "-m", "backend", *args], code, out.getvalue(), err.getvalue())

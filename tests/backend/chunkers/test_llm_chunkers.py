@@ -40,7 +40,7 @@ from backend.models.chat import LocalChat, RemoteChat
 from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
 from tests.invariants import check_invariants
-from tests.support.cli_in_process import run_main
+from tests.support.cli import run_main
 from tests.support.scripted_chat_server import start_scripted_server
 
 P1 = (
@@ -586,7 +586,7 @@ def test_lumber_through_the_openai_compatible_test_server(tmp_path):
 
 
 @pytest.fixture()
-def main_cli(tmp_path, monkeypatch, capsys):
+def main_cli(tmp_path, monkeypatch):
     """``python -m backend ARGS`` in this process, as ``run_cli`` runs it: exit code, stdout and stderr.
 
     The LLM chunkers are registered (imported above), as the old ``-c`` wrapper did before calling ``main``.
@@ -595,7 +595,7 @@ def main_cli(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CHUNKLAB_DEVICE", "cpu")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return run_main(args, capsys)
+        return run_main(*args)
 
     return run
 

@@ -26,7 +26,7 @@ from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 from tests.backend.cli.test_cli_models import run_cli
-from tests.support.cli_in_process import run_main
+from tests.support.cli import run_main
 from tests.support.patching import patch_everywhere
 from tests.invariants import check_invariants as _check
 from tests.support.fake_scores import FakeScorer, fake_token_scores
@@ -88,7 +88,7 @@ def doc_file(tmp_path):
 
 
 @pytest.fixture()
-def cli(cache_dir, monkeypatch, capsys):
+def cli(cache_dir, monkeypatch):
     """``python -m backend ARGS`` run in this process: its exit code, stdout and stderr.
 
     The checks here are on what the CLI prints, not on the process, so the commands share one load of
@@ -98,7 +98,7 @@ def cli(cache_dir, monkeypatch, capsys):
     monkeypatch.setenv("CHUNKLAB_DEVICE", "cpu")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return run_main(args, capsys)
+        return run_main(*args)
 
     return run
 

@@ -43,7 +43,7 @@ from backend.text.document import Document
 from backend.tokenizers import SpanCounter, get_tokenizer
 from tests.backend.cli.test_cli_models import records, run_cli
 from tests.invariants import check_invariants
-from tests.support.cli_in_process import run_main
+from tests.support.cli import run_main
 
 SAMPLES = ("narrative", "technical", "chinese", "release-notes")
 
@@ -536,7 +536,7 @@ def test_cli_chunk_semantic_through_the_registry(tmp_path, embedder, monkeypatch
     # embedder already loaded here rather than a third start-up that imports torch and loads MiniLM again.
     monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(cache_dir))
     monkeypatch.setenv("CHUNKLAB_DEVICE", "cpu")
-    cluster = records(run_main(["chunk", str(path), "--chunker", "cluster", "--param", "max_chunk_size=60"], capsys))
+    cluster = records(run_main("chunk", str(path), "--chunker", "cluster", "--param", "max_chunk_size=60"))
     assert cluster and all(r["tokens"] <= 60 for r in cluster)
 
 

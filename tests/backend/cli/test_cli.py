@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.support.cli_in_process import run_main
+from tests.support.cli import run_main
 
 
 def run_cli(*args: str, input_bytes: bytes | None = None) -> subprocess.CompletedProcess:
@@ -28,14 +28,14 @@ def run_cli(*args: str, input_bytes: bytes | None = None) -> subprocess.Complete
 
 
 @pytest.fixture()
-def main_cli(capsys, caplog):
+def main_cli(caplog):
     """``run_cli`` in this process: ``backend.cli.main.main`` with its exit code, stdout and stderr."""
 
     def run(*args: str) -> subprocess.CompletedProcess:
         caplog.clear()
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("default")
-            proc = run_main(args, capsys)
+            proc = run_main(*args)
         err = proc.stderr.decode("utf-8")
         err += "".join(f"{r.levelname}:{r.name}:{r.getMessage()}\n" for r in caplog.records
                        if r.levelno >= logging.WARNING)

@@ -47,7 +47,7 @@ from backend.models.scorer import load_scorer
 from backend.models.types import ModelInfo
 from backend.progress import CancelToken, Progress
 from backend.samples import load_sample
-from tests.support.cli_in_process import run_main
+from tests.support.cli import run_main
 from tests.support.quality import chunking_of
 
 SEEDS = range(50)
@@ -249,12 +249,12 @@ def test_the_real_model_estimate_runs_to_the_exact_value(tmp_path) -> None:
 
 
 @pytest.fixture()
-def cli(monkeypatch, capsys):
+def cli(monkeypatch):
     """``python -m backend metrics ARGS`` in this process (the language model loaded once for the file)."""
 
     def run(*args: str, cache: Path) -> subprocess.CompletedProcess:
         monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(cache))
-        done = run_main(["metrics", *args], capsys)
+        done = run_main("metrics", *args)
         return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
     return run

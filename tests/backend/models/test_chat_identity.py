@@ -8,6 +8,8 @@ names, so only the listing and each answer's ``model`` tell which model answered
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +32,7 @@ from backend.models.rates import RATES_FILE, RateKey, RateStore
 from backend.models.types import ModelInfo
 from backend.text.document import Document
 from tests.backend.chunkers.test_llm_chunkers import TEXT
-from tests.backend.cli.test_cli_models import run_cli
+from tests.support.cli import run_main
 from tests.support.scripted_chat_server import start_scripted_server
 
 MESSAGES = [{"role": "user", "content": "Say ok."}]
@@ -162,11 +164,11 @@ def test_the_issue_rerun_against_a_dead_url_no_longer_succeeds_from_the_cache(tm
     args = ("chunk", str(doc), "--chunker", "llm_split")
 
     def run(url, model):
-        env = {"OPENAI_BASE_URL": url, "OPENAI_MODEL": model}
+        # run_main in run_cli's environment drops OPENAI_BASE_URL unless it is handed over.
         with pytest.MonkeyPatch.context() as mp:
-            for k, v in env.items():
-                mp.setenv(k, v) if v else mp.delenv(k, raising=False)
-            return run_cli(*args, cache_dir=cache_dir)
+            mp.setenv("OPENAI_MODEL", model) if model else mp.delenv("OPENAI_MODEL", raising=False)
+            return run_main(*args, data_dir=Path(os.environ["CHUNKLAB_DATA_DIR"]), CHUNKLAB_CACHE_DIR=str(cache_dir),
+                            OPENAI_BASE_URL=url)
 
     with start_scripted_server(reply=lambda m: "split_after: 1", models=[SMOL], answer_model="echo") as server:
         wrong = run(server.url, "gpt-4o-mini")

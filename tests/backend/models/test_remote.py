@@ -253,13 +253,13 @@ def test_unknown_model_is_a_model_error(server):
         RemoteScorer(server.url, "gpt-9", KEY)
 
 
-def test_url_without_v1_gets_a_hint(server):
-    # No /models there either: a named model is trusted until the first request.
-    scorer = RemoteScorer(server.url.removesuffix("/v1"), server.engine.name, KEY)
-    with pytest.raises(ModelError, match="usually end in /v1"):
-        scorer.token_nll(TEXT)
-    with pytest.raises(ModelError, match="does not list its models"):
-        RemoteScorer(server.url.removesuffix("/v1"), None, KEY)
+def test_url_without_v1_is_refused_at_once_with_the_url_that_lists_the_models(server):
+    # The root answers 404 for /models, {root}/v1/models lists the model: named or not, the error says which URL to use.
+    root = server.url.removesuffix("/v1")
+    for name in (server.engine.name, None):
+        with pytest.raises(ModelError, match=r"does not list its models") as refused:
+            RemoteScorer(root, name, KEY)
+        assert f"use {server.url} as the server's URL" in str(refused.value)
 
 
 # --- failures and the key ----------------------------------------------------------------------------
