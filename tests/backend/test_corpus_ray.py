@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,6 +69,25 @@ def _stop_node(proc: subprocess.Popen) -> None:
         return
 
 
+def _wait_for_head(proc: subprocess.Popen, port: int, log: Path, timeout: float) -> None:
+    """Return once the head accepts connections on ``port``; fail with its log's last line if it exits first.
+
+    ``ray.init`` on an address with nothing behind it retries for minutes: a head that died at start-up
+    (seen: a socket path over the 107 bytes AF_UNIX allows) would hang the module instead of failing it.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            pytest.fail(f"the Ray head exited ({proc.returncode}): {lines[-1] if lines else 'no output'}")
+        with socket.socket() as s:
+            s.settimeout(1.0)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    pytest.fail(f"the Ray head accepted no connection on port {port} within {timeout:.0f} s")
+
+
 def _wait_for_nodes(address: str, count: int, timeout: float) -> dict[str, str]:
     """The alive nodes' ids by their custom resource (``head``, ``node2``), once ``count`` are up."""
     ray.init(address=address, logging_level="ERROR", log_to_driver=False)
@@ -85,7 +105,7 @@ def _wait_for_nodes(address: str, count: int, timeout: float) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
     """A two-node Ray cluster on this machine: ``{"address", "nodes": {"head": id, "node2": id}}``.
 
     The nodes run without Ray's token authentication (``RAY_AUTH_MODE=disabled``), whatever a token
@@ -95,7 +115,9 @@ def cluster(tmp_path_factory):
     machine's first interface, which a sandbox may not route (CI saw "Failed to connect to Ray cluster
     at 192.0.2.2"). The cluster lives for this module only.
     """
-    tmp = tmp_path_factory.mktemp("ray")
+    # Ray's sockets live under --temp-dir, and an AF_UNIX path may not pass 107 bytes: pytest's own
+    # temporary folders (…/pytest-163/popen-gw0/ray0/head/session_<date>_<pid>/sockets/plasma_store) do.
+    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     port = _free_port()
     address = f"127.0.0.1:{port}"
     procs = []
@@ -105,7 +127,7 @@ def cluster(tmp_path_factory):
             f"--temp-dir={tmp / 'head'}",
             f"--ray-client-server-port={_free_port()}", f"--dashboard-port={_free_port()}",
             "--object-store-memory=200000000"], tmp / "head.log"))
-        time.sleep(3)
+        _wait_for_head(procs[0], port, tmp / "head.log", timeout=90)
         procs.append(_start_node([
             f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1", '--resources={"node2": 1}', f"--temp-dir={tmp / 'node2'}",
             "--object-store-memory=200000000"],
