@@ -339,6 +339,7 @@ def test_tables_fit_the_wide_layout_and_hits_show_their_text(server: str, tmp_pa
             page.locator(".st-key-ret_mark button").click()
             wait_idle(page)
             page.locator(".st-key-ret_save button").click()
+            expect(page.get_by_role("combobox", name="Saved question")).to_be_visible()  # saved: the set is listed
             wait_idle(page)
             page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Benchmark", exact=True).click()
             wait_idle(page)
