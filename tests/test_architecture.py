@@ -29,6 +29,7 @@ BACKEND_LAYERS = (
     ("metrics",),  # Chunking → statistics and quality metrics
     ("retrieval",),  # Chunking → Chroma store, questions, benchmark
     ("corpus",),  # many documents × configurations → rows (local or Ray engines), aggregates
+    ("tune",),  # the search over the chunkers' declared ranges (Optuna): trials, held-out check, the pick
     ("figures",),  # Plotly figures of everything above (no Streamlit): pages and the one-file report draw them
     ("report",),  # the Summary's rows and verdict, the one-file HTML report, saved sessions
     ("lab",),  # the lab's tasks: one module per thing a page or a subcommand does (plan, run, what to show)

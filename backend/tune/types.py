@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from backend.chunkers import make_chunker
 from backend.chunking import ChunkerConfig
 from backend.metrics.intervals import Interval
 
@@ -23,8 +24,6 @@ OBJECTIVES = ("iou", "recall", "precision", "precision_omega", "bc")
 
 def _config(spec: str) -> ChunkerConfig:
     """The configuration a spec string names, its parameters converted and checked by the chunker."""
-    from backend.chunkers import make_chunker  # the registry: only when a saved result is read
-
     name, params, tokenizer = ChunkerConfig.parse(spec)
     return make_chunker(name, params, tokenizer).config
 
