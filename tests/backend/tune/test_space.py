@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import optuna
 import pytest
 
@@ -23,6 +26,7 @@ from backend.tune.space import (
     tunable_families,
 )
 from backend.tune.types import LeftOut
+from tests.conftest import ROOT
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -282,6 +286,27 @@ def test_params_of_names_an_unsearched_param():
         search_space(["semantic"]).params_of(_config("semantic amount=95 buffer_size=2"))
 
 
+def test_suggest_serves_a_two_objective_study():
+    space = search_space(["recursive", "paragraph"])
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=optuna.samplers.NSGAIISampler(seed=0))
+    seen: list[ChunkerConfig] = []
+
+    def objective(trial: optuna.trial.Trial) -> tuple[float, float]:
+        config = space.suggest(trial)
+        seen.append(config)
+        return float(config.params_dict.get("chunk_overlap", 0)), float(config.params_dict["chunk_size"])
+
+    study.optimize(objective, n_trials=30)
+    grid = space.grid()
+    assert all(c in grid for c in seen) and len({c.name for c in seen}) == 2
+
+
+def test_the_space_imports_no_optuna():
+    code = "import sys, backend, backend.tune.space, backend.tune.spec; print('optuna' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 # --- PPL: θ searched on scores computed once ----------------------------------------------------
 
 TEXT = (
@@ -312,3 +337,4 @@ def test_a_second_threshold_makes_no_model_call(scored):
     refusing._cache = context.cache
     for config in space.grid()[::11]:
         assert run_chunker(doc, config, refusing).chunks == run_chunker(doc, config, context).chunks
+
