@@ -204,6 +204,9 @@ class SearchSpace:
     families: tuple[str, ...]
     tokenizer: str = "cl100k"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "families", check_families(self.families))  # checked, without repeats
+
     def suggest(self, trial: optuna.trial.Trial) -> ChunkerConfig:
         """The configuration ``trial`` picks (define-by-run; the same trial params always give the same one).
 

@@ -13,6 +13,7 @@ from backend.chunkers.base import Param, Search
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
 from backend.models.cache import OutputCache
+from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tune.space import (
     BASELINE,
@@ -176,6 +177,15 @@ def test_grid_sizes_and_every_point_is_valid():
     assert search_space(MODEL_FREE).size() == 176  # the model-free grid: a few hundred at most
 
 
+def test_every_model_free_grid_point_chunks_a_document():
+    doc = load_sample("technical")
+    for config in search_space(MODEL_FREE).grid():
+        chunking = run_chunker(doc, config)
+        assert chunking.chunks, config.spec
+        assert max(chunking.token_counts) <= config.params_dict["chunk_size"], config.spec
+        assert all(doc.text[c.start:c.end] == c.text for c in chunking.chunks)
+
+
 def test_grid_points_are_pinned():
     grid = search_space(["recursive"]).grid()
     assert [c.spec for c in grid[:5]] == [
@@ -199,6 +209,9 @@ def test_search_space_checks_its_inputs():
         search_space(["foo"])
     with pytest.raises(ParameterError, match="unknown tokenizer 'nope'"):
         search_space(["recursive"], tokenizer="nope")
+    with pytest.raises(ParameterError, match="manual cannot be tuned"):
+        SearchSpace(("recursive", "manual"))
+    assert SearchSpace(("ppl", "ppl")).families == ("ppl",)
     assert search_space(["paragraph"], tokenizer="chars").grid()[0].tokenizer == "chars"
 
 
