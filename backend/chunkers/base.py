@@ -33,7 +33,7 @@ _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
 @dataclass(frozen=True)
 class Search:
-    """The range a tuner searches for one :class:`Param` (``backend.tune.space`` reads it; nothing else does).
+    """The range a tuner searches for one :class:`Param` (read by ``backend.tune.space``).
 
     Either ``choices`` (the values themselves) or ``low``/``high``/``step`` (every value
     ``low + k * step`` up to ``high``), so every search space has a finite exhaustive grid.

@@ -194,7 +194,8 @@ def _family_grid(family: str, tokenizer: str) -> tuple[tuple[ChunkerConfig, tupl
 class SearchSpace:
     """The configurations a tuning run may try: the searched parameters of ``families``.
 
-    Build one with :func:`search_space` (it checks the families).
+    Its families are checked on construction (:func:`check_families`, repeats dropped); :func:`search_space`
+    also builds the grid once, so a bad tokenizer fails there.
 
     Attributes:
         families: Registered chunker names, each with at least one searched parameter.
