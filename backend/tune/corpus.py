@@ -178,7 +178,7 @@ def corpus_scores(config: ChunkerConfig, source: Path, questions: QuestionSet, *
     unscored = [cid for cid, idx in index.items() if not set(idx) <= scored]
     if unscored:
         n = len(questions) - len(scored)
-        skipped = [s["doc"] for s in run.skipped]
+        skipped = sorted(s["doc"] for s in run.skipped)
         why = f"; files skipped: {_names(skipped)} (see {out / 'skipped.jsonl'})" if skipped else ""
         warnings.append(f"{n} question{'s' if n != 1 else ''} left unscored (NaN): no document of {source} "
                         f"gave a row for their corpus {_names(unscored)}{why}")
