@@ -16,7 +16,7 @@ import pytest
 import ray
 
 from backend.chunking import ChunkerConfig
-from backend.corpus.ray_engine import runtime_env
+from backend.corpus.ray_engine import ray_session, runtime_env
 from backend.corpus.results import RESULTS, RUN, read_results
 from backend.errors import InputError, ParameterError
 from backend.retrieval.evaluate import evaluate
@@ -137,7 +137,8 @@ def local_ray():
 
 
 def test_on_ray_the_scores_are_the_local_ones(run, local_ray, tmp_path):
-    on_ray = corpus_scores(RECURSIVE, run["source"], run["questions"], out=tmp_path / "ray", engine="ray")
+    with ray_session():  # a session inside the caller's Ray uses it
+        on_ray = corpus_scores(RECURSIVE, run["source"], run["questions"], out=tmp_path / "ray", engine="ray")
     local = run["first"]
     assert dict(on_ray.per_question) == dict(local.per_question)
     assert (on_ray.chunks, on_ray.mean_tokens, on_ray.max_tokens, on_ray.index_cost, on_ray.documents) == (
