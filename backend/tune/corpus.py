@@ -161,6 +161,8 @@ def corpus_scores(config: ChunkerConfig, source: Path, questions: QuestionSet, *
         ret = r.get("retrieval") or {}
         corpora = set(ret.get("corpora") or ())
         positions = [i for i, q in enumerate(questions.questions) if q.corpus_id in corpora]
+        if not positions:
+            continue  # a document none of the questions is about
         per = ret.get("per_question") or {}
         for m in RETRIEVAL_COLUMNS:
             got = per.get(m)
