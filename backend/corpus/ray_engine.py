@@ -47,13 +47,14 @@ How a run goes (:meth:`RayEngine.run`):
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import logging
 import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,9 @@ from backend.models.types import ModelInfo, TokenScores
 from backend.progress import Progress
 from backend.retrieval.store import ChunkStore, open_store
 
-__all__ = ["RayEngine", "ModelActors", "EmbedderActor", "ScorerActor", "TaskResult", "runtime_env", "worker_env"]
+__all__ = [
+    "RayEngine", "ModelActors", "EmbedderActor", "ScorerActor", "TaskResult", "ray_session", "runtime_env", "worker_env",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKEND_DIR = REPO_ROOT / "backend"
@@ -539,3 +542,28 @@ class RayEngine:
         except OSError:
             data = None
         return _remote(run_document).remote(unit.file, data, spec_ref, unit.configs, actors, cache_dirs, cache_bytes)
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None, workers: int | None = None) -> Iterator[None]:
+    """Ray held for a series of runs (e.g. a tuning study's trials): joined or started once, left at the end.
+
+    A :class:`RayEngine` run inside it finds Ray initialized and uses it, instead of starting and
+    stopping a local Ray (or joining the cluster) per run; a Ray the caller had already initialized
+    is used and left running.
+
+    Args:
+        address: The cluster to join; None starts a local Ray (``workers`` CPUs, default this machine's cores).
+        workers: The local Ray's CPUs.
+
+    Raises:
+        ModelError: Ray cannot be started or joined.
+    """
+    import ray
+
+    started = RayEngine(address=address, workers=workers)._connect()
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()

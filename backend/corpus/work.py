@@ -208,11 +208,17 @@ def _retrieval(doc: Document, entry: ConfigEntry, spec: CorpusSpec, context: Cou
     assert spec.questions is not None
     mine = spec.questions.on_document(doc)
     if mine is None:
-        return {"questions": 0, **{m: None for m in RETRIEVAL_COLUMNS}}
+        return {"questions": 0, **{m: None for m in RETRIEVAL_COLUMNS}, "corpora": [],
+                "per_question": {m: [] for m in RETRIEVAL_COLUMNS}}
     bench = evaluate(mine, [entry.config], embedder=context.get_embedder(), retrieve=spec.retrieve, store=store,
                      cache=cache, use_cache=cache is not None, context=context, cross_corpus=False)
-    s = bench.results[0].summary
-    return {"questions": int(s.questions), **{m: _finite(getattr(s, f"{m}_mean")) for m in RETRIEVAL_COLUMNS}}
+    result = bench.results[0]
+    s = result.summary
+    # The per-question scores (in the order of the document's questions in the set, which the set's
+    # corpus ids in ``corpora`` pick out) are what an interval over questions needs, e.g. the tuner's.
+    return {"questions": int(s.questions), **{m: _finite(getattr(s, f"{m}_mean")) for m in RETRIEVAL_COLUMNS},
+            "corpora": list(mine.corpus_ids),
+            "per_question": {m: [_finite(q.metric(m)) for q in result.questions] for m in RETRIEVAL_COLUMNS}}
 
 
 def _config_row(doc: Document, entry: ConfigEntry, spec: CorpusSpec, context: CountedContext,
@@ -258,9 +264,13 @@ def document_rows(
     """The rows of one document: per configuration its statistics, quality metrics and retrieval metrics.
 
     A row is ``{"doc", "doc_id", "chars", "tag", "config", "label", <STATS_COLUMNS>,
-    <QUALITY_COLUMNS>: estimate JSON or None, "retrieval": {"questions", <RETRIEVAL_COLUMNS>} or None,
+    <QUALITY_COLUMNS>: estimate JSON or None, "retrieval": {"questions", <RETRIEVAL_COLUMNS>, "corpora",
+    "per_question"} or None,
     "work": {"pairs_scored", "tokens_scored", "texts_embedded", "model_calls", "chunk_s",
-    "quality_s", "retrieval_s"}}``; a configuration that fails on this document gives
+    "quality_s", "retrieval_s"}}``. ``retrieval``'s means are over the document's questions: those of the
+    set whose corpus is one of ``corpora`` (the corpus ids whose text is the document's), in the set's
+    order; ``per_question`` holds each metric's value per such question in that order (None: not
+    finite). A configuration that fails on this document gives
     ``{"doc", "doc_id", "tag", "config", "label", "error"}`` instead (the others still run).
 
     Args:

@@ -136,6 +136,17 @@ class QuestionSet:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled (e.g. sent to a Ray worker) without its lock and its caches: a lock cannot be pickled.
+        return {"questions": self.questions, "corpora": dict(self.corpora), "suffixes": dict(self.suffixes)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_docs", {})
+        object.__setattr__(self, "_document_ids", {})
+        object.__setattr__(self, "_lock", threading.Lock())
+
     @property
     def corpus_ids(self) -> list[str]:
         """The corpora the questions use, in order of first use."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 from backend.retrieval.questions import (
     Question,
     QuestionSet,
@@ -47,3 +49,12 @@ def test_a_set_made_on_a_document_is_on_it_and_a_mixed_set_gives_only_its_questi
 
 def test_corpus_document_id_is_the_id_of_the_loaded_text():
     assert corpus_document_id("Line one.  \r\nLine two.\n") == Document.from_text("Line one.\nLine two.").id
+
+
+def test_a_set_pickles_without_its_lock_and_still_finds_its_document():
+    # A corpus run on Ray sends its spec, question set included, to the workers.
+    qset, doc = load_sample_question_set("narrative"), load_sample("narrative")
+    assert qset.on_document(doc) is not None  # its caches filled
+    again = pickle.loads(pickle.dumps(qset))
+    assert again == qset and again.suffixes == qset.suffixes
+    assert again.on_document(doc) == qset and again.document("narrative_clockmaker").text == doc.text
