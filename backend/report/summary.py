@@ -390,7 +390,8 @@ class Paired:
         metric: The retrieval metric (``recall``, ``precision``, ``iou``, ``precision_omega``).
         leaders: The best by mean first, then, in row order, every row whose paired difference
             to it does not exclude zero (:func:`~backend.metrics.intervals.paired_leaders`);
-            one tag: the best is called. Without per-question scores, every row with the metric.
+            one tag: the best is called. Without per-question scores, every row with the metric
+            (the highest mean first).
         differences: Per other row, the best's mean minus its mean over the same questions,
             with the paired bootstrap's 95% interval (seed :data:`RETRIEVAL_SEED`); empty
             without per-question scores.
@@ -502,7 +503,8 @@ class Summary:
         scores = {t: tuple(self.row(t).scores.get(metric, ())) for t in tags}
         sizes = {len(v) for v in scores.values()}
         if 0 in sizes or len(sizes) != 1:
-            return Paired(metric, tuple(tags), {}, 0)
+            by_mean = sorted(self.computed(metric), key=lambda p: -p[1])  # stable: row order among equal means
+            return Paired(metric, tuple(t for t, _ in by_mean), {}, 0)
         leaders = paired_leaders(scores, seed=RETRIEVAL_SEED)
         best = leaders[0]
         differences = {t: paired_difference(scores[best], scores[t], seed=RETRIEVAL_SEED) for t in tags if t != best}
