@@ -459,6 +459,8 @@ class Summary:
     settings: Mapping[str, Any] = field(default_factory=dict)
     retrieval: RetrievalScope | None = None
     elsewhere: RetrievalElsewhere | None = None
+    # Each retrieval metric's comparison, made once: the table, the verdict and the JSON all ask for it.
+    _paired: dict[str, Paired | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def computed(self, metric: str) -> list[tuple[str, float]]:
         """``(tag, value)`` of the rows that have ``metric``, in row order."""
@@ -497,6 +499,12 @@ class Summary:
         """
         if metric not in GROUPS["retrieval"]:
             raise ValueError(f"{metric!r} is not a retrieval metric ({', '.join(GROUPS['retrieval'])})")
+        if metric not in self._paired:
+            self._paired[metric] = self._compare(metric)
+        return self._paired[metric]
+
+    def _compare(self, metric: str) -> Paired | None:
+        """:meth:`paired`, computed."""
         tags = [t for t, _ in self.computed(metric)]
         if len(tags) < 2:
             return None
