@@ -56,6 +56,7 @@ __all__ = [
     "QUALITY_COLUMNS",
     "RETRIEVAL_COLUMNS",
     "COLUMN_WIDTHS",
+    "INTERVAL_WIDTHS",
     "session_benchmark",
     "summary_frame",
     "styled_summary",
@@ -89,6 +90,9 @@ COLUMN_WIDTHS = MappingProxyType({
 # label, or "not computed yet" in a narrow column, then takes a second line instead of being cut.
 ROW_HEIGHT = 68
 ESTIMATE_LABEL_WIDTH = 150  # the least the configuration's label keeps when BC, CS and DS show estimates
+# A retrieval column showing its mean's 95% interval over questions (``78.1% [70.0, 85.2]``), and precision-Ω,
+# which may add "(on units)": 40 + 300 + 3 × 140 + 190 = 950 px, inside the ≈ 978 px pane.
+INTERVAL_WIDTHS = MappingProxyType({"recall": 140, "precision": 140, "iou": 140, "precision_omega": 190})
 
 
 def session_benchmark() -> tuple[Benchmark | None, Mapping[str, Any]]:
@@ -136,6 +140,13 @@ def _estimated_columns(summary: Summary | RetrievalElsewhere | None, metrics: Se
     return {m for m in metrics for r in summary.rows if r.estimate(m) is not None}
 
 
+def _interval_columns(summary: Summary | RetrievalElsewhere | None, metrics: Sequence[str]) -> set[str]:
+    """The retrieval columns of ``metrics`` where some row shows its mean's interval over questions."""
+    if summary is None:
+        return set()
+    return {m for m in metrics if m in INTERVAL_WIDTHS and any(r.interval(m) is not None for r in summary.rows)}
+
+
 def summary_column_config(
     metrics: Sequence[str] = METRICS, summary: Summary | RetrievalElsewhere | None = None
 ) -> dict[str, Any]:
@@ -143,9 +154,11 @@ def summary_column_config(
 
     A column showing an estimate (``0.93 ± 0.02 (120 of 1,747 pairs)``) is wider
     (:data:`~components.quality.ESTIMATE_WIDTH`) and the configuration's label narrower by
-    as much, so the table still fits the pane.
+    as much, so the table still fits the pane. A retrieval column showing its means' 95%
+    intervals over questions (``78.1% [70.0, 85.2]``) is :data:`INTERVAL_WIDTHS` wide.
     """
     wide = _estimated_columns(summary, metrics)
+    spans = _interval_columns(summary, metrics)
     label = max(ESTIMATE_LABEL_WIDTH, LABEL_WIDTH - sum(ESTIMATE_WIDTH - COLUMN_WIDTHS[m] for m in wide))
     config: dict[str, Any] = {
         "_index": st.column_config.TextColumn("", width=INDEX_WIDTH),
@@ -158,7 +171,10 @@ def summary_column_config(
         way = {True: " Higher is better.", False: " Lower is better.", None: ""}[info.higher_is_better]
         if m in wide:
             way += " With ±: an estimate from the pairs scored so far and its 95% interval."
-        width = ESTIMATE_WIDTH if m in wide else COLUMN_WIDTHS[m]
+        if m in spans:
+            way += (" In brackets: the mean's 95% interval over the questions; a best is marked only where its "
+                    "difference to every other configuration, question by question, excludes zero.")
+        width = ESTIMATE_WIDTH if m in wide else INTERVAL_WIDTHS[m] if m in spans else COLUMN_WIDTHS[m]
         config[m] = st.column_config.TextColumn(info.label, help=info.help + way, width=width)
     return config
 
@@ -205,7 +221,7 @@ def retrieval_table(summary: Summary, no_set_line: str) -> None:
         + (md_text(f" ({scope.across})") if scope.across else ""),
         help="Only the questions whose answers are in this document's text count.",
     )
-    _table(styled_summary(summary, RETRIEVAL_COLUMNS), RETRIEVAL_COLUMNS, SUMMARY("retrieval_table"))
+    _table(styled_summary(summary, RETRIEVAL_COLUMNS), RETRIEVAL_COLUMNS, SUMMARY("retrieval_table"), summary)
 
 
 def elsewhere_section(elsewhere: RetrievalElsewhere | None) -> None:
@@ -214,7 +230,7 @@ def elsewhere_section(elsewhere: RetrievalElsewhere | None) -> None:
         return
     st.subheader(md_text(elsewhere.heading), anchor=False)
     st.caption(md_text(elsewhere.caption))
-    _table(summary_frame(elsewhere, RETRIEVAL_COLUMNS), RETRIEVAL_COLUMNS, SUMMARY("elsewhere_table"))
+    _table(summary_frame(elsewhere, RETRIEVAL_COLUMNS), RETRIEVAL_COLUMNS, SUMMARY("elsewhere_table"), elsewhere)
 
 
 def verdict_markdown(verdict: Sequence[str]) -> str:
@@ -310,12 +326,13 @@ def small_multiples(doc: Document, chunked: Sequence[tuple[ConfigEntry, Chunking
 
 
 def csv_button(summary: Summary, doc: Document) -> None:
-    """"CSV": the Summary's rows, every metric, and BC, CS and DS's intervals and pairs (:meth:`Summary.to_csv`)."""
+    """"CSV": the Summary's rows, every metric, and their intervals (:meth:`Summary.to_csv`)."""
     st.download_button(
         "CSV", summary.to_csv, file_name=f"{export_name(doc.source, 'summary')}.csv", mime="text/csv",
         key=SUMMARY("csv"), icon=":material/download:", on_click="ignore",
-        help="One row per configuration: every number of the tables, and for BC, CS and DS the 95% interval "
-        "(ci_low, ci_high) and the pairs scored of all (equal when exact).",
+        help="One row per configuration: every number of the tables, for BC, CS and DS the 95% interval "
+        "(ci_low, ci_high) and the pairs scored of all (equal when exact), and for recall, precision, IoU and "
+        "precision-Ω the 95% interval over the questions (ci_low, ci_high) and how many questions.",
     )
 
 

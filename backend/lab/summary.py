@@ -5,7 +5,9 @@ from its chunking; BC, CS and DS from the scores the Quality page's plan knows
 (:func:`backend.lab.quality.plan_quality` with all three metrics, under the Quality page's
 settings), preferring a pair table of every pair within the window and falling back to the
 adjacent pairs' (BC only); recall, precision, IoU and precision-Ω from the last benchmark the
-caller passes, over its questions on this document only (:func:`backend.report.summary.split_benchmark`).
+caller passes, over its questions on this document only (:func:`backend.report.summary.split_benchmark`),
+each mean with its 95% interval over those questions and a best called only where the paired
+difference to every other configuration excludes zero (:meth:`backend.report.summary.Summary.paired`).
 A benchmark's questions on other corpora come back as a section of their own
 (:attr:`SummaryView.elsewhere`), never in a row or the verdict. The missing BC, CS and DS are
 computed by that plan's job, so the Quality page and the Summary score, key and store the same numbers.
@@ -157,7 +159,8 @@ def summary_view(
             f"retrieval on this document: {scope.questions} question{'s' if scope.questions != 1 else ''} of "
             f"{question_set_title(question_set_name)} ({benchmark.embedder}, "
             + ("as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"{benchmark.retrieve} chunks")
-            + " per question" + (f", {scope.across}" if scope.across else "") + ")"
+            + " per question" + (f", {scope.across}" if scope.across else "") + "), each mean with its 95% interval "
+            "over these questions, a best marked only where its paired difference to every other excludes zero"
         )
     if any(needs_model(e.config) for e in pending):
         notes.append(f"{', '.join(e.tag for e in pending)} wait for their model run")

@@ -176,9 +176,13 @@ def _table(summary: Summary | RetrievalElsewhere, metrics: tuple[str, ...] = MET
         return table
     missing = sum(1 for r in summary.rows for m in metrics if r.values.get(m) is None)
     scope = summary.retrieval
+    spans = any(r.interval(m) is not None for r in summary.rows for m in metrics)
     about = (
         f"Recall, precision, IoU and precision-Ω: the {scope.questions} question{'s' if scope.questions != 1 else ''} "
-        f"of {_e(scope.set_title)} on this document" + (f", {_e(scope.across)}" if scope.across else "") + "."
+        f"of {_e(scope.set_title)} on this document" + (f", {_e(scope.across)}" if scope.across else "") + (
+            "; each mean with its 95% interval over these questions in brackets, ★ only where the difference to every "
+            "other configuration, question by question, has an interval that excludes zero." if spans else "."
+        )
         if scope is not None
         else "Recall, precision, IoU and precision-Ω: no benchmark on questions about this document yet."
     )

@@ -17,6 +17,13 @@ not this document, an imported set of five corpora) make a section of their own,
 :class:`RetrievalElsewhere`, titled with the set and its corpora, which no row and no verdict
 line ever cites.
 
+A retrieval number is a mean over those questions, so it carries its 95% interval over them
+(``78.1% [70.0, 85.2]``: :func:`~backend.metrics.intervals.mean_interval` of the per-question
+scores, seeded with :data:`RETRIEVAL_SEED` so the same benchmark gives the same interval on every
+run), and one configuration is called better than another only when their paired difference
+over the same questions has an interval that excludes zero (:meth:`Summary.paired`) — the
+highlight and the verdict alike.
+
 :func:`summarize` lays given results out (pure, no model); :func:`collect` gathers them: from
 the output cache alone (``compute=False``: a metric whose model outputs are not cached is
 None), or computing what is missing (``compute=True``: the CLI's report, the page's job).
@@ -41,6 +48,7 @@ from backend.chunking import ChunkerConfig, Chunking
 from backend.errors import NotCached, ParameterError
 from backend.metrics.estimate import Estimate, overlap
 from backend.metrics.formulas import PairTable
+from backend.metrics.intervals import Interval, mean_interval, paired_difference, paired_leaders
 from backend.metrics.report import BEST, QualityReport, QualitySettings, quality_row
 from backend.metrics.scores import LazyScorer, cached_pair_table, cached_vectors, score_chunkings
 from backend.metrics.stats import chunking_stats
@@ -60,7 +68,9 @@ __all__ = [
     "GROUPS",
     "METRIC_INFO",
     "MetricInfo",
+    "RETRIEVAL_SEED",
     "ConfigSummary",
+    "Paired",
     "RetrievalScope",
     "RetrievalElsewhere",
     "Summary",
@@ -68,6 +78,7 @@ __all__ = [
     "format_value",
     "estimate_text",
     "leaders_of",
+    "difference_text",
     "SUMMARY_CSV_COLUMNS",
     "question_set_title",
     "split_benchmark",
@@ -91,10 +102,14 @@ GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 _QUALITY_COLUMN = {"bc": "bc", "cs": "cs_complete", "ds": "ds"}
 _RETRIEVAL_FIELD = {m: f"{m}_mean" for m in GROUPS["retrieval"]}
 _FOLLOW_CHUNKS = ("tokens_mean", "tokens_std", "seconds")  # known exactly when the chunk count is
-# The Summary's CSV: the row, every metric, then each quality metric's interval and the pairs it stands on.
+# The bootstrap's seed for the retrieval intervals: the same benchmark gives the same intervals on every run.
+RETRIEVAL_SEED = 0
+# The Summary's CSV: the row, every metric, each quality metric's interval and the pairs it stands on, then each
+# retrieval metric's 95% interval over questions and how many questions it stands on.
 SUMMARY_CSV_COLUMNS = (
     "tag", "configuration", *METRICS,
     *(f"{m}_{part}" for m in _QUALITY_COLUMN for part in ("ci_low", "ci_high", "pairs_scored", "pairs_total")),
+    *(f"{m}_{part}" for m in GROUPS["retrieval"] for part in ("ci_low", "ci_high", "questions")),
 )
 
 
@@ -210,6 +225,11 @@ class ConfigSummary:
         notes: Per metric, a short qualifier shown beside the number (``"precision_omega": "on units"``).
         estimates: Per quality metric (``bc``, ``cs``, ``ds``), its estimate with the 95% interval
             and the pairs it stands on (absent: not computed, or known only as a bare number).
+        scores: Per retrieval metric (recall, precision, IoU, precision-Ω), its score on each
+            question counted, in the question set's order (absent: only the mean is known).
+        intervals: Per retrieval metric, its mean's 95% interval over those questions
+            (:func:`~backend.metrics.intervals.mean_interval`, seed :data:`RETRIEVAL_SEED`);
+            filled from ``scores`` where not given.
     """
 
     tag: str
@@ -217,30 +237,53 @@ class ConfigSummary:
     values: Mapping[str, float | None]
     notes: Mapping[str, str] = field(default_factory=dict)
     estimates: Mapping[str, Estimate] = field(default_factory=dict)
+    scores: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    intervals: Mapping[str, Interval] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = {m: v for m, v in self.scores.items() if v and m not in self.intervals}
+        if missing:  # derived once, so the cells, the JSON and the CSV show the same interval
+            filled = {**self.intervals, **{m: mean_interval(v, seed=RETRIEVAL_SEED) for m, v in missing.items()}}
+            object.__setattr__(self, "intervals", filled)
 
     def estimate(self, metric: str) -> Estimate | None:
         """``metric``'s estimate when it stands on only some of the pairs (not exact); else None."""
         est = self.estimates.get(metric)
         return est if est is not None and not est.exact and est.estimate is not None else None
 
+    def interval(self, metric: str) -> Interval | None:
+        """A retrieval metric's 95% interval over questions; None when only its mean is known (or another metric)."""
+        ivl = self.intervals.get(metric)
+        return ivl if ivl is not None and ivl.n > 0 else None
+
     def shown(self, metric: str) -> str:
-        """``metric`` as a sentence cites it: ``0.930``, or ``0.93 ± 0.02`` for an estimate from some pairs."""
+        """``metric`` as a sentence cites it: ``0.930``, ``0.93 ± 0.02`` for an estimate from some pairs,
+        ``78.1% [70.0, 85.2]`` for a retrieval mean over questions."""
         est = self.estimate(metric)
-        return estimate_text(est, pairs=False) if est is not None else format_value(metric, _finite(self.values.get(metric)))
+        if est is not None:
+            return estimate_text(est, pairs=False)
+        ivl = self.interval(metric)
+        if ivl is not None:
+            return ivl.text()
+        return format_value(metric, _finite(self.values.get(metric)))
 
     def cell(self, metric: str) -> str:
-        """``metric`` as the table shows it: ``0.930``, or ``0.93 ± 0.02 (120 of 1,747 pairs)`` for an estimate."""
+        """``metric`` as the table shows it: ``0.930``, ``0.93 ± 0.02 (120 of 1,747 pairs)`` for an estimate,
+        ``78.1% [70.0, 85.2]`` for a retrieval mean with its 95% interval over questions."""
         est = self.estimate(metric)
-        return estimate_text(est) if est is not None else format_value(metric, _finite(self.values.get(metric)))
+        return estimate_text(est) if est is not None else self.shown(metric)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"tag", "config", "values", "notes", "estimates"}``.
+        """``{"tag", "config", "values", "notes", "estimates", "intervals"}``.
 
         ``estimates`` holds, per quality metric known, ``{"estimate", "ci_low", "ci_high",
-        "pairs_scored", "pairs_total", "method"}`` (an exact value: ``pairs_scored == pairs_total``).
+        "pairs_scored", "pairs_total", "method"}`` (an exact value: ``pairs_scored == pairs_total``);
+        ``intervals``, per retrieval metric known question by question, ``{"mean", "low", "high",
+        "n", "level"}`` (:meth:`Interval.to_json <backend.metrics.intervals.Interval.to_json>`; ``n``: questions).
         """
         return {"tag": self.tag, "config": self.config.to_json(), "values": dict(self.values), "notes": dict(self.notes),
-                "estimates": {m: e.to_json() for m, e in self.estimates.items()}}
+                "estimates": {m: e.to_json() for m, e in self.estimates.items()},
+                "intervals": {m: i.to_json() for m, i in self.intervals.items() if i.n > 0}}
 
 
 def question_set_title(name: str | None) -> str:
@@ -340,6 +383,61 @@ class RetrievalElsewhere:
 
 
 @dataclass(frozen=True)
+class Paired:
+    """One retrieval metric compared over the same questions: who leads, and by how much against each other row.
+
+    Attributes:
+        metric: The retrieval metric (``recall``, ``precision``, ``iou``, ``precision_omega``).
+        leaders: The best by mean first, then, in row order, every row whose paired difference
+            to it does not exclude zero (:func:`~backend.metrics.intervals.paired_leaders`);
+            one tag: the best is called. Without per-question scores, every row with the metric
+            (the highest mean first).
+        differences: Per other row, the best's mean minus its mean over the same questions,
+            with the paired bootstrap's 95% interval (seed :data:`RETRIEVAL_SEED`); empty
+            without per-question scores.
+        questions: How many questions the comparison stands on (0: not known question by question).
+    """
+
+    metric: str
+    leaders: tuple[str, ...]
+    differences: Mapping[str, Interval]
+    questions: int
+
+    @property
+    def best(self) -> str:
+        """The row with the highest mean (called only when it is the one leader)."""
+        return self.leaders[0]
+
+    @property
+    def known(self) -> bool:
+        """Whether the rows were compared question by question (else nothing can be called)."""
+        return self.questions > 0
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"leaders", "questions", "differences": {tag: Interval JSON}}`` (each difference: the best minus that row)."""
+        return {"leaders": list(self.leaders), "questions": self.questions,
+                "differences": {t: d.to_json() for t, d in self.differences.items()}}
+
+
+def difference_text(diff: Interval) -> str:
+    """A paired difference of two percentages in points: ``18.2 points [9.1, 27.3]``.
+
+    An end that would round to 0.0 while the interval excludes zero gets more digits
+    (``[0.04, 3.10]``), so a called difference never reads as touching zero; one question
+    has no interval (``18.2 points, no interval from one question``).
+    """
+    if math.isnan(diff.mean):
+        return "n/a"
+    if not (math.isfinite(diff.low) and math.isfinite(diff.high)):
+        return f"{100 * diff.mean:.1f} points, no interval from one question"
+    digits = 1
+    while digits < 3 and diff.excludes_zero() and min(abs(diff.low), abs(diff.high)) * 100 < 0.5 * 10 ** -digits:
+        digits += 1
+    f = f"{{:.{digits}f}}"
+    return f"{100 * diff.mean:.1f} points [{f.format(100 * diff.low)}, {f.format(100 * diff.high)}]"
+
+
+@dataclass(frozen=True)
 class Summary:
     """The Summary of one document: a row per configuration and the settings the numbers were computed under.
 
@@ -361,6 +459,8 @@ class Summary:
     settings: Mapping[str, Any] = field(default_factory=dict)
     retrieval: RetrievalScope | None = None
     elsewhere: RetrievalElsewhere | None = None
+    # Each retrieval metric's comparison, made once: the table, the verdict and the JSON all ask for it.
+    _paired: dict[str, Paired | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def computed(self, metric: str) -> list[tuple[str, float]]:
         """``(tag, value)`` of the rows that have ``metric``, in row order."""
@@ -372,13 +472,51 @@ class Summary:
         Two exact values are told apart as shown (their format: equal as shown is a tie). Where
         either is an estimate from some of the pairs, they are told apart only when their 95%
         intervals do not overlap (:func:`~backend.metrics.estimate.overlap`; an exact value is
-        an interval of width 0). In row order.
+        an interval of width 0). A retrieval metric is a mean over the same questions: two rows
+        are told apart only when their paired difference's 95% interval excludes zero
+        (:meth:`paired`; without per-question scores, never). In row order.
         """
         higher = METRIC_INFO[metric].higher_is_better
         if higher is None:
             return []
+        if metric in GROUPS["retrieval"]:
+            paired = self.paired(metric)
+            return [] if paired is None else [r.tag for r in self.rows if r.tag in paired.leaders]
         items = [(tag, _interval(self.row(tag), metric)) for tag, _ in self.computed(metric)]
         return leaders_of(items, higher=higher, shown=lambda e: format_value(metric, e.estimate))
+
+    def paired(self, metric: str) -> Paired | None:
+        """A retrieval metric's rows compared question by question; None with fewer than two values.
+
+        The best by mean leads; another row is told apart from it only when the paired
+        difference (best minus it, over the same questions) has a 95% interval that excludes
+        zero (:func:`~backend.metrics.intervals.paired_leaders`, seed :data:`RETRIEVAL_SEED`).
+        Where some row's per-question scores are not known, or they are not over the same
+        number of questions, no row is told apart (every row with the metric leads).
+
+        Raises:
+            ValueError: ``metric`` is not a retrieval metric.
+        """
+        if metric not in GROUPS["retrieval"]:
+            raise ValueError(f"{metric!r} is not a retrieval metric ({', '.join(GROUPS['retrieval'])})")
+        if metric not in self._paired:
+            self._paired[metric] = self._compare(metric)
+        return self._paired[metric]
+
+    def _compare(self, metric: str) -> Paired | None:
+        """:meth:`paired`, computed."""
+        tags = [t for t, _ in self.computed(metric)]
+        if len(tags) < 2:
+            return None
+        scores = {t: tuple(self.row(t).scores.get(metric, ())) for t in tags}
+        sizes = {len(v) for v in scores.values()}
+        if 0 in sizes or len(sizes) != 1:
+            by_mean = sorted(self.computed(metric), key=lambda p: -p[1])  # stable: row order among equal means
+            return Paired(metric, tuple(t for t, _ in by_mean), {}, 0)
+        leaders = paired_leaders(scores, seed=RETRIEVAL_SEED)
+        best = leaders[0]
+        differences = {t: paired_difference(scores[best], scores[t], seed=RETRIEVAL_SEED) for t in tags if t != best}
+        return Paired(metric, leaders, differences, sizes.pop())
 
     def best(self, metric: str) -> str | None:
         """The tag of the single best row on ``metric``; None with fewer than two values, no direction, or a tie."""
@@ -429,11 +567,13 @@ class Summary:
         raise KeyError(tag)
 
     def to_csv(self) -> str:
-        """The rows as CSV (:data:`SUMMARY_CSV_COLUMNS`): tag, configuration, every metric, then BC, CS and DS's intervals.
+        """The rows as CSV (:data:`SUMMARY_CSV_COLUMNS`): tag, configuration, every metric, then the intervals.
 
         ``<m>_ci_low``, ``<m>_ci_high``, ``<m>_pairs_scored`` and ``<m>_pairs_total`` per quality
         metric: an estimate's 95% interval and the pairs it stands on (an exact value: an
         interval of width 0, ``pairs_scored == pairs_total``; the counts empty where not known).
+        ``<m>_ci_low``, ``<m>_ci_high`` and ``<m>_questions`` per retrieval metric: its mean's
+        95% interval over the questions (empty where only the mean is known).
         A value not computed is an empty cell.
         """
         out = io.StringIO()
@@ -448,14 +588,19 @@ class Summary:
                     cells += [_finite(est.ci_low), _finite(est.ci_high), est.pairs_scored, est.pairs_total]
                 else:
                     cells += [value, value, None, None]
+            for m in GROUPS["retrieval"]:
+                ivl = r.interval(m)
+                cells += [_finite(ivl.low), _finite(ivl.high), ivl.n] if ivl is not None else [None, None, None]
             writer.writerow(["" if c is None else c for c in cells])
         return out.getvalue()
 
     def to_json(self) -> dict[str, Any]:
-        """``{"doc_name", "doc_id", "settings", "rows", "best", "missing", "verdict", "retrieval", "elsewhere"}``.
+        """``{"doc_name", "doc_id", "settings", "rows", "best", "missing", "verdict", "retrieval", "elsewhere", "paired"}``.
 
         ``retrieval`` is the scope of the rows' retrieval numbers (questions on this document),
         ``elsewhere`` the section of other corpora (:meth:`RetrievalElsewhere.to_json`); each None when absent.
+        ``paired`` holds, per retrieval metric with two values or more, its comparison over the
+        same questions (:meth:`Paired.to_json`): the leaders and the best's difference to each other row.
         """
         return {
             "doc_name": self.doc_name,
@@ -467,6 +612,7 @@ class Summary:
             "verdict": verdict(self),
             "retrieval": self.retrieval.to_json() if self.retrieval is not None else None,
             "elsewhere": self.elsewhere.to_json() if self.elsewhere is not None else None,
+            "paired": {m: p.to_json() for m in GROUPS["retrieval"] if (p := self.paired(m)) is not None},
         }
 
 
@@ -475,11 +621,13 @@ def leaders_of(
 ) -> list[str]:
     """The names that cannot be told apart from the best estimate, in the given order; [] with fewer than two values.
 
-    The one rule behind every "X is better" the app states (the verdict, the Summary's and the
-    Quality table's highlights): two exact values are told apart as ``shown`` (equal as shown
-    is a tie); where either is an estimate from some of the pairs, only when their 95%
-    intervals do not overlap (:func:`~backend.metrics.estimate.overlap`). The best is the
-    highest point estimate (``higher``) or the lowest.
+    The one rule behind every "X is better" the app states of a chunk statistic or a quality
+    metric (the verdict, the Summary's and the Quality table's highlights): two exact values are
+    told apart as ``shown`` (equal as shown is a tie); where either is an estimate from some of
+    the pairs, only when their 95% intervals do not overlap (:func:`~backend.metrics.estimate.overlap`).
+    The best is the highest point estimate (``higher``) or the lowest. A retrieval metric, a
+    mean over the same questions, is told apart by its paired difference instead
+    (:meth:`Summary.paired`).
 
     >>> leaders_of([("A", Estimate(0.93, 0.9, 0.96, 120, 1747)), ("B", Estimate(0.94, 0.91, 0.97, 120, 1747))],
     ...            higher=True, shown=lambda e: f"{e.estimate:.3f}")
@@ -573,6 +721,13 @@ def _retrieval_values(result: Any) -> dict[str, float | None]:
     return {m: _finite(getattr(result.summary, f)) for m, f in _RETRIEVAL_FIELD.items()}
 
 
+def _retrieval_scores(result: Any) -> dict[str, tuple[float, ...]]:
+    """Each retrieval metric's score on each question of ``result`` (empty when it kept its means only)."""
+    if not result.questions:
+        return {}
+    return {m: tuple(q.metric(m) for q in result.questions) for m in GROUPS["retrieval"]}
+
+
 def _scope(part: Benchmark, benchmark: Benchmark, name: str | None, cross_corpus: bool | None) -> RetrievalScope:
     return RetrievalScope(name, tuple(part.corpora), part.questions, len(benchmark.corpora), cross_corpus)
 
@@ -600,8 +755,9 @@ def summarize(
             row's BC, CS and DS read ``0.93 ± 0.02 (120 of 1,747 pairs)`` while not exact.
         benchmark: A benchmark; a configuration's retrieval numbers are those of the first
             result with an equal configuration, over the questions on ``doc`` only
-            (:func:`split_benchmark`); the questions on other corpora go to
-            :attr:`Summary.elsewhere`.
+            (:func:`split_benchmark`), each with its per-question scores and its mean's 95%
+            interval over those questions (seed :data:`RETRIEVAL_SEED`); the questions on other
+            corpora go to :attr:`Summary.elsewhere`.
         questions: The question set the benchmark ran (which of its corpora is ``doc``);
             None: none is known to be ``doc``.
         question_set_name: How the set is named (default: ``settings["question_set"]``).
@@ -631,11 +787,13 @@ def summarize(
             known, estimates = _quality_values(quality.get(tag))
             values.update(known)
         result = results.get(config)
+        scores: dict[str, tuple[float, ...]] = {}
         if result is not None:
             values.update(_retrieval_values(result))
+            scores = _retrieval_scores(result)
             notes.update(result.terms.result_notes)
         notes.update(describe(config).terms.config_notes)
-        rows.append(ConfigSummary(tag, config, values, notes, estimates))
+        rows.append(ConfigSummary(tag, config, values, notes, estimates, scores))
     elsewhere = None
     if others is not None and benchmark is not None:
         tags = {}
@@ -646,7 +804,7 @@ def summarize(
             values = dict.fromkeys(METRICS)
             values.update(_retrieval_values(result))
             other_rows.append(ConfigSummary(tags.get(result.config, f"#{j + 1}"), result.config, values,
-                                            dict(result.terms.result_notes)))
+                                            dict(result.terms.result_notes), scores=_retrieval_scores(result)))
         elsewhere = RetrievalElsewhere(
             _scope(others, benchmark, name, cross_corpus), tuple(other_rows), set_unknown=questions is None
         )
@@ -698,7 +856,8 @@ def _comparison(summary: Summary, metric: str) -> tuple[str, float, str, float] 
 
 
 def _vs(summary: Summary, metric: str, best: str, runner: str) -> str:
-    """``6.8% vs 6.1% for A`` (``…, the next best`` among more than two); an estimate reads ``0.93 ± 0.02``."""
+    """``0.970 vs 0.930 for A`` (``…, the next best`` among more than two); an estimate reads ``0.93 ± 0.02``,
+    a retrieval mean ``78.1% [70.0, 85.2]``."""
     next_best = ", the next best" if len(summary.computed(metric)) > 2 else ""
     return f"{summary.row(best).shown(metric)} vs {summary.row(runner).shown(metric)} for {runner}{next_best}"
 
@@ -720,16 +879,44 @@ def _tie(summary: Summary, metric: str) -> str | None:
     return f"{_names(leaders)} cannot be told apart yet ({METRIC_INFO[metric].label} {cited})."
 
 
+def _over(questions: int) -> str:
+    """``over these 10 questions``, ``on this one question``."""
+    return "on this one question" if questions == 1 else f"over these {questions} questions"
+
+
 def _retrieval_sentence(summary: Summary, metric: str) -> str | None:
-    """The best ``metric`` (IoU, recall) and, for IoU, its chunk count against the runner-up's."""
-    tie = _tie(summary, metric)
-    if tie is not None:
-        return tie
+    """The best ``metric`` (IoU, recall) when its paired difference to every other row excludes zero, else who ties.
+
+    Called: ``B has the highest recall (78.1% [70.0, 85.2] vs 59.9% [51.0, 68.8] for A; difference
+    18.2 points [9.5, 27.0] over these 10 questions).`` (for IoU, with its chunk count against the
+    runner-up's). Not called: ``B and A cannot be told apart on recall over these 10 questions
+    (difference 18.2 points [-3.1, 39.0]).``
+    """
+    paired = summary.paired(metric)
+    if paired is None:
+        return None
+    word = _word(metric)
+    if not paired.known:
+        cited = " vs ".join(f"{summary.row(t).shown(metric)} for {t}" for t in paired.leaders)
+        return f"{_names(paired.leaders)} cannot be told apart on {word}: no per-question scores to pair ({cited})."
+    over = _over(paired.questions)
+    if len(paired.leaders) > 1:
+        tied = paired.leaders[1:]
+        if len(tied) == 1:
+            diffs = f"difference {difference_text(paired.differences[tied[0]])}"
+        else:
+            diffs = f"differences from {paired.best}: " + ", ".join(
+                f"{t} {difference_text(paired.differences[t])}" for t in tied
+            )
+        return f"{_names(paired.leaders)} cannot be told apart on {word} {over} ({diffs})."
     found = _comparison(summary, metric)
     if found is None:
         return None
     best, _value, runner, _other = found
-    sentence = f"{best} has the highest {_word(metric)} ({_vs(summary, metric, best, runner)})"
+    sentence = (
+        f"{best} has the highest {word} ({_vs(summary, metric, best, runner)}; "
+        f"difference {difference_text(paired.differences[runner])} {over})"
+    )
     if metric == "iou":
         # The chunk counts as the table shows them (a ratio would be a number the table does not hold).
         mine, theirs = summary.row(best).values.get("chunks"), summary.row(runner).values.get("chunks")
@@ -790,9 +977,14 @@ def verdict(summary: Summary) -> list[str]:
     with fewer than two values says nothing; a best value shared as shown is a tie. An
     estimate from some of the pairs is called better only when its 95% interval does not
     overlap the others' (:meth:`Summary.leaders`); otherwise ``A and B cannot be told apart
-    yet (BC 0.93 ± 0.03 vs 0.94 ± 0.03)``. Every number cited is a cell of the table as the
-    table formats it (:meth:`ConfigSummary.shown`), and only the rows are read: retrieval on
-    other corpora (:attr:`Summary.elsewhere`) is never cited.
+    yet (BC 0.93 ± 0.03 vs 0.94 ± 0.03)``. IoU and recall are means over the same questions:
+    the best is called only when its paired difference to every other row excludes zero
+    (:meth:`Summary.paired`), and the sentence states that difference to the runner-up with
+    its 95% interval; otherwise ``B and A cannot be told apart on recall over these 10
+    questions (difference 18.2 points [-3.1, 39.0])``. Every value cited is a cell of the table
+    as the table formats it (:meth:`ConfigSummary.shown`; a retrieval mean with its interval),
+    beside only the paired differences behind a call, and only the rows are read: retrieval
+    on other corpora (:attr:`Summary.elsewhere`) is never cited.
     """
     if len(summary.rows) < 2:
         only = f" ({summary.rows[0].tag})" if summary.rows else ""

@@ -166,8 +166,15 @@ def test_summary_retrieval_equals_the_benchmark_page():
         )
     assert summary.settings["question_set"] == "sample:narrative" and summary.settings["question_set_size"] == 12
     assert summary.retrieval.questions == 12 and summary.elsewhere is None
-    lines = [m.value for m in at.markdown if "highest IoU" in m.value]
+    # The IoU line: a called best with its paired difference, or the configurations that cannot be told apart.
+    iou = summary.paired("iou")
+    assert iou.questions == 12 and set(iou.differences) == {"A", "B"} - {iou.best}
+    said = (f"{iou.best} has the highest IoU (" if len(iou.leaders) == 1
+            else "A and B cannot be told apart on IoU over these 12 questions (difference ".replace(
+                "A and B", " and ".join(iou.leaders)))
+    lines = [m.value for m in at.markdown if said in m.value.replace("\\", "")]
     assert len(lines) == 1
+    assert [summary.row(t).cell("iou") for t in "AB"] == [summary.row(t).interval("iou").text() for t in "AB"]
     assert list(_frame(at, "iou").columns) == ["configuration", *RETRIEVAL_COLUMNS]
 
     at.switch_page("pages/benchmark.py")  # the Benchmark page shows the same run
@@ -227,9 +234,10 @@ def test_a_benchmark_on_the_sample_set_never_enters_an_uploaded_pdfs_row_or_verd
     heading = "Retrieval on the bundled English narrative set, 1 corpus — not this document"
     assert summary.elsewhere.heading == heading and any(h.value == heading for h in at.subheader)
     (other,) = [d.value for d in at.dataframe if "iou" in d.value.columns]
-    for t, r in zip("AB", bm.results):
-        assert other.loc[t, "iou"] == f"{100 * r.summary.iou_mean:.1f}%"
-        assert other.loc[t, "recall"] == f"{100 * r.summary.recall_mean:.1f}%"
+    for t, r in zip("AB", bm.results):  # each mean with its 95% interval over those questions
+        assert other.loc[t, "iou"] == summary.elsewhere.rows["AB".index(t)].interval("iou").text()
+        assert other.loc[t, "iou"].startswith(f"{100 * r.summary.iou_mean:.1f}% [")
+        assert other.loc[t, "recall"].startswith(f"{100 * r.summary.recall_mean:.1f}% [")
     # "Run the benchmark" offers no set on another document (none is on this one).
     assert "sum_qset" not in [getattr(w, "key", None) for w in at.selectbox]
     assert "Run the benchmark" not in [b.label for b in at.button]

@@ -84,6 +84,13 @@ def test_report_on_a_sample_with_retrieval(capsys, tmp_path: Path):
     assert set(rows) == {"A", "B"}
     assert rows["A"]["config"]["name"] == "recursive" and rows["B"]["config"]["name"] == "fixed_token"
     assert all(row["values"]["recall"] is not None and row["values"]["iou"] is not None for row in rows.values())
+    n = data["retrieval"]["questions"]
+    for row in rows.values():  # each retrieval mean with its interval over the questions on this document
+        assert set(row["intervals"]) == {"recall", "precision", "iou", "precision_omega"}
+        assert row["intervals"]["iou"]["n"] == n and row["intervals"]["iou"]["mean"] == row["values"]["iou"]
+    assert set(data["paired"]) == {"recall", "precision", "iou", "precision_omega"}
+    assert data["paired"]["iou"]["questions"] == n and (data["best"]["iou"] is not None) == (
+        len(data["paired"]["iou"]["leaders"]) == 1)
     external = [(t, a) for t, a in parse(page).tags if any((a.get(k) or "").startswith("http") for k in ("src", "href"))]
     assert external == []
 

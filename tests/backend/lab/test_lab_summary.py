@@ -141,7 +141,9 @@ def test_unchunked_configurations_benchmark_and_notes(doc, entries, chunked, cac
     assert view.notes == (
         "Best of each column in green; BC, CS (complete graph) and DS under the Quality page's settings: "
         "K = 0.80, CS rule paper, BC mode reference, δ = 0 · retrieval on this document: 1 question of the bundled "
-        "English narrative set (all-MiniLM-L6-v2, as many chunks as hold excerpts per question) · "
+        "English narrative set (all-MiniLM-L6-v2, as many chunks as hold excerpts per question), each mean with its "
+        "95% interval over these questions, a best marked only where its paired difference to every other excludes "
+        "zero · "
         "C wait for their model run"
     )
 

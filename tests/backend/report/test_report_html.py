@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import tomllib
@@ -350,3 +351,34 @@ def test_an_edited_copy_shows_its_base_and_edit_list(doc, chunkings):
     assert "manual(recursive chunk_size=40; 1 cut added, 1 removed)" in card
     assert "Raw markup must stay text: &lt;" in card and PAYLOAD not in page_html  # the text around a cut is escaped
     assert "config-C" in page.ids("div")
+
+
+def test_retrieval_cells_carry_their_interval_and_a_star_only_for_a_called_difference(doc, configs, chunkings,
+                                                                                       questions):
+    """B's recall is ahead on each of the four questions (★, called); their IoUs straddle each other (no ★)."""
+    scores = {"A": ([0.5, 0.6, 0.4, 0.55], [0.1, 0.3, 0.2, 0.25]), "B": ([0.8, 0.85, 0.75, 0.9], [0.3, 0.1, 0.25, 0.2])}
+    results = []
+    for tag, _ in configs:
+        recall, iou = scores[tag]
+        qs = tuple(QuestionResult(i, "doc", q.question, recall[i], 0.2, 0.3, iou[i], ())
+                   for i, q in enumerate(questions.questions))
+        results.append(ConfigResult(chunkings[tag].config, MetricSummary.of(qs), {}, qs, 10, 40.0, 0.1, False))
+    bm = Benchmark(tuple(results), "all-MiniLM-L6-v2", "f" * 64, 5, len(questions), ("doc",), 1.0)
+    summary = summarize(doc, [(t, chunkings[t]) for t, _ in configs], benchmark=bm, questions=questions)
+    page = report_html(summary, doc, chunkings, benchmark=bm, questions=questions, created=CREATED)
+    recall_b, iou_a = summary.row("B").cell("recall"), summary.row("A").cell("iou")
+    assert recall_b.startswith("82.5% [") and iou_a.startswith("21.3% [")
+    assert f'<td class="num best">★ {recall_b}</td>' in page and f'<td class="num">{iou_a}</td>' in page
+    assert f'<td class="num">{summary.row("B").cell("iou")}</td>' in page  # the IoUs: no ★
+    lines = verdict(summary)
+    assert any(line.startswith("B has the highest recall (82.5% [") for line in lines)
+    assert any(line.startswith("B and A cannot be told apart on IoU over these 4 questions (difference ")
+               or line.startswith("A and B cannot be told apart on IoU over these 4 questions (difference ")
+               for line in lines)
+    for line in lines:
+        assert html.escape(line) in page
+    assert "each mean with its 95% interval over these questions in brackets" in page
+    assert PAYLOAD not in page  # the questions' text, as everywhere, escaped
+    (data,) = [json.loads(text) for attrs, text in parse(page).scripts if attrs.get("id") == "summary-data"]
+    assert data["rows"][1]["intervals"]["recall"] == summary.row("B").interval("recall").to_json()
+    assert data["paired"]["recall"]["leaders"] == ["B"] and data["best"]["recall"] == "B" and data["best"]["iou"] is None

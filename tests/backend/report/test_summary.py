@@ -64,8 +64,15 @@ def _benchmark(*rows: tuple[ChunkerConfig, dict], omega_units: str = "chunks") -
     return Benchmark(results, "all-MiniLM-L6-v2", "fp", 5, 12, ("summary",), 1.0)
 
 
+# Per-question noise around a row's retrieval value, different per row (its mean is 0): ten questions.
+_NOISE = {t: tuple(o / 1000 for o in offsets * 2) for t, offsets in
+          {"A": (2, -2, 1, -1, 0), "B": (-1, 1, 0, 2, -2), "C": (0, 2, -2, -1, 1), "D": (1, 0, -1, -2, 2)}.items()}
+
+
 def _row(tag: str, **values) -> ConfigSummary:
-    return ConfigSummary(tag, A, {m: values.get(m) for m in METRICS}, {})
+    """A row of the given values; its retrieval values known question by question (ten questions, a little noise)."""
+    scores = {m: tuple(values[m] + o for o in _NOISE[tag]) for m in GROUPS["retrieval"] if values.get(m) is not None}
+    return ConfigSummary(tag, A, {m: values.get(m) for m in METRICS}, {}, scores=scores)
 
 
 def test_metric_table_is_complete_and_quality_directions_follow_the_quality_table():
@@ -150,8 +157,10 @@ def test_verdict_two_configurations():
         _row("B", chunks=13, iou=0.068, recall=0.75, precision=0.1, precision_omega=0.2, bc=0.97, cs=1.45, ds=0.2),
     ))
     assert verdict(s) == [
-        "B has the highest IoU (6.8% vs 6.1% for A) with 13 chunks to A's 10.",
-        "A has the highest recall (80.0% vs 75.0% for B).",
+        "B has the highest IoU (6.8% [6.7, 6.9] vs 6.1% [6.0, 6.2] for A; difference 0.7 points [0.6, 0.9] over these "
+        "10 questions) with 13 chunks to A's 10.",
+        "A has the highest recall (80.0% [79.9, 80.1] vs 75.0% [74.9, 75.1] for B; difference 5.0 points [4.9, 5.2] over "
+        "these 10 questions).",
         "B's boundaries are clearer (BC 0.970 vs 0.930 for A; higher is clearer).",
         "A's chunks lean on each other less (CS 1.200 vs 1.450 for B; lower is better).",
     ]
@@ -164,8 +173,10 @@ def test_verdict_three_configurations_ties_and_gaps():
         _row("C", chunks=20, iou=0.06, recall=0.4),
     ))
     assert verdict(s) == [
-        "B has the highest IoU (7.0% vs 6.0% for C, the next best) with 10 chunks to C's 20.",
-        "A and B tie on recall (50.0%).",
+        "B has the highest IoU (7.0% [6.9, 7.1] vs 6.0% [5.9, 6.1] for C, the next best; difference 1.0 points "
+        "[0.9, 1.1] over these 10 questions) with 10 chunks to C's 20.",
+        # Equal means (B's ahead by a rounding error): their paired difference straddles zero, nothing is called.
+        "B and A cannot be told apart on recall over these 10 questions (difference 0.0 points [-0.2, 0.2]).",
         "A and B tie on BC (0.950).",
         ("Not computed yet: BC for C; CS and DS for A, B and C; precision and precision-Ω for A, B and C "
         "(no benchmark on questions about this document yet)."),
@@ -174,9 +185,10 @@ def test_verdict_three_configurations_ties_and_gaps():
 
 def test_verdict_equal_chunk_counts_and_ratio_near_one():
     same = Summary("d", "id", (_row("A", chunks=10, iou=0.1), _row("B", chunks=10, iou=0.2)))
-    assert verdict(same)[0] == "B has the highest IoU (20.0% vs 10.0% for A) with as many chunks as A (10)."
+    vs = f"({same.row('B').cell('iou')} vs {same.row('A').cell('iou')} for A; difference 10.0 points [9.8, 10.2] over these"
+    assert verdict(same)[0] == f"B has the highest IoU {vs} 10 questions) with as many chunks as A (10)."
     near = Summary("d", "id", (_row("A", chunks=1000, iou=0.1), _row("B", chunks=1010, iou=0.2)))
-    assert verdict(near)[0] == "B has the highest IoU (20.0% vs 10.0% for A) with 1,010 chunks to A's 1,000."
+    assert verdict(near)[0] == f"B has the highest IoU {vs} 10 questions) with 1,010 chunks to A's 1,000."
 
 
 def test_verdict_with_nothing_computed_and_one_configuration():
@@ -292,7 +304,12 @@ def test_a_mixed_set_counts_only_this_documents_questions_in_the_rows():
     assert [(r.tag, r.values["iou"], r.values["recall"], r.values["chunks"]) for r in s.elsewhere.rows] == [
         ("A", 0.9, 1.0, None), ("B", 0.8, 0.9, None),
     ]
-    assert verdict(s)[0] == "A has the highest IoU (30.0% vs 20.0% for B) with 4 chunks to B's 5."
+    # Two questions on this document, A ahead by exactly 10 points on each: no spread, the difference is called.
+    assert verdict(s)[0] == (
+        f"A has the highest IoU ({s.row('A').cell('iou')} vs {s.row('B').cell('iou')} for B; difference 10.0 points "
+        "[10.0, 10.0] over these 2 questions) with 4 chunks to B's 5."
+    )
+    assert s.row("A").scores["iou"] == (0.2, 0.4) and s.row("A").interval("iou").n == 2
     assert not any("90.0%" in line or "80.0%" in line for line in verdict(s))  # the other corpus is never cited
     assert s.to_json()["elsewhere"]["heading"] == s.elsewhere.heading
 
@@ -426,7 +443,7 @@ def test_summarize_carries_a_rows_estimates_into_its_cells_json_and_csv():
     assert s.to_json()["rows"][1]["estimates"]["cs"]["pairs_scored"] == 20
     lines = s.to_csv().splitlines()
     assert lines[0].split(",") == list(SUMMARY_CSV_COLUMNS)
-    assert SUMMARY_CSV_COLUMNS[-12:] == (
+    assert SUMMARY_CSV_COLUMNS[-24:-12] == (
         "bc_ci_low", "bc_ci_high", "bc_pairs_scored", "bc_pairs_total", "cs_ci_low", "cs_ci_high", "cs_pairs_scored",
         "cs_pairs_total", "ds_ci_low", "ds_ci_high", "ds_pairs_scored", "ds_pairs_total",
     )
@@ -460,3 +477,151 @@ def test_an_interval_not_bounded_yet_reads_plus_minus_infinity():
     assert estimate_text(exact_estimate(0.93, 8)) == "0.93 (all 8 pairs)"
     s = Summary("d", "id", (_estimated("A", bc=one), _estimated("B", bc=_est(0.9, 0.01))))
     assert verdict(s)[0] == "A and B cannot be told apart yet (BC 0.63 ± ∞ vs 0.90 ± 0.01)."
+
+
+# --- retrieval means over questions: their intervals, and a verdict that calls only a paired difference excluding 0 ---
+
+
+def _on_doc(n: int) -> QuestionSet:
+    """``n`` questions on this document (corpus ``summary``), one sentence each."""
+    return QuestionSet.from_document(DOC, [
+        Question(f"Sentence {i}?", (Reference(TEXT[28 * i:28 * i + 28], 28 * i, 28 * i + 28),), "summary") for i in range(n)
+    ], "summary")
+
+
+def _scored_benchmark(qs: QuestionSet, per_config: dict[ChunkerConfig, list[float]]) -> Benchmark:
+    """A benchmark of ``qs`` whose every metric of a configuration is the given score on each question."""
+    results = []
+    for config, scores in per_config.items():
+        rows = tuple(QuestionResult(i, q.corpus_id, q.question, x, x, x, x, ()) for i, (q, x) in
+                     enumerate(zip(qs.questions, scores)))
+        results.append(ConfigResult(config, MetricSummary.of(rows), {"summary": MetricSummary.of(rows)}, rows, 7, 10.0,
+                                    0.1, True))
+    return Benchmark(tuple(results), "all-MiniLM-L6-v2", "fp", 5, len(qs), ("summary",), 1.0)
+
+
+# Ten questions: B ahead of A on every one (by 15 to 25 points); C all over the place around A.
+_A = [0.55, 0.62, 0.48, 0.70, 0.66, 0.51, 0.59, 0.64, 0.57, 0.68]
+_B = [a + d for a, d in zip(_A, [0.20, 0.15, 0.25, 0.18, 0.22, 0.16, 0.24, 0.19, 0.21, 0.17])]
+_C = [0.95, 0.10, 0.90, 0.30, 0.85, 0.05, 0.99, 0.20, 0.75, 0.45]
+_D = [0.99, 0.40, 0.98, 0.55, 0.99, 0.35, 0.99, 0.50, 0.97, 0.70]  # as noisy, around B's level
+
+
+def test_a_difference_on_every_question_is_called_with_its_interval_above_zero():
+    qs = _on_doc(10)
+    s = summarize(DOC, [("A", _chunking(A, 4)), ("B", _chunking(B, 5))], benchmark=_scored_benchmark(qs, {A: _A, B: _B}),
+                  questions=qs)
+    paired = s.paired("recall")
+    assert paired.leaders == ("B",) and paired.questions == 10 and s.best("recall") == "B" and s.leaders("iou") == ["B"]
+    diff = paired.differences["A"]
+    assert diff.low > 0 and math.isclose(diff.mean, 0.197, abs_tol=1e-9) and diff.n == 10
+    a, b = s.row("A").interval("recall"), s.row("B").interval("recall")
+    assert (a.n, b.n) == (10, 10) and a.low < a.mean < a.high and b.low < b.mean < b.high
+    assert s.row("B").cell("recall") == b.text() == f"{100 * b.mean:.1f}% [{100 * b.low:.1f}, {100 * b.high:.1f}]"
+    lines = verdict(s)
+    assert lines[1] == (
+        f"B has the highest recall ({b.text()} vs {a.text()} for A; difference 19.7 points "
+        f"[{100 * diff.low:.1f}, {100 * diff.high:.1f}] over these 10 questions)."
+    )
+    assert lines[0].startswith("B has the highest IoU (") and lines[0].endswith(" with 5 chunks to A's 4.")
+
+
+def test_noisy_overlapping_scores_cannot_be_told_apart_and_nothing_is_highlighted():
+    qs = _on_doc(10)
+    s = summarize(DOC, [("A", _chunking(A, 4)), ("C", _chunking(C, 5))], benchmark=_scored_benchmark(qs, {A: _A, C: _C}),
+                  questions=qs)
+    assert s.best("recall") is None and s.leaders("recall") == ["A", "C"]
+    diff = s.paired("recall").differences["C"]  # A's mean is the higher: A − C
+    assert diff.low < 0 < diff.high
+    assert verdict(s)[1] == (
+        f"A and C cannot be told apart on recall over these 10 questions (difference {100 * diff.mean:.1f} points "
+        f"[{100 * diff.low:.1f}, {100 * diff.high:.1f}])."
+    )
+    assert not any("highest" in line for line in verdict(s))
+
+
+def test_among_three_the_best_is_called_only_against_every_other():
+    qs = _on_doc(10)
+    bm = _scored_benchmark(qs, {A: _A, B: _B, C: _D})
+    s = summarize(DOC, [("A", _chunking(A, 4)), ("B", _chunking(B, 5)), ("C", _chunking(C, 6))], benchmark=bm,
+                  questions=qs)
+    # B is ahead of A on every question, but C's scores straddle B's: B and C cannot be told apart.
+    assert s.paired("iou").leaders == ("B", "C") and s.best("iou") is None and s.leaders("iou") == ["B", "C"]
+    assert verdict(s)[0].startswith("B and C cannot be told apart on IoU over these 10 questions (difference ")
+    two = summarize(DOC, [("A", _chunking(A, 4)), ("B", _chunking(B, 5))], benchmark=bm, questions=qs)
+    assert two.best("iou") == "B"
+
+
+def test_the_intervals_are_the_same_on_every_run():
+    qs = _on_doc(10)
+    runs = [summarize(DOC, [("A", _chunking(A, 4)), ("C", _chunking(C, 5))],
+                      benchmark=_scored_benchmark(qs, {A: _A, C: _C}), questions=qs) for _ in range(2)]
+    assert runs[0].to_json() == runs[1].to_json() and runs[0].to_csv() == runs[1].to_csv()
+    assert [r.intervals for r in runs[0].rows] == [r.intervals for r in runs[1].rows]
+
+
+def test_the_json_and_csv_carry_the_retrieval_intervals():
+    qs = _on_doc(10)
+    s = summarize(DOC, [("A", _chunking(A, 4)), ("B", _chunking(B, 5)), ("C", C)],
+                  benchmark=_scored_benchmark(qs, {A: _A, B: _B}), questions=qs)
+    data = s.to_json()
+    ivl = s.row("B").interval("iou")
+    assert data["rows"][1]["intervals"]["iou"] == {"mean": ivl.mean, "low": ivl.low, "high": ivl.high, "n": 10,
+                                                   "level": 0.95}
+    assert data["rows"][1]["values"]["iou"] == ivl.mean and data["rows"][2]["intervals"] == {}  # C: not benchmarked
+    assert data["paired"]["iou"]["leaders"] == ["B"] and data["paired"]["iou"]["questions"] == 10
+    assert data["paired"]["iou"]["differences"]["A"] == s.paired("iou").differences["A"].to_json()
+    assert SUMMARY_CSV_COLUMNS[-12:] == tuple(f"{m}_{p}" for m in GROUPS["retrieval"]
+                                             for p in ("ci_low", "ci_high", "questions"))
+    rows = list(csv.DictReader(s.to_csv().splitlines()))
+    assert (float(rows[1]["iou_ci_low"]), float(rows[1]["iou_ci_high"]), rows[1]["iou_questions"]) == (
+        ivl.low, ivl.high, "10")
+    assert (rows[2]["iou"], rows[2]["iou_ci_low"], rows[2]["iou_questions"]) == ("", "", "")
+
+
+def test_means_without_per_question_scores_are_never_called():
+    bm = _benchmark((A, {"recall": 0.8, "precision": 0.1, "iou": 0.068, "precision_omega": 0.2}),
+                    (B, {"recall": 0.6, "precision": 0.1, "iou": 0.061, "precision_omega": 0.2}))  # means only
+    s = summarize(DOC, [("A", _chunking(A, 4)), ("B", _chunking(B, 5))], benchmark=bm, questions=QS)
+    assert s.row("A").interval("recall") is None and s.row("A").cell("recall") == "80.0%"
+    assert s.best("recall") is None and s.paired("recall").known is False
+    assert verdict(s)[1] == "A and B cannot be told apart on recall: no per-question scores to pair (80.0% for A vs 60.0% for B)."
+
+
+def test_one_question_has_no_interval_to_call_a_difference_on():
+    qs = _on_doc(1)
+    s = summarize(DOC, [("A", _chunking(A, 4)), ("B", _chunking(B, 5))],
+                  benchmark=_scored_benchmark(qs, {A: [0.2], B: [0.9]}), questions=qs)
+    assert s.row("B").cell("iou") == "90.0% [0.0, 100.0]"  # one score: the metric's whole range
+    assert s.best("iou") is None
+    assert verdict(s)[0] == (
+        "B and A cannot be told apart on IoU on this one question (difference 70.0 points, no interval from one question)."
+    )
+
+
+def test_a_saved_session_reopens_to_the_same_intervals_and_verdict():
+    from backend.lab.session import SavedBenchmark, opened_state, state_to_save
+    from backend.report.session import DocRef, Session, parse_session, session_to_json
+
+    qs = _on_doc(10)
+    bm = _scored_benchmark(qs, {A: _A, C: _C})
+    tagged = [("A", _chunking(A, 4)), ("C", _chunking(C, 5))]
+    before = summarize(DOC, tagged, benchmark=bm, questions=qs, question_set_name="Import")
+    state, notes = state_to_save(SavedBenchmark(bm, ("A", "C"), "Import", qs), None)
+    assert notes == ()
+    text = session_to_json(Session.make(DocRef.of(DOC), [("A", A), ("C", C)], {}, {}, state))
+    opened = opened_state(parse_session(text).state, text_length=len(TEXT)).benchmark
+    after = summarize(DOC, tagged, benchmark=opened.benchmark, questions=opened.qset, question_set_name="Import")
+    assert after.to_json() == before.to_json() and verdict(after) == verdict(before)
+    assert after.row("C").cell("recall") == before.row("C").cell("recall") and after.row("C").interval("recall").n == 10
+
+
+def test_a_tie_of_three_states_the_best_ones_difference_to_each():
+    s = Summary("d", "id", (_row("A", recall=0.5), _row("B", recall=0.5), _row("C", recall=0.501)))
+    p = s.paired("recall")
+    assert p.leaders == ("C", "A", "B") and s.leaders("recall") == ["A", "B", "C"]
+    assert verdict(s)[0] == (
+        "C, A and B cannot be told apart on recall over these 10 questions (differences from C: A 0.1 points "
+        f"[{100 * p.differences['A'].low:.1f}, {100 * p.differences['A'].high:.1f}], B 0.1 points "
+        f"[{100 * p.differences['B'].low:.1f}, {100 * p.differences['B'].high:.1f}])."
+    )
