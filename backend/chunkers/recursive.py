@@ -237,5 +237,11 @@ class RecursiveChunker(Chunker):
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         size = self.values["chunk_size"]
         counter = SpanCounter(self.tokenizer, doc.text)
-        spans = recursive_spans(doc.text, self.tokenizer, size, self.values["chunk_overlap"], counter=counter)
-        return enforce_size(doc.text, spans, self.tokenizer, size, counter=counter)
+        overlap = self.values["chunk_overlap"]
+        spans = recursive_spans(doc.text, self.tokenizer, size, overlap, counter=counter)
+        out = enforce_size(doc.text, spans, self.tokenizer, size, counter=counter)
+        if overlap:
+            # An oversized chunk split by enforce_size can end in a piece that starts after the next
+            # (overlapping) chunk does: chunks are listed by where they start, as everywhere else.
+            out.sort(key=lambda c: (c[0], c[1]))
+        return out

@@ -79,3 +79,17 @@ def test_recursive_spans_match_plain_recursion(text, size, overlap_frac, tokeniz
     lo, hi = int(len(text) * window[0]), int(len(text) * window[1])
     got = recursive_spans(text, tok, size, overlap, separators, lo, hi)
     assert got == _reference(text, tok.count, size, overlap, separators, lo, hi)
+
+
+def test_a_split_oversized_chunk_with_overlap_keeps_chunks_in_start_order():
+    # Found by the tuner's grid: at 32 tokens with an 8-token overlap, enforce_size split a chunk of the narrative
+    # sample into a last piece (1463, 1469) that starts after the next, overlapping chunk (1436, 1475).
+    from backend.chunkers import make_chunker
+    from backend.samples import load_sample
+
+    doc = load_sample("narrative")
+    chunking = make_chunker("recursive", {"chunk_size": 32, "chunk_overlap": 8}).chunk(doc)
+    starts = [c.start for c in chunking.chunks]
+    assert starts == sorted(starts)
+    assert all(doc.text[c.start:c.end] == c.text and c.tokens <= 32 for c in chunking.chunks)
+    assert (1436, 1475) in [(c.start, c.end) for c in chunking.chunks]
