@@ -72,6 +72,7 @@ from components.keys import (
     QSET,
     REMOTE_SCORER,
     SESSION,
+    TUNE_RESULT,
 )
 from components.lm_runs import session_models
 from components.models import load_embedding_model, load_language_model
