@@ -11,8 +11,9 @@ A session also keeps the pages' state (:mod:`backend.lab.session`): the last ben
 job, so the Benchmark page, the Summary's recall and IoU and its verdict come back with it; and
 the Retrieval page's query, marks and picked configurations (:mod:`components.retrieval`), whose
 search runs again on the page's next visit; and the last tuning result
-(:data:`components.keys.TUNE_RESULT`), shown again by the Tune page and the Summary. The quality numbers are not in the file: the
-Summary and the Quality page read them back from the output cache, as always.
+(:data:`components.keys.TUNE_RESULT`), shown again by the Tune page and the Summary. The quality
+numbers are not in the file: the Summary and the Quality page read them back from the output
+cache, as always.
 
 ``?session=NAME`` (or an opened file) on an uploaded document waits for that document:
 :func:`document_prompt`, at the top of the main pane, asks for it, and the page is not drawn
