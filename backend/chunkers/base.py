@@ -9,6 +9,7 @@ flags are generated from :data:`REGISTRY`.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -23,11 +24,74 @@ from backend.text.document import Document
 from backend.tokenizers import Tokenizer, get_tokenizer
 
 __all__ = [
-    "Param", "Chunker", "size_params", "REGISTRY", "register", "make_chunker", "config_needs", "run_chunker",
+    "Search", "Param", "TOKEN_LENGTHS", "OVERLAP_FRACTIONS", "Chunker", "size_params", "REGISTRY", "register", "make_chunker", "config_needs", "run_chunker",
     "chunker_specs",
 ]
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+@dataclass(frozen=True)
+class Search:
+    """The range a tuner searches for one :class:`Param` (``backend.tune.space`` reads it; nothing else does).
+
+    Either ``choices`` (the values themselves) or ``low``/``high``/``step`` (every value
+    ``low + k * step`` up to ``high``), so every search space has a finite exhaustive grid.
+    ``log`` asks the sampler for a log scale (Optuna allows it only with ``step`` 1 on integers;
+    the grid is then every integer). ``of`` makes the values fractions of another, earlier
+    parameter of the same chunker: the configuration gets ``round(fraction * that value)``,
+    so a relation such as ``chunk_overlap < chunk_size`` holds at every point of the grid.
+    The ranges lie within the :class:`Param`'s own ``min``/``max``/``choices`` (checked by
+    ``tests/backend/tune/test_space.py``); for ``of`` the fractions lie in [0, 1).
+
+    Raises:
+        ValueError: neither choices nor a stepped range, or a malformed one (a bug in a declaration).
+    """
+
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    log: bool = False
+    choices: tuple[Any, ...] | None = None
+    of: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.choices is not None:
+            if not self.choices or any(x is not None for x in (self.low, self.high, self.step)):
+                raise ValueError("Search: give choices, or low, high and step, not both")
+            if len(set(self.choices)) != len(self.choices):
+                raise ValueError(f"Search: repeated choices {self.choices!r}")
+            if self.log:
+                raise ValueError("Search: log applies to a range, not to choices")
+            return
+        if self.low is None or self.high is None or self.step is None:
+            raise ValueError("Search: a range needs low, high and step (the grid must be finite)")
+        if not (self.step > 0 and self.low <= self.high):
+            raise ValueError(f"Search: bad range low={self.low} high={self.high} step={self.step}")
+        if self.log and (self.step != 1 or self.low <= 0):
+            raise ValueError("Search: log needs step 1 and a positive low (Optuna's rule)")
+
+    def values(self) -> tuple[Any, ...]:
+        """Every value of the grid, in order (a stepped range: ``low``, ``low + step``, … ≤ ``high``)."""
+        if self.choices is not None:
+            return tuple(self.choices)
+        assert self.low is not None and self.high is not None and self.step is not None  # __post_init__
+        n = int(math.floor((self.high - self.low) / self.step + 1e-9)) + 1
+        if all(float(x).is_integer() for x in (self.low, self.high, self.step)):
+            return tuple(int(self.low) + k * int(self.step) for k in range(n))
+        # Rounded like Optuna's stepped floats, so a grid point equals the value a sampler returns.
+        return tuple(round(self.low + k * self.step, 10) for k in range(n))
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON description for the CLI and the app."""
+        return {
+            "low": self.low,
+            "high": self.high,
+            "step": self.step,
+            "log": self.log,
+            "choices": list(self.choices) if self.choices is not None else None,
+            "of": self.of,
+        }
 
 
 @dataclass(frozen=True)
@@ -41,6 +105,7 @@ class Param:
     min: float | None = None
     max: float | None = None
     choices: tuple[Any, ...] | None = None
+    search: Search | None = None  # the range a tuner searches (None: the tuner keeps the default)
 
     def coerce(self, value: Any, chunker: str = "") -> Any:
         """Convert ``value`` (possibly a CLI string) to this parameter's type and check its range.
@@ -90,6 +155,7 @@ class Param:
             "max": self.max,
             "choices": list(self.choices) if self.choices is not None else None,
             "help": self.help,
+            "search": self.search.to_json() if self.search is not None else None,
         }
 
 
@@ -222,12 +288,33 @@ class Chunker(ABC):
                         model_time=model_time)
 
 
-def size_params(size_default: int, overlap_help: str | None = None) -> tuple[Param, ...]:
-    """The common ``chunk_size`` (tokens) and, with ``overlap_help``, ``chunk_overlap`` parameters."""
-    size = Param("chunk_size", "int", size_default, "Maximum tokens per chunk.", min=1, max=100_000)
+# The chunk lengths (tokens) a tuner tries wherever a chunker has a token-length parameter: 32 to 1024 on a
+# roughly geometric grid (powers of two and the Chroma report's 50, 100, 200, 400, 800; the default 200 is on it).
+TOKEN_LENGTHS = Search(choices=(32, 50, 64, 100, 128, 200, 256, 400, 512, 800, 1024))
+# An overlap as a fraction of the chunk size (0 to half, as the Chroma report's 800/400), so it is always smaller.
+OVERLAP_FRACTIONS = Search(low=0.0, high=0.5, step=0.125, of="chunk_size")
+
+
+def size_params(
+    size_default: int,
+    overlap_help: str | None = None,
+    *,
+    size_search: Search | None = None,
+    overlap_search: Search | None = None,
+) -> tuple[Param, ...]:
+    """The common ``chunk_size`` (tokens) and, with ``overlap_help``, ``chunk_overlap`` parameters.
+
+    Args:
+        size_default: ``chunk_size``'s default.
+        overlap_help: ``chunk_overlap``'s help (None: no overlap parameter).
+        size_search: The range a tuner searches for ``chunk_size`` (None: not tuned).
+        overlap_search: The range a tuner searches for ``chunk_overlap`` (None: not tuned).
+    """
+    size = Param("chunk_size", "int", size_default, "Maximum tokens per chunk.", min=1, max=100_000,
+                 search=size_search)
     if overlap_help is None:
         return (size,)
-    return (size, Param("chunk_overlap", "int", 0, overlap_help, min=0, max=100_000))
+    return (size, Param("chunk_overlap", "int", 0, overlap_help, min=0, max=100_000, search=overlap_search))
 
 
 REGISTRY: dict[str, type[Chunker]] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.chunkers.base import Chunker, register, size_params
+from backend.chunkers.base import OVERLAP_FRACTIONS, TOKEN_LENGTHS, Chunker, register, size_params
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter
 
@@ -31,7 +31,8 @@ class FixedTokenChunker(Chunker):
 
     name = "fixed_token"
     family = "baseline"
-    params = size_params(250, "Tokens shared by consecutive windows.")
+    params = size_params(250, "Tokens shared by consecutive windows.", size_search=TOKEN_LENGTHS,
+                         overlap_search=OVERLAP_FRACTIONS)
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         text = doc.text

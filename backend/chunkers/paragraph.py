@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 
-from backend.chunkers.base import Chunker, register, size_params
+from backend.chunkers.base import TOKEN_LENGTHS, Chunker, register, size_params
 from backend.chunkers.packing import pack_units, split_oversized
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter
@@ -22,7 +22,7 @@ class ParagraphChunker(Chunker):
 
     name = "paragraph"
     family = "baseline"
-    params = size_params(400)
+    params = size_params(400, size_search=TOKEN_LENGTHS)
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         size = self.values["chunk_size"]

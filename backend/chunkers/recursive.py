@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from backend.chunkers.base import Chunker, register, size_params
+from backend.chunkers.base import OVERLAP_FRACTIONS, TOKEN_LENGTHS, Chunker, register, size_params
 from backend.text.document import Document
 from backend.text.segment import strip_span
 from backend.tokenizers import SpanCounter, Tokenizer
@@ -231,7 +231,8 @@ class RecursiveChunker(Chunker):
 
     name = "recursive"
     family = "baseline"
-    params = size_params(200, "Tokens of whole pieces repeated between chunks.")
+    params = size_params(200, "Tokens of whole pieces repeated between chunks.", size_search=TOKEN_LENGTHS,
+                         overlap_search=OVERLAP_FRACTIONS)
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         size = self.values["chunk_size"]

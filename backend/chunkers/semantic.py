@@ -45,7 +45,7 @@ from typing import Sequence
 
 import numpy as np
 
-from backend.chunkers.base import Chunker, Param, register
+from backend.chunkers.base import TOKEN_LENGTHS, Chunker, Param, Search, register
 from backend.chunkers.context import ModelContext
 from backend.chunkers.recursive import SUBSENTENCE_SEPARATORS, enforce_size, recursive_spans
 from backend.curves import Curve, chunk_end_points
@@ -494,9 +494,13 @@ class SemanticChunker(Chunker):
         Param("amount", "float", -1.0,
               "The rule's amount: a percentile for percentile and gradient, a multiplier for std and iqr; "
               "-1 for LangChain's default (95, 3, 1.5, 95). Larger, fewer and longer chunks.",
-              min=-1, max=100),
+              # Tuned under the default percentile rule: from half the gaps cut (chunks of ~2 sentences)
+              # to the top 2% (LangChain's 95 is on the grid). The rule and buffer_size stay put, so
+              # every point reads the same cached embeddings.
+              min=-1, max=100, search=Search(low=50, high=98, step=3)),
         _BUFFER,
-        Param("max_tokens", "int", 0, "Hard cap on chunk tokens (0: none).", min=0, max=100_000),
+        Param("max_tokens", "int", 0, "Hard cap on chunk tokens (0: none).", min=0, max=100_000,
+              search=Search(choices=(0, 256, 512, 1024))),
     )
 
     def validate(self) -> None:
@@ -552,7 +556,7 @@ class SemanticMaxChunker(Chunker):
     needs = ("embedder",)
     length_param = "chunk_size"
     params = (
-        Param("chunk_size", "int", 400, "Maximum tokens per chunk.", min=1, max=100_000),
+        Param("chunk_size", "int", 400, "Maximum tokens per chunk.", min=1, max=100_000, search=TOKEN_LENGTHS),
         Param("unit", "str", "piece", "piece: 50-token pieces of the recursive splitter (the report); "
               "sentence: the document's sentences.", choices=UNITS),
         Param("buffer_size", "int", 3, "Neighbouring units on each side embedded with each unit.", min=0, max=20),
@@ -608,7 +612,7 @@ class ClusterChunker(Chunker):
     needs = ("embedder",)
     length_param = "max_chunk_size"
     params = (
-        Param("max_chunk_size", "int", 400, "Maximum tokens per chunk.", min=1, max=100_000),
+        Param("max_chunk_size", "int", 400, "Maximum tokens per chunk.", min=1, max=100_000, search=TOKEN_LENGTHS),
         Param("piece_size", "int", 50, "Maximum tokens per embedded piece (the report: 50).", min=1, max=10_000),
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.chunkers.base import Chunker, register, size_params
+from backend.chunkers.base import OVERLAP_FRACTIONS, TOKEN_LENGTHS, Chunker, register, size_params
 from backend.chunkers.packing import pack_units, split_oversized
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter
@@ -22,7 +22,8 @@ class SentenceChunker(Chunker):
 
     name = "sentence"
     family = "baseline"
-    params = size_params(200, "Token budget of whole sentences repeated from the previous chunk.")
+    params = size_params(200, "Token budget of whole sentences repeated from the previous chunk.",
+                         size_search=TOKEN_LENGTHS, overlap_search=OVERLAP_FRACTIONS)
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         size = self.values["chunk_size"]
