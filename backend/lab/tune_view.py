@@ -34,7 +34,7 @@ from backend.report.tuning import comparison_rows, left_out_lines, pick_line, re
 from backend.tune.result import RESULT_FILE, TRIALS_FILE, read_plan, read_result, read_trials
 from backend.tune.types import LeftOut, TrialRow, TuneResult
 
-__all__ = ["TuneView", "tune_view", "check_tune_folder", "finished_trials"]
+__all__ = ["TuneView", "tune_view", "result_view", "check_tune_folder", "finished_trials"]
 
 
 def _left_out(plan: Mapping[str, Any] | None) -> tuple[LeftOut, ...]:
@@ -211,6 +211,11 @@ def tune_view(out: str | os.PathLike[str], elapsed: float | None = None) -> Tune
     result = read_result(folder)
     trials = result.trials if result is not None and result.trials else read_trials(folder)
     return TuneView(out=folder, plan=read_plan(folder), trials=trials, result=result, elapsed=elapsed)
+
+
+def result_view(result: TuneResult, out: str | os.PathLike[str] = "") -> TuneView:
+    """The view of a result held without its folder (a saved session's): its own trials, no plan."""
+    return TuneView(out=Path(out), plan=None, trials=result.trials, result=result)
 
 
 def check_tune_folder(raw: str) -> Path:
