@@ -1,0 +1,91 @@
+"""The Tune page with ``AppTest``: its widgets, a finished run's folder rendered, "Use this", one-line errors,
+and the Summary's Tuning section.
+
+The finished run is an output folder written as a run writes it (:mod:`tests.support.tune_rows`); a real run
+in the browser is ``tests/app/test_e2e_tune_browser.py``'s.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.apptest import isolated_lab, open_page, run
+from tests.support.tune_rows import sample_result, sample_trials, write_out
+
+WIDGETS = ("tune_qsource", "tune_families", "tune_objective", "tune_secondary", "tune_budget", "tune_trials",
+           "tune_constraints", "tune_seed", "tune_out", "tune_start", "tune_open_path", "tune_open_run")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def lab_env(tmp_path_factory):
+    with isolated_lab(tmp_path_factory.mktemp("tune-data")) as data:
+        yield data
+
+
+def _widget(at, key: str):
+    for kind in ("segmented_control", "multiselect", "selectbox", "text_input", "number_input", "text_area",
+                 "button"):
+        try:
+            return getattr(at, kind)(key=key)
+        except KeyError:
+            continue
+    raise KeyError(key)
+
+
+def test_the_form_is_there_with_the_model_free_families_by_default() -> None:
+    at = open_page("pages/tune.py")
+    assert [t.value for t in at.title] == ["Tune"]
+    for key in WIDGETS:
+        assert _widget(at, key) is not None, key
+    families = at.multiselect(key="tune_families")
+    assert "recursive" in families.value and "ppl" in families.options
+    assert at.selectbox(key="tune_objective").value == "iou"
+    assert not at.error
+
+
+def test_a_bad_constraint_is_one_line_and_starts_nothing() -> None:
+    at = open_page("pages/tune.py")
+    at.text_area(key="tune_constraints").set_value("tokens<3")
+    at.button(key="tune_start").click()
+    run(at)
+    assert len(at.error) == 1 and "constraint" in at.error[0].value and "\n" not in at.error[0].value
+    assert "tune_job" not in at.session_state
+
+
+def test_a_finished_folder_shows_the_answer_and_use_this_adds_the_pick_to_compare(tmp_path) -> None:
+    result = sample_result()
+    out = write_out(tmp_path / "run", sample_trials(), result)
+    at = open_page("pages/tune.py")
+    at.text_input(key="tune_open_path").set_value(str(out))
+    at.button(key="tune_open_run").click()
+    run(at)
+    assert not at.error
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "Pick: sentence(chunk_overlap=0, chunk_size=300) · cl100k — held-out IoU 40.0% [31.0, 49.0]" in text
+    assert "Not told apart from the pick" in text
+    assert [s.value.replace("\\", "") for s in at.success] == [result.verdict]
+    frames = [d.value for d in at.dataframe]
+    comparisons = next(f for f in frames if "against" in f.columns)
+    assert list(comparisons["against"]) == ["runner-up", "baseline"]
+    trials = next(f for f in frames if "number" in f.columns)
+    assert list(trials["number"]) == [0, 1, 2, 3, 4, 5]
+    assert at.session_state["tune_result"] == result
+    before = [e.config.spec for e in at.session_state["configs"]]
+    at.button(key="tune_use").click()
+    run(at)
+    after = [e.config.spec for e in at.session_state["configs"]]
+    assert after == before + ["sentence chunk_overlap=0 chunk_size=300"]
+    assert any(t.value == "Compare chunkers" for t in at.title)
+    at.switch_page("pages/summary.py")  # the Summary shows the session's tuning answer
+    run(at)
+    assert "Tuning" in [h.value for h in at.subheader]
+    summary = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert result.verdict in summary and "held-out IoU 40.0% [31.0, 49.0]" in summary
+
+
+def test_a_folder_that_is_not_a_run_is_one_line(tmp_path) -> None:
+    at = open_page("pages/tune.py")
+    at.text_input(key="tune_open_path").set_value(str(tmp_path))
+    at.button(key="tune_open_run").click()
+    run(at)
+    assert len(at.error) == 1 and "not a tuning run's folder" in at.error[0].value
