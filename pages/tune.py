@@ -68,7 +68,8 @@ objective = o1.selectbox("Objective", list(options.objectives), key=TUNE("object
 second = o2.selectbox("Second objective", [_NO_SECOND, *options.secondary], key=TUNE("secondary"),
                       format_func=lambda s: "none" if s == _NO_SECOND else f"{s} (minimised)",
                       help="A second objective makes it a two-objective search (NSGA-II) along a Pareto front")
-budget = o3.text_input("Budget", value="2m", key=TUNE("budget"), help="Wall-clock time: 90s, 2m, 10m, 1h")
+budget = o3.text_input("Budget", value="2m", key=TUNE("budget"),
+                       help=f"Wall-clock time, e.g. {', '.join(options.budgets)} or 90s")
 cap = o4.number_input("Trial cap", min_value=0, max_value=10_000, value=0, step=5, key=TUNE("trials"),
                       help="At most this many trials (0: until the budget is spent)")
 c1, c2, c3 = st.columns([2, 1, 2])

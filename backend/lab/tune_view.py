@@ -21,7 +21,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from backend.chunking import ChunkerConfig
-from backend.errors import InputError
+from backend.chunkers import make_chunker
+from backend.errors import ChunkLabError, InputError
 from backend.figures.tune import (
     budget_figure,
     objective_label,
@@ -120,11 +121,13 @@ class TuneView:
         if self.result is not None:
             return rests_on(self.result)
         plan = self.plan or {}
-        docs = plan.get("documents") or plan.get("sources") or []
+        docs = plan.get("documents") or []
         docs = [str(d) for d in docs] if isinstance(docs, list) else [str(docs)]
-        qset = plan.get("question_set") or plan.get("questions") or "the question set"
+        qset = plan.get("question_set") or "the question set"
+        method = plan.get("question_method")
         c = self.counts
-        return (f"On {', '.join(docs) or 'the document'}, question set {qset}; objective "
+        return (f"On {', '.join(docs) or 'the document'}, question set {qset}"
+                f"{f' ({method} questions)' if isinstance(method, str) else ''}; objective "
                 f"{objective_label(self.objective)} on the tuning questions · {len(self.trials):,} trials so far "
                 f"({c['complete']:,} complete, {c['pruned']:,} pruned, {c['failed']:,} failed).")
 
@@ -147,7 +150,14 @@ class TuneView:
         return pareto_figure(self.trials, objective=self.objective, axis=axis, baseline=baseline, pick=pick)
 
     def _plan_baseline(self) -> ChunkerConfig | None:
-        # Trial 0 is the baseline (enqueued first): while running, it stands for it.
+        """The plan's baseline; without a readable one, trial 0 (the baseline is enqueued first)."""
+        spec = (self.plan or {}).get("baseline")
+        if isinstance(spec, str):
+            try:
+                name, params, tokenizer = ChunkerConfig.parse(spec)
+                return make_chunker(name, params, tokenizer).config
+            except (ChunkLabError, ValueError):
+                pass
         return next((t.config for t in self.trials if t.number == 0), None)
 
     def theta(self) -> go.Figure | None:

@@ -86,17 +86,20 @@ def test_no_document_is_an_error() -> None:
 
 def test_a_running_folder_shows_its_trials_budget_and_front(tmp_path: Path) -> None:
     out = write_out(tmp_path / "run", sample_trials()[:4], plan={
-        "documents": ["guide.pdf"], "question_set": "generate:model-free", "objective": "recall",
+        "documents": ["guide.pdf"], "question_set": "generate:model-free", "question_method": "model-free",
+        "objective": "recall", "baseline": "recursive chunk_size=400 chunk_overlap=0",
         "budget_seconds": 120, "left_out": [{"family": "ppl", "reason": "needs the language model"}, "junk"],
     }, partial_line=True)
     view = tune_view(out, elapsed=30.0)
     assert not view.finished and [t.number for t in view.trials] == [0, 1, 2, 3]
     assert view.objective == "recall" and view.counts == {"complete": 4, "pruned": 0, "failed": 0}
-    assert view.caption() == ("On guide.pdf, question set generate:model-free; objective recall on the tuning "
-                              "questions · 4 trials so far (4 complete, 0 pruned, 0 failed).")
+    assert view.caption() == ("On guide.pdf, question set generate:model-free (model-free questions); objective "
+                              "recall on the tuning questions · 4 trials so far (4 complete, 0 pruned, 0 failed).")
     assert view.budget_line() == "Budget: 30 s used of 120 s, 90 s left."
     assert view.left_out_lines() == ["ppl: needs the language model"]
-    assert [d.name for d in view.pareto("mean_tokens").data][-2:] == ["Pareto front (3)", "baseline"]
+    front = view.pareto("mean_tokens")
+    assert [d.name for d in front.data][-2:] == ["Pareto front (3)", "baseline"]
+    assert list(front.data[-1].x) == [350]  # the plan's baseline (trial 1 here), not trial 0
     assert view.theta() is None and view.pick is None and view.comparisons() == [] and view.verdict == ""
     assert list(view.trial_table()["number"]) == [0, 1, 2, 3]
     assert finished_trials(out) == 4
