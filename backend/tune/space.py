@@ -77,9 +77,9 @@ NOT_TUNABLE: Mapping[str, str] = {
 _MODEL_NAMES = {"lm": "the language model", "embedder": "the embedder", "chat": "a chat model"}
 
 
-def _searched(family: str) -> tuple[Param, ...]:
-    """The parameters of ``family`` a tuner searches, in declaration order."""
-    return tuple(p for p in REGISTRY[family].params if p.search is not None)
+def _searched(family: str) -> tuple[tuple[Param, Search], ...]:
+    """The parameters of ``family`` a tuner searches, with their ranges, in declaration order."""
+    return tuple((p, p.search) for p in REGISTRY[family].params if p.search is not None)
 
 
 def _defaults(family: str) -> dict[str, Any]:
@@ -152,28 +152,18 @@ def default_families(available: Collection[str]) -> tuple[tuple[str, ...], tuple
     return tuple(chosen), tuple(left)
 
 
-def _grid_values(param: Param) -> tuple[Any, ...]:
-    """The values of ``param``'s search as the trial gives them (a fraction for ``of``, else the param's type)."""
-    assert param.search is not None
-    values = param.search.values()
-    if param.search.of is not None:
-        return tuple(float(v) for v in values)
-    return tuple(param.coerce(v) for v in values)
-
-
-def _is_int_range(param: Param, search: Search) -> bool:
-    return param.type == "int" and search.of is None and all(
-        float(x).is_integer() for x in (search.low, search.high, search.step)  # type: ignore[arg-type]
-    )
+def _grid_values(param: Param, search: Search) -> tuple[Any, ...]:
+    """The values of ``search`` as the trial gives them (a fraction for ``of``, else ``param``'s type)."""
+    if search.of is not None:
+        return tuple(float(v) for v in search.values())
+    return tuple(param.coerce(v) for v in search.values())
 
 
 def _resolve(family: str, point: Mapping[str, Any]) -> dict[str, Any]:
     """The chunker parameters of a point (searched name → trial value): fractions turned into values."""
     params: dict[str, Any] = {}
-    for p in _searched(family):
+    for p, search in _searched(family):
         value = point[p.name]
-        search = p.search
-        assert search is not None
         if search.of is not None:
             base = params[search.of] if search.of in params else _defaults(family)[search.of]
             value = int(math.floor(value * base + 0.5)) if p.type == "int" else value * base
@@ -193,8 +183,8 @@ def _family_grid(family: str, tokenizer: str) -> tuple[tuple[ChunkerConfig, tupl
     """Every configuration of ``family``'s grid with the trial values of its first point (deduplicated by spec)."""
     params = _searched(family)
     seen: dict[str, tuple[ChunkerConfig, tuple[Any, ...]]] = {}
-    for values in itertools.product(*(_grid_values(p) for p in params)):
-        point = dict(zip((p.name for p in params), values))
+    for values in itertools.product(*(_grid_values(p, search) for p, search in params)):
+        point = dict(zip((p.name for p, _ in params), values))
         config = make_chunker(family, _resolve(family, point), tokenizer).config
         seen.setdefault(config.spec, (config, values))
     return tuple(seen.values())
@@ -204,7 +194,8 @@ def _family_grid(family: str, tokenizer: str) -> tuple[tuple[ChunkerConfig, tupl
 class SearchSpace:
     """The configurations a tuning run may try: the searched parameters of ``families``.
 
-    Build one with :func:`search_space` (it checks the families).
+    Its families are checked on construction (:func:`check_families`, repeats dropped); :func:`search_space`
+    also builds the grid once, so a bad tokenizer fails there.
 
     Attributes:
         families: Registered chunker names, each with at least one searched parameter.
@@ -213,6 +204,9 @@ class SearchSpace:
 
     families: tuple[str, ...]
     tokenizer: str = "cl100k"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "families", check_families(self.families))  # checked, without repeats
 
     def suggest(self, trial: optuna.trial.Trial) -> ChunkerConfig:
         """The configuration ``trial`` picks (define-by-run; the same trial params always give the same one).
@@ -223,20 +217,18 @@ class SearchSpace:
         """
         family = self.families[0] if len(self.families) == 1 else trial.suggest_categorical("family", self.families)
         point: dict[str, Any] = {}
-        for p in _searched(family):
-            search = p.search
-            assert search is not None
+        for p, search in _searched(family):
             name = f"{family}.{p.name}"
-            grid = _grid_values(p)
+            grid = _grid_values(p, search)
             if search.choices is not None:
                 value = trial.suggest_categorical(name, grid)
-            elif _is_int_range(p, search):
-                value = trial.suggest_int(name, int(search.low), int(search.high),  # type: ignore[arg-type]
-                                          step=int(search.step), log=search.log)  # type: ignore[arg-type]
+            elif p.type == "int" and search.of is None:
+                # Declared ranges of int parameters are whole numbers (checked by their coerce in the tests).
+                value = trial.suggest_int(name, int(grid[0]), int(grid[-1]), step=int(search.step or 1),
+                                          log=search.log)
             else:
-                value = trial.suggest_float(name, float(search.low), float(search.high),  # type: ignore[arg-type]
-                                            step=None if search.log else float(search.step),  # type: ignore[arg-type]
-                                            log=search.log)
+                value = trial.suggest_float(name, float(grid[0]), float(grid[-1]),
+                                            step=None if search.log else float(search.step or 1), log=search.log)
             point[p.name] = _nearest(value, grid)
         return make_chunker(family, _resolve(family, point), self.tokenizer).config
 
@@ -270,9 +262,9 @@ class SearchSpace:
         for config_i, values in _family_grid(family, self.tokenizer):
             if config_i == normal:
                 out: dict[str, Any] = {} if len(self.families) == 1 else {"family": family}
-                out.update({f"{family}.{p.name}": v for p, v in zip(_searched(family), values)})
+                out.update({f"{family}.{p.name}": v for (p, _), v in zip(_searched(family), values)})
                 return out
-        searched = {p.name for p in _searched(family)}
+        searched = {p.name for p, _ in _searched(family)}
         defaults = _defaults(family)
         off = [k for k, v in normal.params_dict.items() if k not in searched and v != defaults[k]]
         if off:
@@ -280,9 +272,9 @@ class SearchSpace:
                 f"{config.spec} is not in the search space: {family}'s {off[0]} is not searched (it stays "
                 f"{defaults[off[0]]!r})"
             )
-        ranges = "; ".join(f"{p.name} in {', '.join(map(str, _grid_values(p)))}"
-                           + (f" (fractions of {p.search.of})" if p.search and p.search.of else "")
-                           for p in _searched(family))
+        ranges = "; ".join(f"{p.name} in {', '.join(map(str, _grid_values(p, search)))}"
+                           + (f" (fractions of {search.of})" if search.of else "")
+                           for p, search in _searched(family))
         raise ParameterError(f"{config.spec} is not in the search space: off the grid ({ranges})")
 
 

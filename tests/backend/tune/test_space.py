@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import optuna
 import pytest
 
@@ -10,6 +13,7 @@ from backend.chunkers.base import Param, Search
 from backend.chunking import ChunkerConfig
 from backend.errors import ParameterError
 from backend.models.cache import OutputCache
+from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tune.space import (
     BASELINE,
@@ -23,6 +27,7 @@ from backend.tune.space import (
     tunable_families,
 )
 from backend.tune.types import LeftOut
+from tests.conftest import ROOT
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -172,20 +177,31 @@ def test_grid_sizes_and_every_point_is_valid():
     assert search_space(MODEL_FREE).size() == 176  # the model-free grid: a few hundred at most
 
 
+def test_every_model_free_grid_point_chunks_a_document():
+    doc = load_sample("technical")
+    for config in search_space(MODEL_FREE).grid():
+        chunking = run_chunker(doc, config)
+        assert chunking.chunks, config.spec
+        assert max(chunking.token_counts) <= config.params_dict["chunk_size"], config.spec
+        assert all(doc.text[c.start:c.end] == c.text for c in chunking.chunks)
+
+
 def test_grid_points_are_pinned():
     grid = search_space(["recursive"]).grid()
     assert [c.spec for c in grid[:5]] == [
-        "recursive chunk_size=32 chunk_overlap=0",
-        "recursive chunk_size=32 chunk_overlap=4",
-        "recursive chunk_size=32 chunk_overlap=8",
-        "recursive chunk_size=32 chunk_overlap=12",
-        "recursive chunk_size=32 chunk_overlap=16",
+        "recursive chunk_overlap=0 chunk_size=32",
+        "recursive chunk_overlap=4 chunk_size=32",
+        "recursive chunk_overlap=8 chunk_size=32",
+        "recursive chunk_overlap=12 chunk_size=32",
+        "recursive chunk_overlap=16 chunk_size=32",
     ]
-    assert grid[-1].spec == "recursive chunk_size=1024 chunk_overlap=512"
+    assert grid[-1].spec == "recursive chunk_overlap=512 chunk_size=1024"
     assert _config("recursive chunk_size=200 chunk_overlap=25") in grid
     ppl = search_space(["ppl"]).grid()
-    assert [c.spec for c in ppl[:2]] == ["ppl threshold=0", "ppl threshold=0.1"]
-    assert ppl[-1].spec == "ppl threshold=4"
+    assert [c.spec for c in ppl[:2]] == [
+        "ppl rule=reference threshold=0.0 value=nll", "ppl rule=reference threshold=0.1 value=nll"
+    ]
+    assert ppl[-1].spec == "ppl rule=reference threshold=4.0 value=nll"
 
 
 def test_search_space_checks_its_inputs():
@@ -193,6 +209,9 @@ def test_search_space_checks_its_inputs():
         search_space(["foo"])
     with pytest.raises(ParameterError, match="unknown tokenizer 'nope'"):
         search_space(["recursive"], tokenizer="nope")
+    with pytest.raises(ParameterError, match="manual cannot be tuned"):
+        SearchSpace(("recursive", "manual"))
+    assert SearchSpace(("ppl", "ppl")).families == ("ppl",)
     assert search_space(["paragraph"], tokenizer="chars").grid()[0].tokenizer == "chars"
 
 
@@ -224,13 +243,16 @@ def test_suggest_is_seeded_and_stays_inside_the_grid():
         _config(spec)
 
 
-def test_one_family_asks_no_family_param():
+def test_one_family_asks_no_family_param_and_trial_params_give_grid_values():
     space = search_space(["ppl"])
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
-    study.optimize(lambda t: space.suggest(t).params_dict["threshold"], n_trials=5)
-    assert set(study.trials[0].params) == {"ppl.threshold"}
-    assert {c.spec for c in search_space(["ppl"]).grid()} >= {_config(f"ppl threshold={t.params['ppl.threshold']}").spec
-                                                                for t in study.trials}
+    seen: list[ChunkerConfig] = []
+    study.optimize(lambda t: len(seen.append(space.suggest(t)) or seen) * 0.1, n_trials=12)
+    assert all(set(t.params) == {"ppl.threshold"} for t in study.trials)
+    grid = space.grid()
+    assert all(c in grid for c in seen)
+    # A stepped float comes back as e.g. 2.9000000000000004: it stands for the grid's 2.9, every time.
+    assert [space.suggest(optuna.trial.FixedTrial(t.params)) for t in study.trials] == seen
 
 
 def test_enqueued_baseline_is_the_first_trial():
@@ -257,9 +279,9 @@ def test_params_of_reproduces_every_grid_point():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("ppl threshold=0.5", "ppl threshold=0.5 is not in the search space: ppl is not among the families searched "
+        ("ppl threshold=0.5", "ppl rule=reference threshold=0.5 value=nll is not in the search space: ppl is not among the families searched "
                               "(fixed_token, recursive, paragraph, sentence)"),
-        ("recursive chunk_size=300", "recursive chunk_size=300 chunk_overlap=0 is not in the search space: off the "
+        ("recursive chunk_size=300", "recursive chunk_overlap=0 chunk_size=300 is not in the search space: off the "
                                      "grid (chunk_size in 32, 50, 64, 100, 128, 200, 256, 400, 512, 800, 1024; "
                                      "chunk_overlap in 0.0, 0.125, 0.25, 0.375, 0.5 (fractions of chunk_size))"),
         ("recursive chunk_size=200 chunk_overlap=30", "off the grid"),
@@ -275,6 +297,27 @@ def test_params_of_refuses_a_config_outside_the_space(spec, message):
 def test_params_of_names_an_unsearched_param():
     with pytest.raises(ParameterError, match="semantic's buffer_size is not searched \\(it stays 1\\)"):
         search_space(["semantic"]).params_of(_config("semantic amount=95 buffer_size=2"))
+
+
+def test_suggest_serves_a_two_objective_study():
+    space = search_space(["recursive", "paragraph"])
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=optuna.samplers.NSGAIISampler(seed=0))
+    seen: list[ChunkerConfig] = []
+
+    def objective(trial: optuna.trial.Trial) -> tuple[float, float]:
+        config = space.suggest(trial)
+        seen.append(config)
+        return float(config.params_dict.get("chunk_overlap", 0)), float(config.params_dict["chunk_size"])
+
+    study.optimize(objective, n_trials=30)
+    grid = space.grid()
+    assert all(c in grid for c in seen) and len({c.name for c in seen}) == 2
+
+
+def test_the_space_imports_no_optuna():
+    code = "import sys, backend, backend.tune.space, backend.tune.spec; print('optuna' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 # --- PPL: θ searched on scores computed once ----------------------------------------------------
@@ -307,3 +350,4 @@ def test_a_second_threshold_makes_no_model_call(scored):
     refusing._cache = context.cache
     for config in space.grid()[::11]:
         assert run_chunker(doc, config, refusing).chunks == run_chunker(doc, config, context).chunks
+
