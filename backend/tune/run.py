@@ -71,6 +71,7 @@ __all__ = [
     "SMALL_HELD_OUT",
     "TuneInputs",
     "available_models",
+    "check_objective_supported",
     "load_inputs",
     "run_tune",
 ]
@@ -80,6 +81,17 @@ QUESTION_METHODS = ("model-free", "bundled", "chat")  # generate:METHOD
 GENERATED_PER_DOCUMENT = 15  # questions generated on each document
 SMALL_HELD_OUT = 20  # fewer held-out questions than this: the intervals are wide (a warning)
 _TUNING_VALUES = "tuning_values"  # user attribute: per-question objective values, in tuning order
+
+
+def check_objective_supported(objective: str) -> None:
+    """Refuse an objective the tuner cannot score (``bc``), in one line.
+
+    Raises:
+        ParameterError: ``bc`` (Boundary Clarity per boundary of every trial is not computed by the tuner yet).
+    """
+    if objective == "bc":
+        raise ParameterError("bc needs Boundary Clarity per boundary of every trial with the language model, which "
+                             "the tuner does not compute yet; choose iou, recall, precision or precision_omega")
 
 
 def available_models(*, lm: bool, embedder: bool = True) -> frozenset[str]:
@@ -272,9 +284,7 @@ def run_tune(
     out.mkdir(parents=True, exist_ok=True)
     budget = Budget(parse_budget(request.budget), clock)
     budget.start()
-    if request.objective == "bc":
-        raise ParameterError("bc needs Boundary Clarity per boundary of every trial with the language model, "
-                             "which tuning does not compute yet; choose iou, recall, precision or precision_omega")
+    check_objective_supported(request.objective)
     inputs = load_inputs(request, out, scorer, progress)
     qs = inputs.questions
     split = split_questions([q.corpus_id for q in qs.questions], seed=request.seed)
@@ -337,6 +347,7 @@ def run_tune(
                 break
             if not budget.fits(budget.expected(families) + _held_out_reserve(budget, split)):
                 break
+            began = budget.used  # a trial's cost for the budget: everything from here to the next trial
             trial = study.ask()
             t0 = clock()
             family = "?"
@@ -365,8 +376,8 @@ def run_tune(
                 row = _row(trial.number, cfg, "failed", [], stats, clock() - t0, request.seed, reason=one_line(str(e)))
             rows[row.number] = row
             append_trial(out, row)
-            budget.record(family, row.seconds)
             report()
+            budget.record(family, budget.used - began)
     except Cancelled:
         cancelled = True
 
@@ -522,14 +533,18 @@ def _verdict(inputs: TuneInputs, split: Split, request: Any, answer: _Answer, ca
     where = f"On {docs}, with {inputs.name} ({len(split.held_out)} held-out questions, {inputs.method})"
     if answer.pick is None or answer.pick_score is None:
         return f"{where}, no trial completed{' before the run was cancelled' if cancelled else ''}: there is no pick."
-    head = f"{where}, {answer.pick.spec} has the highest held-out {label} ({answer.pick_score.text()})"
-    if answer.vs_baseline is None:
-        tail = "; it is the baseline itself: no configuration beats the baseline on the held-out questions"
+    score = f"held-out {label} ({answer.pick_score.text()})"
+    if answer.vs_baseline is None:  # the pick is the baseline
+        head = (f"{where}, no configuration beats the baseline on the held-out questions: the baseline "
+                f"{answer.pick.spec} has the highest {score}")
+        tail = ""
     elif answer.vs_baseline.verdict == "better":
+        head = f"{where}, {answer.pick.spec} has the highest {score}"
         tail = f"; it beats the baseline by {_points(answer.vs_baseline.difference)}"
     else:
-        tail = (f"; no configuration beats the baseline on the held-out questions (the pick minus the baseline: "
-                f"{_points(answer.vs_baseline.difference)})")
+        head = (f"{where}, no configuration beats the baseline on the held-out questions: {answer.pick.spec} has "
+                f"the highest {score}")
+        tail = f", but its difference from the baseline is {_points(answer.vs_baseline.difference)}"
     n = len(answer.tied)
     if n:
         tail += f"; it cannot be told apart from {n} other{'s' if n > 1 else ''}"
