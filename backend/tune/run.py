@@ -44,6 +44,8 @@ from backend.models.rates import rate_store
 from backend.models.types import Scorer as LanguageModel
 from backend.progress import Progress, format_seconds
 from backend.retrieval.evaluate import METRIC_LABELS
+from backend.retrieval.generation import generate_questions
+from backend.retrieval.modelfree import model_free_questions
 from backend.retrieval.questions import (
     QuestionSet,
     load_question_set,
@@ -140,8 +142,7 @@ def _documents(sources: Sequence[str]) -> tuple[Document, ...]:
     return tuple(docs)
 
 
-def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, scorer: LanguageModel | None,
-              progress: Progress) -> QuestionSet:
+def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, progress: Progress) -> QuestionSet:
     """Questions generated on each document (``out/questions.csv`` when an earlier run saved them)."""
     csv, corpora = out / "questions.csv", out / "corpora"
     if csv.is_file():
@@ -150,12 +151,8 @@ def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, score
     for i, doc in enumerate(docs):
         part = progress.part(i, len(docs), f"questions on {doc.source}")
         if method == "model-free":
-            from backend.retrieval.modelfree import model_free_questions
-
             got = model_free_questions(doc, n=GENERATED_PER_DOCUMENT, seed=seed, progress=part)
         else:
-            from backend.retrieval.generation import generate_questions
-
             got = generate_questions(doc, n=GENERATED_PER_DOCUMENT, method=method, seed=seed, progress=part,
                                      lm=None)
         merged = merge_question_sets(merged, got.question_set())
@@ -164,8 +161,7 @@ def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, score
     return merged
 
 
-def load_inputs(request: Any, out: Path, scorer: LanguageModel | None = None,
-                progress: Progress | None = None) -> TuneInputs:
+def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> TuneInputs:
     """The request's documents and question set (generated ones saved in ``out``; see the module docstring).
 
     Raises:
@@ -179,7 +175,7 @@ def load_inputs(request: Any, out: Path, scorer: LanguageModel | None = None,
         method = spec.removeprefix("generate:")
         if method not in QUESTION_METHODS:
             raise ParameterError(f"unknown question method {method!r}; choose one of: {', '.join(QUESTION_METHODS)}")
-        qs = _generate(docs, method, request.seed, out, scorer, progress)
+        qs = _generate(docs, method, request.seed, out, progress)
         return TuneInputs(docs, qs, spec, {"bundled": "bundled-lm"}.get(method, method))
     if spec.startswith("sample:"):
         full, method = load_sample_question_set(spec.removeprefix("sample:")), "hand-written"
@@ -285,7 +281,7 @@ def run_tune(
     budget = Budget(parse_budget(request.budget), clock)
     budget.start()
     check_objective_supported(request.objective)
-    inputs = load_inputs(request, out, scorer, progress)
+    inputs = load_inputs(request, out, progress)
     qs = inputs.questions
     split = split_questions([q.corpus_id for q in qs.questions], seed=request.seed)
     baseline = _baseline(request)
