@@ -33,7 +33,7 @@ _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
 @dataclass(frozen=True)
 class Search:
-    """The range a tuner searches for one :class:`Param` (``backend.tune.space`` reads it; nothing else does).
+    """The range a tuner searches for one :class:`Param` (read by ``backend.tune.space``).
 
     Either ``choices`` (the values themselves) or ``low``/``high``/``step`` (every value
     ``low + k * step`` up to ``high``), so every search space has a finite exhaustive grid.
@@ -75,12 +75,12 @@ class Search:
         """Every value of the grid, in order (a stepped range: ``low``, ``low + step``, … ≤ ``high``)."""
         if self.choices is not None:
             return tuple(self.choices)
-        assert self.low is not None and self.high is not None and self.step is not None  # __post_init__
-        n = int(math.floor((self.high - self.low) / self.step + 1e-9)) + 1
-        if all(float(x).is_integer() for x in (self.low, self.high, self.step)):
-            return tuple(int(self.low) + k * int(self.step) for k in range(n))
-        # Rounded like Optuna's stepped floats, so a grid point equals the value a sampler returns.
-        return tuple(round(self.low + k * self.step, 10) for k in range(n))
+        low, high, step = float(self.low or 0), float(self.high or 0), float(self.step or 1)  # set: __post_init__
+        n = int(math.floor((high - low) / step + 1e-9)) + 1
+        if all(x.is_integer() for x in (low, high, step)):
+            return tuple(int(low) + k * int(step) for k in range(n))
+        # Rounded, so 0.1 * 3 is the 0.3 a person writes (a sampler's value is snapped to these points).
+        return tuple(round(low + k * step, 10) for k in range(n))
 
     def to_json(self) -> dict[str, Any]:
         """A JSON description for the CLI and the app."""
