@@ -111,9 +111,9 @@ def check_request(request: TuneRequest) -> TuneRequest:
     sources = _check_sources(tuple(request.sources))
     _check_questions(request.questions, request.corpora)
     families = None if request.families is None else check_families(tuple(request.families))
-    objective = check_objective(request.objective)
+    objective = check_objective(str(request.objective).strip().lower())
     check_objective_supported(objective)
-    secondary = check_secondary(request.secondary) if request.secondary else None
+    secondary = check_secondary(str(request.secondary).strip().lower()) if request.secondary else None
     constraints = tuple(parse_constraint(c).text for c in request.constraints)
     parse_budget(request.budget)
     if request.engine not in ENGINES:
