@@ -159,10 +159,12 @@ def plan_tune(request: TuneRequest, models: SessionModels | None) -> JobPlan:
     have = available_models(lm=lm_ok, embedder=True)
     use_lm = lm_ok and _needs_lm(request, have)
 
+    embedder = models.embedder_spec if models is not None else None
+
     def body(scorer: Scorer | None, progress: Progress) -> TuneResult:
-        return run_tune(request, scorer=scorer, progress=progress, models_available=have)
+        return run_tune(request, scorer=scorer, progress=progress, models_available=have, embedder=embedder)
 
     docs = ", ".join(Path(s).name for s in request.sources)
     title = f"Tuning on {docs} ({request.objective}, budget {request.budget})"
     meta = MappingProxyType({"out": str(request.out)})
-    return JobPlan(title, ("tune", request), body, models=models if use_lm else None, meta=meta)
+    return JobPlan(title, ("tune", request, embedder), body, models=models if use_lm else None, meta=meta)

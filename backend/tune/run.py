@@ -56,7 +56,7 @@ from backend.retrieval.questions import (
 from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
-from backend.tune.budget import Budget, model_left_out_reason, model_trial_seconds
+from backend.tune.budget import Budget, plan_model_families
 from backend.tune.pruner import STEP, SUBSET_ATTR, IntervalPruner
 from backend.tune.result import append_trial, read_plan, read_trials, write_plan, write_result
 from backend.tune.scoring import Scorer
@@ -82,6 +82,7 @@ LEADERS = 3  # tuning leaders scored on the held-out questions (besides the base
 QUESTION_METHODS = ("model-free", "bundled", "chat")  # generate:METHOD
 GENERATED_PER_DOCUMENT = 15  # questions generated on each document
 SMALL_HELD_OUT = 20  # fewer held-out questions than this: the intervals are wide (a warning)
+_FAILURES = 3  # trials failing in a row that stop the search (the same error would repeat)
 _TUNING_VALUES = "tuning_values"  # user attribute: per-question objective values, in tuning order
 
 
@@ -208,29 +209,23 @@ def _lm_rate(scorer: LanguageModel | None) -> float | None:
     return rate.units_per_s if rate is not None else None
 
 
-def _plan_families(request: Any, have: Collection[str], budget_s: float, tokens: int,
+def _plan_families(request: Any, have: Collection[str], left_s: float, tokens: int,
                    scorer: LanguageModel | None) -> tuple[tuple[str, ...], tuple[LeftOut, ...]]:
     """The families searched and those left out (a model missing, or one trial over the budget)."""
     if request.families is None:
-        families, left = default_families(have)
-        families, left = tuple(families), list(left)
+        families, missing_out = default_families(have)
+        left = list(missing_out)
     else:
         families, left = (), []
         for f in request.families:
             missing = [m for m in family_needs(f) if m not in have]
             if missing:
-                left.append(LeftOut(f, f"{f}: needs the {' and the '.join(missing)} model, which this run has not got"))
+                what = " and ".join({"lm": "the language model", "embedder": "the embedder"}.get(m, m) for m in missing)
+                left.append(LeftOut(f, f"needs {what}, which this session has not loaded"))
             else:
                 families += (f,)
-    kept: list[str] = []
-    for f in families:
-        if "lm" in family_needs(f):
-            seconds = model_trial_seconds(tokens, _lm_rate(scorer))
-            if seconds is not None and seconds > budget_s:
-                left.append(LeftOut(f, model_left_out_reason(f, seconds, _lm_rate(scorer) or 0.0, budget_s)))
-                continue
-        kept.append(f)
-    return tuple(kept), tuple(left)
+    kept, over = plan_model_families(families, family_needs, tokens, _lm_rate(scorer), left_s)
+    return kept, tuple(left) + over
 
 
 def _row(number: int, config: ChunkerConfig, state: str, values: Sequence[float], stats: Any, seconds: float,
@@ -287,14 +282,15 @@ def run_tune(
     baseline = _baseline(request)
     constraints = tuple(parse_constraint(c) for c in request.constraints)
     tokens = sum(get_tokenizer(baseline.tokenizer).count(d.text) for d in inputs.documents)
-    families, left_out = _plan_families(request, models_available, budget.seconds, tokens, scorer)
+    families, left_out = _plan_families(request, models_available, budget.left, tokens, scorer)
     if not families:
         raise ParameterError("no family left to search: " + "; ".join(x.reason for x in left_out))
     space = search_space(families, baseline.tokenizer)
+    scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)
     key = {
         "documents": sorted(d.id for d in inputs.documents), "questions": _question_key(qs), "families": families,
         "objective": request.objective, "secondary": request.secondary, "constraints": [c.text for c in constraints],
-        "seed": request.seed, "baseline": baseline.spec,
+        "seed": request.seed, "baseline": baseline.spec, "embedder": scoring.embedder.info.fingerprint,
     }
     name = study_name(key)
     old = read_plan(out)
@@ -309,7 +305,7 @@ def run_tune(
         "left_out": [x.to_json() for x in left_out], "objective": request.objective,
         "secondary": request.secondary, "constraints": [c.text for c in constraints], "seed": request.seed,
         "baseline": baseline.spec, "budget": request.budget, "budget_seconds": budget.seconds,
-        "trials": request.trials, "space_size": _space_size(space),
+        "trials": request.trials, "space_size": _space_size(space), "embedder": scoring.embedder.info.name,
     }
     write_plan(out, plan)
 
@@ -321,14 +317,15 @@ def run_tune(
         params = _baseline_params(space, baseline)
         # "space": the space names the baseline (its parameters are recorded); "as is": it is run outside the space.
         study.enqueue_trial(params, user_attrs={BASELINE_ATTR: "space" if params else "as is"})
-    scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)
     cheap, rest = subset(split.tuning, seed=request.seed)
     rows = dict(prior)
     cancelled = False
+    stopped = ""
     stage = "searching"
 
-    def report() -> None:
-        progress(min(int(budget.used), int(budget.seconds)), max(1, int(budget.seconds)))
+    def report(count: bool = True) -> None:
+        if count:  # counting also honours a cancel
+            progress(min(int(budget.used), int(budget.seconds)), max(1, int(budget.seconds)))
         best = _best_number(study, two)
         progress.publish(TuneProgress(tuple(sorted(rows.values(), key=lambda r: r.number)), budget.seconds,
                                       budget.used, best, stage))
@@ -338,8 +335,11 @@ def run_tune(
         report()
         while True:
             progress.check()
-            done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))]
-            if request.trials is not None and len(done) >= request.trials:
+            if request.trials is not None and len(rows) >= request.trials:
+                break
+            failed = [r for r in sorted(rows.values(), key=lambda r: r.number)[-_FAILURES:] if r.state == "failed"]
+            if len(failed) == _FAILURES:
+                stopped = f"stopped: {_FAILURES} trials in a row failed ({failed[-1].reason})"
                 break
             if not budget.fits(budget.expected(families) + _held_out_reserve(budget, split)):
                 break
@@ -378,14 +378,17 @@ def run_tune(
         cancelled = True
 
     stage = "held-out"
+    report(count=False)
     try:
         answer = _held_out(study, rows, baseline, split, scoring, request, two, cancelled)
     except Cancelled:
         cancelled = True
         answer = _Answer(None, None, None, None, (), ())
-    result = _result(request, inputs, split, rows, baseline, answer, left_out, budget, cancelled, study, two)
+    result = _result(request, inputs, split, rows, baseline, answer, left_out, budget, cancelled, study, two,
+                     (stopped,) if stopped else ())
     write_result(out, result)
     stage = "done"
+    report(count=False)
     return result
 
 
@@ -564,7 +567,7 @@ def _warnings(inputs: TuneInputs, split: Split, cancelled: bool, left_out: Seque
 
 def _result(request: Any, inputs: TuneInputs, split: Split, rows: Mapping[int, TrialRow], baseline: ChunkerConfig,
             answer: _Answer, left_out: Sequence[LeftOut], budget: Budget, cancelled: bool, study: optuna.Study,
-            two: bool) -> TuneResult:
+            two: bool, notes: tuple[str, ...] = ()) -> TuneResult:
     return TuneResult(
         documents=tuple(d.source for d in inputs.documents), question_set=inputs.name,
         question_method=inputs.method, tuning_questions=split.tuning, held_out_questions=split.held_out,
@@ -572,7 +575,7 @@ def _result(request: Any, inputs: TuneInputs, split: Split, rows: Mapping[int, T
         seed=request.seed, trials=tuple(sorted(rows.values(), key=lambda r: r.number)), pick=answer.pick,
         pick_score=answer.pick_score, baseline=baseline, vs_baseline=answer.vs_baseline,
         vs_runner_up=answer.vs_runner_up, tied=answer.tied, pareto=_pareto(study, two), left_out=tuple(left_out),
-        warnings=_warnings(inputs, split, cancelled, left_out), verdict=_verdict(inputs, split, request, answer,
+        warnings=_warnings(inputs, split, cancelled, left_out) + notes, verdict=_verdict(inputs, split, request, answer,
                                                                                cancelled),
         budget_seconds=budget.seconds, used_seconds=budget.used,
         cancelled=cancelled, theta_curves=_theta_curves(rows),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from backend.tune.budget import Budget, model_left_out_reason, model_trial_seconds
+from backend.tune.budget import Budget, model_left_out_reason, model_trial_seconds, plan_model_families
 
 
 def test_the_budget_counts_a_scripted_clock_and_expects_the_dearest_measured_family():
@@ -30,8 +30,20 @@ def test_a_model_trial_is_estimated_from_the_rate_measured_here_and_said_in_huma
     assert model_trial_seconds(73_800, None) is None
     seconds = model_trial_seconds(73_800, 410.0)
     assert seconds == 180.0
-    assert model_left_out_reason("ppl", seconds, 410.0, 60) == (
-        "ppl: one trial needs about 3 min at 410 tokens/s measured here; the budget left is 60 s")
+    assert model_left_out_reason(seconds, 410.0, 60) == (
+        "one trial needs about 3 min at 410 tokens/s measured here; the budget left is 60 s")
+
+
+def test_a_model_backed_family_is_planned_only_when_its_first_trial_fits():
+    def needs(family):
+        return ("lm",) if family.startswith("ppl") else ()
+
+    families = ("recursive", "ppl", "ppl_combined")
+    kept, out = plan_model_families(families, needs, 73_800, 410.0, left=60)
+    assert kept == ("recursive",) and [x.family for x in out] == ["ppl", "ppl_combined"]
+    assert out[0].reason.startswith("one trial needs about 3 min at 410 tokens/s")
+    assert plan_model_families(families, needs, 73_800, 410.0, left=200) == (families, ())
+    assert plan_model_families(families, needs, 73_800, None, left=60) == (families, ())  # no rate: it measures
 
 
 def test_a_run_stops_before_a_trial_that_would_not_fit(tune_request, run_counted):
