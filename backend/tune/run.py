@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -355,7 +355,16 @@ def run_tune(
                 trial.set_user_attr(CONFIG_ATTR, config.spec)
                 stats = scoring.stats(config)
                 violated = _violation(constraints, stats)
-                if violated:
+                same = next((r for r in sorted(rows.values(), key=lambda r: r.number)
+                             if r.config == config and r.state in ("complete", "pruned")), None)
+                if same is not None:  # the sampler proposed a configuration already scored: its scores stand
+                    if same.state == "complete":
+                        study.tell(trial, [same.objective, same.secondary] if two else same.objective)
+                    else:
+                        study.tell(trial, state=TrialState.PRUNED)
+                    row = replace(same, number=trial.number, seconds=clock() - t0,
+                                  reason=same.reason or f"repeats trial {same.number} (not scored again)")
+                elif violated:
                     study.tell(trial, state=TrialState.PRUNED)
                     row = _row(trial.number, config, "pruned", [], stats, clock() - t0, request.seed, reason=violated)
                 else:
@@ -366,10 +375,13 @@ def run_tune(
                 study.enqueue_trial(dict(trial.params), user_attrs={k: v for k, v in trial.user_attrs.items()
                                                                    if k in (BASELINE_ATTR, CONFIG_ATTR)})
                 raise
-            except ChunkLabError as e:
+            except (ChunkLabError, AssertionError) as e:
+                # AssertionError: a chunker's own span check (Chunker.chunk) refused what it cut; the trial fails
+                # with that line and the search goes on (three in a row stop it).
                 study.tell(trial, state=TrialState.FAIL)
-                cfg = config or baseline
-                row = _row(trial.number, cfg, "failed", [], stats, clock() - t0, request.seed, reason=one_line(str(e)))
+                what = str(e) if isinstance(e, ChunkLabError) else f"{type(e).__name__}: {e}"
+                row = _row(trial.number, config or baseline, "failed", [], stats, clock() - t0, request.seed,
+                           reason=one_line(what))
             rows[row.number] = row
             append_trial(out, row)
             report()
@@ -473,7 +485,11 @@ def _held_out(study: optuna.Study, rows: Mapping[int, TrialRow], baseline: Chunk
     complete = [r for r in rows.values() if r.state == "complete"]
     if not complete:
         return _Answer(None, None, None, None, (), ())
-    leaders = sorted(complete, key=lambda r: (-r.objective, r.number))[:LEADERS]
+    ranked = sorted(complete, key=lambda r: (-r.objective, r.number))
+    firsts: dict[ChunkerConfig, TrialRow] = {}
+    for r in ranked:  # distinct configurations, best first (a repeated trial scored the same)
+        firsts.setdefault(r.config, r)
+    leaders = list(firsts.values())[:LEADERS]
     candidates = list(dict.fromkeys([r.config for r in leaders] + [baseline]))
     held = list(split.held_out)
     scores: dict[ChunkerConfig, list[float]] = {}
