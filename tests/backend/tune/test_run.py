@@ -51,25 +51,27 @@ def test_a_cancelled_run_resumes_without_scoring_a_finished_trial_again(tune_req
         if isinstance(value, TuneProgress) and len(value.trials) >= 3:
             token.cancel()
 
-    request = tune_request("resume", trials=5)
+    request = tune_request("resume", trials=6)
     cancelled = run_counted(request, progress=Progress(cancel=token, partial=watch))
     assert cancelled.cancelled and len(cancelled.trials) == 3
     assert any("cancelled" in w for w in cancelled.warnings)
     def search_calls(result):
         return [c for c in run_counted.calls if not set(c[1]) & set(result.held_out_questions)]
 
-    def scorings(trials):  # a trial is scored on the subset, then on the rest unless pruned; a violation: never
-        return sum(0 if t.reason.startswith("violates") else 1 if t.state == "pruned" else 2 for t in trials)
+    def scorings(trials):  # on the subset, then on the rest unless pruned; never for a violation or a repeat
+        return sum(0 if t.reason.startswith(("violates", "repeats")) else 1 if t.state == "pruned" else 2
+                   for t in trials)
 
     assert len(search_calls(cancelled)) == scorings(cancelled.trials)
     done = read_trials(request.out)
     resumed = run_counted(request)
-    assert not resumed.cancelled and [t.number for t in resumed.trials] == [0, 1, 2, 3, 4]
+    assert not resumed.cancelled and [t.number for t in resumed.trials] == [0, 1, 2, 3, 4, 5]
     assert resumed.trials[:3] == done  # the first three rows are the cancelled run's, untouched
-    # Only trials 3 and 4 were scored by the search.
+    # Only the new trials were scored by the search, and none of the finished trials' configurations.
     assert len(search_calls(resumed)) == scorings(resumed.trials[3:]) >= 2
+    assert not {spec for spec, _ in search_calls(resumed)} & {t.config.spec for t in done}
     lines = Path(request.out, TRIALS_FILE).read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 6
 
 
 def test_a_pick_that_does_not_beat_the_baseline_says_so(tune_request, run_counted):
@@ -89,3 +91,18 @@ def test_a_constraint_prunes_unscored_and_another_request_in_the_folder_is_refus
                    for spec, ix in run_counted.calls)
     with pytest.raises(ParameterError, match="holds another tuning run"):
         run_counted(tune_request("cons", trials=2))
+
+
+def test_two_objectives_give_the_non_dominated_trials(tune_request, run_counted):
+    result = run_counted(tune_request("two", secondary="mean_tokens", trials=5))
+    complete = {t.number: t for t in result.trials if t.state == "complete"}
+    assert result.pareto and set(result.pareto) <= set(complete)
+    assert all(complete[n].secondary == complete[n].mean_tokens for n in complete)
+
+    def dominates(a, b):
+        return (a.objective >= b.objective and a.mean_tokens <= b.mean_tokens
+                and (a.objective > b.objective or a.mean_tokens < b.mean_tokens))
+
+    for n, t in complete.items():
+        dominated = any(dominates(o, t) for o in complete.values())
+        assert (n in result.pareto) == (not dominated)
