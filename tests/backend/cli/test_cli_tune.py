@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from backend.cli.main import main
 from backend.samples import SAMPLES_DIR
 from backend.tune.result import read_plan, read_trials
+from tests.conftest import ROOT
 
 
 @pytest.mark.parametrize(
@@ -61,3 +67,27 @@ def test_a_folder_with_model_free_questions_tunes_and_resumes(tmp_path, capsys):
     assert "pick: " in text and "top trials (4 in all" in text
     assert [t.number for t in read_trials(out)] == [0, 1, 2, 3] and read_plan(out)["study"] == plan["study"]
     assert len((out / "trials.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_killed_run_resumes_keeping_its_finished_trials(tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["tune", "sample:narrative", "--questions", "sample:narrative", "--families", "recursive,fixed_token",
+            "--out", str(out)]
+    env = {**os.environ, "CHUNKLAB_TORCH_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "backend", *args, "--trials", "40"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(read_trials(out)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    before = read_trials(out)
+    assert len(before) >= 2 and not (out / "result.json").exists()
+    assert main([*args, "--trials", str(len(before) + 2), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    after = read_trials(out)
+    assert after[: len(before)] == before  # kept as they were, not scored again
+    assert len(after) == len(before) + 2 and len(result["trials"]) == len(after)
+    assert len({t.number for t in after}) == len(after)
