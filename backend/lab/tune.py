@@ -20,8 +20,8 @@ from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.models.types import Scorer
 from backend.progress import Progress
-from backend.tune.run import QUESTION_METHODS, available_models, run_tune
-from backend.tune.space import BASELINE, check_families, family_needs
+from backend.tune.run import QUESTION_METHODS, available_models, check_objective_supported, run_tune
+from backend.tune.space import BASELINE, check_families, default_families, family_needs
 from backend.tune.spec import check_objective, check_secondary, parse_budget, parse_constraint
 from backend.tune.types import TuneResult
 
@@ -111,8 +111,9 @@ def check_request(request: TuneRequest) -> TuneRequest:
     sources = _check_sources(tuple(request.sources))
     _check_questions(request.questions, request.corpora)
     families = None if request.families is None else check_families(tuple(request.families))
-    objective = check_objective(request.objective)
-    secondary = check_secondary(request.secondary) if request.secondary else None
+    objective = check_objective(str(request.objective).strip().lower())
+    check_objective_supported(objective)
+    secondary = check_secondary(str(request.secondary).strip().lower()) if request.secondary else None
     constraints = tuple(parse_constraint(c).text for c in request.constraints)
     parse_budget(request.budget)
     if request.engine not in ENGINES:
@@ -132,11 +133,12 @@ def check_request(request: TuneRequest) -> TuneRequest:
     )
 
 
-def _needs_lm(request: TuneRequest) -> bool:
-    """Whether the run loads the language model: ``bc``, a family that needs it, bundled questions."""
+def _needs_lm(request: TuneRequest, have: frozenset[str]) -> bool:
+    """Whether the run loads the language model: ``bc``, a family searched that needs it, bundled questions."""
     if request.objective == "bc" or request.questions == "generate:bundled":
         return True
-    if request.families is not None and any("lm" in family_needs(f) for f in request.families):
+    families = request.families if request.families is not None else default_families(have)[0]
+    if any("lm" in family_needs(f) for f in families):
         return True
     baseline = ChunkerConfig.parse(request.baseline_spec)
     return "lm" in config_needs(make_chunker(*baseline).config)
@@ -154,13 +156,15 @@ def plan_tune(request: TuneRequest, models: SessionModels | None) -> JobPlan:
     """
     request = check_request(request)
     lm_ok = models is not None and models.error is None
-    use_lm = lm_ok and _needs_lm(request)
     have = available_models(lm=lm_ok, embedder=True)
+    use_lm = lm_ok and _needs_lm(request, have)
+
+    embedder = models.embedder_spec if models is not None else None
 
     def body(scorer: Scorer | None, progress: Progress) -> TuneResult:
-        return run_tune(request, scorer=scorer, progress=progress, models_available=have)
+        return run_tune(request, scorer=scorer, progress=progress, models_available=have, embedder=embedder)
 
     docs = ", ".join(Path(s).name for s in request.sources)
     title = f"Tuning on {docs} ({request.objective}, budget {request.budget})"
     meta = MappingProxyType({"out": str(request.out)})
-    return JobPlan(title, ("tune", request), body, models=models if use_lm else None, meta=meta)
+    return JobPlan(title, ("tune", request, embedder), body, models=models if use_lm else None, meta=meta)

@@ -12,12 +12,13 @@ when one trial of it, at a rate measured on this machine, fits the whole budget
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from backend.progress import format_seconds
+from backend.tune.types import LeftOut
 
-__all__ = ["Budget", "model_trial_seconds", "model_left_out_reason"]
+__all__ = ["Budget", "model_trial_seconds", "model_left_out_reason", "plan_model_families"]
 
 
 @dataclass
@@ -85,7 +86,28 @@ def model_trial_seconds(tokens: int, tokens_per_s: float | None) -> float | None
     return tokens / tokens_per_s
 
 
-def model_left_out_reason(family: str, seconds: float, tokens_per_s: float, left: float) -> str:
-    """``"ppl: one trial needs about 3 min at 410 tokens/s measured here; the budget left is 1 min"``."""
-    return (f"{family}: one trial needs {format_seconds(seconds)} at {tokens_per_s:,.0f} tokens/s measured here; "
+def model_left_out_reason(seconds: float, tokens_per_s: float, left: float) -> str:
+    """``"one trial needs about 3 min at 410 tokens/s measured here; the budget left is 1 min"`` (the family is
+    the :class:`~backend.tune.types.LeftOut`'s own field: ``ppl: one trial needs …`` as shown)."""
+    return (f"one trial needs {format_seconds(seconds)} at {tokens_per_s:,.0f} tokens/s measured here; "
             f"the budget left is {format_seconds(left)}")
+
+
+def plan_model_families(families: Sequence[str], needs: Callable[[str], Sequence[str]], tokens: int,
+                        tokens_per_s: float | None, left: float) -> tuple[tuple[str, ...], tuple[LeftOut, ...]]:
+    """Keep the families that need no language model, and those whose first trial fits ``left`` seconds.
+
+    A family that needs the language model (``"lm" in needs(family)``) costs one scoring pass over
+    ``tokens`` on its first trial (the scores are cached after it: the next θ costs milliseconds). At
+    ``tokens_per_s`` measured on this machine it is kept only when that pass fits what is left;
+    without a measured rate it is kept (its first trial measures it).
+    """
+    kept: list[str] = []
+    out: list[LeftOut] = []
+    seconds = model_trial_seconds(tokens, tokens_per_s)
+    for f in families:
+        if "lm" in needs(f) and seconds is not None and tokens_per_s and seconds > left:
+            out.append(LeftOut(f, model_left_out_reason(seconds, tokens_per_s, left)))
+        else:
+            kept.append(f)
+    return tuple(kept), tuple(out)

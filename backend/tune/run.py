@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,8 @@ from backend.models.rates import rate_store
 from backend.models.types import Scorer as LanguageModel
 from backend.progress import Progress, format_seconds
 from backend.retrieval.evaluate import METRIC_LABELS
+from backend.retrieval.generation import generate_questions
+from backend.retrieval.modelfree import model_free_questions
 from backend.retrieval.questions import (
     QuestionSet,
     load_question_set,
@@ -54,7 +56,7 @@ from backend.retrieval.questions import (
 from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
-from backend.tune.budget import Budget, model_left_out_reason, model_trial_seconds
+from backend.tune.budget import Budget, plan_model_families
 from backend.tune.pruner import STEP, SUBSET_ATTR, IntervalPruner
 from backend.tune.result import append_trial, read_plan, read_trials, write_plan, write_result
 from backend.tune.scoring import Scorer
@@ -71,6 +73,7 @@ __all__ = [
     "SMALL_HELD_OUT",
     "TuneInputs",
     "available_models",
+    "check_objective_supported",
     "load_inputs",
     "run_tune",
 ]
@@ -79,7 +82,19 @@ LEADERS = 3  # tuning leaders scored on the held-out questions (besides the base
 QUESTION_METHODS = ("model-free", "bundled", "chat")  # generate:METHOD
 GENERATED_PER_DOCUMENT = 15  # questions generated on each document
 SMALL_HELD_OUT = 20  # fewer held-out questions than this: the intervals are wide (a warning)
+_FAILURES = 3  # trials failing in a row that stop the search (the same error would repeat)
 _TUNING_VALUES = "tuning_values"  # user attribute: per-question objective values, in tuning order
+
+
+def check_objective_supported(objective: str) -> None:
+    """Refuse an objective the tuner cannot score (``bc``), in one line.
+
+    Raises:
+        ParameterError: ``bc`` (Boundary Clarity per boundary of every trial is not computed by the tuner yet).
+    """
+    if objective == "bc":
+        raise ParameterError("bc needs Boundary Clarity per boundary of every trial with the language model, which "
+                             "the tuner does not compute yet; choose iou, recall, precision or precision_omega")
 
 
 def available_models(*, lm: bool, embedder: bool = True) -> frozenset[str]:
@@ -128,8 +143,7 @@ def _documents(sources: Sequence[str]) -> tuple[Document, ...]:
     return tuple(docs)
 
 
-def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, scorer: LanguageModel | None,
-              progress: Progress) -> QuestionSet:
+def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, progress: Progress) -> QuestionSet:
     """Questions generated on each document (``out/questions.csv`` when an earlier run saved them)."""
     csv, corpora = out / "questions.csv", out / "corpora"
     if csv.is_file():
@@ -138,12 +152,8 @@ def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, score
     for i, doc in enumerate(docs):
         part = progress.part(i, len(docs), f"questions on {doc.source}")
         if method == "model-free":
-            from backend.retrieval.modelfree import model_free_questions
-
             got = model_free_questions(doc, n=GENERATED_PER_DOCUMENT, seed=seed, progress=part)
         else:
-            from backend.retrieval.generation import generate_questions
-
             got = generate_questions(doc, n=GENERATED_PER_DOCUMENT, method=method, seed=seed, progress=part,
                                      lm=None)
         merged = merge_question_sets(merged, got.question_set())
@@ -152,8 +162,7 @@ def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, score
     return merged
 
 
-def load_inputs(request: Any, out: Path, scorer: LanguageModel | None = None,
-                progress: Progress | None = None) -> TuneInputs:
+def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> TuneInputs:
     """The request's documents and question set (generated ones saved in ``out``; see the module docstring).
 
     Raises:
@@ -167,7 +176,7 @@ def load_inputs(request: Any, out: Path, scorer: LanguageModel | None = None,
         method = spec.removeprefix("generate:")
         if method not in QUESTION_METHODS:
             raise ParameterError(f"unknown question method {method!r}; choose one of: {', '.join(QUESTION_METHODS)}")
-        qs = _generate(docs, method, request.seed, out, scorer, progress)
+        qs = _generate(docs, method, request.seed, out, progress)
         return TuneInputs(docs, qs, spec, {"bundled": "bundled-lm"}.get(method, method))
     if spec.startswith("sample:"):
         full, method = load_sample_question_set(spec.removeprefix("sample:")), "hand-written"
@@ -200,29 +209,23 @@ def _lm_rate(scorer: LanguageModel | None) -> float | None:
     return rate.units_per_s if rate is not None else None
 
 
-def _plan_families(request: Any, have: Collection[str], budget_s: float, tokens: int,
+def _plan_families(request: Any, have: Collection[str], left_s: float, tokens: int,
                    scorer: LanguageModel | None) -> tuple[tuple[str, ...], tuple[LeftOut, ...]]:
     """The families searched and those left out (a model missing, or one trial over the budget)."""
     if request.families is None:
-        families, left = default_families(have)
-        families, left = tuple(families), list(left)
+        families, missing_out = default_families(have)
+        left = list(missing_out)
     else:
         families, left = (), []
         for f in request.families:
             missing = [m for m in family_needs(f) if m not in have]
             if missing:
-                left.append(LeftOut(f, f"{f}: needs the {' and the '.join(missing)} model, which this run has not got"))
+                what = " and ".join({"lm": "the language model", "embedder": "the embedder"}.get(m, m) for m in missing)
+                left.append(LeftOut(f, f"needs {what}, which this session has not loaded"))
             else:
                 families += (f,)
-    kept: list[str] = []
-    for f in families:
-        if "lm" in family_needs(f):
-            seconds = model_trial_seconds(tokens, _lm_rate(scorer))
-            if seconds is not None and seconds > budget_s:
-                left.append(LeftOut(f, model_left_out_reason(f, seconds, _lm_rate(scorer) or 0.0, budget_s)))
-                continue
-        kept.append(f)
-    return tuple(kept), tuple(left)
+    kept, over = plan_model_families(families, family_needs, tokens, _lm_rate(scorer), left_s)
+    return kept, tuple(left) + over
 
 
 def _row(number: int, config: ChunkerConfig, state: str, values: Sequence[float], stats: Any, seconds: float,
@@ -272,23 +275,22 @@ def run_tune(
     out.mkdir(parents=True, exist_ok=True)
     budget = Budget(parse_budget(request.budget), clock)
     budget.start()
-    if request.objective == "bc":
-        raise ParameterError("bc needs Boundary Clarity per boundary of every trial with the language model, "
-                             "which tuning does not compute yet; choose iou, recall, precision or precision_omega")
-    inputs = load_inputs(request, out, scorer, progress)
+    check_objective_supported(request.objective)
+    inputs = load_inputs(request, out, progress)
     qs = inputs.questions
     split = split_questions([q.corpus_id for q in qs.questions], seed=request.seed)
     baseline = _baseline(request)
     constraints = tuple(parse_constraint(c) for c in request.constraints)
     tokens = sum(get_tokenizer(baseline.tokenizer).count(d.text) for d in inputs.documents)
-    families, left_out = _plan_families(request, models_available, budget.seconds, tokens, scorer)
+    families, left_out = _plan_families(request, models_available, budget.left, tokens, scorer)
     if not families:
         raise ParameterError("no family left to search: " + "; ".join(x.reason for x in left_out))
     space = search_space(families, baseline.tokenizer)
+    scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)
     key = {
         "documents": sorted(d.id for d in inputs.documents), "questions": _question_key(qs), "families": families,
         "objective": request.objective, "secondary": request.secondary, "constraints": [c.text for c in constraints],
-        "seed": request.seed, "baseline": baseline.spec,
+        "seed": request.seed, "baseline": baseline.spec, "embedder": scoring.embedder.info.fingerprint,
     }
     name = study_name(key)
     old = read_plan(out)
@@ -303,7 +305,7 @@ def run_tune(
         "left_out": [x.to_json() for x in left_out], "objective": request.objective,
         "secondary": request.secondary, "constraints": [c.text for c in constraints], "seed": request.seed,
         "baseline": baseline.spec, "budget": request.budget, "budget_seconds": budget.seconds,
-        "trials": request.trials, "space_size": _space_size(space),
+        "trials": request.trials, "space_size": _space_size(space), "embedder": scoring.embedder.info.name,
     }
     write_plan(out, plan)
 
@@ -315,14 +317,15 @@ def run_tune(
         params = _baseline_params(space, baseline)
         # "space": the space names the baseline (its parameters are recorded); "as is": it is run outside the space.
         study.enqueue_trial(params, user_attrs={BASELINE_ATTR: "space" if params else "as is"})
-    scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)
     cheap, rest = subset(split.tuning, seed=request.seed)
     rows = dict(prior)
     cancelled = False
+    stopped = ""
     stage = "searching"
 
-    def report() -> None:
-        progress(min(int(budget.used), int(budget.seconds)), max(1, int(budget.seconds)))
+    def report(count: bool = True) -> None:
+        if count:  # counting also honours a cancel
+            progress(min(int(budget.used), int(budget.seconds)), max(1, int(budget.seconds)))
         best = _best_number(study, two)
         progress.publish(TuneProgress(tuple(sorted(rows.values(), key=lambda r: r.number)), budget.seconds,
                                       budget.used, best, stage))
@@ -332,11 +335,15 @@ def run_tune(
         report()
         while True:
             progress.check()
-            done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))]
-            if request.trials is not None and len(done) >= request.trials:
+            if request.trials is not None and len(rows) >= request.trials:
+                break
+            failed = [r for r in sorted(rows.values(), key=lambda r: r.number)[-_FAILURES:] if r.state == "failed"]
+            if len(failed) == _FAILURES:
+                stopped = f"stopped: {_FAILURES} trials in a row failed ({failed[-1].reason})"
                 break
             if not budget.fits(budget.expected(families) + _held_out_reserve(budget, split)):
                 break
+            began = budget.used  # a trial's cost for the budget: everything from here to the next trial
             trial = study.ask()
             t0 = clock()
             family = "?"
@@ -348,7 +355,16 @@ def run_tune(
                 trial.set_user_attr(CONFIG_ATTR, config.spec)
                 stats = scoring.stats(config)
                 violated = _violation(constraints, stats)
-                if violated:
+                same = next((r for r in sorted(rows.values(), key=lambda r: r.number)
+                             if r.config == config and r.state in ("complete", "pruned")), None)
+                if same is not None:  # the sampler proposed a configuration already scored: its scores stand
+                    if same.state == "complete":
+                        study.tell(trial, [same.objective, same.secondary] if two else same.objective)
+                    else:
+                        study.tell(trial, state=TrialState.PRUNED)
+                    row = replace(same, number=trial.number, seconds=clock() - t0,
+                                  reason=same.reason or f"repeats trial {same.number} (not scored again)")
+                elif violated:
                     study.tell(trial, state=TrialState.PRUNED)
                     row = _row(trial.number, config, "pruned", [], stats, clock() - t0, request.seed, reason=violated)
                 else:
@@ -359,26 +375,32 @@ def run_tune(
                 study.enqueue_trial(dict(trial.params), user_attrs={k: v for k, v in trial.user_attrs.items()
                                                                    if k in (BASELINE_ATTR, CONFIG_ATTR)})
                 raise
-            except ChunkLabError as e:
+            except (ChunkLabError, AssertionError) as e:
+                # AssertionError: a chunker's own span check (Chunker.chunk) refused what it cut; the trial fails
+                # with that line and the search goes on (three in a row stop it).
                 study.tell(trial, state=TrialState.FAIL)
-                cfg = config or baseline
-                row = _row(trial.number, cfg, "failed", [], stats, clock() - t0, request.seed, reason=one_line(str(e)))
+                what = str(e) if isinstance(e, ChunkLabError) else f"{type(e).__name__}: {e}"
+                row = _row(trial.number, config or baseline, "failed", [], stats, clock() - t0, request.seed,
+                           reason=one_line(what))
             rows[row.number] = row
             append_trial(out, row)
-            budget.record(family, row.seconds)
             report()
+            budget.record(family, budget.used - began)
     except Cancelled:
         cancelled = True
 
     stage = "held-out"
+    report(count=False)
     try:
         answer = _held_out(study, rows, baseline, split, scoring, request, two, cancelled)
     except Cancelled:
         cancelled = True
         answer = _Answer(None, None, None, None, (), ())
-    result = _result(request, inputs, split, rows, baseline, answer, left_out, budget, cancelled, study, two)
+    result = _result(request, inputs, split, rows, baseline, answer, left_out, budget, cancelled, study, two,
+                     (stopped,) if stopped else ())
     write_result(out, result)
     stage = "done"
+    report(count=False)
     return result
 
 
@@ -463,7 +485,11 @@ def _held_out(study: optuna.Study, rows: Mapping[int, TrialRow], baseline: Chunk
     complete = [r for r in rows.values() if r.state == "complete"]
     if not complete:
         return _Answer(None, None, None, None, (), ())
-    leaders = sorted(complete, key=lambda r: (-r.objective, r.number))[:LEADERS]
+    ranked = sorted(complete, key=lambda r: (-r.objective, r.number))
+    firsts: dict[ChunkerConfig, TrialRow] = {}
+    for r in ranked:  # distinct configurations, best first (a repeated trial scored the same)
+        firsts.setdefault(r.config, r)
+    leaders = list(firsts.values())[:LEADERS]
     candidates = list(dict.fromkeys([r.config for r in leaders] + [baseline]))
     held = list(split.held_out)
     scores: dict[ChunkerConfig, list[float]] = {}
@@ -522,14 +548,18 @@ def _verdict(inputs: TuneInputs, split: Split, request: Any, answer: _Answer, ca
     where = f"On {docs}, with {inputs.name} ({len(split.held_out)} held-out questions, {inputs.method})"
     if answer.pick is None or answer.pick_score is None:
         return f"{where}, no trial completed{' before the run was cancelled' if cancelled else ''}: there is no pick."
-    head = f"{where}, {answer.pick.spec} has the highest held-out {label} ({answer.pick_score.text()})"
-    if answer.vs_baseline is None:
-        tail = "; it is the baseline itself: no configuration beats the baseline on the held-out questions"
+    score = f"held-out {label} ({answer.pick_score.text()})"
+    if answer.vs_baseline is None:  # the pick is the baseline
+        head = (f"{where}, no configuration beats the baseline on the held-out questions: the baseline "
+                f"{answer.pick.spec} has the highest {score}")
+        tail = ""
     elif answer.vs_baseline.verdict == "better":
+        head = f"{where}, {answer.pick.spec} has the highest {score}"
         tail = f"; it beats the baseline by {_points(answer.vs_baseline.difference)}"
     else:
-        tail = (f"; no configuration beats the baseline on the held-out questions (the pick minus the baseline: "
-                f"{_points(answer.vs_baseline.difference)})")
+        head = (f"{where}, no configuration beats the baseline on the held-out questions: {answer.pick.spec} has "
+                f"the highest {score}")
+        tail = f", but its difference from the baseline is {_points(answer.vs_baseline.difference)}"
     n = len(answer.tied)
     if n:
         tail += f"; it cannot be told apart from {n} other{'s' if n > 1 else ''}"
@@ -553,7 +583,7 @@ def _warnings(inputs: TuneInputs, split: Split, cancelled: bool, left_out: Seque
 
 def _result(request: Any, inputs: TuneInputs, split: Split, rows: Mapping[int, TrialRow], baseline: ChunkerConfig,
             answer: _Answer, left_out: Sequence[LeftOut], budget: Budget, cancelled: bool, study: optuna.Study,
-            two: bool) -> TuneResult:
+            two: bool, notes: tuple[str, ...] = ()) -> TuneResult:
     return TuneResult(
         documents=tuple(d.source for d in inputs.documents), question_set=inputs.name,
         question_method=inputs.method, tuning_questions=split.tuning, held_out_questions=split.held_out,
@@ -561,7 +591,7 @@ def _result(request: Any, inputs: TuneInputs, split: Split, rows: Mapping[int, T
         seed=request.seed, trials=tuple(sorted(rows.values(), key=lambda r: r.number)), pick=answer.pick,
         pick_score=answer.pick_score, baseline=baseline, vs_baseline=answer.vs_baseline,
         vs_runner_up=answer.vs_runner_up, tied=answer.tied, pareto=_pareto(study, two), left_out=tuple(left_out),
-        warnings=_warnings(inputs, split, cancelled, left_out), verdict=_verdict(inputs, split, request, answer,
+        warnings=_warnings(inputs, split, cancelled, left_out) + notes, verdict=_verdict(inputs, split, request, answer,
                                                                                cancelled),
         budget_seconds=budget.seconds, used_seconds=budget.used,
         cancelled=cancelled, theta_curves=_theta_curves(rows),
