@@ -1,5 +1,5 @@
 """The Tune page with ``AppTest``: its widgets, a finished run's folder rendered, "Use this", one-line errors,
-and the Summary's Tuning section.
+the Summary's Tuning section, and a saved session that brings the tuning result back.
 
 The finished run is an output folder written as a run writes it (:mod:`tests.support.tune_rows`); a real run
 in the browser is ``tests/app/test_e2e_tune_browser.py``'s.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from backend.report.session import session_path
 from tests.support.apptest import isolated_lab, open_page, run
 from tests.support.tune_rows import sample_result, sample_trials, write_out
 
@@ -89,3 +90,24 @@ def test_a_folder_that_is_not_a_run_is_one_line(tmp_path) -> None:
     at.button(key="tune_open_run").click()
     run(at)
     assert len(at.error) == 1 and "not a tuning run's folder" in at.error[0].value
+
+
+def test_a_saved_session_keeps_the_tuning_result_and_the_tune_page_shows_it_again(tmp_path) -> None:
+    result = sample_result()
+    at = open_page("pages/tune.py")
+    at.session_state["tune_result"] = result
+    at.text_input(key="ses_name").set_value("tuned")
+    run(at)
+    at.button(key="ses_save").click()
+    run(at)
+    text = session_path("tuned").read_text(encoding="utf-8")
+    fresh = open_page("pages/tune.py")  # a new session: no tuning result yet
+    assert "tune_result" not in fresh.session_state
+    gen = fresh.session_state["ses_gen"] if "ses_gen" in fresh.session_state else 0
+    fresh.file_uploader(key=f"ses_open_{gen}").set_value(("tuned.json", text.encode(), "application/json"))
+    run(fresh)
+    assert not fresh.error, [e.value for e in fresh.error]
+    assert fresh.session_state["tune_result"] == result
+    run(fresh)
+    text = " ".join(m.value for m in fresh.markdown).replace("\\", "")
+    assert "held-out IoU 40.0% [31.0, 49.0]" in text  # the page shows the session's result
