@@ -20,6 +20,7 @@ from backend.figures.tune import PARETO_AXES
 from backend.jobs import Job
 from backend.lab.tune_view import TuneView, tune_view
 from backend.report.tuning import rests_on, tuning_lines
+from backend.tune.types import TuneProgress
 from components.keys import TUNE, TUNE_JOB, TUNE_RESULT
 from components.state import add_configuration
 
@@ -84,8 +85,10 @@ def live_panel(job_key: str) -> None:
     job: Job | None = st.session_state.get(job_key)
     if job is None or not job.running:
         return
+    # The budget's own count when the run has published it (its clock starts after the questions are made).
+    used = job.partial.used_seconds if isinstance(job.partial, TuneProgress) else time.perf_counter() - job.started
     try:
-        view = tune_view(job.meta["out"], elapsed=time.perf_counter() - job.started)
+        view = tune_view(job.meta["out"], elapsed=used)
     except ChunkLabError as e:
         st.caption(one_line(str(e)))
         return

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from backend.report.session import session_path
-from tests.support.apptest import isolated_lab, open_page, run
+from tests.support.apptest import isolated_lab, open_page, run, wait_job
 from tests.support.tune_rows import sample_result, sample_trials, write_out
 
 WIDGETS = ("tune_qsource", "tune_families", "tune_objective", "tune_secondary", "tune_budget", "tune_trials",
@@ -111,3 +111,25 @@ def test_a_saved_session_keeps_the_tuning_result_and_the_tune_page_shows_it_agai
     run(fresh)
     text = " ".join(m.value for m in fresh.markdown).replace("\\", "")
     assert "held-out IoU 40.0% [31.0, 49.0]" in text  # the page shows the session's result
+
+
+def test_a_real_run_ends_with_its_answer_and_start_again_resumes_it(tmp_path) -> None:
+    at = open_page("pages/tune.py")
+    at.multiselect(key="tune_families").set_value(["recursive"])
+    at.number_input(key="tune_trials").set_value(2)
+    at.text_input(key="tune_out").set_value(str(tmp_path / "run"))
+    run(at)
+    at.button(key="tune_start").click()
+    run(at)
+    job = wait_job(at, "tune_job")
+    assert job.state == "done", job.error
+    assert not at.info  # a fresh folder: nothing resumed
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "Pick: recursive(" in text and at.session_state["tune_result"].pick is not None
+    trials = next(d.value for d in at.dataframe if "number" in d.value.columns)
+    assert len(trials) == 2
+
+    at.button(key="tune_start").click()  # the same settings: the same folder, its trials not run again
+    run(at)
+    wait_job(at, "tune_job")
+    assert [i.value.split(" from ")[0] for i in at.info] == ["Resumed: 2 trials"]
