@@ -64,9 +64,11 @@ def _table(view: TuneView, key: str) -> None:
     )
 
 
-def trials_panel(view: TuneView, key: str) -> None:
-    """The trials so far: what they rest on, the budget used and left, the Pareto front, the θ curves, the table."""
-    st.caption(md_text(view.caption()))
+def trials_panel(view: TuneView, key: str, *, caption: bool = True) -> None:
+    """The trials so far: what they rest on (unless ``caption`` is False: said above), the budget used and left,
+    the Pareto front, the θ curves, the table."""
+    if caption:
+        st.caption(md_text(view.caption()))
     st.caption(md_text(view.budget_line()))
     budget = view.budget()
     if budget is not None:
@@ -140,7 +142,7 @@ def result_panel(view: TuneView) -> None:
         with st.expander(f"Families not searched ({len(left)})"):
             st.markdown("\n".join(f"- {md_text(line)}" for line in left))
     st.subheader("Trials", anchor=False)
-    trials_panel(view, "done")
+    trials_panel(view, "done", caption=False)
 
 
 def tune_summary_section() -> None:

@@ -44,7 +44,7 @@ models = session_models()
 options = form_options(models)
 st.markdown(f"**Document:** {md_text(doc.source)} · {len(doc.text):,} characters")
 
-q1, q2 = st.columns([1, 2])
+q1, q2 = st.columns([3, 2], vertical_alignment="bottom")
 qsource = q1.segmented_control("Questions", list(_SOURCES), default="generate", required=True, key=TUNE("qsource"),
                                format_func=_SOURCES.get,
                                help="Generated: exact excerpts of the document made into questions, no model. "

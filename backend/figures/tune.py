@@ -253,6 +253,6 @@ def budget_figure(used_seconds: float, budget_seconds: float) -> go.Figure:
     fig.add_trace(go.Bar(x=[left], y=["budget"], orientation="h", name=f"left {left:,.0f} s",
                          marker={"color": "#cbd5e1"}, hovertemplate="left %{x:,.0f} s<extra></extra>"))
     fig.update_layout(barmode="stack", height=140, xaxis_title="seconds", showlegend=True,
-                      margin={"l": 60, "r": 20, "t": 30, "b": 40}, legend=legend_with_title(""),
-                      yaxis={"showticklabels": False})
+                      margin={"l": 60, "r": 20, "t": 30, "b": 40},
+                      legend={**legend_with_title(""), "traceorder": "normal"}, yaxis={"showticklabels": False})
     return fig

@@ -88,6 +88,9 @@ def test_a_tuning_run_fills_its_pareto_front_and_use_this_adds_the_pick_to_compa
             family, params = match.group(1), [p.strip() for p in match.group(2).split(",") if p.strip()]
             assert family in FAMILIES and "held-out IoU" in line
             expect(page.locator(".st-key-tune_done_pareto .scatterlayer .points path").first).to_be_attached()
+            shot = tmp_path / "tune.png"
+            page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot: {shot}")
 
             page.get_by_role("button", name="Use this").first.click()
             expect(page.get_by_role("heading", name="Compare chunkers")).to_be_visible()
