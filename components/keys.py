@@ -27,6 +27,7 @@ __all__ = [
     "TUNE",
     "TUNE_JOB",
     "TUNE_RESULT",
+    "TUNE_OPENED",
     "EDIT_STATES",
     "EDIT_OPEN",
     "QUALITY_STORE",
@@ -130,6 +131,7 @@ TUNE_JOB = TUNE("job")  # the last tuning run's Job; meta: out, resumed (trials 
 # The session's tuning result (a TuneResult): the Tune page sets it when a run ends or a folder is opened; the
 # Summary shows it and a saved session keeps it (components.session).
 TUNE_RESULT = TUNE("result")
+TUNE_OPENED = TUNE("opened")  # an earlier run's output folder the Tune page shows (None: its job's); a session clears it
 BENCHMARK_JOB = BENCHMARK("job")  # the last benchmark Job; result: BenchmarkRun, meta: tags, colors, qset, qset_name
 SUMMARY_SHOWN = SUMMARY("shown")  # the backend.report.summary.Summary the Summary page last drew
 EDIT_STATES = EDIT("states")  # {uid: backend.lab.edit.EditState} of the session's edited copies (undo/redo)

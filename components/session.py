@@ -73,6 +73,8 @@ from components.keys import (
     QSET,
     REMOTE_SCORER,
     SESSION,
+    TUNE_JOB,
+    TUNE_OPENED,
     TUNE_RESULT,
 )
 from components.lm_runs import session_models
@@ -195,6 +197,10 @@ def _apply_state(state: OpenedState, doc: Document) -> None:
             label="from the session file", result=run, seconds=saved.benchmark.seconds,
         )
     restore_retrieval(state.retrieval, doc, entries)
+    tuning = st.session_state.pop(TUNE_JOB, None)  # the Tune page shows the session's result, not an older run's
+    if tuning is not None and tuning.running:
+        tuning.cancel()
+    st.session_state[TUNE_OPENED] = None
     st.session_state[TUNE_RESULT] = state.tuning  # the Tune page and the Summary show it; none in the file: none
     end_demo_runs()  # the demo's first-visit search would replace the session's query
 

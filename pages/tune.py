@@ -19,7 +19,7 @@ from backend.lab.tune_form import form_options, tune_request
 from backend.lab.tune_view import check_tune_folder, finished_trials, result_view, tune_view
 from components.cached import sample_question_sets
 from components.documents import current_sample
-from components.keys import QSET, TUNE, TUNE_JOB, TUNE_RESULT
+from components.keys import QSET, TUNE, TUNE_JOB, TUNE_OPENED, TUNE_RESULT
 from components.layout import ensure_routed
 from components.lm_runs import session_models, start_plan
 from components.models import job_progress
@@ -28,7 +28,6 @@ from components.tune import live_panel, result_panel, trials_panel
 
 ensure_routed()
 
-_OPENED = TUNE("opened")  # an earlier run's output folder opened to be shown (None: the job's is shown)
 _RESUMED = TUNE("resumed")  # trials the job's folder held when it started
 _SOURCES = {"generate": "Generated (no model)", "session": "Session set", "sample": "Bundled sample set"}
 _NO_SECOND = "none"
@@ -98,7 +97,7 @@ if st.button("Start", key=TUNE("start"), type="primary", icon=":material/play_ar
     else:
         job = st.session_state[TUNE_JOB] = start_plan(plan)
         st.session_state[_RESUMED] = resumed
-        st.session_state[_OPENED] = None
+        st.session_state[TUNE_OPENED] = None
 
 with st.expander("Open an earlier run's output folder"):
     with st.container(horizontal=True, vertical_alignment="bottom"):
@@ -106,11 +105,11 @@ with st.expander("Open an earlier run's output folder"):
                                    help="A folder a run of this page or `python -m backend tune --out` wrote")
         if st.button("Open", key=TUNE("open_run"), icon=":material/folder_open:"):
             try:
-                st.session_state[_OPENED] = str(check_tune_folder(opened_raw))
+                st.session_state[TUNE_OPENED] = str(check_tune_folder(opened_raw))
             except ChunkLabError as e:
                 st.error(one_line(str(e)), icon=":material/error:")
 
-opened = st.session_state.get(_OPENED)
+opened = st.session_state.get(TUNE_OPENED)
 if opened is not None and not running:
     st.subheader("Result", anchor=False)
     try:

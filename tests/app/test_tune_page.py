@@ -101,8 +101,13 @@ def test_a_saved_session_keeps_the_tuning_result_and_the_tune_page_shows_it_agai
     at.button(key="ses_save").click()
     run(at)
     text = session_path("tuned").read_text(encoding="utf-8")
-    fresh = open_page("pages/tune.py")  # a new session: no tuning result yet
+    fresh = open_page("pages/tune.py")  # a new session, showing another run's folder
     assert "tune_result" not in fresh.session_state
+    other = write_out(tmp_path / "other", sample_trials(), sample_result(beats=False))
+    fresh.text_input(key="tune_open_path").set_value(str(other))
+    fresh.button(key="tune_open_run").click()
+    run(fresh)
+    assert [w.value for w in fresh.warning][0] == "no configuration beats the baseline on the held\\-out questions"
     gen = fresh.session_state["ses_gen"] if "ses_gen" in fresh.session_state else 0
     fresh.file_uploader(key=f"ses_open_{gen}").set_value(("tuned.json", text.encode(), "application/json"))
     run(fresh)
@@ -110,7 +115,8 @@ def test_a_saved_session_keeps_the_tuning_result_and_the_tune_page_shows_it_agai
     assert fresh.session_state["tune_result"] == result
     run(fresh)
     text = " ".join(m.value for m in fresh.markdown).replace("\\", "")
-    assert "held-out IoU 40.0% [31.0, 49.0]" in text  # the page shows the session's result
+    assert "held-out IoU 40.0% [31.0, 49.0]" in text  # the page shows the session's result, not the folder's
+    assert [v.value.replace("\\", "") for v in fresh.success] == [result.verdict]
 
 
 def test_a_real_run_ends_with_its_answer_and_start_again_resumes_it(tmp_path) -> None:
