@@ -42,12 +42,13 @@ from backend.loaders import load_document
 from backend.metrics.intervals import Interval, mean_interval, paired_difference, paired_leaders
 from backend.models.rates import rate_store
 from backend.models.types import Scorer as LanguageModel
-from backend.progress import Progress, format_seconds
+from backend.progress import Progress
 from backend.retrieval.evaluate import METRIC_LABELS
 from backend.retrieval.generation import generate_questions
 from backend.retrieval.modelfree import model_free_questions
 from backend.retrieval.questions import (
     QuestionSet,
+    corpus_id_for,
     load_question_set,
     load_sample_question_set,
     merge_question_sets,
@@ -149,15 +150,23 @@ def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, progr
     if csv.is_file():
         return load_question_set(csv, corpora)
     merged: QuestionSet | None = None
+    used: set[str] = set()
     for i, doc in enumerate(docs):
         part = progress.part(i, len(docs), f"questions on {doc.source}")
+        cid = base = corpus_id_for(doc)
+        k = 1
+        while cid in used:  # a/notes.txt and b/notes.txt: two corpora
+            k += 1
+            cid = f"{base}-{k}"
+        used.add(cid)
         if method == "model-free":
-            got = model_free_questions(doc, n=GENERATED_PER_DOCUMENT, seed=seed, progress=part)
+            got = model_free_questions(doc, n=GENERATED_PER_DOCUMENT, corpus_id=cid, seed=seed, progress=part)
         else:
-            got = generate_questions(doc, n=GENERATED_PER_DOCUMENT, method=method, seed=seed, progress=part,
-                                     lm=None)
+            got = generate_questions(doc, n=GENERATED_PER_DOCUMENT, corpus_id=cid, method=method, seed=seed,
+                                     progress=part)
         merged = merge_question_sets(merged, got.question_set())
-    assert merged is not None  # _documents never returns no document
+    if merged is None:
+        raise InputError("no document to generate questions on")
     save_question_set(merged, csv, corpora)
     return merged
 
@@ -276,6 +285,7 @@ def run_tune(
     budget = Budget(parse_budget(request.budget), clock)
     budget.start()
     check_objective_supported(request.objective)
+    progress.publish(TuneProgress((), budget.seconds, 0.0, None, "planning"))
     inputs = load_inputs(request, out, progress)
     qs = inputs.questions
     split = split_questions([q.corpus_id for q in qs.questions], seed=request.seed)
