@@ -24,6 +24,10 @@ __all__ = [
     "EDIT",
     "CORPUS",
     "CORPUS_JOB",
+    "TUNE",
+    "TUNE_JOB",
+    "TUNE_RESULT",
+    "TUNE_OPENED",
     "EDIT_STATES",
     "EDIT_OPEN",
     "QUALITY_STORE",
@@ -117,11 +121,17 @@ SESSION = PageKeys("ses")  # the sidebar's Save / Open session panel (components
 SUMMARY = PageKeys("sum")
 EDIT = PageKeys("edit")  # the Edit page (pages/edit.py) and its metrics panel (components/edit_metrics.py)
 CORPUS = PageKeys("corpus")  # the Corpus page (pages/corpus.py, components/corpus.py)
+TUNE = PageKeys("tune")  # the Tune page (pages/tune.py, components/tune.py)
 
 # Results the Summary page reads from the pages that compute them (and adds to, so those pages show them too).
 QUALITY_STORE = QUALITY("store")  # {"doc": doc id, table_key or vectors_key: PairTable or vectors} (pages/quality.py)
 QUALITY_THROUGHPUT = QUALITY("throughput")  # the Throughput measured on this session's last scoring job
 CORPUS_JOB = CORPUS("job")  # the last corpus run's Job; meta: out, configs, resumed, source, engine
+TUNE_JOB = TUNE("job")  # the last tuning run's Job; meta: out, resumed (trials found in out before it started)
+# The session's tuning result (a TuneResult): the Tune page sets it when a run ends or a folder is opened; the
+# Summary shows it and a saved session keeps it (components.session).
+TUNE_RESULT = TUNE("result")
+TUNE_OPENED = TUNE("opened")  # an earlier run's output folder the Tune page shows (None: its job's); a session clears it
 BENCHMARK_JOB = BENCHMARK("job")  # the last benchmark Job; result: BenchmarkRun, meta: tags, colors, qset, qset_name
 SUMMARY_SHOWN = SUMMARY("shown")  # the backend.report.summary.Summary the Summary page last drew
 EDIT_STATES = EDIT("states")  # {uid: backend.lab.edit.EditState} of the session's edited copies (undo/redo)

@@ -87,6 +87,7 @@ def page_list() -> list:
         st.Page("pages/retrieval.py", title="Retrieval", icon=":material/search:"),
         st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:"),
         st.Page("pages/corpus.py", title="Corpus", icon=":material/library_books:"),
+        st.Page("pages/tune.py", title="Tune", icon=":material/tune:"),
         st.Page("pages/models.py", title="Models", icon=":material/memory:"),
         *(summary if current_document() is None else []),
     ]

@@ -10,8 +10,10 @@ A session also keeps the pages' state (:mod:`backend.lab.session`): the last ben
 (:data:`components.keys.BENCHMARK_JOB`: results, letters, question set), put back as a finished
 job, so the Benchmark page, the Summary's recall and IoU and its verdict come back with it; and
 the Retrieval page's query, marks and picked configurations (:mod:`components.retrieval`), whose
-search runs again on the page's next visit. The quality numbers are not in the file: the
-Summary and the Quality page read them back from the output cache, as always.
+search runs again on the page's next visit; and the last tuning result
+(:data:`components.keys.TUNE_RESULT`), shown again by the Tune page and the Summary. The quality
+numbers are not in the file: the Summary and the Quality page read them back from the output
+cache, as always.
 
 ``?session=NAME`` (or an opened file) on an uploaded document waits for that document:
 :func:`document_prompt`, at the top of the main pane, asks for it, and the page is not drawn
@@ -71,6 +73,9 @@ from components.keys import (
     QSET,
     REMOTE_SCORER,
     SESSION,
+    TUNE_JOB,
+    TUNE_OPENED,
+    TUNE_RESULT,
 )
 from components.lm_runs import session_models
 from components.models import load_embedding_model, load_language_model
@@ -143,7 +148,8 @@ def _capture() -> tuple[Session | None, tuple[str, ...]]:
     sample = current_sample()
     entries = configurations()
     tagged = [(e.tag, e.config) for e in entries]
-    state, notes = state_to_save(_saved_benchmark(), retrieval_state(doc, entries))
+    state, notes = state_to_save(_saved_benchmark(), retrieval_state(doc, entries),
+                                 tuning=st.session_state.get(TUNE_RESULT))
     return Session.make(DocRef.of(doc, sample.name if sample else None), tagged, _models(), _settings(), state), notes
 
 
@@ -191,6 +197,11 @@ def _apply_state(state: OpenedState, doc: Document) -> None:
             label="from the session file", result=run, seconds=saved.benchmark.seconds,
         )
     restore_retrieval(state.retrieval, doc, entries)
+    tuning = st.session_state.pop(TUNE_JOB, None)  # the Tune page shows the session's result, not an older run's
+    if tuning is not None and tuning.running:
+        tuning.cancel()
+    st.session_state[TUNE_OPENED] = None
+    st.session_state[TUNE_RESULT] = state.tuning  # the Tune page and the Summary show it; none in the file: none
     end_demo_runs()  # the demo's first-visit search would replace the session's query
 
 

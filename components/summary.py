@@ -39,7 +39,7 @@ from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
 from components.cached import sample_question_sets, sample_questions
-from components.keys import BENCHMARK_JOB, EMB_CHOICE, QSET, SUMMARY
+from components.keys import BENCHMARK_JOB, EMB_CHOICE, QSET, SUMMARY, TUNE_RESULT
 from components.lm_runs import session_models
 from components.models import job_outcome
 from components.quality import ESTIMATE_ROW_HEIGHT, ESTIMATE_WIDTH, HIGHLIGHT
@@ -351,10 +351,12 @@ def report_button(
         lm = session_models()
         curves, ppl = cached_curves(doc, chunkings, lm.cache_only() if lm.error is None else None)
         return report_html(summary, doc, chunkings, benchmark=benchmark, quality=quality, curves=curves, ppl=ppl,
-                           questions=questions, models={"language model": lm.label})
+                           questions=questions, models={"language model": lm.label},
+                           tuning=st.session_state.get(TUNE_RESULT))
 
     st.download_button(
         "Download report", build, file_name=f"{export_name(doc.source, 'summary')}.html", mime="text/html",
         key=SUMMARY("report"), icon=":material/download:", on_click="ignore", type="primary",
-        help="One self-contained HTML file (figures included, opens offline): the verdict, the table and the charts.",
+        help="One self-contained HTML file (figures included, opens offline): the verdict, the table and the charts "
+             "(and the session's tuning result, when it has one).",
     )

@@ -31,6 +31,7 @@ from components.summary import (
     summary_notes,
     verdict_markdown,
 )
+from components.tune import tune_summary_section
 
 ensure_routed()
 
@@ -104,6 +105,9 @@ elsewhere_section(view.elsewhere)
 
 # --- the session's last corpus run (the Corpus page's): its verdict and report, about the collection ----------
 corpus_summary_section()
+
+# --- the session's last tuning result (the Tune page's, or a saved session's): its answer, what it rests on ------
+tune_summary_section()
 
 # --- small multiples ----------------------------------------------------------------------------------
 if chunked:

@@ -37,6 +37,10 @@ Subcommands:
     corpus PATH --config SPEC [--config SPEC …] --out DIR [--metrics stats,bc,cs,ds,retrieval] [--engine local|ray]
                 Configurations over a folder or zip of documents, resumable, local or on Ray:
                 see :mod:`backend.cli.corpus`.
+    tune FILE|DIR --questions CSV|sample:NAME|generate:METHOD --out DIR [--families a,b] [--objective iou]
+                [--secondary mean_tokens] [--constraint 'mean_tokens<=400' …] [--budget 10m] [--trials N]
+                Searches the chunkers' parameter ranges on two thirds of the questions and answers on the
+                held-out third, resumable: see :mod:`backend.cli.tune` and ``docs/tune.md``.
 
 Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
 2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
@@ -64,6 +68,7 @@ from backend.cli import ppl as cli_ppl
 from backend.cli import quality as cli_quality
 from backend.cli import report as cli_report
 from backend.cli import retrieval as cli_retrieval
+from backend.cli import tune as cli_tune
 from backend.cli.common import (
     Parser,
     add_embedder_flag,
@@ -158,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_report.add_commands(sub)
     cli_edit.add_commands(sub)
     cli_corpus.add_commands(sub)
+    cli_tune.add_commands(sub)
     return parser
 
 
@@ -183,6 +189,8 @@ def _run(args: argparse.Namespace) -> int:
         return cli_edit.run(args)
     if args.command in cli_corpus.COMMANDS:
         return cli_corpus.run(args)
+    if args.command in cli_tune.COMMANDS:
+        return cli_tune.run(args)
     if args.command == "chunkers":
         write(json.dumps(chunker_specs(), indent=2, ensure_ascii=False) + "\n")
     elif args.command == "tokenizers":

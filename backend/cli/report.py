@@ -4,7 +4,7 @@ Subcommand:
     report [FILE] --config SPEC [--config SPEC …] [--session FILE] [--questions CSV|sample:NAME
            [--corpora DIR]] [--retrieve 5] [--K 0.8] [--delta 0] [--window W] [--bc-mode M] [--cs-rule R]
            [--embedder default|PATH] [--no-quality] [--lm NAME|PATH] [--lm-window N] [--device D] [--no-cache]
-           --out FILE
+           [--tuning DIR] --out FILE
         Writes the one-file HTML report (:func:`backend.report.html.report_html`) of the
         configurations on the document, computing what the output cache lacks first (the
         Summary's :func:`~backend.report.summary.collect` with ``compute=True``: chunk
@@ -15,7 +15,8 @@ Subcommand:
         ``--questions sample:narrative`` on another document) get their own titled section in
         the report and never enter FILE's row or verdict. Scoring every pair of chunks for CS is the slow part on a
         CPU: ``--window W`` scores only near pairs, ``--no-quality`` scores none (numbers
-        already cached still show).
+        already cached still show). ``--tuning DIR`` adds a tuning run's answer (the ``result.json``
+        ``python -m backend tune --out DIR`` or the Tune page wrote there) as the report's Tuning section.
 
 ``--session FILE`` reads a saved session (:func:`backend.report.session.load_session`): its
 document (FILE may be left out when it is a bundled sample; a FILE whose hash differs is an
@@ -57,6 +58,8 @@ from backend.report.session import load_session, question_set_hash, resolve_docu
 from backend.report.summary import METRIC_INFO, METRICS, collect
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.questions import load_question_set, load_sample_question_set
+from backend.tune.result import read_result
+from backend.tune.types import TuneResult
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -91,6 +94,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--no-quality", action="store_true",
                    help="compute no BC, CS or DS (no language-model run over chunk pairs); cached ones are still shown")
     add_model_flags(p, window_flag="--lm-window")
+    p.add_argument("--tuning", type=Path, metavar="DIR",
+                   help="a tuning run's output folder (python -m backend tune --out DIR): its answer as a section")
     p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the HTML file to write")
 
 
@@ -134,6 +139,18 @@ def _question_set(args: argparse.Namespace, saved: OpenedSettings | None) -> tup
     if saved.sample_questions is not None:
         return load_sample_question_set(saved.sample_questions.removeprefix("sample:")), saved.sample_questions
     return None, None
+
+
+def _tuning(folder: Path | None) -> TuneResult | None:
+    """The tuning result ``--tuning DIR`` names (None without the flag); a folder with no result is an error."""
+    if folder is None:
+        return None
+    if not folder.expanduser().is_dir():
+        raise InputError(f"{folder}: no such folder (--tuning takes a tuning run's output folder)")
+    result = read_result(folder.expanduser())
+    if result is None:
+        raise InputError(f"{folder}: no result.json yet (the tuning run has not finished; run it again to resume)")
+    return result
 
 
 def _models(context: Any, benchmark: Any) -> dict[str, str]:
@@ -210,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
     if not tagged:
         raise ParameterError("the session has no configuration; add --config SPEC")
     doc = _document(args, session)
+    tuning = _tuning(args.tuning)
     saved = opened_settings(session.settings, str(args.session.name)) if session is not None else None
     questions, questions_name = _question_set(args, saved)
     cs_threshold = float(_setting(args.K, saved, "quality", "K", DEFAULT_K))
@@ -247,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         data = _figure_data(doc, tagged, context, window)
     page = report_html(
         summary, doc, data["chunkings"], benchmark=benchmark, quality=data["quality"], ppl=data["ppl"],
-        curves=data["curves"], questions=questions, models=_models(context, benchmark),
+        curves=data["curves"], questions=questions, models=_models(context, benchmark), tuning=tuning,
     )
     try:
         args.out.write_text(page, encoding="utf-8")

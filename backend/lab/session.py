@@ -15,7 +15,9 @@ the letters it ran, the name of its question set and the set itself (a bundled s
 name) — and the Retrieval page's query, marks, picked sentences and which configurations are
 picked. :func:`state_to_save` writes it (a benchmark over :data:`MAX_BENCHMARK_BYTES` is left
 out, with a note); :func:`opened_state` reads it back, every value checked, before anything
-changes. The Retrieval page's results are not stored: the page searches the saved query again
+changes. The state also keeps the session's last tuning result (``state.tuning``: the
+:class:`~backend.tune.types.TuneResult`'s JSON, as ``result.json`` holds it), so the Tune page and
+the Summary show it again. The Retrieval page's results are not stored: the page searches the saved query again
 (chunk and query embeddings from the output cache, the chunks from the Chroma store).
 """
 
@@ -34,6 +36,7 @@ from backend.report.session import question_set_from_json, question_set_to_json
 from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.jobs import BenchmarkRun
 from backend.retrieval.questions import QuestionSet, load_sample_question_set
+from backend.tune.types import TuneResult
 
 __all__ = [
     "QUESTIONS",
@@ -201,17 +204,20 @@ class OpenedState:
 
     benchmark: SavedBenchmark | None = None
     retrieval: RetrievalState | None = None
+    tuning: TuneResult | None = None
 
 
 def state_to_save(
-    benchmark: SavedBenchmark | None, retrieval: RetrievalState | None, limit: int = MAX_BENCHMARK_BYTES
+    benchmark: SavedBenchmark | None, retrieval: RetrievalState | None, limit: int = MAX_BENCHMARK_BYTES,
+    tuning: TuneResult | None = None,
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """A session file's ``state`` and one line for each part left out of it.
 
     Args:
         benchmark: The session's last finished benchmark, if any.
         retrieval: The Retrieval page's state, if the page was used.
-        limit: The most bytes the benchmark (results and question set) may take.
+        limit: The most bytes the benchmark (results and question set) may take, and the tuning result too.
+        tuning: The session's last tuning result, if any.
     """
     state: dict[str, Any] = {}
     notes: list[str] = []
@@ -226,6 +232,14 @@ def state_to_save(
             state["benchmark"] = saved
     if retrieval is not None:
         state["retrieval"] = retrieval.to_json()
+    if tuning is not None:
+        raw = tuning.to_json()
+        size = len(json.dumps(raw, ensure_ascii=False))
+        if size > limit:
+            notes.append(f"the tuning result ({size / 2**20:.1f} MB) is over the {limit / 2**20:.0f} MB a session "
+                         "file holds")
+        else:
+            state["tuning"] = raw
     return state, tuple(notes)
 
 
@@ -260,13 +274,23 @@ def opened_state(raw: Any, text_length: int, source: str = "session") -> OpenedS
         source: What to call the file in messages.
 
     Raises:
-        InputError: a damaged benchmark or Retrieval state (one line, naming ``source``).
+        InputError: a damaged benchmark, Retrieval state or tuning result (one line, naming ``source``).
     """
     if not isinstance(raw, Mapping):
         raise InputError(f"{source}: the saved pages' state is damaged")
     benchmark = _opened_benchmark(raw["benchmark"], source) if raw.get("benchmark") is not None else None
     retrieval = _opened_retrieval(raw["retrieval"], text_length, source) if raw.get("retrieval") is not None else None
-    return OpenedState(benchmark, retrieval)
+    tuning = _opened_tuning(raw["tuning"], source) if raw.get("tuning") is not None else None
+    return OpenedState(benchmark, retrieval, tuning)
+
+
+def _opened_tuning(raw: Any, source: str) -> TuneResult:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{source}: the saved tuning result is damaged")
+    try:
+        return TuneResult.from_json(raw)
+    except (KeyError, TypeError, ValueError, AttributeError, ChunkLabError) as e:
+        raise InputError(one_line(f"{source}: the saved tuning result is damaged ({type(e).__name__}: {e})")) from None
 
 
 def _tags(value: Any, what: str) -> tuple[str, ...]:

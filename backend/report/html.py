@@ -45,9 +45,11 @@ from backend.report.summary import (
     split_benchmark,
     verdict,
 )
+from backend.report.tuning import tuning_section
 from backend.retrieval.evaluate import Benchmark, coverage_rows
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
+from backend.tune.types import TuneResult
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -474,6 +476,7 @@ def report_html(
     questions: QuestionSet | None = None,
     models: Mapping[str, str] | None = None,
     created: datetime | None = None,
+    tuning: TuneResult | None = None,
 ) -> str:
     """The one-file HTML report of a comparison: verdict, table, configurations and every figure that exists.
 
@@ -505,6 +508,8 @@ def report_html(
         models: The models by role (``lm``, ``embedder``, ``chat``) → name and fingerprint;
             missing roles are read from ``summary.settings`` and the data.
         created: When the report was made (default: now, UTC); the only varying part.
+        tuning: A tuning run's answer: its section (:func:`~backend.report.tuning.tuning_section`,
+            id ``tuning``) follows the others. None: no such section.
 
     Returns:
         The HTML document as one string.
@@ -529,6 +534,8 @@ def report_html(
     sections = "".join(f'<section id="{sid}"><h2>{title}</h2>{bodies[sid]}</section>' for sid, title in SECTIONS)
     if others is not None:
         sections += _elsewhere(summary, doc, others, questions, figs)
+    if tuning is not None:
+        sections += tuning_section(tuning, figs.div)
     name = doc.source or summary.doc_name
     return (
         "<!DOCTYPE html>\n"

@@ -187,9 +187,9 @@ def test_session_keys_are_built_in_one_place_and_never_collide() -> None:
         "cmp_lm_results", "cmp_lm_job", "qual_lm_results", "models_score_job",
     ]
     shared = [getattr(keys, name) for name in keys.__all__ if isinstance(getattr(keys, name), str)]
-    assert len(shared) == 25 and len(set(shared)) == len(shared)
+    assert len(shared) == 28 and len(set(shared)) == len(shared)
     prefixes = [getattr(keys, name).prefix for name in keys.__all__ if isinstance(getattr(keys, name), keys.PageKeys)]
-    assert prefixes == ["cmp", "qual", "ret", "ppl", "bm", "models", "docpage", "ses", "sum", "edit", "corpus", "demo"]
+    assert prefixes == ["cmp", "qual", "ret", "ppl", "bm", "models", "docpage", "ses", "sum", "edit", "corpus", "tune", "demo"]
 
 
 @pytest.mark.parametrize(("n", "tag"), [(0, "A"), (1, "B"), (25, "Z"), (26, "AA"), (27, "AB"), (701, "ZZ")])

@@ -49,6 +49,7 @@ PAGES = [
     ("Retrieval", "Retrieval"),
     ("Benchmark", "Benchmark"),
     ("Corpus", "Corpus"),
+    ("Tune", "Tune"),
     ("Models", "Models"),
 ]
 

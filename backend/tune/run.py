@@ -1,0 +1,608 @@
+"""A tuning run from its request to its answer: inputs, split, plan, search, held-out scoring, files.
+
+:func:`run_tune` is the body of the job :func:`backend.lab.tune.plan_tune` plans (page and CLI alike):
+
+1. **Inputs.** The documents (a file, a folder's supported files, or ``sample:NAME``) and the
+   question set (a CSV, ``sample:NAME`` restricted to the documents, or ``generate:METHOD`` run
+   on each document and saved in the output folder, so a resumed run uses the same questions).
+2. **Split** (:mod:`backend.tune.split`): seeded, per corpus, tuning about 2/3, held out 1/3.
+3. **Plan.** The families searched (the request's, or the defaults the session's models allow);
+   a model-backed family only when one trial of it fits the budget at a rate measured here
+   (:mod:`backend.tune.budget`), otherwise left out with the estimate. ``plan.json`` is written.
+4. **Search** (:mod:`backend.tune.study`): Optuna asks, the search space
+   (:mod:`backend.tune.space`) names the configuration; trial 0 is the baseline. A configuration
+   that violates a constraint is pruned unscored; the rest are scored on a seeded third of the
+   tuning questions and pruned when clearly below the incumbent there (:mod:`backend.tune.pruner`),
+   else scored on the rest. Each trial's row is appended to ``trials.jsonl`` as it ends. The run
+   stops at the trial cap, when the next trial's expected cost no longer fits the budget, or on cancel.
+5. **Held-out answer.** The tuning leaders (the top :data:`LEADERS` complete trials by tuning mean)
+   and the baseline are scored on the held-out questions; the pick is the best held-out mean among
+   them, compared with the baseline and the runner-up by paired bootstrap differences, and every
+   leader not told apart from it is named. ``result.json`` is written (also when cancelled).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from backend.chunkers import config_needs, make_chunker
+from backend.chunking import ChunkerConfig
+from backend.corpus.inputs import corpus_inputs
+from backend.corpus.work import load_corpus_document
+from backend.errors import Cancelled, ChunkLabError, InputError, ParameterError, one_line
+from backend.loaders import load_document
+from backend.metrics.intervals import Interval, mean_interval, paired_difference, paired_leaders
+from backend.models.rates import rate_store
+from backend.models.types import Scorer as LanguageModel
+from backend.progress import Progress
+from backend.retrieval.evaluate import METRIC_LABELS
+from backend.retrieval.generation import generate_questions
+from backend.retrieval.modelfree import model_free_questions
+from backend.retrieval.questions import (
+    QuestionSet,
+    corpus_id_for,
+    load_question_set,
+    load_sample_question_set,
+    merge_question_sets,
+    save_question_set,
+)
+from backend.samples import load_sample
+from backend.text.document import Document
+from backend.tokenizers import get_tokenizer
+from backend.tune.budget import Budget, plan_model_families
+from backend.tune.pruner import STEP, SUBSET_ATTR, IntervalPruner
+from backend.tune.result import append_trial, read_plan, read_trials, write_plan, write_result
+from backend.tune.scoring import Scorer
+from backend.tune.space import BASELINE, default_families, family_needs, search_space
+from backend.tune.spec import parse_budget, parse_constraint
+from backend.tune.split import Split, split_questions, subset
+from backend.tune.study import BASELINE_ATTR, CONFIG_ATTR, open_study, recover, study_name
+from backend.tune.types import Comparison, LeftOut, TrialRow, TuneProgress, TuneResult
+
+__all__ = [
+    "LEADERS",
+    "QUESTION_METHODS",
+    "GENERATED_PER_DOCUMENT",
+    "SMALL_HELD_OUT",
+    "TuneInputs",
+    "available_models",
+    "check_objective_supported",
+    "load_inputs",
+    "run_tune",
+]
+
+LEADERS = 3  # tuning leaders scored on the held-out questions (besides the baseline)
+QUESTION_METHODS = ("model-free", "bundled", "chat")  # generate:METHOD
+GENERATED_PER_DOCUMENT = 15  # questions generated on each document
+SMALL_HELD_OUT = 20  # fewer held-out questions than this: the intervals are wide (a warning)
+_FAILURES = 3  # trials failing in a row that stop the search (the same error would repeat)
+_TUNING_VALUES = "tuning_values"  # user attribute: per-question objective values, in tuning order
+
+
+def check_objective_supported(objective: str) -> None:
+    """Refuse an objective the tuner cannot score (``bc``), in one line.
+
+    Raises:
+        ParameterError: ``bc`` (Boundary Clarity per boundary of every trial is not computed by the tuner yet).
+    """
+    if objective == "bc":
+        raise ParameterError("bc needs Boundary Clarity per boundary of every trial with the language model, which "
+                             "the tuner does not compute yet; choose iou, recall, precision or precision_omega")
+
+
+def available_models(*, lm: bool, embedder: bool = True) -> frozenset[str]:
+    """The kinds of model a session can run (what :func:`~backend.tune.space.default_families` is given)."""
+    return frozenset(k for k, ok in (("lm", lm), ("embedder", embedder)) if ok)
+
+
+@dataclass(frozen=True)
+class TuneInputs:
+    """The documents and question set a run rests on.
+
+    Attributes:
+        documents: The documents, in order.
+        questions: The question set (only questions on these documents).
+        name: How results name the set (``sample:narrative``, the CSV's path, ``generate:model-free``).
+        method: How the questions were made (``hand-written``, ``model-free``, ``bundled-lm``, ``chat``, ``as given``).
+    """
+
+    documents: tuple[Document, ...]
+    questions: QuestionSet
+    name: str
+    method: str
+
+
+def _documents(sources: Sequence[str]) -> tuple[Document, ...]:
+    docs: list[Document] = []
+    for s in sources:
+        if s.startswith("sample:"):
+            docs.append(load_sample(s.removeprefix("sample:")))
+            continue
+        path = Path(s).expanduser()
+        if path.is_dir():
+            found = corpus_inputs(path)
+            if not found.files:
+                raise InputError(f"{s}: no document Chunk Lab reads in this folder")
+            docs += [load_corpus_document(f) for f in found.files]
+        elif path.is_file():
+            try:
+                docs.append(load_document(path))
+            except PermissionError as e:
+                raise InputError(f"{s}: permission denied") from e
+        else:
+            raise InputError(f"{s}: no such file or folder")
+    if not docs:
+        raise InputError("no document to tune on")
+    return tuple(docs)
+
+
+def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, progress: Progress) -> QuestionSet:
+    """Questions generated on each document (``out/questions.csv`` when an earlier run saved them)."""
+    csv, corpora = out / "questions.csv", out / "corpora"
+    if csv.is_file():
+        return load_question_set(csv, corpora)
+    merged: QuestionSet | None = None
+    used: set[str] = set()
+    for i, doc in enumerate(docs):
+        part = progress.part(i, len(docs), f"questions on {doc.source}")
+        cid = base = corpus_id_for(doc)
+        k = 1
+        while cid in used:  # a/notes.txt and b/notes.txt: two corpora
+            k += 1
+            cid = f"{base}-{k}"
+        used.add(cid)
+        if method == "model-free":
+            got = model_free_questions(doc, n=GENERATED_PER_DOCUMENT, corpus_id=cid, seed=seed, progress=part)
+        else:
+            got = generate_questions(doc, n=GENERATED_PER_DOCUMENT, corpus_id=cid, method=method, seed=seed,
+                                     progress=part)
+        merged = merge_question_sets(merged, got.question_set())
+    if merged is None:
+        raise InputError("no document to generate questions on")
+    save_question_set(merged, csv, corpora)
+    return merged
+
+
+def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> TuneInputs:
+    """The request's documents and question set (generated ones saved in ``out``; see the module docstring).
+
+    Raises:
+        InputError: a document or the CSV cannot be read; the set has no question on the documents.
+        ParameterError: an unknown sample or question method.
+    """
+    progress = progress or Progress()
+    docs = _documents(request.sources)
+    spec = request.questions
+    if spec.startswith("generate:"):
+        method = spec.removeprefix("generate:")
+        if method not in QUESTION_METHODS:
+            raise ParameterError(f"unknown question method {method!r}; choose one of: {', '.join(QUESTION_METHODS)}")
+        qs = _generate(docs, method, request.seed, out, progress)
+        return TuneInputs(docs, qs, spec, {"bundled": "bundled-lm"}.get(method, method))
+    if spec.startswith("sample:"):
+        full, method = load_sample_question_set(spec.removeprefix("sample:")), "hand-written"
+    else:
+        full, method = load_question_set(spec, request.corpora), "as given"
+    parts = [p for p in (full.on_document(d) for d in docs) if p is not None]
+    if not parts:
+        names = ", ".join(d.source for d in docs)
+        raise InputError(f"{spec} has no question on {names}: its corpora are other texts")
+    merged = parts[0]
+    for p in parts[1:]:
+        merged = merge_question_sets(merged, p)
+    return TuneInputs(docs, merged, spec, method)
+
+
+def _question_key(qs: QuestionSet) -> list[Any]:
+    return [[q.question, q.corpus_id, [list(s) for s in q.spans]] for q in qs.questions]
+
+
+def _baseline(request: Any) -> ChunkerConfig:
+    name, params, tokenizer = ChunkerConfig.parse(request.baseline or BASELINE)
+    return make_chunker(name, params, tokenizer).config
+
+
+def _lm_rate(scorer: LanguageModel | None) -> float | None:
+    """Tokens per second of the language model's scoring pass, as measured on this machine (None: not measured)."""
+    if scorer is None:
+        return None
+    rate = rate_store().of_model(scorer.info, "token_nll")
+    return rate.units_per_s if rate is not None else None
+
+
+def _plan_families(request: Any, have: Collection[str], left_s: float, tokens: int,
+                   scorer: LanguageModel | None) -> tuple[tuple[str, ...], tuple[LeftOut, ...]]:
+    """The families searched and those left out (a model missing, or one trial over the budget)."""
+    if request.families is None:
+        families, missing_out = default_families(have)
+        left = list(missing_out)
+    else:
+        families, left = (), []
+        for f in request.families:
+            missing = [m for m in family_needs(f) if m not in have]
+            if missing:
+                what = " and ".join({"lm": "the language model", "embedder": "the embedder"}.get(m, m) for m in missing)
+                left.append(LeftOut(f, f"needs {what}, which this session has not loaded"))
+            else:
+                families += (f,)
+    kept, over = plan_model_families(families, family_needs, tokens, _lm_rate(scorer), left_s)
+    return kept, tuple(left) + over
+
+
+def _row(number: int, config: ChunkerConfig, state: str, values: Sequence[float], stats: Any, seconds: float,
+         seed: int, secondary: float | None = None, reason: str = "") -> TrialRow:
+    ivl = mean_interval(values, seed=seed) if values else None
+    return TrialRow(
+        number=number, config=config, state=state, objective=ivl.mean if ivl else math.nan, interval=ivl,
+        questions=len(values), chunks=stats.chunks if stats else 0, mean_tokens=stats.mean_tokens if stats else 0.0,
+        index_cost=stats.index_cost if stats else 0, seconds=seconds, secondary=secondary, reason=reason,
+    )
+
+
+def _violation(constraints: Sequence[Any], stats: Any) -> str:
+    for c in constraints:
+        if not c.holds(stats.as_dict()):
+            value = stats.as_dict()[c.metric]
+            shown = f"{value:.0f}" if float(value).is_integer() or value > 100 else f"{value:.1f}"
+            return f"violates {c.text} ({shown})"
+    return ""
+
+
+def run_tune(
+    request: Any,
+    *,
+    scorer: LanguageModel | None = None,
+    progress: Progress | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    models_available: Collection[str] = frozenset({"embedder"}),
+    embedder: Any = None,
+) -> TuneResult:
+    """Run (or resume) the tuning run ``request`` asks for and return its answer (see the module docstring).
+
+    Args:
+        request: A checked :class:`backend.lab.tune.TuneRequest`.
+        scorer: The language model, when the run needs one (a PPL family) and the session has it.
+        progress: Fraction of the budget used; cancel is honoured between trials.
+        clock: Monotonic seconds (a test scripts it).
+        models_available: The kinds of model the session can run (:func:`available_models`).
+        embedder: The embedder or its spec (None: the default, the bundled MiniLM).
+
+    Raises:
+        ParameterError: the output folder holds another run; a question set too small to split.
+        InputError: unreadable documents or questions.
+    """
+    progress = progress or Progress()
+    out = Path(request.out).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    budget = Budget(parse_budget(request.budget), clock)
+    budget.start()
+    check_objective_supported(request.objective)
+    progress.publish(TuneProgress((), budget.seconds, 0.0, None, "planning"))
+    inputs = load_inputs(request, out, progress)
+    qs = inputs.questions
+    split = split_questions([q.corpus_id for q in qs.questions], seed=request.seed)
+    baseline = _baseline(request)
+    constraints = tuple(parse_constraint(c) for c in request.constraints)
+    tokens = sum(get_tokenizer(baseline.tokenizer).count(d.text) for d in inputs.documents)
+    families, left_out = _plan_families(request, models_available, budget.left, tokens, scorer)
+    if not families:
+        raise ParameterError("no family left to search: " + "; ".join(x.reason for x in left_out))
+    space = search_space(families, baseline.tokenizer)
+    scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)
+    key = {
+        "documents": sorted(d.id for d in inputs.documents), "questions": _question_key(qs), "families": families,
+        "objective": request.objective, "secondary": request.secondary, "constraints": [c.text for c in constraints],
+        "seed": request.seed, "baseline": baseline.spec, "embedder": scoring.embedder.info.fingerprint,
+    }
+    name = study_name(key)
+    old = read_plan(out)
+    if old is not None and old.get("study") != name:
+        raise ParameterError(f"{out} holds another tuning run (other documents, questions or settings); "
+                             "choose another output folder")
+    prior = {r.number: r for r in read_trials(out)}
+    budget.already_used = sum(r.seconds for r in prior.values())
+    plan = {
+        "study": name, "documents": [d.source for d in inputs.documents], "question_set": inputs.name,
+        "question_method": inputs.method, "questions": len(qs), "split": split.to_json(), "families": list(families),
+        "left_out": [x.to_json() for x in left_out], "objective": request.objective,
+        "secondary": request.secondary, "constraints": [c.text for c in constraints], "seed": request.seed,
+        "baseline": baseline.spec, "budget": request.budget, "budget_seconds": budget.seconds,
+        "trials": request.trials, "space_size": _space_size(space), "embedder": scoring.embedder.info.name,
+    }
+    write_plan(out, plan)
+
+    two = request.secondary is not None
+    pruner = IntervalPruner()
+    study = open_study(out, name, seed=request.seed, two_objectives=two, pruner=None if two else pruner)
+    recover(study)
+    if not study.trials:
+        params = _baseline_params(space, baseline)
+        # "space": the space names the baseline (its parameters are recorded); "as is": it is run outside the space.
+        study.enqueue_trial(params, user_attrs={BASELINE_ATTR: "space" if params else "as is"})
+    cheap, rest = subset(split.tuning, seed=request.seed)
+    rows = dict(prior)
+    cancelled = False
+    stopped = ""
+    stage = "searching"
+
+    def report(count: bool = True) -> None:
+        if count:  # counting also honours a cancel
+            progress(min(int(budget.used), int(budget.seconds)), max(1, int(budget.seconds)))
+        best = _best_number(study, two)
+        progress.publish(TuneProgress(tuple(sorted(rows.values(), key=lambda r: r.number)), budget.seconds,
+                                      budget.used, best, stage))
+
+    try:
+        progress.set_unit("seconds of the budget")
+        report()
+        while True:
+            progress.check()
+            if request.trials is not None and len(rows) >= request.trials:
+                break
+            failed = [r for r in sorted(rows.values(), key=lambda r: r.number)[-_FAILURES:] if r.state == "failed"]
+            if len(failed) == _FAILURES:
+                stopped = f"stopped: {_FAILURES} trials in a row failed ({failed[-1].reason})"
+                break
+            if not budget.fits(budget.expected(families) + _held_out_reserve(budget, split)):
+                break
+            began = budget.used  # a trial's cost for the budget: everything from here to the next trial
+            trial = study.ask()
+            t0 = clock()
+            family = "?"
+            config = None
+            stats = None
+            try:
+                config = _config_of(trial, space, baseline)
+                family = config.name
+                trial.set_user_attr(CONFIG_ATTR, config.spec)
+                stats = scoring.stats(config)
+                violated = _violation(constraints, stats)
+                same = next((r for r in sorted(rows.values(), key=lambda r: r.number)
+                             if r.config == config and r.state in ("complete", "pruned")), None)
+                if same is not None:  # the sampler proposed a configuration already scored: its scores stand
+                    if same.state == "complete":
+                        study.tell(trial, [same.objective, same.secondary] if two else same.objective)
+                    else:
+                        study.tell(trial, state=TrialState.PRUNED)
+                    row = replace(same, number=trial.number, seconds=clock() - t0,
+                                  reason=same.reason or f"repeats trial {same.number} (not scored again)")
+                elif violated:
+                    study.tell(trial, state=TrialState.PRUNED)
+                    row = _row(trial.number, config, "pruned", [], stats, clock() - t0, request.seed, reason=violated)
+                else:
+                    row = _score_trial(study, trial, config, stats, scoring, cheap, rest, two, request, pruner,
+                                       clock, t0, progress)
+            except Cancelled:
+                study.tell(trial, state=TrialState.FAIL)
+                study.enqueue_trial(dict(trial.params), user_attrs={k: v for k, v in trial.user_attrs.items()
+                                                                   if k in (BASELINE_ATTR, CONFIG_ATTR)})
+                raise
+            except (ChunkLabError, AssertionError) as e:
+                # AssertionError: a chunker's own span check (Chunker.chunk) refused what it cut; the trial fails
+                # with that line and the search goes on (three in a row stop it).
+                study.tell(trial, state=TrialState.FAIL)
+                what = str(e) if isinstance(e, ChunkLabError) else f"{type(e).__name__}: {e}"
+                row = _row(trial.number, config or baseline, "failed", [], stats, clock() - t0, request.seed,
+                           reason=one_line(what))
+            rows[row.number] = row
+            append_trial(out, row)
+            report()
+            budget.record(family, budget.used - began)
+    except Cancelled:
+        cancelled = True
+
+    stage = "held-out"
+    report(count=False)
+    try:
+        answer = _held_out(study, rows, baseline, split, scoring, request, two, cancelled)
+    except Cancelled:
+        cancelled = True
+        answer = _Answer(None, None, None, None, (), ())
+    result = _result(request, inputs, split, rows, baseline, answer, left_out, budget, cancelled, study, two,
+                     (stopped,) if stopped else ())
+    write_result(out, result)
+    stage = "done"
+    report(count=False)
+    return result
+
+
+def _held_out_reserve(budget: Budget, split: Split) -> float:
+    """Seconds kept for the held-out stage: the leaders and the baseline, each on the held-out share of a trial."""
+    rates = budget.rates()
+    if not rates:
+        return 0.0
+    per_trial = sum(rates.values()) / len(rates)
+    share = len(split.held_out) / max(1, len(split.tuning))
+    return (LEADERS + 1) * per_trial * share
+
+
+def _space_size(space: Any) -> int | None:
+    try:
+        return int(space.size())
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _baseline_params(space: Any, baseline: ChunkerConfig) -> dict[str, Any]:
+    """The baseline's parameters in the space ({} when the space cannot name it: then it is run as it is)."""
+    try:
+        return dict(space.params_of(baseline) or {})
+    except (ChunkLabError, KeyError, ValueError):
+        return {}
+
+
+def _config_of(trial: optuna.Trial, space: Any, baseline: ChunkerConfig) -> ChunkerConfig:
+    """The configuration of ``trial``: the baseline for the enqueued baseline trial, else the space's suggestion."""
+    if trial.user_attrs.get(BASELINE_ATTR) == "as is":
+        return baseline
+    return space.suggest(trial)
+
+
+def _score_trial(study: optuna.Study, trial: optuna.Trial, config: ChunkerConfig, stats: Any, scoring: Scorer,
+                 cheap: Sequence[int], rest: Sequence[int], two: bool, request: Any, pruner: IntervalPruner,
+                 clock: Callable[[], float], t0: float, progress: Progress) -> TrialRow:
+    """Score a trial on the cheap subset, prune it or score it on the rest, and tell the study."""
+    first = scoring.score(config, cheap)
+    values = [first.values[i] for i in cheap]
+    ivl = mean_interval(values, seed=request.seed)
+    trial.set_user_attr(SUBSET_ATTR, [ivl.mean, ivl.low, ivl.high])
+    if not two:
+        trial.report(ivl.mean, STEP)
+        if trial.should_prune():
+            frozen = study.get_trials(deepcopy=False)[trial.number]
+            reason = pruner.reason(study, frozen)
+            study.tell(trial, state=TrialState.PRUNED)
+            return _row(trial.number, config, "pruned", values, stats, clock() - t0, request.seed, reason=reason)
+    progress.check()
+    second = scoring.score(config, rest) if rest else None
+    by_index = {**first.values, **(second.values if second else {})}
+    tuning = [by_index[i] for i in sorted(by_index)]
+    trial.set_user_attr(_TUNING_VALUES, tuning)
+    mean = float(sum(tuning) / len(tuning))
+    sec = float(stats.as_dict()[request.secondary]) if two else None
+    study.tell(trial, [mean, sec] if two else mean)
+    return _row(trial.number, config, "complete", tuning, stats, clock() - t0, request.seed, secondary=sec)
+
+
+def _best_number(study: optuna.Study, two: bool) -> int | None:
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not complete:
+        return None
+    return max(complete, key=lambda t: t.values[0]).number
+
+
+@dataclass(frozen=True)
+class _Answer:
+    pick: ChunkerConfig | None
+    pick_score: Interval | None
+    vs_baseline: Comparison | None
+    vs_runner_up: Comparison | None
+    tied: tuple[ChunkerConfig, ...]
+    scored: tuple[ChunkerConfig, ...]
+
+
+def _held_out(study: optuna.Study, rows: Mapping[int, TrialRow], baseline: ChunkerConfig, split: Split,
+              scoring: Scorer, request: Any, two: bool, cancelled: bool) -> _Answer:
+    """Score the tuning leaders and the baseline on the held-out questions and pick among them."""
+    complete = [r for r in rows.values() if r.state == "complete"]
+    if not complete:
+        return _Answer(None, None, None, None, (), ())
+    ranked = sorted(complete, key=lambda r: (-r.objective, r.number))
+    firsts: dict[ChunkerConfig, TrialRow] = {}
+    for r in ranked:  # distinct configurations, best first (a repeated trial scored the same)
+        firsts.setdefault(r.config, r)
+    leaders = list(firsts.values())[:LEADERS]
+    candidates = list(dict.fromkeys([r.config for r in leaders] + [baseline]))
+    held = list(split.held_out)
+    scores: dict[ChunkerConfig, list[float]] = {}
+    for config in candidates:
+        got = scoring.score(config, held)
+        scores[config] = [got.values[i] for i in held]
+    seed = request.seed
+    mean = lambda c: sum(scores[c]) / len(scores[c])  # noqa: E731
+    # The pick: the best held-out mean among the tuning leaders (the baseline only when it leads on tuning too).
+    pool = [r.config for r in leaders]
+    pick = max(pool, key=lambda c: (mean(c), -pool.index(c)))
+    pick_score = mean_interval(scores[pick], seed=seed)
+    vs_base = None
+    if pick != baseline:
+        vs_base = Comparison("baseline", baseline, mean_interval(scores[baseline], seed=seed),
+                             paired_difference(scores[pick], scores[baseline], seed=seed))
+    others = [c for c in candidates if c != pick]
+    vs_runner = None
+    if others:
+        runner = max(others, key=mean)
+        vs_runner = Comparison("runner-up", runner, mean_interval(scores[runner], seed=seed),
+                               paired_difference(scores[pick], scores[runner], seed=seed))
+    tied = tuple(c for c in others
+                 if not paired_difference(scores[pick], scores[c], seed=seed).excludes_zero())
+    # paired_leaders agrees when the pick has the best held-out mean; kept as the one rule of "told apart".
+    names = {c.spec: c for c in candidates}
+    leaders_named = paired_leaders({c.spec: v for c, v in scores.items()}, seed=seed)
+    if leaders_named and names[leaders_named[0]] == pick:
+        tied = tuple(names[s] for s in leaders_named[1:])
+    return _Answer(pick, pick_score, vs_base, vs_runner, tied, tuple(candidates))
+
+
+def _pareto(study: optuna.Study, two: bool) -> tuple[int, ...]:
+    if not two:
+        return ()
+    return tuple(sorted(t.number for t in study.best_trials))
+
+
+def _theta_curves(rows: Mapping[int, TrialRow]) -> dict[str, list[tuple[float, float]]]:
+    """Per family with a θ (``threshold``), its complete trials' (θ, tuning objective), by θ."""
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for r in rows.values():
+        theta = r.config.params_dict.get("threshold")
+        if r.state == "complete" and theta is not None and "lm" in config_needs(r.config):
+            curves.setdefault(r.config.name, []).append((float(theta), float(r.objective)))
+    return {k: sorted(v) for k, v in curves.items()}
+
+
+def _points(ivl: Interval) -> str:
+    return ivl.text(unit=" points")
+
+
+def _verdict(inputs: TuneInputs, split: Split, request: Any, answer: _Answer, cancelled: bool) -> str:
+    docs = ", ".join(d.source for d in inputs.documents)
+    label = METRIC_LABELS.get(request.objective, request.objective)
+    where = f"On {docs}, with {inputs.name} ({len(split.held_out)} held-out questions, {inputs.method})"
+    if answer.pick is None or answer.pick_score is None:
+        return f"{where}, no trial completed{' before the run was cancelled' if cancelled else ''}: there is no pick."
+    score = f"held-out {label} ({answer.pick_score.text()})"
+    if answer.vs_baseline is None:  # the pick is the baseline
+        head = (f"{where}, no configuration beats the baseline on the held-out questions: the baseline "
+                f"{answer.pick.spec} has the highest {score}")
+        tail = ""
+    elif answer.vs_baseline.verdict == "better":
+        head = f"{where}, {answer.pick.spec} has the highest {score}"
+        tail = f"; it beats the baseline by {_points(answer.vs_baseline.difference)}"
+    else:
+        head = (f"{where}, no configuration beats the baseline on the held-out questions: {answer.pick.spec} has "
+                f"the highest {score}")
+        tail = f", but its difference from the baseline is {_points(answer.vs_baseline.difference)}"
+    n = len(answer.tied)
+    if n:
+        tail += f"; it cannot be told apart from {n} other{'s' if n > 1 else ''}"
+    return head + tail + "."
+
+
+def _warnings(inputs: TuneInputs, split: Split, cancelled: bool, left_out: Sequence[LeftOut]) -> tuple[str, ...]:
+    out: list[str] = []
+    n = len(split.held_out)
+    if n < SMALL_HELD_OUT:
+        out.append(f"small: {n} held-out questions (under {SMALL_HELD_OUT}): intervals are wide")
+    if inputs.method == "model-free":
+        out.append("model-free questions (keywords with exact excerpts): they rank IoU like hand-written "
+                   "questions but not recall")
+    elif inputs.method not in ("hand-written", "as given"):
+        out.append(f"generated questions ({inputs.method}): not checked by a person")
+    if cancelled:
+        out.append("cancelled: the search stopped before its budget or trial cap was spent")
+    return tuple(out)
+
+
+def _result(request: Any, inputs: TuneInputs, split: Split, rows: Mapping[int, TrialRow], baseline: ChunkerConfig,
+            answer: _Answer, left_out: Sequence[LeftOut], budget: Budget, cancelled: bool, study: optuna.Study,
+            two: bool, notes: tuple[str, ...] = ()) -> TuneResult:
+    return TuneResult(
+        documents=tuple(d.source for d in inputs.documents), question_set=inputs.name,
+        question_method=inputs.method, tuning_questions=split.tuning, held_out_questions=split.held_out,
+        objective=request.objective, secondary=request.secondary, constraints=tuple(request.constraints),
+        seed=request.seed, trials=tuple(sorted(rows.values(), key=lambda r: r.number)), pick=answer.pick,
+        pick_score=answer.pick_score, baseline=baseline, vs_baseline=answer.vs_baseline,
+        vs_runner_up=answer.vs_runner_up, tied=answer.tied, pareto=_pareto(study, two), left_out=tuple(left_out),
+        warnings=_warnings(inputs, split, cancelled, left_out) + notes, verdict=_verdict(inputs, split, request, answer,
+                                                                               cancelled),
+        budget_seconds=budget.seconds, used_seconds=budget.used,
+        cancelled=cancelled, theta_curves=_theta_curves(rows),
+    )

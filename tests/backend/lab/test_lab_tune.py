@@ -1,0 +1,55 @@
+"""The Tune page's backend: a request checked in one line, planned as the job the CLI runs too."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.errors import InputError, ParameterError
+from backend.lab.tune import TuneRequest, check_request, plan_tune
+from backend.progress import Progress
+from backend.tune.result import read_result
+from backend.tune.types import TuneResult
+
+
+def _request(tmp_path, **changes):
+    fields = dict(sources=("sample:narrative",), questions="sample:narrative", out=str(tmp_path / "out"),
+                  families=("recursive", "recursive"), trials=2)
+    fields.update(changes)
+    return TuneRequest(**fields)
+
+
+def test_a_request_is_normalised(tmp_path):
+    checked = check_request(_request(tmp_path, objective="IoU", baseline="recursive chunk_size=256"))
+    assert checked.families == ("recursive",) and checked.objective == "iou"
+    assert checked.baseline == "recursive chunk_overlap=0 chunk_size=256"  # the chunker's own spec
+    assert check_request(_request(tmp_path)).baseline_spec == "recursive chunk_size=200 chunk_overlap=0"
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        ({"sources": ()}, ParameterError, "choose a document"),
+        ({"sources": ("/no/such/file.txt",)}, InputError, "no such file or folder"),
+        ({"families": ("manual",)}, ParameterError, "manual cannot be tuned"),
+        ({"objective": "bc"}, ParameterError, "bc needs"),
+        ({"engine": "ray"}, ParameterError, "engine 'ray' is not available for tuning"),
+        ({"trials": 0}, ParameterError, "trials (0) must be at least 1"),
+        ({"out": " "}, ParameterError, "output folder"),
+        ({"baseline": "recursive chunk_size=100 chunk_overlap=300"}, ParameterError, "chunk_overlap"),
+        ({"questions": "sample:narrative", "corpora": "x"}, ParameterError, "--corpora is not used"),
+    ],
+)
+def test_a_bad_request_is_one_line(tmp_path, changes, error, message):
+    with pytest.raises(error) as e:
+        check_request(_request(tmp_path, **changes))
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_plan_is_signed_by_its_request_and_runs_the_tuner(tmp_path):
+    plan = plan_tune(_request(tmp_path), None)
+    assert plan.signature == plan_tune(_request(tmp_path), None).signature
+    assert plan.signature != plan_tune(_request(tmp_path, seed=1), None).signature
+    assert not plan.needs_lm and plan.meta["out"] == str(tmp_path / "out")
+    result = plan.run(Progress())
+    assert isinstance(result, TuneResult) and len(result.trials) == 2
+    assert read_result(tmp_path / "out").to_json() == result.to_json()
