@@ -37,7 +37,7 @@ from backend.chunkers import config_needs, make_chunker
 from backend.chunking import ChunkerConfig
 from backend.corpus.inputs import corpus_inputs
 from backend.corpus.work import load_corpus_document
-from backend.errors import Cancelled, ChunkLabError, InputError, ParameterError, one_line
+from backend.errors import Cancelled, ChunkLabError, InputError, ModelError, ParameterError, StoreError, one_line
 from backend.loaders import load_document
 from backend.metrics.intervals import Interval, mean_interval, paired_difference, paired_leaders
 from backend.models.rates import rate_store
@@ -83,7 +83,7 @@ LEADERS = 3  # tuning leaders scored on the held-out questions (besides the base
 QUESTION_METHODS = ("model-free", "bundled", "chat")  # generate:METHOD
 GENERATED_PER_DOCUMENT = 15  # questions generated on each document
 SMALL_HELD_OUT = 20  # fewer held-out questions than this: the intervals are wide (a warning)
-_FAILURES = 3  # trials failing in a row that stop the search (the same error would repeat)
+_FAILURES = 3  # trials in a row that a model or the store failed, or skipped as over budget: the search stops
 _TUNING_VALUES = "tuning_values"  # user attribute: per-question objective values, in tuning order
 
 
@@ -332,6 +332,7 @@ def run_tune(
     rows = dict(prior)
     cancelled = False
     stopped = ""
+    broken: list[str] = []  # the last trials' failures of a model or the store (not of one configuration)
     stage = "searching"
 
     def report(count: bool = True) -> None:
@@ -348,9 +349,8 @@ def run_tune(
             progress.check()
             if request.trials is not None and len(rows) >= request.trials:
                 break
-            failed = [r for r in sorted(rows.values(), key=lambda r: r.number)[-_FAILURES:] if r.state == "failed"]
-            if len(failed) == _FAILURES:
-                stopped = f"stopped: {_FAILURES} trials in a row failed ({failed[-1].reason})"
+            if len(broken) == _FAILURES:
+                stopped = f"stopped: {_FAILURES} trials in a row could not run ({broken[-1]})"
                 break
             reserve = _held_out_reserve(budget, split)
             if not budget.fits(budget.cheapest(families) + reserve):
@@ -407,6 +407,10 @@ def run_tune(
                 what = str(e) if isinstance(e, ChunkLabError) else f"{type(e).__name__}: {e}"
                 row = _row(trial.number, config or baseline, "failed", [], stats, clock() - t0, request.seed,
                            reason=one_line(what))
+                if isinstance(e, (ModelError, StoreError)):  # it would fail every trial alike
+                    broken.append(row.reason)
+            else:
+                broken.clear()
             rows[row.number] = row
             append_trial(out, row)
             report()
