@@ -84,6 +84,7 @@ QUESTION_METHODS = ("model-free", "bundled", "chat")  # generate:METHOD
 GENERATED_PER_DOCUMENT = 15  # questions generated on each document
 SMALL_HELD_OUT = 20  # fewer held-out questions than this: the intervals are wide (a warning)
 _FAILURES = 3  # trials in a row that a model or the store failed, or skipped as over budget: the search stops
+_REPEATS = 10  # trials in a row that only repeat configurations already scored: the search has converged
 _TUNING_VALUES = "tuning_values"  # user attribute: per-question objective values, in tuning order
 
 
@@ -355,9 +356,12 @@ def run_tune(
             reserve = _held_out_reserve(budget, split)
             if not budget.fits(budget.cheapest(families) + reserve):
                 break
-            skipped = [r for r in sorted(rows.values(), key=lambda r: r.number)[-_FAILURES:]
-                       if r.reason.startswith("skipped")]
-            if len(skipped) == _FAILURES:  # the sampler keeps proposing what no longer fits
+            last = sorted(rows.values(), key=lambda r: r.number)
+            if len([r for r in last[-_FAILURES:] if r.reason.startswith("skipped")]) == _FAILURES:
+                break  # the sampler keeps proposing what no longer fits
+            if len(last) >= _REPEATS and all(r.reason.startswith("repeats") for r in last[-_REPEATS:]):
+                stopped = (f"stopped: the last {_REPEATS} trials proposed configurations already scored "
+                           "(the search has converged on this space)")
                 break
             began = budget.used  # a trial's cost for the budget: everything from here to the next trial
             trial = study.ask()
