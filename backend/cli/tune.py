@@ -83,11 +83,13 @@ def result_text(result: TuneResult) -> str:
     if result.pick is not None:
         lines.append(f"pick: {result.pick.spec}")
     lines.append(f"baseline: {result.baseline.spec}")
-    complete = sorted((t for t in result.trials if t.state == "complete"), key=lambda t: -t.objective)
-    others = [t for t in result.trials if t.state != "complete"]
+    distinct = [t for t in result.trials if not t.reason.startswith("repeats")]
+    complete = sorted((t for t in distinct if t.state == "complete"), key=lambda t: -t.objective)
+    others = [t for t in distinct if t.state != "complete"]
     shown = (complete + others)[:_TOP]
-    lines.append(f"top trials ({len(result.trials)} in all; {result.objective} on the {len(result.tuning_questions)} "
-                 f"tuning questions, mean [95% interval]):")
+    repeats = len(result.trials) - len(distinct)
+    lines.append(f"top trials ({len(result.trials)} in all" + (f", {repeats} repeating an earlier one" if repeats else "")
+                 + f"; {result.objective} on the {len(result.tuning_questions)} tuning questions, mean [95% interval]):")
     for t in shown:
         ivl = t.interval.text() if t.interval is not None else "n/a"
         extra = f" · {t.reason}" if t.reason else ""

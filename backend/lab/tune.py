@@ -18,6 +18,7 @@ from backend.chunking import ChunkerConfig
 from backend.errors import InputError, ParameterError
 from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
+from backend.models.rates import rate_store
 from backend.models.types import Scorer
 from backend.progress import Progress
 from backend.tune.run import QUESTION_METHODS, available_models, check_objective_supported, run_tune
@@ -133,11 +134,20 @@ def check_request(request: TuneRequest) -> TuneRequest:
     )
 
 
-def _needs_lm(request: TuneRequest, have: frozenset[str]) -> bool:
-    """Whether the run loads the language model: ``bc``, a family searched that needs it, bundled questions."""
-    if request.objective == "bc" or request.questions == "generate:bundled":
+def _needs_lm(request: TuneRequest, have: frozenset[str], models: SessionModels) -> bool:
+    """Whether the run loads the language model: a family searched that needs it, or bundled questions.
+
+    The default families keep a PPL family only when the model's scoring rate was measured on this
+    machine (:func:`backend.tune.budget.plan_model_families`): without one the model is not loaded.
+    """
+    if request.questions == "generate:bundled":
         return True
-    families = request.families if request.families is not None else default_families(have)[0]
+    if request.families is not None:
+        families = request.families
+    elif models.fingerprint is not None and rate_store().find(models.fingerprint, "token_nll", kind=models.kind):
+        families = default_families(have)[0]
+    else:
+        families = ()
     if any("lm" in family_needs(f) for f in families):
         return True
     baseline = ChunkerConfig.parse(request.baseline_spec)
@@ -157,7 +167,7 @@ def plan_tune(request: TuneRequest, models: SessionModels | None) -> JobPlan:
     request = check_request(request)
     lm_ok = models is not None and models.error is None
     have = available_models(lm=lm_ok, embedder=True)
-    use_lm = lm_ok and _needs_lm(request, have)
+    use_lm = lm_ok and models is not None and _needs_lm(request, have, models)
 
     embedder = models.embedder_spec if models is not None else None
 

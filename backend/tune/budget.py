@@ -1,12 +1,13 @@
 """A tuning run's wall-clock budget and the seconds per trial it measures as it goes.
 
-The budget is checked before each trial: a trial starts only when what it is expected to cost
-fits in what is left, so ``used_seconds`` never passes the budget by more than one trial's
+The budget is checked around each trial: the search stops when not even the cheapest family's
+trial fits in what is left, and a trial whose family is expected to cost more than is left is
+skipped unscored, so ``used_seconds`` never passes the budget by more than one trial's
 misestimate (and a scripted clock in the tests proves it stays within). The expected cost of a
-family's trial is its measured mean (the first trial of a family measures it); before any
-trial of a family ran, the mean of the others stands in. A model-backed family is planned only
-when one trial of it, at a rate measured on this machine, fits the whole budget
-(:func:`model_trial_seconds`); otherwise it is left out with that estimate in words.
+family's trial is its measured mean (the first trial of a family measures it); before that, a
+model-backed family's planned estimate, else the mean of the families measured. A model-backed
+family is planned only when its first trial, at a rate measured on this machine, fits the budget
+(:func:`plan_model_families`); otherwise it is left out with that estimate in words.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 from backend.progress import format_seconds
 from backend.tune.types import LeftOut
 
-__all__ = ["Budget", "model_trial_seconds", "model_left_out_reason", "plan_model_families"]
+__all__ = ["PASS_FAMILIES", "Budget", "FamilyPlan", "model_trial_seconds", "model_left_out_reason",
+           "plan_model_families"]
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Budget:
     seconds: float
     clock: Callable[[], float] = time.monotonic
     already_used: float = 0.0
+    priors: dict[str, float] = field(default_factory=dict)
     _start: float | None = None
     _per_family: dict[str, list[float]] = field(default_factory=dict)
 
@@ -66,13 +69,20 @@ class Budget:
         """Every measured family's mean seconds per trial."""
         return {f: sum(v) / len(v) for f, v in self._per_family.items() if v}
 
-    def expected(self, families: tuple[str, ...] | list[str]) -> float:
-        """What the next trial is expected to cost: the dearest mean of the families it may pick (0 before any)."""
+    def expected(self, family: str) -> float:
+        """What the next trial of ``family`` is expected to cost: its measured mean; before any, the estimate
+        it was planned with (a model-backed family), else the mean of the families measured (0 before any)."""
+        measured = self.rate(family)
+        if measured is not None:
+            return measured
+        if family in self.priors:
+            return self.priors[family]
         rates = self.rates()
-        if not rates:
-            return 0.0
-        stand_in = sum(rates.values()) / len(rates)
-        return max(rates.get(f, stand_in) for f in families) if families else stand_in
+        return sum(rates.values()) / len(rates) if rates else 0.0
+
+    def cheapest(self, families: Sequence[str]) -> float:
+        """The least a next trial can cost: the cheapest family's :meth:`expected` (0 without families)."""
+        return min((self.expected(f) for f in families), default=0.0)
 
     def fits(self, expected: float) -> bool:
         """Whether a trial expected to cost ``expected`` seconds fits in what is left."""
@@ -93,21 +103,46 @@ def model_left_out_reason(seconds: float, tokens_per_s: float, left: float) -> s
             f"the budget left is {format_seconds(left)}")
 
 
-def plan_model_families(families: Sequence[str], needs: Callable[[str], Sequence[str]], tokens: int,
-                        tokens_per_s: float | None, left: float) -> tuple[tuple[str, ...], tuple[LeftOut, ...]]:
-    """Keep the families that need no language model, and those whose first trial fits ``left`` seconds.
+PASS_FAMILIES = ("ppl", "ppl_overlap", "ppl_combined")  # a first trial is one scoring pass, then cached cuts
 
-    A family that needs the language model (``"lm" in needs(family)``) costs one scoring pass over
-    ``tokens`` on its first trial (the scores are cached after it: the next θ costs milliseconds). At
-    ``tokens_per_s`` measured on this machine it is kept only when that pass fits what is left;
-    without a measured rate it is kept (its first trial measures it).
+
+@dataclass(frozen=True)
+class FamilyPlan:
+    """Which families a run searches, those left out by their cost, and the first-trial estimates it planned with."""
+
+    kept: tuple[str, ...]
+    left_out: tuple[LeftOut, ...]
+    priors: dict[str, float]  # family -> estimated seconds of its first trial (model-backed families)
+
+
+def plan_model_families(families: Sequence[str], needs: Callable[[str], Sequence[str]], tokens: int,
+                        tokens_per_s: float | None, left: float, *, named: bool = False) -> FamilyPlan:
+    """Keep the families that need no language model, and the model-backed ones whose first trial fits ``left``.
+
+    A PPL family (:data:`PASS_FAMILIES`) costs one scoring pass over ``tokens`` on its first trial
+    (the scores are cached after it: the next θ costs milliseconds); at ``tokens_per_s`` measured
+    on this machine it is kept only when that pass fits what is left. Another family that needs
+    the language model (margin sampling: a model call per sentence, every trial) has no estimate
+    here, nor has a PPL family before a rate was measured: it is left out, unless the user
+    ``named`` the families (then its first trial measures it).
     """
     kept: list[str] = []
     out: list[LeftOut] = []
+    priors: dict[str, float] = {}
     seconds = model_trial_seconds(tokens, tokens_per_s)
     for f in families:
-        if "lm" in needs(f) and seconds is not None and tokens_per_s and seconds > left:
-            out.append(LeftOut(f, model_left_out_reason(seconds, tokens_per_s, left)))
-        else:
+        if "lm" not in needs(f):
             kept.append(f)
-    return tuple(kept), tuple(out)
+        elif f in PASS_FAMILIES and seconds is not None and tokens_per_s:
+            if seconds > left:
+                out.append(LeftOut(f, model_left_out_reason(seconds, tokens_per_s, left)))
+            else:
+                kept.append(f)
+                priors[f] = seconds
+        elif named:
+            kept.append(f)
+        else:
+            what = ("the language model's scoring rate is not measured on this machine yet" if f in PASS_FAMILIES
+                    else "its cost (a language-model call per sentence, every trial) has no measured estimate here")
+            out.append(LeftOut(f, f"{what}; name it in the families to try it anyway"))
+    return FamilyPlan(tuple(kept), tuple(out), priors)

@@ -37,12 +37,12 @@ from backend.chunkers import config_needs, make_chunker
 from backend.chunking import ChunkerConfig
 from backend.corpus.inputs import corpus_inputs
 from backend.corpus.work import load_corpus_document
-from backend.errors import Cancelled, ChunkLabError, InputError, ParameterError, one_line
+from backend.errors import Cancelled, ChunkLabError, InputError, ModelError, ParameterError, StoreError, one_line
 from backend.loaders import load_document
 from backend.metrics.intervals import Interval, mean_interval, paired_difference, paired_leaders
 from backend.models.rates import rate_store
 from backend.models.types import Scorer as LanguageModel
-from backend.progress import Progress
+from backend.progress import Progress, format_seconds
 from backend.retrieval.evaluate import METRIC_LABELS
 from backend.retrieval.generation import generate_questions
 from backend.retrieval.modelfree import model_free_questions
@@ -83,7 +83,8 @@ LEADERS = 3  # tuning leaders scored on the held-out questions (besides the base
 QUESTION_METHODS = ("model-free", "bundled", "chat")  # generate:METHOD
 GENERATED_PER_DOCUMENT = 15  # questions generated on each document
 SMALL_HELD_OUT = 20  # fewer held-out questions than this: the intervals are wide (a warning)
-_FAILURES = 3  # trials failing in a row that stop the search (the same error would repeat)
+_FAILURES = 3  # trials in a row that a model or the store failed, or skipped as over budget: the search stops
+_REPEATS = 10  # trials in a row that only repeat configurations already scored: the search has converged
 _TUNING_VALUES = "tuning_values"  # user attribute: per-question objective values, in tuning order
 
 
@@ -219,8 +220,8 @@ def _lm_rate(scorer: LanguageModel | None) -> float | None:
 
 
 def _plan_families(request: Any, have: Collection[str], left_s: float, tokens: int,
-                   scorer: LanguageModel | None) -> tuple[tuple[str, ...], tuple[LeftOut, ...]]:
-    """The families searched and those left out (a model missing, or one trial over the budget)."""
+                   scorer: LanguageModel | None) -> tuple[tuple[str, ...], tuple[LeftOut, ...], dict[str, float]]:
+    """The families searched, those left out (a model missing, or a first trial over the budget), the priors."""
     if request.families is None:
         families, missing_out = default_families(have)
         left = list(missing_out)
@@ -233,8 +234,9 @@ def _plan_families(request: Any, have: Collection[str], left_s: float, tokens: i
                 left.append(LeftOut(f, f"needs {what}, which this session has not loaded"))
             else:
                 families += (f,)
-    kept, over = plan_model_families(families, family_needs, tokens, _lm_rate(scorer), left_s)
-    return kept, tuple(left) + over
+    plan = plan_model_families(families, family_needs, tokens, _lm_rate(scorer), left_s,
+                               named=request.families is not None)
+    return plan.kept, tuple(left) + plan.left_out, plan.priors
 
 
 def _row(number: int, config: ChunkerConfig, state: str, values: Sequence[float], stats: Any, seconds: float,
@@ -292,7 +294,7 @@ def run_tune(
     baseline = _baseline(request)
     constraints = tuple(parse_constraint(c) for c in request.constraints)
     tokens = sum(get_tokenizer(baseline.tokenizer).count(d.text) for d in inputs.documents)
-    families, left_out = _plan_families(request, models_available, budget.left, tokens, scorer)
+    families, left_out, budget.priors = _plan_families(request, models_available, budget.left, tokens, scorer)
     if not families:
         raise ParameterError("no family left to search: " + "; ".join(x.reason for x in left_out))
     space = search_space(families, baseline.tokenizer)
@@ -331,6 +333,7 @@ def run_tune(
     rows = dict(prior)
     cancelled = False
     stopped = ""
+    broken: list[str] = []  # the last trials' failures of a model or the store (not of one configuration)
     stage = "searching"
 
     def report(count: bool = True) -> None:
@@ -347,11 +350,18 @@ def run_tune(
             progress.check()
             if request.trials is not None and len(rows) >= request.trials:
                 break
-            failed = [r for r in sorted(rows.values(), key=lambda r: r.number)[-_FAILURES:] if r.state == "failed"]
-            if len(failed) == _FAILURES:
-                stopped = f"stopped: {_FAILURES} trials in a row failed ({failed[-1].reason})"
+            if len(broken) == _FAILURES:
+                stopped = f"stopped: {_FAILURES} trials in a row could not run ({broken[-1]})"
                 break
-            if not budget.fits(budget.expected(families) + _held_out_reserve(budget, split)):
+            reserve = _held_out_reserve(budget, split)
+            if not budget.fits(budget.cheapest(families) + reserve):
+                break
+            last = sorted(rows.values(), key=lambda r: r.number)
+            if len([r for r in last[-_FAILURES:] if r.reason.startswith("skipped")]) == _FAILURES:
+                break  # the sampler keeps proposing what no longer fits
+            if len(last) >= _REPEATS and all(r.reason.startswith("repeats") for r in last[-_REPEATS:]):
+                stopped = (f"stopped: the last {_REPEATS} trials proposed configurations already scored "
+                           "(the search has converged on this space)")
                 break
             began = budget.used  # a trial's cost for the budget: everything from here to the next trial
             trial = study.ask()
@@ -363,10 +373,10 @@ def run_tune(
                 config = _config_of(trial, space, baseline)
                 family = config.name
                 trial.set_user_attr(CONFIG_ATTR, config.spec)
-                stats = scoring.stats(config)
-                violated = _violation(constraints, stats)
                 same = next((r for r in sorted(rows.values(), key=lambda r: r.number)
-                             if r.config == config and r.state in ("complete", "pruned")), None)
+                             if r.config == config and r.state in ("complete", "pruned")
+                             and not r.reason.startswith("skipped")), None)
+                cost = budget.expected(family)
                 if same is not None:  # the sampler proposed a configuration already scored: its scores stand
                     if same.state == "complete":
                         study.tell(trial, [same.objective, same.secondary] if two else same.objective)
@@ -374,12 +384,21 @@ def run_tune(
                         study.tell(trial, state=TrialState.PRUNED)
                     row = replace(same, number=trial.number, seconds=clock() - t0,
                                   reason=same.reason or f"repeats trial {same.number} (not scored again)")
-                elif violated:
+                elif not budget.fits(cost + reserve):  # before chunking: a PPL chunking is the dear part
                     study.tell(trial, state=TrialState.PRUNED)
-                    row = _row(trial.number, config, "pruned", [], stats, clock() - t0, request.seed, reason=violated)
+                    row = _row(trial.number, config, "pruned", [], None, clock() - t0, request.seed,
+                               reason=f"skipped: a {family} trial is expected to take {format_seconds(cost)}; "
+                                      f"{format_seconds(budget.left)} of the budget is left")
                 else:
-                    row = _score_trial(study, trial, config, stats, scoring, cheap, rest, two, request, pruner,
-                                       clock, t0, progress)
+                    stats = scoring.stats(config)
+                    violated = _violation(constraints, stats)
+                    if violated:
+                        study.tell(trial, state=TrialState.PRUNED)
+                        row = _row(trial.number, config, "pruned", [], stats, clock() - t0, request.seed,
+                                   reason=violated)
+                    else:
+                        row = _score_trial(study, trial, config, stats, scoring, cheap, rest, two, request, pruner,
+                                           clock, t0, progress)
             except Cancelled:
                 study.tell(trial, state=TrialState.FAIL)
                 study.enqueue_trial(dict(trial.params), user_attrs={k: v for k, v in trial.user_attrs.items()
@@ -392,6 +411,10 @@ def run_tune(
                 what = str(e) if isinstance(e, ChunkLabError) else f"{type(e).__name__}: {e}"
                 row = _row(trial.number, config or baseline, "failed", [], stats, clock() - t0, request.seed,
                            reason=one_line(what))
+                if isinstance(e, (ModelError, StoreError)):  # it would fail every trial alike
+                    broken.append(row.reason)
+            else:
+                broken.clear()
             rows[row.number] = row
             append_trial(out, row)
             report()

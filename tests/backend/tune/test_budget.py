@@ -13,12 +13,14 @@ def test_the_budget_counts_a_scripted_clock_and_expects_the_dearest_measured_fam
     b.start()
     now[0] = 130.0
     assert b.used == 40 and b.left == 20  # 10 from an earlier run + 30 on the clock
-    assert b.expected(("recursive", "fixed_token")) == 0.0  # nothing measured yet: the first trial measures
+    assert b.expected("recursive") == 0.0  # nothing measured yet: the first trial measures
+    b.priors = {"ppl": 30.0}  # a model-backed family's planned first trial
     b.record("recursive", 4)
     b.record("recursive", 6)
     b.record("fixed_token", 9)
-    assert b.rate("recursive") == 5 and b.expected(("recursive", "fixed_token")) == 9
-    assert b.expected(("sentence",)) == 7  # an unmeasured family: the mean of the others stands in
+    assert b.rate("recursive") == 5 and b.expected("fixed_token") == 9
+    assert b.expected("sentence") == 7  # an unmeasured family: the mean of the others stands in
+    assert b.expected("ppl") == 30 and b.cheapest(("ppl", "fixed_token", "recursive")) == 5
     now[0] = 140.0
     assert b.fits(9) is True  # 50 used, 10 left
     assert b.fits(10.5) is False
@@ -36,14 +38,19 @@ def test_a_model_trial_is_estimated_from_the_rate_measured_here_and_said_in_huma
 
 def test_a_model_backed_family_is_planned_only_when_its_first_trial_fits():
     def needs(family):
-        return ("lm",) if family.startswith("ppl") else ()
+        return ("lm",) if family in ("ppl", "ppl_combined", "margin_sampling") else ()
 
-    families = ("recursive", "ppl", "ppl_combined")
-    kept, out = plan_model_families(families, needs, 73_800, 410.0, left=60)
-    assert kept == ("recursive",) and [x.family for x in out] == ["ppl", "ppl_combined"]
-    assert out[0].reason.startswith("one trial needs about 3 min at 410 tokens/s")
-    assert plan_model_families(families, needs, 73_800, 410.0, left=200) == (families, ())
-    assert plan_model_families(families, needs, 73_800, None, left=60) == (families, ())  # no rate: it measures
+    families = ("recursive", "ppl", "ppl_combined", "margin_sampling")
+    plan = plan_model_families(families, needs, 73_800, 410.0, left=60)
+    assert plan.kept == ("recursive",) and [x.family for x in plan.left_out] == ["ppl", "ppl_combined",
+                                                                                 "margin_sampling"]
+    assert plan.left_out[0].reason.startswith("one trial needs about 3 min at 410 tokens/s")
+    assert "no measured estimate" in plan.left_out[2].reason
+    roomy = plan_model_families(families, needs, 73_800, 410.0, left=200)
+    assert roomy.kept == families[:3] and roomy.priors == {"ppl": 180.0, "ppl_combined": 180.0}
+    # No rate measured: left out unless the user named the families (then the first trial measures it).
+    assert plan_model_families(families, needs, 73_800, None, left=60).kept == ("recursive",)
+    assert plan_model_families(families, needs, 73_800, None, left=60, named=True).kept == families
 
 
 def test_a_run_stops_before_a_trial_that_would_not_fit(tune_request, run_counted):

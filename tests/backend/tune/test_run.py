@@ -106,3 +106,14 @@ def test_two_objectives_give_the_non_dominated_trials(tune_request, run_counted)
     for n, t in complete.items():
         dominated = any(dominates(o, t) for o in complete.values())
         assert (n in result.pareto) == (not dominated)
+
+
+def test_a_small_space_converges_and_no_configuration_is_scored_twice(tune_request, run_counted):
+    result = run_counted(tune_request("para", families=("paragraph",), trials=None))
+    assert result.warnings[-1].startswith("stopped: the last 10 trials proposed configurations already scored")
+    assert result.trials[0].config == result.baseline  # run as it is: recursive is not in the space
+    scored = [t for t in result.trials if not t.reason.startswith("repeats")]
+    assert len({t.config for t in scored}) == len(scored) <= 12  # the space's 11 and the baseline
+    held = set(result.held_out_questions)
+    searched = [spec for spec, ix in run_counted.calls if not set(ix) & held]
+    assert len(searched) == sum(1 if t.state == "pruned" else 2 for t in scored)
