@@ -58,6 +58,8 @@ from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
 from backend.tune.budget import Budget, plan_model_families
+from backend.tune.corpus import corpus_questions
+from backend.tune.corpus_scoring import PER_DOCUMENT_NOTE, CorpusScorer
 from backend.tune.pruner import STEP, SUBSET_ATTR, IntervalPruner
 from backend.tune.result import append_trial, read_plan, read_trials, write_plan, write_result
 from backend.tune.scoring import Scorer
@@ -75,6 +77,7 @@ __all__ = [
     "TuneInputs",
     "available_models",
     "check_objective_supported",
+    "folder_source",
     "load_inputs",
     "run_tune",
 ]
@@ -172,8 +175,19 @@ def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, progr
     return merged
 
 
+def folder_source(sources: Sequence[str]) -> Path | None:
+    """The folder a request tunes over through the corpus engine (one source that is a directory), else None."""
+    if len(sources) != 1 or sources[0].startswith("sample:"):
+        return None
+    path = Path(sources[0]).expanduser()
+    return path if path.is_dir() else None
+
+
 def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> TuneInputs:
     """The request's documents and question set (generated ones saved in ``out``; see the module docstring).
+
+    A folder's set comes from :func:`backend.tune.corpus.corpus_questions` (``generate:model-free`` on each
+    document, saved under ``out/questions``; or a CSV or sample about the folder's documents).
 
     Raises:
         InputError: a document or the CSV cannot be read; the set has no question on the documents.
@@ -182,6 +196,14 @@ def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> Tu
     progress = progress or Progress()
     docs = _documents(request.sources)
     spec = request.questions
+    folder = folder_source(request.sources)
+    if folder is not None:
+        corpora = Path(request.corpora).expanduser() if request.corpora else None
+        qs = corpus_questions(folder, spec, out=out, seed=request.seed, corpora=corpora,
+                              per_document=GENERATED_PER_DOCUMENT)
+        method = ("model-free" if spec.startswith("generate:") else
+                  "hand-written" if spec.startswith("sample:") else "as given")
+        return TuneInputs(docs, qs, spec, method)
     if spec.startswith("generate:"):
         method = spec.removeprefix("generate:")
         if method not in QUESTION_METHODS:
@@ -258,7 +280,22 @@ def _violation(constraints: Sequence[Any], stats: Any) -> str:
     return ""
 
 
-def run_tune(
+def run_tune(request: Any, **kwargs: Any) -> TuneResult:
+    """Run (or resume) the tuning run ``request`` asks for and return its answer (see the module docstring).
+
+    With ``request.engine == "ray"`` (a folder only) one Ray is joined or started for the whole study
+    (:func:`backend.corpus.ray_engine.ray_session`) and every trial's documents run as its tasks.
+    The keyword arguments are :func:`_run_tune`'s.
+    """
+    if getattr(request, "engine", "local") == "ray":
+        from backend.corpus.ray_engine import ray_session
+
+        with ray_session(getattr(request, "address", None), getattr(request, "workers", None)):
+            return _run_tune(request, **kwargs)
+    return _run_tune(request, **kwargs)
+
+
+def _run_tune(
     request: Any,
     *,
     scorer: LanguageModel | None = None,
@@ -267,7 +304,7 @@ def run_tune(
     models_available: Collection[str] = frozenset({"embedder"}),
     embedder: Any = None,
 ) -> TuneResult:
-    """Run (or resume) the tuning run ``request`` asks for and return its answer (see the module docstring).
+    """The body of :func:`run_tune`.
 
     Args:
         request: A checked :class:`backend.lab.tune.TuneRequest`.
@@ -298,12 +335,20 @@ def run_tune(
     if not families:
         raise ParameterError("no family left to search: " + "; ".join(x.reason for x in left_out))
     space = search_space(families, baseline.tokenizer)
-    scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)
+    folder = folder_source(request.sources)
+    if folder is not None:  # each trial's documents through the corpus engine
+        scoring: Any = CorpusScorer(folder, inputs.documents, qs, request.objective, out=out,
+                                    engine=getattr(request, "engine", "local"), workers=getattr(request, "workers", None),
+                                    address=getattr(request, "address", None), embedder=embedder, lm=scorer)
+    else:
+        scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)
     key = {
         "documents": sorted(d.id for d in inputs.documents), "questions": _question_key(qs), "families": families,
         "objective": request.objective, "secondary": request.secondary, "constraints": [c.text for c in constraints],
         "seed": request.seed, "baseline": baseline.spec, "embedder": scoring.embedder.info.fingerprint,
     }
+    if folder is not None:
+        key["retrieval"] = "per document"
     name = study_name(key)
     old = read_plan(out)
     if old is not None and old.get("study") != name:
@@ -319,6 +364,8 @@ def run_tune(
         "baseline": baseline.spec, "budget": request.budget, "budget_seconds": budget.seconds,
         "trials": request.trials, "space_size": _space_size(space), "embedder": scoring.embedder.info.name,
     }
+    if folder is not None:
+        plan.update(engine=getattr(request, "engine", "local"), retrieval=PER_DOCUMENT_NOTE)
     write_plan(out, plan)
 
     two = request.secondary is not None
@@ -429,8 +476,9 @@ def run_tune(
     except Cancelled:
         cancelled = True
         answer = _Answer(None, None, None, None, (), ())
-    result = _result(request, inputs, split, rows, baseline, answer, left_out, budget, cancelled, study, two,
-                     (stopped,) if stopped else ())
+    notes = ((stopped,) if stopped else ()) + ((PER_DOCUMENT_NOTE, *getattr(scoring, "warnings", ()))
+                                                 if folder is not None else ())
+    result = _result(request, inputs, split, rows, baseline, answer, left_out, budget, cancelled, study, two, notes)
     write_result(out, result)
     stage = "done"
     report(count=False)
