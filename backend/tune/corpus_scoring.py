@@ -56,9 +56,12 @@ class CorpusScorer:
         engine: ``local`` or ``ray`` (inside :func:`backend.corpus.ray_engine.ray_session` for a whole study).
         workers: Ray's documents in flight at once (None: its default).
         address: The Ray cluster to join (``ray`` only).
-        embedder: An embedder or its spec, for the semantic chunkers of :meth:`stats` (None: the default,
-            which is also the corpus engine's).
+        embedder: An embedder or its spec (None: the default); it must be the default
+            (``CHUNKLAB_EMBEDDER`` or the bundled MiniLM), the one the corpus engine embeds with.
         lm: The language model of model-backed chunkers in :meth:`stats` (None: loaded on first use).
+
+    Raises:
+        ParameterError: an objective that is not a retrieval metric; an embedder other than the default.
     """
 
     def __init__(self, source: Path, documents: Sequence[Document], questions: QuestionSet, objective: str, *,
@@ -73,6 +76,12 @@ class CorpusScorer:
         self.out = Path(out)
         self.engine, self.workers, self.address = engine, workers, address
         self.embedder = load_text_embedder(embedder)
+        if embedder is not None:
+            default = load_text_embedder(None)
+            if default.info.fingerprint != self.embedder.info.fingerprint:
+                raise ParameterError(f"a folder tunes through the corpus engine, which embeds with the default "
+                                     f"embedder ({default.info.name}), not {self.embedder.info.name}; set "
+                                     "CHUNKLAB_EMBEDDER to choose it")
         self.context = ModelContext(scorer=lm, embedder=self.embedder)
         self.texts_embedded = 0  # the corpus engine does not report it; kept for Scorer's interface
         self.warnings: list[str] = []  # the corpus engine's lines (documents without a row, NaN questions), once each

@@ -36,6 +36,7 @@ from optuna.trial import TrialState
 from backend.chunkers import config_needs, make_chunker
 from backend.chunking import ChunkerConfig
 from backend.corpus.inputs import corpus_inputs
+from backend.corpus.ray_engine import ray_session
 from backend.corpus.work import load_corpus_document
 from backend.errors import Cancelled, ChunkLabError, InputError, ModelError, ParameterError, StoreError, one_line
 from backend.loaders import load_document
@@ -288,8 +289,6 @@ def run_tune(request: Any, **kwargs: Any) -> TuneResult:
     The keyword arguments are :func:`_run_tune`'s.
     """
     if getattr(request, "engine", "local") == "ray":
-        from backend.corpus.ray_engine import ray_session
-
         with ray_session(getattr(request, "address", None), getattr(request, "workers", None)):
             return _run_tune(request, **kwargs)
     return _run_tune(request, **kwargs)
