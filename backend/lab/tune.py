@@ -109,7 +109,8 @@ def _check_questions(questions: str, corpora: str | None) -> None:
 
 def _check_engine(request: TuneRequest) -> None:
     if request.engine not in ENGINES:
-        raise ParameterError(f"engine {request.engine!r} is not available for tuning; choose one of: {', '.join(ENGINES)}")
+        raise ParameterError(f"engine {request.engine!r} is not available for tuning; "
+                             f"choose one of: {', '.join(ENGINES)}")
     if request.engine == "ray":
         if importlib.util.find_spec("ray") is None:  # looked up, not imported (that takes seconds)
             raise ParameterError("--engine ray needs the ray package, which is not installed; use --engine local")

@@ -1,4 +1,4 @@
-"""Score configurations over a folder of documents through the corpus engine, with :class:`~backend.tune.scoring.Scorer`'s interface.
+"""Score configurations over a folder through the corpus engine, as :class:`~backend.tune.scoring.Scorer` does.
 
 ``tune DIR`` runs each trial's documents through the corpus engine (:func:`backend.tune.corpus.corpus_scores`,
 on this machine or as Ray tasks). :class:`CorpusScorer` gives the tuner what :class:`~backend.tune.scoring.Scorer`

@@ -337,7 +337,8 @@ def _run_tune(
     folder = folder_source(request.sources)
     if folder is not None:  # each trial's documents through the corpus engine
         scoring: Any = CorpusScorer(folder, inputs.documents, qs, request.objective, out=out,
-                                    engine=getattr(request, "engine", "local"), workers=getattr(request, "workers", None),
+                                    engine=getattr(request, "engine", "local"),
+                                    workers=getattr(request, "workers", None),
                                     address=getattr(request, "address", None), embedder=embedder, lm=scorer)
     else:
         scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)

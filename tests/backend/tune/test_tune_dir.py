@@ -25,8 +25,8 @@ def _folder(root: Path) -> Path:
     (root / "notes").mkdir(parents=True)
     (root / "story.txt").write_text((SAMPLES_DIR / "narrative_clockmaker.txt").read_text(encoding="utf-8")[:2500],
                                     encoding="utf-8")
-    (root / "notes" / "kestrel.md").write_text((SAMPLES_DIR / "technical_kestrel.md").read_text(encoding="utf-8")[:2500],
-                                               encoding="utf-8")
+    guide = (SAMPLES_DIR / "technical_kestrel.md").read_text(encoding="utf-8")[:2500]
+    (root / "notes" / "kestrel.md").write_text(guide, encoding="utf-8")
     return root
 
 
