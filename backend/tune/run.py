@@ -551,8 +551,8 @@ def _bc_text(ivl: Interval) -> str:
 def _bc_row(number: int, config: ChunkerConfig, state: str, got: Any, stats: Any, seconds: float,
             secondary: float | None = None, reason: str = "") -> TrialRow:
     ivl = got.interval
-    how = "exact: every boundary" if got.exact else "sampled"
-    detail = f"bc over boundaries ({how}: {got.scored} of {got.total})"
+    how = f"exact: all {got.total}" if got.exact else f"sampled: {got.scored} of {got.total}"
+    detail = f"bc over boundaries ({how})"
     return TrialRow(
         number=number, config=config, state=state, objective=ivl.mean, interval=ivl, questions=0,
         chunks=stats.chunks, mean_tokens=stats.mean_tokens, index_cost=stats.index_cost, seconds=seconds,

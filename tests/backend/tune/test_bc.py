@@ -19,9 +19,13 @@ from backend.lab.tune import TuneRequest, check_request
 from backend.metrics.intervals import Interval, independent_difference
 from backend.models.scorer import load_scorer
 from backend.samples import load_sample
-from backend.tune.budget import BC_BOUNDARIES, BC_MIN_BOUNDARIES, plan_bc
+from backend.tune import budget
+from backend.tune.budget import BC_MIN_BOUNDARIES, plan_bc
 from backend.tune.result import read_plan
 from backend.tune.run import run_tune
+
+
+SAMPLE = 10  # boundaries per trial (the baseline, chunk_size=64, has about 16)
 
 
 class CountingScorer:
@@ -50,12 +54,13 @@ def cache_dir(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         path = tmp_path_factory.mktemp("bc-cache")
         mp.setenv("CHUNKLAB_CACHE_DIR", str(path))
+        mp.setattr(budget, "BC_BOUNDARIES", SAMPLE)  # a sample smaller than the baseline's boundaries
         yield path
 
 
 @pytest.fixture(scope="module")
 def text_file(tmp_path_factory) -> Path:
-    text = load_sample("narrative").text[:1400]
+    text = load_sample("narrative").text[:3000]
     path = tmp_path_factory.mktemp("bc-doc") / "cut.txt"
     path.write_text(text[: text.rfind(".") + 1], encoding="utf-8")
     return path
@@ -63,7 +68,7 @@ def text_file(tmp_path_factory) -> Path:
 
 def _request(text_file: Path, out: Path, **changes) -> TuneRequest:
     fields = dict(sources=(str(text_file),), questions="sample:narrative", out=str(out), families=("recursive",),
-                  objective="bc", trials=3, baseline="recursive chunk_size=64 chunk_overlap=0")
+                  objective="bc", trials=4, baseline="recursive chunk_size=64 chunk_overlap=0")
     fields.update(changes)
     return check_request(TuneRequest(**fields))
 
@@ -85,6 +90,9 @@ def test_a_bc_run_scores_trials_by_boundary_clarity_with_intervals(first):
                             for t in complete)
     assert all(0.0 < t.objective < 2.0 and t.questions == 0 for t in complete)
     assert all("over boundaries" in t.reason for t in complete)
+    base = result.trials[0]  # the baseline: a sample of its boundaries, so an interval of some width
+    assert f"sampled: {SAMPLE} of " in base.reason and base.interval.n == SAMPLE
+    assert base.interval.low < base.objective < base.interval.high
     assert result.pick is not None and result.pick_score is not None
     assert result.pick_score.mean == max(t.objective for t in complete)
 
@@ -108,11 +116,11 @@ def test_a_rerun_is_served_from_the_cache(first, lm, text_file, embedder, tmp_pa
                      models_available={"lm", "embedder"})
     assert lm.pairs == 0  # no new model tokens
     assert again.pick == result.pick and again.pick_score == result.pick_score
-    assert read_plan(tmp_path / "b")["bc"]["boundaries"] >= BC_MIN_BOUNDARIES
+    assert read_plan(tmp_path / "b")["bc"]["boundaries"] == SAMPLE
 
 
 def test_a_two_objective_bc_run_keeps_a_pareto_front(lm, cache_dir, text_file, embedder, tmp_path):
-    result = run_tune(_request(text_file, tmp_path / "c", secondary="mean_tokens"), scorer=lm, embedder=embedder,
+    result = run_tune(_request(text_file, tmp_path / "c", secondary="mean_tokens", trials=3), scorer=lm, embedder=embedder,
                       models_available={"lm", "embedder"})
     assert result.secondary == "mean_tokens" and result.pareto
     assert all(t.secondary is not None for t in result.trials if t.state == "complete")
@@ -129,7 +137,7 @@ def test_bc_without_a_model_is_one_line(text_file, embedder, tmp_path, capsys, m
 
 
 def test_the_bc_sample_fits_the_budget_and_the_difference_is_unpaired():
-    assert plan_bc(200, None, 600).boundaries == BC_BOUNDARIES
+    assert plan_bc(200, None, 600).boundaries == budget.BC_BOUNDARIES
     slow = plan_bc(200, 50.0, 60)  # 50 tokens/s, one minute: the smallest sample, and a note
     assert slow.boundaries == BC_MIN_BOUNDARIES and "affords only" in slow.note
     assert plan_bc(200, 5000.0, 600).note == ""
