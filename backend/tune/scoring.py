@@ -32,6 +32,8 @@ from backend.chunkers.context import ModelContext
 from backend.chunking import ChunkerConfig
 from backend.errors import ModelError, ParameterError
 from backend.metrics.intervals import Interval
+from backend.metrics.scores import quality_report
+from backend.models.cache import default_cache
 from backend.models.embeddings import TextEmbedder, load_text_embedder
 from backend.models.types import Scorer as LanguageModel
 from backend.progress import Progress
@@ -167,9 +169,6 @@ class Scorer:
         Raises:
             ModelError: no language model. ParameterError: the chunking has no boundary (one chunk per corpus).
         """
-        from backend.metrics.scores import quality_report  # the metrics' scoring stack: only a bc run needs it
-        from backend.models.cache import default_cache
-
         lm = self.context.scorer
         if lm is None:
             raise ModelError("bc needs the language model, which this session has not loaded")

@@ -31,7 +31,6 @@ def test_a_request_is_normalised(tmp_path):
         ({"sources": ()}, ParameterError, "choose a document"),
         ({"sources": ("/no/such/file.txt",)}, InputError, "no such file or folder"),
         ({"families": ("manual",)}, ParameterError, "manual cannot be tuned"),
-        ({"objective": "bc"}, ParameterError, "bc needs"),
         ({"engine": "ray"}, ParameterError, "engine 'ray' is not available for tuning"),
         ({"trials": 0}, ParameterError, "trials (0) must be at least 1"),
         ({"out": " "}, ParameterError, "output folder"),
