@@ -427,7 +427,8 @@ def run_tune(
                     else:
                         study.tell(trial, state=TrialState.PRUNED)
                     row = replace(same, number=trial.number, seconds=clock() - t0,
-                                  reason=same.reason or f"repeats trial {same.number} (not scored again)")
+                                  reason=(same.reason if same.state != "complete" else "")  # bc: its detail
+                                  or f"repeats trial {same.number} (not scored again)")
                 elif not budget.fits(cost + reserve):  # before chunking: a PPL chunking is the dear part
                     study.tell(trial, state=TrialState.PRUNED)
                     row = _row(trial.number, config, "pruned", [], None, clock() - t0, request.seed,
