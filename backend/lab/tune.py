@@ -160,12 +160,13 @@ def check_request(request: TuneRequest) -> TuneRequest:
 
 
 def _needs_lm(request: TuneRequest, have: frozenset[str], models: SessionModels) -> bool:
-    """Whether the run loads the language model: a family searched that needs it, or bundled questions.
+    """Whether the run loads the language model: the ``bc`` objective, a family searched that needs it, or bundled
+    questions.
 
     The default families keep a PPL family only when the model's scoring rate was measured on this
     machine (:func:`backend.tune.budget.plan_model_families`): without one the model is not loaded.
     """
-    if request.questions == "generate:bundled":
+    if request.objective == "bc" or request.questions == "generate:bundled":
         return True
     if request.families is not None:
         families = request.families

@@ -25,7 +25,6 @@ from tests.conftest import ROOT
         (["--objective", "accuracy"], "objective"),
         (["--constraint", "mean_tokens<400x"], "mean_tokens<400x"),
         (["--budget", "ten minutes"], "ten minutes"),
-        (["--objective", "bc"], "bc needs"),
         (["--questions", "generate:telepathy"], "unknown question method 'telepathy'"),
     ],
 )

@@ -31,7 +31,6 @@ def test_a_request_is_normalised(tmp_path):
         ({"sources": ()}, ParameterError, "choose a document"),
         ({"sources": ("/no/such/file.txt",)}, InputError, "no such file or folder"),
         ({"families": ("manual",)}, ParameterError, "manual cannot be tuned"),
-        ({"objective": "bc"}, ParameterError, "bc needs"),
         ({"engine": "spark"}, ParameterError, "engine 'spark' is not available for tuning"),
         ({"engine": "ray"}, ParameterError, "a single document tunes with --engine local"),
         ({"workers": 2}, ParameterError, "--workers sets the Ray tasks run at once: it needs --engine ray"),
