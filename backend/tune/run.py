@@ -703,10 +703,9 @@ def _held_out(study: optuna.Study, rows: Mapping[int, TrialRow], baseline: Chunk
         got = scoring.score(config, held)
         scores[config] = [got.values[i] for i in held]
     seed = request.seed
-    mean = lambda c: sum(scores[c]) / len(scores[c])  # noqa: E731
-    # The pick: the best held-out mean among the tuning leaders (the baseline only when it leads on tuning too).
-    pool = [r.config for r in leaders]
-    pick = max(pool, key=lambda c: (mean(c), -pool.index(c)))
+    # The pick is the best on the tuning questions: choosing it by a held-out mean would make that mean the
+    # best of several noisy scores (the winner's curse) and no longer a held-out check of the pick.
+    pick = leaders[0].config
     pick_score = mean_interval(scores[pick], seed=seed)
     vs_base = None
     if pick != baseline:
@@ -715,7 +714,8 @@ def _held_out(study: optuna.Study, rows: Mapping[int, TrialRow], baseline: Chunk
     others = [c for c in candidates if c != pick]
     vs_runner = None
     if others:
-        runner = max(others, key=mean)
+        # The runner-up: the next configuration on the tuning questions (the baseline when no other leads).
+        runner = next((r.config for r in leaders[1:]), others[0])
         vs_runner = Comparison("runner-up", runner, mean_interval(scores[runner], seed=seed),
                                paired_difference(scores[pick], scores[runner], seed=seed))
     tied = tuple(c for c in others
@@ -777,17 +777,18 @@ def _verdict(inputs: TuneInputs, split: Split, request: Any, answer: _Answer, ca
     where = f"On {docs}, with {inputs.name} ({len(split.held_out)} held-out questions, {inputs.method})"
     if answer.pick is None or answer.pick_score is None:
         return f"{where}, no trial completed{' before the run was cancelled' if cancelled else ''}: there is no pick."
-    score = f"held-out {label} ({answer.pick_score.text()})"
+    best = f"the best of the trials on the {len(split.tuning)} tuning questions"
+    score = f"held-out {label} {answer.pick_score.text()}"
     if answer.vs_baseline is None:  # the pick is the baseline
         head = (f"{where}, no configuration beats the baseline on the held-out questions: the baseline "
-                f"{answer.pick.spec} has the highest {score}")
+                f"{answer.pick.spec} is {best} ({score})")
         tail = ""
     elif answer.vs_baseline.verdict == "better":
-        head = f"{where}, {answer.pick.spec} has the highest {score}"
-        tail = f"; it beats the baseline by {_points(answer.vs_baseline.difference)}"
+        head = f"{where}, {answer.pick.spec} is {best} ({score})"
+        tail = f"; it beats the baseline by {_points(answer.vs_baseline.difference)} on the held-out questions"
     else:
-        head = (f"{where}, no configuration beats the baseline on the held-out questions: {answer.pick.spec} has "
-                f"the highest {score}")
+        head = (f"{where}, no configuration beats the baseline on the held-out questions: {answer.pick.spec} is "
+                f"{best} ({score})")
         tail = f", but its difference from the baseline is {_points(answer.vs_baseline.difference)}"
     n = len(answer.tied)
     if n:
