@@ -51,6 +51,9 @@ def test_a_request_from_the_form_names_the_document_questions_and_a_resumable_fo
     other = tune_request(DOC, question_source="generate", families=["recursive"], budget="1m", trials=4)
     assert other.out != request.out and Path(other.out).parent == Path(request.out).parent
     assert tune_request(DOC, out="/tmp/somewhere").out == "/tmp/somewhere"
+    forty = tune_request(DOC, question_source="generate", families=["recursive", "fixed_token"],
+                         constraints="mean_tokens<=400", budget="1m", trials=4, questions_per_document=40)
+    assert forty.questions_per_document == 40 and forty.out != request.out  # another count: another folder
     assert document_source(DOC, "technical") == "sample:technical"
 
 
@@ -69,6 +72,7 @@ def test_the_session_and_bundled_question_sets_become_what_the_cli_takes() -> No
     ({"budget": "soon"}, "budget"),
     ({"question_source": "session"}, "the session has no question set"),
     ({"question_source": "sample"}, "pick a bundled question set"),
+    ({"questions_per_document": 0}, "questions per document"),
 ])
 def test_bad_values_are_one_line_errors(kwargs, needle: str) -> None:
     with pytest.raises(ParameterError, match=needle) as e:
