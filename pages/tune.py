@@ -16,7 +16,7 @@ from backend.figures.markdown import md_text
 from backend.figures.tune import objective_label
 from backend.lab.tune import GENERATED_PER_DOCUMENT, MAX_QUESTIONS_PER_DOCUMENT, plan_tune
 from backend.lab.tune_form import form_options, tune_request
-from backend.lab.tune_view import check_tune_folder, finished_trials, result_view, tune_view
+from backend.lab.tune_view import check_tune_folder, finished_trials, left_out_sentences, result_view, tune_view
 from components.cached import sample_question_sets
 from components.documents import current_sample
 from components.keys import QSET, TUNE, TUNE_JOB, TUNE_OPENED, TUNE_RESULT
@@ -65,7 +65,7 @@ families = st.multiselect("Families", list(options.families), default=list(optio
                           help="The chunkers searched, each over its declared parameter ranges. "
                                + "; ".join(options.family_help(f) for f in options.families))
 if options.left_out:
-    st.caption("Not searched by default: " + md_text("; ".join(options.left_out_lines())))
+    st.caption(md_text(" ".join(left_out_sentences(options.left_out, ahead=True))))
 
 o1, o2, o3, o4 = st.columns(4)
 objective = o1.selectbox("Objective", list(options.objectives), key=TUNE("objective"), format_func=objective_label,
