@@ -209,8 +209,13 @@ class TuneView:
         qset = plan.get("question_set") or "the question set"
         method = plan.get("question_method")
         c = self.counts
+        split = plan.get("split")
+        sizes = ""
+        if isinstance(split, Mapping) and all(isinstance(split.get(k), list) for k in ("tuning", "held_out")):
+            sizes = f"{len(split['tuning']):,} tuning questions, {len(split['held_out']):,} held out"
+        about = ": ".join(x for x in (f"{method} questions" if isinstance(method, str) else "", sizes) if x)
         return (f"On {', '.join(docs) or 'the document'}, question set {qset}"
-                f"{f' ({method} questions)' if isinstance(method, str) else ''}; objective "
+                f"{f' ({about})' if about else ''}; objective "
                 f"{objective_label(self.objective)} on the tuning questions · {len(self.trials):,} trials so far "
                 f"({c['complete']:,} complete, {c['pruned']:,} pruned, {c['failed']:,} failed).")
 

@@ -188,3 +188,12 @@ def test_unmeasured_costs_and_unknown_reasons() -> None:
 def test_a_run_view_says_its_left_out_families_with_its_budget(tmp_path: Path) -> None:
     view = tune_view(write_out(tmp_path / "run", sample_trials()[:2], sample_result()))
     assert view.left_out_sentences() == ["semantic was not searched: needs an embedder: none is loaded"]
+
+
+def test_a_running_folder_says_how_many_questions_it_tunes_on_and_holds_out(tmp_path: Path) -> None:
+    out = write_out(tmp_path / "run", sample_trials()[:1], plan={
+        "documents": ["guide.pdf"], "question_set": "generate:model-free", "question_method": "model-free",
+        "objective": "iou", "split": {"tuning": [0, 1, 3, 4], "held_out": [2, 5]},
+    })
+    assert tune_view(out).caption().startswith("On guide.pdf, question set generate:model-free (model-free "
+                                               "questions: 4 tuning questions, 2 held out); objective IoU")
