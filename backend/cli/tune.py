@@ -4,12 +4,15 @@ Subcommand:
     tune FILE|DIR --questions CSV|sample:NAME|generate:METHOD --out DIR [--corpora DIR] [--families a,b]
          [--objective iou|recall|precision|precision_omega|bc] [--secondary mean_tokens|chunks|index_cost]
          [--constraint 'mean_tokens<=400' …] [--budget 10m] [--seed S] [--trials N] [--baseline SPEC]
-         [--questions-per-document N] [--json]
+         [--engine local|ray] [--address ADDR] [--workers N] [--questions-per-document N] [--json]
         Tunes the chunkers' declared parameter ranges on about two thirds of the questions and answers
         on the held-out third (see ``docs/tune.md``). It builds the Tune page's request
         (:class:`backend.lab.tune.TuneRequest`) and runs the same job (:func:`backend.lab.tune.plan_tune`).
         The output folder holds ``study.journal``, ``plan.json``, ``trials.jsonl`` and ``result.json``;
         the same command again resumes there (finished trials are not scored again).
+        On a folder each trial's documents run through the corpus engine, each document's questions
+        retrieving from that document only; ``--engine ray`` (a folder only) runs them as Ray tasks
+        (a local Ray, or the cluster at ``--address``) with the same numbers.
         stdout: the verdict, the pick, the top trials, the families left out and why, the warnings;
         ``--json``: ``result.json``'s object instead. stderr: progress (the share of the budget used).
 
@@ -68,6 +71,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--baseline", metavar="SPEC",
                    help="the configuration the pick is compared with (default 'recursive chunk_size=200 "
                         "chunk_overlap=0')")
+    p.add_argument("--engine", default="local", metavar="local|ray",
+                   help="where a folder's documents run: local (default) or ray (Ray tasks; a folder only)")
+    p.add_argument("--address", metavar="ADDR",
+                   help="the Ray cluster to join (default RAY_ADDRESS, else a local Ray); needs --engine ray")
+    p.add_argument("--workers", type=positive_int, metavar="N",
+                   help="documents run at once on Ray (default: the cluster's CPUs); needs --engine ray")
     p.add_argument("--json", action="store_true", help="result.json's object on stdout instead of the summary")
 
 
@@ -116,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
     request = TuneRequest(
         sources=(args.path,), questions=args.questions, corpora=args.corpora, families=_families(args.families),
         objective=args.objective, secondary=args.secondary, constraints=tuple(args.constraint), budget=args.budget,
-        seed=args.seed, out=str(args.out), baseline=args.baseline, trials=args.trials,
-        questions_per_document=args.questions_per_document,
+        seed=args.seed, out=str(args.out), baseline=args.baseline, trials=args.trials, engine=args.engine,
+        workers=args.workers, address=args.address, questions_per_document=args.questions_per_document,
     )
     plan = plan_tune(request, SessionModels.of(None))
     quiet_hub_progress_bars()

@@ -9,6 +9,7 @@ While the job runs, the page follows the output folder with :mod:`backend.tune.r
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -21,14 +22,24 @@ from backend.lab.models import SessionModels
 from backend.models.rates import rate_store
 from backend.models.types import Scorer
 from backend.progress import Progress
-from backend.tune.run import GENERATED_PER_DOCUMENT, QUESTION_METHODS, available_models, check_objective_supported, run_tune
+from backend.tune.run import (
+    GENERATED_PER_DOCUMENT,
+    QUESTION_METHODS,
+    available_models,
+    check_objective_supported,
+    folder_source,
+    run_tune,
+)
 from backend.tune.space import BASELINE, check_families, default_families, family_needs
 from backend.tune.spec import check_objective, check_secondary, parse_budget, parse_constraint
 from backend.tune.types import TuneResult
 
-__all__ = ["ENGINES", "GENERATED_PER_DOCUMENT", "MAX_QUESTIONS_PER_DOCUMENT", "TuneRequest", "check_request", "session_available", "plan_tune"]
+__all__ = [
+    "ENGINES", "GENERATED_PER_DOCUMENT", "MAX_QUESTIONS_PER_DOCUMENT", "TuneRequest", "check_request",
+    "session_available", "plan_tune",
+]
 
-ENGINES = ("local",)  # where the trials run (Ray is not wired into tuning yet)
+ENGINES = ("local", "ray")  # where the trials run (ray: a folder's documents as Ray tasks, one Ray per study)
 MAX_QUESTIONS_PER_DOCUMENT = 200  # generate:METHOD makes at most this many questions on each document
 
 
@@ -48,10 +59,13 @@ class TuneRequest:
         constraints: ``mean_tokens<=400`` and the like: a configuration violating one is not scored.
         budget: Wall-clock budget (``10m``, ``90s``, ``1h``).
         seed: Seeds the sampler and the split.
-        engine: Where trials run (:data:`ENGINES`).
+        engine: Where trials run (:data:`ENGINES`): ``ray`` runs a folder's documents as Ray tasks
+            (a folder only; each trial is a corpus run).
         out: The output folder (journal, plan, trials, result); the same request there resumes.
         baseline: The configuration the pick is compared with (a spec; None: ``BASELINE``).
         trials: At most this many trials (None: until the budget is spent).
+        workers: Ray's documents in flight at once (``ray`` only; None: its default).
+        address: The Ray cluster to join (``ray`` only; None: ``RAY_ADDRESS``, else a local Ray).
         questions_per_document: How many questions ``generate:METHOD`` makes on each document (1 to
             :data:`MAX_QUESTIONS_PER_DOCUMENT`; not used with a CSV or a bundled set).
     """
@@ -69,6 +83,8 @@ class TuneRequest:
     engine: str = "local"
     baseline: str | None = None
     trials: int | None = None
+    workers: int | None = None
+    address: str | None = None
     questions_per_document: int = GENERATED_PER_DOCUMENT
 
     @property
@@ -117,6 +133,25 @@ def _check_per_document(n: object) -> int:
     return value
 
 
+def _check_engine(request: TuneRequest) -> None:
+    if request.engine not in ENGINES:
+        raise ParameterError(f"engine {request.engine!r} is not available for tuning; "
+                             f"choose one of: {', '.join(ENGINES)}")
+    if request.engine == "ray":
+        if importlib.util.find_spec("ray") is None:  # looked up, not imported (that takes seconds)
+            raise ParameterError("--engine ray needs the ray package, which is not installed; use --engine local")
+        if folder_source(tuple(request.sources)) is None:
+            raise ParameterError("--engine ray runs a folder's documents as Ray tasks; a single document tunes "
+                                 "with --engine local")
+    else:
+        if request.address is not None:
+            raise ParameterError("--address joins a Ray cluster: it needs --engine ray")
+        if request.workers is not None:
+            raise ParameterError("--workers sets the Ray tasks run at once: it needs --engine ray")
+    if request.workers is not None and int(request.workers) < 1:
+        raise ParameterError(f"workers ({request.workers}) must be at least 1")
+
+
 def check_request(request: TuneRequest) -> TuneRequest:
     """``request`` checked, with its names normalised (lower-case objective, families in order, no repeats).
 
@@ -133,8 +168,7 @@ def check_request(request: TuneRequest) -> TuneRequest:
     secondary = check_secondary(str(request.secondary).strip().lower()) if request.secondary else None
     constraints = tuple(parse_constraint(c).text for c in request.constraints)
     parse_budget(request.budget)
-    if request.engine not in ENGINES:
-        raise ParameterError(f"engine {request.engine!r} is not available for tuning; choose one of: {', '.join(ENGINES)}")
+    _check_engine(request)
     if not str(request.out).strip():
         raise ParameterError("choose an output folder (--out DIR)")
     if request.trials is not None and int(request.trials) < 1:
@@ -148,16 +182,18 @@ def check_request(request: TuneRequest) -> TuneRequest:
         request, sources=sources, questions=request.questions.strip(), families=families, objective=objective,
         secondary=secondary, constraints=constraints, baseline=baseline, seed=int(request.seed),
         trials=None if request.trials is None else int(request.trials), questions_per_document=per_document,
+        workers=None if request.workers is None else int(request.workers),
     )
 
 
 def _needs_lm(request: TuneRequest, have: frozenset[str], models: SessionModels) -> bool:
-    """Whether the run loads the language model: a family searched that needs it, or bundled questions.
+    """Whether the run loads the language model: the ``bc`` objective, a family searched that needs it, or bundled
+    questions.
 
     The default families keep a PPL family only when the model's scoring rate was measured on this
     machine (:func:`backend.tune.budget.plan_model_families`): without one the model is not loaded.
     """
-    if request.questions == "generate:bundled":
+    if request.objective == "bc" or request.questions == "generate:bundled":
         return True
     if request.families is not None:
         families = request.families

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BOOTSTRAP", "LEVEL", "Interval", "mean_interval", "paired_difference", "paired_leaders"]
+__all__ = ["BOOTSTRAP", "LEVEL", "Interval", "independent_difference", "mean_interval", "paired_difference", "paired_leaders"]
 
 BOOTSTRAP = 2000  # resamples: percentile ends stable to about a tenth of a point at 40 questions
 LEVEL = 0.95
@@ -138,3 +138,25 @@ def paired_leaders(scores: Mapping[str, Sequence[float]], *, seed: int = 0, b: i
     tied = [k for k in named if k != best and not paired_difference(named[best], named[k], seed=seed, b=b,
                                                                       level=level).excludes_zero()]
     return (best, *tied)
+
+
+def independent_difference(a: Interval, b: Interval) -> Interval:
+    """``a - b`` for two *independent* estimates (not paired), by the normal approximation.
+
+    Each interval is read as ``mean ± 1.96·se`` (its larger half-width, so a skewed interval is never
+    narrowed); the difference's half-width is ``sqrt(ha² + hb²)``. Two exact values (width 0) give an
+    exact difference. What the tuner's ``bc`` objective compares: two configurations' Boundary
+    Clarity, each estimated on its own sample of boundaries.
+
+    Args:
+        a: The first estimate (the pick).
+        b: The second (the other configuration).
+
+    Returns:
+        The difference with its interval at ``a.level``; ``n`` is the smaller of the two sample sizes.
+    """
+    half = lambda x: max(x.mean - x.low, x.high - x.mean)  # noqa: E731
+    ha, hb = half(a), half(b)
+    h = math.sqrt(ha * ha + hb * hb) if math.isfinite(ha) and math.isfinite(hb) else math.inf
+    mean = a.mean - b.mean
+    return Interval(mean, mean - h, mean + h, min(a.n, b.n), a.level)

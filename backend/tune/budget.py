@@ -8,6 +8,11 @@ family's trial is its measured mean (the first trial of a family measures it); b
 model-backed family's planned estimate, else the mean of the families measured. A model-backed
 family is planned only when its first trial, at a rate measured on this machine, fits the budget
 (:func:`plan_model_families`); otherwise it is left out with that estimate in words.
+
+A ``bc`` run scores every trial's boundaries with the language model (:func:`plan_bc`): each trial
+scores a seeded sample of at most :attr:`BcPlan.boundaries` boundaries, as many as fit a share of
+the budget (:data:`BC_TRIALS` trials) at the rate measured here; its expected cost is every
+family's prior, and the plan says when the budget affords only a few trials.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass, field
 from backend.progress import format_seconds
 from backend.tune.types import LeftOut
 
-__all__ = ["PASS_FAMILIES", "Budget", "FamilyPlan", "model_trial_seconds", "model_left_out_reason",
+__all__ = ["BC_BOUNDARIES", "BC_MIN_BOUNDARIES", "BC_TRIALS", "PASS_FAMILIES", "BcPlan", "Budget", "plan_bc", "FamilyPlan", "model_trial_seconds", "model_left_out_reason",
            "plan_model_families"]
 
 
@@ -146,3 +151,55 @@ def plan_model_families(families: Sequence[str], needs: Callable[[str], Sequence
                     else "its cost (a language-model call per sentence, every trial) has no measured estimate here")
             out.append(LeftOut(f, f"{what}; name it in the families to try it anyway"))
     return FamilyPlan(tuple(kept), tuple(out), priors)
+
+
+BC_BOUNDARIES = 60  # boundaries per trial at most (and without a measured rate): BC's interval about ±0.01
+BC_MIN_BOUNDARIES = 8  # fewer and the interval over boundaries says little
+BC_TRIALS = 12  # the trials a bc run plans its sample size for
+BC_TOKENS_PER_BOUNDARY = 3  # chunk tokens scored per boundary: the next chunk alone, then after the previous one
+FEW_TRIALS = 4  # a budget affording fewer bc trials than this: the plan says so
+
+
+@dataclass(frozen=True)
+class BcPlan:
+    """How a ``bc`` run spends the language model: boundaries per trial, the expected seconds of one trial.
+
+    Attributes:
+        boundaries: Boundaries scored per trial (a seeded sample per corpus; every one when the chunking has fewer).
+        trial_seconds: Expected seconds of a trial's scoring at the measured rate (None: no rate measured).
+        tokens_per_s: The measured rate (None: not measured on this machine).
+        note: What the plan says (one line; "" when the budget affords enough trials).
+    """
+
+    boundaries: int
+    trial_seconds: float | None
+    tokens_per_s: float | None
+    note: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        """``{"boundaries", "trial_seconds", "tokens_per_s", "note"}`` (what ``plan.json``'s ``bc`` holds)."""
+        return {"boundaries": self.boundaries, "trial_seconds": self.trial_seconds, "tokens_per_s": self.tokens_per_s,
+                "note": self.note}
+
+
+def plan_bc(chunk_tokens: float, tokens_per_s: float | None, left: float) -> BcPlan:
+    """Boundaries per ``bc`` trial so that about :data:`BC_TRIALS` trials fit ``left`` seconds at ``tokens_per_s``.
+
+    One boundary costs about :data:`BC_TOKENS_PER_BOUNDARY` × ``chunk_tokens`` model tokens (the
+    baseline's chunk size stands for a trial's). The sample is at most :data:`BC_BOUNDARIES` and at
+    least :data:`BC_MIN_BOUNDARIES`; without a measured rate it is :data:`BC_BOUNDARIES` and the first
+    trial measures the cost. Cached boundaries (a rerun, a repeated configuration) cost nothing.
+    """
+    per_boundary = BC_TOKENS_PER_BOUNDARY * max(1.0, float(chunk_tokens))
+    if not tokens_per_s or tokens_per_s <= 0:
+        return BcPlan(BC_BOUNDARIES, None, None,
+                      "the language model's scoring rate is not measured here: the first trial measures a bc trial's cost")
+    fit = int(left / BC_TRIALS * tokens_per_s / per_boundary)
+    n = max(BC_MIN_BOUNDARIES, min(BC_BOUNDARIES, fit))
+    seconds = n * per_boundary / tokens_per_s
+    affords = int(left // seconds) if seconds > 0 else BC_TRIALS
+    note = ""
+    if affords < FEW_TRIALS:
+        note = (f"the budget affords only about {affords} bc trial{'s' if affords != 1 else ''} "
+                f"({n} boundaries each, about {format_seconds(seconds)} at {tokens_per_s:,.0f} tokens/s measured here)")
+    return BcPlan(n, seconds, float(tokens_per_s), note)

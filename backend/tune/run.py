@@ -19,6 +19,14 @@
    and the baseline are scored on the held-out questions; the pick is the best held-out mean among
    them, compared with the baseline and the runner-up by paired bootstrap differences, and every
    leader not told apart from it is named. ``result.json`` is written (also when cancelled).
+
+The ``bc`` objective (MoC's Boundary Clarity) rests on no question: the documents are all it reads
+(the question set is not loaded, nothing is held out). A trial scores its boundaries with the
+language model through the output cache, first on a seeded sample of a third of the planned
+boundaries (the pruner's cheap step, the same interval rule), then on the planned sample
+(:func:`backend.tune.budget.plan_bc`; every boundary when the chunking has fewer). The pick is the
+best estimate; it is compared with the baseline and the runner-up by the difference of two
+independent estimates (:func:`backend.metrics.intervals.independent_difference`).
 """
 
 from __future__ import annotations
@@ -36,10 +44,17 @@ from optuna.trial import TrialState
 from backend.chunkers import config_needs, make_chunker
 from backend.chunking import ChunkerConfig
 from backend.corpus.inputs import corpus_inputs
+from backend.corpus.ray_engine import ray_session
 from backend.corpus.work import load_corpus_document
 from backend.errors import Cancelled, ChunkLabError, InputError, ModelError, ParameterError, StoreError, one_line
 from backend.loaders import load_document
-from backend.metrics.intervals import Interval, mean_interval, paired_difference, paired_leaders
+from backend.metrics.intervals import (
+    Interval,
+    independent_difference,
+    mean_interval,
+    paired_difference,
+    paired_leaders,
+)
 from backend.models.rates import rate_store
 from backend.models.types import Scorer as LanguageModel
 from backend.progress import Progress, format_seconds
@@ -57,8 +72,10 @@ from backend.retrieval.questions import (
 from backend.samples import load_sample
 from backend.text.document import Document
 from backend.tokenizers import get_tokenizer
-from backend.tune.budget import Budget, plan_model_families
-from backend.tune.pruner import STEP, SUBSET_ATTR, IntervalPruner
+from backend.tune.budget import BC_MIN_BOUNDARIES, BcPlan, Budget, plan_bc, plan_model_families
+from backend.tune.corpus import corpus_questions
+from backend.tune.corpus_scoring import PER_DOCUMENT_NOTE, CorpusScorer
+from backend.tune.pruner import STEP, SUBSET_ATTR, IntervalPruner, incumbent, subset_interval
 from backend.tune.result import append_trial, read_plan, read_trials, write_plan, write_result
 from backend.tune.scoring import Scorer
 from backend.tune.space import BASELINE, default_families, family_needs, search_space
@@ -75,6 +92,7 @@ __all__ = [
     "TuneInputs",
     "available_models",
     "check_objective_supported",
+    "folder_source",
     "load_inputs",
     "run_tune",
 ]
@@ -88,15 +106,20 @@ _REPEATS = 10  # trials in a row that only repeat configurations already scored:
 _TUNING_VALUES = "tuning_values"  # user attribute: per-question objective values, in tuning order
 
 
-def check_objective_supported(objective: str) -> None:
-    """Refuse an objective the tuner cannot score (``bc``), in one line.
+def check_objective_supported(objective: str, lm: bool | None = None) -> None:
+    """Refuse an objective the run cannot score with the models it has, in one line.
+
+    Args:
+        objective: The objective (already checked to be one of :data:`~backend.tune.types.OBJECTIVES`).
+        lm: Whether the run has the language model (None: not known yet, as when a request is checked).
 
     Raises:
-        ParameterError: ``bc`` (Boundary Clarity per boundary of every trial is not computed by the tuner yet).
+        ModelError: ``bc`` without the language model (Boundary Clarity scores each boundary with it).
     """
-    if objective == "bc":
-        raise ParameterError("bc needs Boundary Clarity per boundary of every trial with the language model, which "
-                             "the tuner does not compute yet; choose iou, recall, precision or precision_omega")
+    if objective == "bc" and lm is False:
+        raise ModelError("bc needs the language model (Boundary Clarity scores every boundary with it), "
+                         "which this session has not loaded; load one or choose iou, recall, precision or "
+                         "precision_omega")
 
 
 def available_models(*, lm: bool, embedder: bool = True) -> frozenset[str]:
@@ -185,8 +208,19 @@ def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, progr
     return merged
 
 
+def folder_source(sources: Sequence[str]) -> Path | None:
+    """The folder a request tunes over through the corpus engine (one source that is a directory), else None."""
+    if len(sources) != 1 or sources[0].startswith("sample:"):
+        return None
+    path = Path(sources[0]).expanduser()
+    return path if path.is_dir() else None
+
+
 def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> TuneInputs:
     """The request's documents and question set (generated ones saved in ``out``; see the module docstring).
+
+    A folder's set comes from :func:`backend.tune.corpus.corpus_questions` (``generate:model-free`` on each
+    document, saved under ``out/questions``; or a CSV or sample about the folder's documents).
 
     Raises:
         InputError: a document or the CSV cannot be read; the set has no question on the documents.
@@ -195,11 +229,19 @@ def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> Tu
     progress = progress or Progress()
     docs = _documents(request.sources)
     spec = request.questions
+    folder = folder_source(request.sources)
+    per_document = getattr(request, "questions_per_document", GENERATED_PER_DOCUMENT)
+    if folder is not None:
+        corpora = Path(request.corpora).expanduser() if request.corpora else None
+        qs = corpus_questions(folder, spec, out=out, seed=request.seed, corpora=corpora,
+                              per_document=per_document)
+        method = ("model-free" if spec.startswith("generate:") else
+                  "hand-written" if spec.startswith("sample:") else "as given")
+        return TuneInputs(docs, qs, spec, method)
     if spec.startswith("generate:"):
         method = spec.removeprefix("generate:")
         if method not in QUESTION_METHODS:
             raise ParameterError(f"unknown question method {method!r}; choose one of: {', '.join(QUESTION_METHODS)}")
-        per_document = getattr(request, "questions_per_document", GENERATED_PER_DOCUMENT)
         qs = _generate(docs, method, request.seed, out, progress, per_document)
         return TuneInputs(docs, qs, spec, {"bundled": "bundled-lm"}.get(method, method))
     if spec.startswith("sample:"):
@@ -214,6 +256,20 @@ def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> Tu
     for p in parts[1:]:
         merged = merge_question_sets(merged, p)
     return TuneInputs(docs, merged, spec, method)
+
+
+def _bc_inputs(request: Any) -> TuneInputs:
+    """The documents of a ``bc`` run as the corpora of a question set with no question (bc rests on none)."""
+    docs = _documents(request.sources)
+    corpora: dict[str, str] = {}
+    for doc in docs:
+        cid = base = corpus_id_for(doc)
+        k = 1
+        while cid in corpora:
+            k += 1
+            cid = f"{base}-{k}"
+        corpora[cid] = doc.text
+    return TuneInputs(docs, QuestionSet((), corpora), "none (bc rests on no question)", "none")
 
 
 def _question_key(qs: QuestionSet) -> list[Any]:
@@ -272,7 +328,20 @@ def _violation(constraints: Sequence[Any], stats: Any) -> str:
     return ""
 
 
-def run_tune(
+def run_tune(request: Any, **kwargs: Any) -> TuneResult:
+    """Run (or resume) the tuning run ``request`` asks for and return its answer (see the module docstring).
+
+    With ``request.engine == "ray"`` (a folder only) one Ray is joined or started for the whole study
+    (:func:`backend.corpus.ray_engine.ray_session`) and every trial's documents run as its tasks.
+    The keyword arguments are :func:`_run_tune`'s.
+    """
+    if getattr(request, "engine", "local") == "ray":
+        with ray_session(getattr(request, "address", None), getattr(request, "workers", None)):
+            return _run_tune(request, **kwargs)
+    return _run_tune(request, **kwargs)
+
+
+def _run_tune(
     request: Any,
     *,
     scorer: LanguageModel | None = None,
@@ -281,7 +350,7 @@ def run_tune(
     models_available: Collection[str] = frozenset({"embedder"}),
     embedder: Any = None,
 ) -> TuneResult:
-    """Run (or resume) the tuning run ``request`` asks for and return its answer (see the module docstring).
+    """The body of :func:`run_tune`.
 
     Args:
         request: A checked :class:`backend.lab.tune.TuneRequest`.
@@ -300,19 +369,34 @@ def run_tune(
     out.mkdir(parents=True, exist_ok=True)
     budget = Budget(parse_budget(request.budget), clock)
     budget.start()
-    check_objective_supported(request.objective)
+    bc = request.objective == "bc"
+    check_objective_supported(request.objective, lm=scorer is not None)
     progress.publish(TuneProgress((), budget.seconds, 0.0, None, "planning"))
-    inputs = load_inputs(request, out, progress)
+    inputs = _bc_inputs(request) if bc else load_inputs(request, out, progress)
     qs = inputs.questions
-    split = split_questions([q.corpus_id for q in qs.questions], seed=request.seed)
+    split = Split((), ()) if bc else split_questions([q.corpus_id for q in qs.questions], seed=request.seed)
     baseline = _baseline(request)
     constraints = tuple(parse_constraint(c) for c in request.constraints)
     tokens = sum(get_tokenizer(baseline.tokenizer).count(d.text) for d in inputs.documents)
     families, left_out, budget.priors = _plan_families(request, models_available, budget.left, tokens, scorer)
     if not families:
         raise ParameterError("no family left to search: " + "; ".join(x.reason for x in left_out))
+    bc_plan = None
+    if bc:  # every trial spends the language model on its boundaries: the sample fits the budget
+        bc_plan = plan_bc(float(baseline.params_dict.get("chunk_size", 200)), _lm_rate(scorer), budget.left)
+        if bc_plan.trial_seconds is not None:
+            for f in families:
+                budget.priors[f] = budget.priors.get(f, 0.0) + bc_plan.trial_seconds
     space = search_space(families, baseline.tokenizer)
-    scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)
+    # A folder's trials run through the corpus engine; bc reads no question, so its documents are scored here.
+    folder = None if bc else folder_source(request.sources)
+    if folder is not None:  # each trial's documents through the corpus engine
+        scoring: Any = CorpusScorer(folder, inputs.documents, qs, request.objective, out=out,
+                                    engine=getattr(request, "engine", "local"),
+                                    workers=getattr(request, "workers", None),
+                                    address=getattr(request, "address", None), embedder=embedder, lm=scorer)
+    else:
+        scoring = Scorer(qs, request.objective, store_path=out / "chroma", embedder=embedder, lm=scorer)
     key = {
         "documents": sorted(d.id for d in inputs.documents), "questions": _question_key(qs), "families": families,
         "objective": request.objective, "secondary": request.secondary, "constraints": [c.text for c in constraints],
@@ -320,6 +404,10 @@ def run_tune(
     }
     if request.questions.startswith("generate:"):  # the count asked for (other sets: the key as before)
         key["questions_per_document"] = getattr(request, "questions_per_document", GENERATED_PER_DOCUMENT)
+    if folder is not None:
+        key["retrieval"] = "per document"
+    if bc_plan is not None:
+        key["bc_boundaries"] = bc_plan.boundaries
     name = study_name(key)
     old = read_plan(out)
     if old is not None and old.get("study") != name:
@@ -335,6 +423,10 @@ def run_tune(
         "baseline": baseline.spec, "budget": request.budget, "budget_seconds": budget.seconds,
         "trials": request.trials, "space_size": _space_size(space), "embedder": scoring.embedder.info.name,
     }
+    if folder is not None:
+        plan.update(engine=getattr(request, "engine", "local"), retrieval=PER_DOCUMENT_NOTE)
+    if bc_plan is not None:
+        plan["bc"] = bc_plan.to_json()
     write_plan(out, plan)
 
     two = request.secondary is not None
@@ -399,7 +491,8 @@ def run_tune(
                     else:
                         study.tell(trial, state=TrialState.PRUNED)
                     row = replace(same, number=trial.number, seconds=clock() - t0,
-                                  reason=same.reason or f"repeats trial {same.number} (not scored again)")
+                                  reason=(same.reason if same.state != "complete" else "")  # bc: its detail
+                                  or f"repeats trial {same.number} (not scored again)")
                 elif not budget.fits(cost + reserve):  # before chunking: a PPL chunking is the dear part
                     study.tell(trial, state=TrialState.PRUNED)
                     row = _row(trial.number, config, "pruned", [], None, clock() - t0, request.seed,
@@ -412,6 +505,9 @@ def run_tune(
                         study.tell(trial, state=TrialState.PRUNED)
                         row = _row(trial.number, config, "pruned", [], stats, clock() - t0, request.seed,
                                    reason=violated)
+                    elif bc_plan is not None:
+                        row = _score_bc_trial(study, trial, config, stats, scoring, two, request, bc_plan, clock,
+                                              t0, progress)
                     else:
                         row = _score_trial(study, trial, config, stats, scoring, cheap, rest, two, request, pruner,
                                            clock, t0, progress)
@@ -441,12 +537,14 @@ def run_tune(
     stage = "held-out"
     report(count=False)
     try:
-        answer = _held_out(study, rows, baseline, split, scoring, request, two, cancelled)
+        answer = (_bc_answer(rows, baseline, scoring, request, bc_plan) if bc_plan is not None
+                  else _held_out(study, rows, baseline, split, scoring, request, two, cancelled))
     except Cancelled:
         cancelled = True
         answer = _Answer(None, None, None, None, (), ())
-    result = _result(request, inputs, split, rows, baseline, answer, left_out, budget, cancelled, study, two,
-                     (stopped,) if stopped else ())
+    notes = tuple(n for n in (stopped, bc_plan.note if bc_plan is not None else "") if n) + (
+        (PER_DOCUMENT_NOTE, *getattr(scoring, "warnings", ())) if folder is not None else ())
+    result = _result(request, inputs, split, rows, baseline, answer, left_out, budget, cancelled, study, two, notes)
     write_result(out, result)
     stage = "done"
     report(count=False)
@@ -511,6 +609,80 @@ def _score_trial(study: optuna.Study, trial: optuna.Trial, config: ChunkerConfig
     return _row(trial.number, config, "complete", tuning, stats, clock() - t0, request.seed, secondary=sec)
 
 
+def _bc_text(ivl: Interval) -> str:
+    """``0.912 [0.905, 0.919]`` (BC is a ratio near 1: three decimals, unscaled)."""
+    return ivl.text(scale=1.0, unit="", digits=3)
+
+
+def _bc_row(number: int, config: ChunkerConfig, state: str, got: Any, stats: Any, seconds: float,
+            secondary: float | None = None, reason: str = "") -> TrialRow:
+    ivl = got.interval
+    how = f"exact: all {got.total}" if got.exact else f"sampled: {got.scored} of {got.total}"
+    detail = f"bc over boundaries ({how})"
+    return TrialRow(
+        number=number, config=config, state=state, objective=ivl.mean, interval=ivl, questions=0,
+        chunks=stats.chunks, mean_tokens=stats.mean_tokens, index_cost=stats.index_cost, seconds=seconds,
+        secondary=secondary, reason=f"{reason}; {detail}" if reason else detail,
+    )
+
+
+def _score_bc_trial(study: optuna.Study, trial: optuna.Trial, config: ChunkerConfig, stats: Any, scoring: Scorer,
+                    two: bool, request: Any, plan: BcPlan, clock: Callable[[], float], t0: float,
+                    progress: Progress) -> TrialRow:
+    """Score a trial's Boundary Clarity on a first sample of boundaries, prune it or score the planned sample."""
+    first = scoring.boundary_clarity(config, max(BC_MIN_BOUNDARIES, plan.boundaries // 3), seed=request.seed)
+    ivl = first.interval
+    trial.set_user_attr(SUBSET_ATTR, [ivl.mean, ivl.low, ivl.high])
+    if not two and not first.exact:
+        trial.report(ivl.mean, STEP)
+        if trial.should_prune():
+            best = incumbent(study, exclude=trial.number)
+            theirs = subset_interval(best) if best is not None else None
+            reason = "below the incumbent on a first sample of boundaries"
+            if best is not None and theirs is not None:
+                reason = (f"below trial {best.number} on a first sample of boundaries: BC "
+                          f"[{ivl.low:.3f}, {ivl.high:.3f}] against [{theirs[1]:.3f}, {theirs[2]:.3f}]")
+            study.tell(trial, state=TrialState.PRUNED)
+            return _bc_row(trial.number, config, "pruned", first, stats, clock() - t0, reason=reason)
+    progress.check()
+    got = first if first.exact or first.scored >= plan.boundaries else \
+        scoring.boundary_clarity(config, plan.boundaries, seed=request.seed)
+    sec = float(stats.as_dict()[request.secondary]) if two else None
+    study.tell(trial, [got.interval.mean, sec] if two else got.interval.mean)
+    return _bc_row(trial.number, config, "complete", got, stats, clock() - t0, secondary=sec)
+
+
+def _bc_answer(rows: Mapping[int, TrialRow], baseline: ChunkerConfig, scoring: Scorer, request: Any,
+               plan: BcPlan) -> _Answer:
+    """The pick of a ``bc`` run: the best estimate; its differences from the baseline and the runner-up are
+    differences of independent estimates (each configuration's own sample of boundaries)."""
+    complete = [r for r in rows.values() if r.state == "complete" and r.interval is not None]
+    if not complete:
+        return _Answer(None, None, None, None, (), ())
+    firsts: dict[ChunkerConfig, TrialRow] = {}
+    for r in sorted(complete, key=lambda r: (-r.objective, r.number)):
+        firsts.setdefault(r.config, r)
+    scores: dict[ChunkerConfig, Interval] = {c: r.interval for c, r in firsts.items() if r.interval is not None}
+    pick = next(iter(firsts))
+    vs_base = None
+    if pick != baseline:
+        base = scores.get(baseline)
+        if base is None:  # the baseline was pruned or failed: its own estimate on the planned sample
+            try:
+                base = scoring.boundary_clarity(baseline, plan.boundaries, seed=request.seed).interval
+            except ChunkLabError:
+                base = None
+        if base is not None:
+            vs_base = Comparison("baseline", baseline, base, independent_difference(scores[pick], base))
+    others = [c for c in firsts if c != pick]
+    vs_runner = None
+    if others:
+        runner = others[0]
+        vs_runner = Comparison("runner-up", runner, scores[runner], independent_difference(scores[pick], scores[runner]))
+    tied = tuple(c for c in others if not independent_difference(scores[pick], scores[c]).excludes_zero())
+    return _Answer(pick, scores[pick], vs_base, vs_runner, tied, tuple(firsts), firsts[pick].reason)
+
+
 def _best_number(study: optuna.Study, two: bool) -> int | None:
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not complete:
@@ -526,6 +698,7 @@ class _Answer:
     vs_runner_up: Comparison | None
     tied: tuple[ChunkerConfig, ...]
     scored: tuple[ChunkerConfig, ...]
+    how: str = ""  # bc: how the pick's estimate was made ("bc over boundaries (sampled: 60 of 412)")
 
 
 def _held_out(study: optuna.Study, rows: Mapping[int, TrialRow], baseline: ChunkerConfig, split: Split,
@@ -591,8 +764,31 @@ def _points(ivl: Interval) -> str:
     return ivl.text(unit=" points")
 
 
+def _bc_verdict(docs: str, answer: _Answer, cancelled: bool, baseline: str) -> str:
+    """What a ``bc`` run's table shows: no question, intervals over boundaries, the pick against the others."""
+    how = answer.how.removeprefix("bc over boundaries (").removesuffix(")") or "sampled"
+    head = f"On {docs}, bc rests on no question: no held-out check; intervals are over boundaries ({how})"
+    if answer.pick is None or answer.pick_score is None:
+        return f"{head}; no trial completed{' before the run was cancelled' if cancelled else ''}: there is no pick."
+    text = f"{head}. {answer.pick.spec} has the highest Boundary Clarity ({_bc_text(answer.pick_score)})"
+    vs = answer.vs_baseline
+    if vs is None:
+        text += " and is the baseline" if answer.pick.spec == baseline else "; the baseline has no estimate"
+    elif vs is not None and vs.verdict == "better":
+        text += f"; it beats the baseline by {_bc_text(vs.difference)}"
+    elif vs is not None:
+        text += f", but its difference from the baseline is {_bc_text(vs.difference)} ({vs.verdict})"
+    n = len(answer.tied)
+    if n:
+        text += f"; it cannot be told apart from {n} other{'s' if n > 1 else ''}"
+    return text + "."
+
+
 def _verdict(inputs: TuneInputs, split: Split, request: Any, answer: _Answer, cancelled: bool) -> str:
     docs = ", ".join(d.source for d in inputs.documents)
+    if request.objective == "bc":
+        name, params, tokenizer = ChunkerConfig.parse(request.baseline or BASELINE)
+        return _bc_verdict(docs, answer, cancelled, make_chunker(name, params, tokenizer).config.spec)
     label = METRIC_LABELS.get(request.objective, request.objective)
     where = f"On {docs}, with {inputs.name} ({len(split.held_out)} held-out questions, {inputs.method})"
     if answer.pick is None or answer.pick_score is None:
@@ -617,6 +813,8 @@ def _verdict(inputs: TuneInputs, split: Split, request: Any, answer: _Answer, ca
 
 def _warnings(inputs: TuneInputs, split: Split, cancelled: bool, left_out: Sequence[LeftOut]) -> tuple[str, ...]:
     out: list[str] = []
+    if inputs.method == "none":  # bc: no question, so no question warning
+        return ("cancelled: the search stopped before its budget or trial cap was spent",) if cancelled else ()
     n = len(split.held_out)
     if n < SMALL_HELD_OUT:
         out.append(f"small: {n} held-out questions (under {SMALL_HELD_OUT}): intervals are wide")

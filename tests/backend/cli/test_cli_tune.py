@@ -25,7 +25,6 @@ from tests.conftest import ROOT
         (["--objective", "accuracy"], "objective"),
         (["--constraint", "mean_tokens<400x"], "mean_tokens<400x"),
         (["--budget", "ten minutes"], "ten minutes"),
-        (["--objective", "bc"], "bc needs"),
         (["--questions", "generate:telepathy"], "unknown question method 'telepathy'"),
         (["--questions", "generate:model-free", "--questions-per-document", "0"], "questions per document (0)"),
         (["--questions", "generate:model-free", "--questions-per-document", "201"], "between 1 and 200"),
@@ -56,9 +55,9 @@ def test_a_folder_with_model_free_questions_tunes_and_resumes(tmp_path, capsys):
     assert main(args) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["documents"] == ["narrative.txt", "technical.md"] and result["question_method"] == "model-free"
-    assert (out / "questions.csv").is_file()  # saved: a resume uses the same questions
+    assert (out / "questions" / "questions.csv").is_file()  # saved: a resume uses the same questions
     plan = read_plan(out)
-    corpora = {line.rsplit(",", 1)[-1] for line in (out / "questions.csv").read_text().splitlines()[1:]}
+    corpora = {line.rsplit(",", 1)[-1] for line in (out / "questions" / "questions.csv").read_text().splitlines()[1:]}
     assert len(corpora) == 2  # one set over both documents, split per corpus
     assert any("model-free questions" in w for w in result["warnings"])
     assert len(result["trials"]) == 3 and result["pick"] is not None

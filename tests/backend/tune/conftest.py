@@ -7,6 +7,8 @@ a few trials; embeddings come from the tests' output cache after the first run.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -55,3 +57,20 @@ def run_counted(monkeypatch: pytest.MonkeyPatch, embedder) -> Callable[..., Any]
         return result
 
     return run
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray of two CPUs for the module using it (its sockets under a short folder: AF_UNIX paths are short)."""
+    import ray
+
+    from backend.corpus.ray_engine import runtime_env
+
+    tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=tmp, _node_ip_address="127.0.0.1",
+             runtime_env=runtime_env(None), logging_level="ERROR", log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 import ray
 
 from backend.chunking import ChunkerConfig
-from backend.corpus.ray_engine import ray_session, runtime_env
+from backend.corpus.ray_engine import ray_session
 from backend.corpus.results import RESULTS, RUN, read_results
 from backend.errors import InputError, ParameterError
 from backend.retrieval.evaluate import evaluate
@@ -121,19 +120,6 @@ def test_a_given_set_must_be_about_the_folder_s_documents(run, tmp_path):
     assert corpus_questions(run["source"], str(saved), out=tmp_path / "out", seed=0) == run["questions"]
     with pytest.raises(InputError, match=r"^sample:narrative: corpus 'narrative_clockmaker' matches no document of "):
         corpus_questions(run["source"], "sample:narrative", out=tmp_path / "out", seed=0)
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    """A local Ray of two CPUs for this module (its sockets under a short folder: AF_UNIX paths are short)."""
-    tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=tmp, _node_ip_address="127.0.0.1",
-             runtime_env=runtime_env(None), logging_level="ERROR", log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_on_ray_the_scores_are_the_local_ones(run, local_ray, tmp_path):

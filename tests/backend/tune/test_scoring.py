@@ -39,4 +39,4 @@ def test_chunk_statistics_are_the_chunkings(questions, embedder, tmp_path):
 
 def test_an_objective_that_is_not_a_retrieval_metric_is_refused(questions, embedder):
     with pytest.raises(ParameterError, match="not a retrieval metric"):
-        Scorer(questions, "bc", embedder=embedder)
+        Scorer(questions, "accuracy", embedder=embedder)
