@@ -40,6 +40,14 @@ def _pareto(view: TuneView, key: str) -> None:
     st.plotly_chart(view.pareto(axis), key=TUNE(f"{key}_pareto"), config=_PLOT)
 
 
+def _left_out(view: TuneView) -> None:
+    """The families the plan left out, each with why and what would include it (plain words)."""
+    left = view.left_out_sentences()
+    if left:
+        with st.expander(f"Families not searched ({len(left)})"):
+            st.markdown("\n".join(f"- {md_text(line)}" for line in left))
+
+
 def _table(view: TuneView, key: str) -> None:
     frame = view.trial_table()
     if frame.empty:
@@ -70,6 +78,8 @@ def trials_panel(view: TuneView, key: str, *, caption: bool = True) -> None:
     if caption:
         st.caption(md_text(view.caption()))
     st.caption(md_text(view.budget_line()))
+    if view.result is None:  # the answer's panel lists them itself
+        _left_out(view)
     budget = view.budget()
     if budget is not None:
         st.plotly_chart(budget, key=TUNE(f"{key}_budget"), config=_PLOT)
@@ -137,10 +147,7 @@ def result_panel(view: TuneView) -> None:
         st.markdown(md_text(tie))
     for warning in view.warnings:
         st.warning(md_text(warning), icon=":material/warning:")
-    left = view.left_out_lines()
-    if left:
-        with st.expander(f"Families not searched ({len(left)})"):
-            st.markdown("\n".join(f"- {md_text(line)}" for line in left))
+    _left_out(view)
     st.subheader("Trials", anchor=False)
     trials_panel(view, "done", caption=False)
 

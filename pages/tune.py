@@ -14,9 +14,9 @@ import streamlit as st
 from backend.errors import ChunkLabError, one_line
 from backend.figures.markdown import md_text
 from backend.figures.tune import objective_label
-from backend.lab.tune import plan_tune
+from backend.lab.tune import GENERATED_PER_DOCUMENT, MAX_QUESTIONS_PER_DOCUMENT, plan_tune
 from backend.lab.tune_form import form_options, tune_request
-from backend.lab.tune_view import check_tune_folder, finished_trials, result_view, tune_view
+from backend.lab.tune_view import check_tune_folder, finished_trials, left_out_sentences, result_view, tune_view
 from components.cached import sample_question_sets
 from components.documents import current_sample
 from components.keys import QSET, TUNE, TUNE_JOB, TUNE_OPENED, TUNE_RESULT
@@ -49,7 +49,13 @@ qsource = q1.segmented_control("Questions", list(_SOURCES), default="generate", 
                                help="Generated: exact excerpts of the document made into questions, no model. "
                                     "The questions are split (seeded) into a tuning part and a held-out part.")
 sample_set = None
-if qsource == "sample":
+per_document = GENERATED_PER_DOCUMENT
+if qsource == "generate":
+    per_document = q2.number_input("Questions per document", min_value=1, max_value=MAX_QUESTIONS_PER_DOCUMENT,
+                                   value=GENERATED_PER_DOCUMENT, step=5, key=TUNE("per_document"),
+                                   help="How many questions are generated on the document; more questions give "
+                                        "narrower intervals (another count: another output folder)")
+elif qsource == "sample":
     sets = {s.name: s for s in sample_question_sets()}
     sample_set = q2.selectbox("Sample", list(sets), key=TUNE("sample"), format_func=lambda n: sets[n].title)
 elif qsource == "session" and st.session_state.get(QSET) is None:
@@ -59,7 +65,7 @@ families = st.multiselect("Families", list(options.families), default=list(optio
                           help="The chunkers searched, each over its declared parameter ranges. "
                                + "; ".join(options.family_help(f) for f in options.families))
 if options.left_out:
-    st.caption("Not searched by default: " + md_text("; ".join(options.left_out_lines())))
+    st.caption(md_text(" ".join(left_out_sentences(options.left_out, ahead=True))))
 
 o1, o2, o3, o4 = st.columns(4)
 objective = o1.selectbox("Objective", list(options.objectives), key=TUNE("objective"), format_func=objective_label,
@@ -89,6 +95,7 @@ if st.button("Start", key=TUNE("start"), type="primary", icon=":material/play_ar
             session_questions=st.session_state.get(QSET), sample_set=sample_set, families=families,
             objective=objective, secondary=None if second == _NO_SECOND else second, constraints=constraints,
             budget=budget, seed=int(seed), trials=int(cap) or None, out=out_raw,
+            questions_per_document=int(per_document),
         )
         resumed = finished_trials(request.out)
         plan = plan_tune(request, models)

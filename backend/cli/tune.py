@@ -4,7 +4,7 @@ Subcommand:
     tune FILE|DIR --questions CSV|sample:NAME|generate:METHOD --out DIR [--corpora DIR] [--families a,b]
          [--objective iou|recall|precision|precision_omega|bc] [--secondary mean_tokens|chunks|index_cost]
          [--constraint 'mean_tokens<=400' …] [--budget 10m] [--seed S] [--trials N] [--baseline SPEC]
-         [--engine local|ray] [--address ADDR] [--workers N] [--json]
+         [--engine local|ray] [--address ADDR] [--workers N] [--questions-per-document N] [--json]
         Tunes the chunkers' declared parameter ranges on about two thirds of the questions and answers
         on the held-out third (see ``docs/tune.md``). It builds the Tune page's request
         (:class:`backend.lab.tune.TuneRequest`) and runs the same job (:func:`backend.lab.tune.plan_tune`).
@@ -31,7 +31,7 @@ from typing import Any
 from backend.cli.common import StderrProgress, non_negative_int, positive_int, write
 from backend.config import quiet_hub_progress_bars
 from backend.lab.models import SessionModels
-from backend.lab.tune import TuneRequest, plan_tune
+from backend.lab.tune import GENERATED_PER_DOCUMENT, MAX_QUESTIONS_PER_DOCUMENT, TuneRequest, plan_tune
 from backend.progress import format_seconds
 from backend.tune.types import OBJECTIVES, TuneResult
 
@@ -49,6 +49,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--questions", required=True, metavar="CSV|sample:NAME|generate:METHOD",
                    help="a Chroma-format question CSV, a bundled sample's set, or generate:model-free|bundled|chat "
                         "(generated on each document, saved in the output folder)")
+    p.add_argument("--questions-per-document", type=int, default=GENERATED_PER_DOCUMENT, metavar="N",
+                   help=f"with generate:METHOD, the questions made on each document (1 to {MAX_QUESTIONS_PER_DOCUMENT}; "
+                        f"default {GENERATED_PER_DOCUMENT})")
     p.add_argument("--corpora", metavar="DIR", help="the corpora folder of a question CSV (default: beside it)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="the output folder: study.journal, plan.json, trials.jsonl, result.json (resumed there)")
@@ -123,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         sources=(args.path,), questions=args.questions, corpora=args.corpora, families=_families(args.families),
         objective=args.objective, secondary=args.secondary, constraints=tuple(args.constraint), budget=args.budget,
         seed=args.seed, out=str(args.out), baseline=args.baseline, trials=args.trials, engine=args.engine,
-        workers=args.workers, address=args.address,
+        workers=args.workers, address=args.address, questions_per_document=args.questions_per_document,
     )
     plan = plan_tune(request, SessionModels.of(None))
     quiet_hub_progress_bars()

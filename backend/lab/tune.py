@@ -22,14 +22,25 @@ from backend.lab.models import SessionModels
 from backend.models.rates import rate_store
 from backend.models.types import Scorer
 from backend.progress import Progress
-from backend.tune.run import QUESTION_METHODS, available_models, check_objective_supported, folder_source, run_tune
+from backend.tune.run import (
+    GENERATED_PER_DOCUMENT,
+    QUESTION_METHODS,
+    available_models,
+    check_objective_supported,
+    folder_source,
+    run_tune,
+)
 from backend.tune.space import BASELINE, check_families, default_families, family_needs
 from backend.tune.spec import check_objective, check_secondary, parse_budget, parse_constraint
 from backend.tune.types import TuneResult
 
-__all__ = ["ENGINES", "TuneRequest", "check_request", "plan_tune"]
+__all__ = [
+    "ENGINES", "GENERATED_PER_DOCUMENT", "MAX_QUESTIONS_PER_DOCUMENT", "TuneRequest", "check_request",
+    "session_available", "plan_tune",
+]
 
 ENGINES = ("local", "ray")  # where the trials run (ray: a folder's documents as Ray tasks, one Ray per study)
+MAX_QUESTIONS_PER_DOCUMENT = 200  # generate:METHOD makes at most this many questions on each document
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +66,8 @@ class TuneRequest:
         trials: At most this many trials (None: until the budget is spent).
         workers: Ray's documents in flight at once (``ray`` only; None: its default).
         address: The Ray cluster to join (``ray`` only; None: ``RAY_ADDRESS``, else a local Ray).
+        questions_per_document: How many questions ``generate:METHOD`` makes on each document (1 to
+            :data:`MAX_QUESTIONS_PER_DOCUMENT`; not used with a CSV or a bundled set).
     """
 
     sources: tuple[str, ...]
@@ -72,6 +85,7 @@ class TuneRequest:
     trials: int | None = None
     workers: int | None = None
     address: str | None = None
+    questions_per_document: int = GENERATED_PER_DOCUMENT
 
     @property
     def baseline_spec(self) -> str:
@@ -107,6 +121,18 @@ def _check_questions(questions: str, corpora: str | None) -> None:
         raise InputError(f"{q}: no such question CSV")
 
 
+def _check_per_document(n: object) -> int:
+    try:
+        value = int(n)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise ParameterError(f"questions per document ({n!r}) must be a whole number") from None
+    if value != n and not (isinstance(n, str) and n.strip() == str(value)):
+        raise ParameterError(f"questions per document ({n!r}) must be a whole number")
+    if not 1 <= value <= MAX_QUESTIONS_PER_DOCUMENT:
+        raise ParameterError(f"questions per document ({value}) must be between 1 and {MAX_QUESTIONS_PER_DOCUMENT}")
+    return value
+
+
 def _check_engine(request: TuneRequest) -> None:
     if request.engine not in ENGINES:
         raise ParameterError(f"engine {request.engine!r} is not available for tuning; "
@@ -131,7 +157,7 @@ def check_request(request: TuneRequest) -> TuneRequest:
 
     Raises:
         ParameterError: a bad family, objective, secondary objective, constraint, budget, engine,
-            baseline or trial cap; no document or question set; no output folder (one line each).
+            baseline, trial cap or questions per document; no document or question set; no output folder (one line each).
         InputError: a document, folder or question CSV that is not there.
     """
     sources = _check_sources(tuple(request.sources))
@@ -147,6 +173,7 @@ def check_request(request: TuneRequest) -> TuneRequest:
         raise ParameterError("choose an output folder (--out DIR)")
     if request.trials is not None and int(request.trials) < 1:
         raise ParameterError(f"trials ({request.trials}) must be at least 1")
+    per_document = _check_per_document(request.questions_per_document)
     baseline = None
     if request.baseline:
         name, params, tokenizer = ChunkerConfig.parse(request.baseline)
@@ -154,7 +181,7 @@ def check_request(request: TuneRequest) -> TuneRequest:
     return replace(
         request, sources=sources, questions=request.questions.strip(), families=families, objective=objective,
         secondary=secondary, constraints=constraints, baseline=baseline, seed=int(request.seed),
-        trials=None if request.trials is None else int(request.trials),
+        trials=None if request.trials is None else int(request.trials), questions_per_document=per_document,
         workers=None if request.workers is None else int(request.workers),
     )
 
@@ -180,6 +207,15 @@ def _needs_lm(request: TuneRequest, have: frozenset[str], models: SessionModels)
     return "lm" in config_needs(make_chunker(*baseline).config)
 
 
+def session_available(models: SessionModels | None) -> frozenset[str]:
+    """The kinds of model a run may use with the session's ``models``: the embedder always (the bundled
+    one), and the language model when the session has models that loaded without an error.
+
+    The one rule :func:`plan_tune` and the Tune page's form (:mod:`backend.lab.tune_form`) both apply.
+    """
+    return available_models(lm=models is not None and models.error is None, embedder=True)
+
+
 def plan_tune(request: TuneRequest, models: SessionModels | None) -> JobPlan:
     """The tuning run as a background job: its body is :func:`~backend.tune.run.run_tune`, its signature the request.
 
@@ -191,9 +227,8 @@ def plan_tune(request: TuneRequest, models: SessionModels | None) -> JobPlan:
         ParameterError, InputError: as :func:`check_request`.
     """
     request = check_request(request)
-    lm_ok = models is not None and models.error is None
-    have = available_models(lm=lm_ok, embedder=True)
-    use_lm = lm_ok and models is not None and _needs_lm(request, have, models)
+    have = session_available(models)
+    use_lm = "lm" in have and models is not None and _needs_lm(request, have, models)
 
     embedder = models.embedder_spec if models is not None else None
 

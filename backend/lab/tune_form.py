@@ -26,7 +26,7 @@ from pathlib import Path
 from backend.config import data_dir
 from backend.errors import InputError, ParameterError
 from backend.lab.models import SessionModels
-from backend.lab.tune import TuneRequest, check_request
+from backend.lab.tune import GENERATED_PER_DOCUMENT, TuneRequest, check_request, session_available
 from backend.report.session import question_set_hash
 from backend.retrieval.questions import QuestionSet, save_question_set
 from backend.text.document import Document
@@ -40,7 +40,6 @@ __all__ = [
     "GENERATE_METHOD",
     "TuneFormOptions",
     "tune_home",
-    "session_models_available",
     "form_options",
     "constraint_lines",
     "document_source",
@@ -62,13 +61,6 @@ _NEED_NAMES = {"lm": "the language model", "embedder": "the embedder", "chat": "
 def tune_home() -> Path:
     """``<data dir>/tune``: the documents and question sets runs read, and the runs' default output folders."""
     return data_dir() / "tune"
-
-
-def session_models_available(models: SessionModels | None) -> frozenset[str]:
-    """The kinds of model the session lets a run use: the embedder always (the bundled one), and the language
-    model when the session's models can load one (the rule :func:`backend.lab.tune.plan_tune` applies)."""
-    lm = models is not None and models.error is None
-    return frozenset(k for k, ok in (("lm", lm), ("embedder", True)) if ok)
 
 
 @dataclass(frozen=True)
@@ -103,7 +95,7 @@ class TuneFormOptions:
 
 def form_options(models: SessionModels | None, available: Collection[str] | None = None) -> TuneFormOptions:
     """The form's choices with the session's ``models`` (``available``: the model kinds, when already known)."""
-    have = session_models_available(models) if available is None else frozenset(available)
+    have = session_available(models) if available is None else frozenset(available)
     defaults, left = default_families(have)
     return TuneFormOptions(families=tunable_families(), defaults=defaults, left_out=left)
 
@@ -168,6 +160,8 @@ def default_out(doc: Document, request: TuneRequest) -> Path:
         "secondary": request.secondary, "constraints": list(request.constraints), "budget": request.budget,
         "seed": request.seed, "engine": request.engine, "baseline": request.baseline, "trials": request.trials,
     }
+    if request.questions.startswith("generate:"):  # another count: another folder (other sources: as before)
+        settings["questions_per_document"] = request.questions_per_document
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:16]
     stem = _safe(Path(doc.source).stem, "document")[:60]
     return tune_home() / "runs" / f"{stem}-{doc.id}" / digest
@@ -189,6 +183,7 @@ def tune_request(
     trials: int | None = None,
     baseline: str | None = None,
     out: str = "",
+    questions_per_document: int = GENERATED_PER_DOCUMENT,
 ) -> TuneRequest:
     """The form's values as a checked :class:`~backend.lab.tune.TuneRequest` (the same as the CLI's flags).
 
@@ -204,6 +199,7 @@ def tune_request(
         budget: The budget (``10m``); ``seed``: the seed; ``trials``: a trial cap (None: none).
         baseline: The baseline's spec (None: recursive 200).
         out: The output folder ("": :func:`default_out`).
+        questions_per_document: The questions generated on each document (``generate``; 1 to 200).
 
     Raises:
         ParameterError, InputError: a missing document or question set, or any value
@@ -230,6 +226,7 @@ def tune_request(
         families=tuple(families) if families else None, objective=objective, secondary=secondary or None,
         constraints=constraint_lines(constraints), budget=budget.strip(), seed=int(seed),
         trials=int(trials) if trials else None, baseline=baseline.strip() if baseline and baseline.strip() else None,
+        questions_per_document=questions_per_document,
     )
     request = check_request(request)
     if not out.strip():

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from backend.report.tuning import comparison_rows, left_out_lines, pick_line, re
 from backend.tune.result import RESULT_FILE, TRIALS_FILE, read_plan, read_result, read_trials
 from backend.tune.types import LeftOut, TrialRow, TuneResult
 
-__all__ = ["TuneView", "tune_view", "result_view", "check_tune_folder", "finished_trials"]
+__all__ = ["TuneView", "left_out_sentence", "left_out_sentences", "tune_view", "result_view", "check_tune_folder", "finished_trials"]
 
 
 def _left_out(plan: Mapping[str, Any] | None) -> tuple[LeftOut, ...]:
@@ -46,6 +47,88 @@ def _left_out(plan: Mapping[str, Any] | None) -> tuple[LeftOut, ...]:
         if isinstance(x, Mapping) and isinstance(x.get("family"), str):
             out.append(LeftOut(x["family"], str(x.get("reason", ""))))
     return tuple(out)
+
+
+_NOT_LOADED = re.compile(r"^needs (?P<what>.+), which this session has not loaded$")
+_OVER_BUDGET = re.compile(r"^one trial needs (?P<needs>.+) at (?P<rate>[\d,.]+) tokens/s measured here; "
+                          r"the budget left is (?P<left>.+)$")
+_NOT_MEASURED = "the language model's scoring rate is not measured on this machine yet"
+_NO_ESTIMATE = "has no measured estimate here"
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|min|h)\b")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def _duration(text: str) -> float | None:
+    """Seconds of a duration as :func:`backend.progress.format_seconds` writes it (``about 3 min``, ``1 h 5 min``)."""
+    parts = _DURATION_PART.findall(text)
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts) if parts else None
+
+
+def _budget_text(seconds: float) -> str:
+    """A budget as the Budget box takes it, rounded up to whole minutes: ``4m``, ``1h30m``."""
+    minutes = max(1, math.ceil(seconds / 60))
+    hours, rest = divmod(minutes, 60)
+    return (f"{hours}h" if hours else "") + (f"{rest}m" if rest or not hours else "")
+
+
+def _names(families: list[str]) -> str:
+    return families[0] if len(families) == 1 else ", ".join(families[:-1]) + " and " + families[-1]
+
+
+def left_out_sentence(item: LeftOut, budget_seconds: float | None = None) -> str:
+    """Why a family was not searched, said for the page's user, with what would include it.
+
+    The plan's reasons are the CLI's (``ppl: one trial needs about 3 min at 410 tokens/s measured here;
+    the budget left is 1 min``); here each says which family, why, and where to change that: a model
+    the session has not loaded (load one on the Models page), a first trial over the budget left (the
+    budget that would include it: the run's budget plus what the trial lacked, in whole minutes), a cost
+    not measured yet (pick it in Families to try it anyway). A reason not recognised is shown as written.
+
+    Args:
+        item: The family left out and the plan's reason.
+        budget_seconds: The run's budget (None: the budget that would include it is not said).
+    """
+    return _sentence([item.family], item.reason.strip(), budget_seconds)
+
+
+def left_out_sentences(left_out: Sequence[LeftOut], budget_seconds: float | None = None, *,
+                       ahead: bool = False) -> list[str]:
+    """:func:`left_out_sentence` for each reason, the families with the same reason named together, in order
+    (``ahead``: before a run, the form's defaults: "is not searched")."""
+    groups: dict[str, list[str]] = {}
+    for x in left_out:
+        groups.setdefault(x.reason.strip(), []).append(x.family)
+    return [_sentence(families, reason, budget_seconds, ahead) for reason, families in groups.items()]
+
+
+def _sentence(families: list[str], reason: str, budget_seconds: float | None, ahead: bool = False) -> str:
+    one = len(families) == 1
+    who, it, its = _names(families), "it" if one else "each", "its" if one else "each one's"
+    was = ("is" if one else "are") if ahead else ("was" if one else "were")
+    if m := _NOT_LOADED.match(reason):
+        return (f"{who} {was} not searched: {it} needs {m['what']}, and this session has none loaded. "
+                "Load one on the Models page, then Start again.")
+    if m := _OVER_BUDGET.match(reason):
+        text = (f"{who} {was} not searched: {its} first trial (one scoring pass over the documents at "
+                f"{m['rate']} tokens/s, the rate measured on this machine) needs {m['needs']}, but only "
+                f"{m['left']} of the budget was left after planning.")
+        needs, left = _duration(m["needs"]), _duration(m["left"])
+        if budget_seconds is not None and needs is not None and left is not None:
+            text += (f" A budget of at least {_budget_text(budget_seconds + max(needs - left, 0.0))} "
+                     f"would include {'it' if one else 'them'}.")
+        else:
+            text += f" A longer budget would include {'it' if one else 'them'}."
+        return text
+    if reason.startswith(_NOT_MEASURED):
+        return (f"{who} {was} not searched by default: how fast the language model scores text on this machine "
+                "is not measured yet, so the cost cannot be planned. Score a document once on the Meta-Chunking "
+                f"page to measure it, or pick {'it' if one else 'them'} in Families to try anyway (the first "
+                "trial measures it).")
+    if _NO_ESTIMATE in reason:
+        return (f"{who} {was} not searched by default: {it} calls the language model for every sentence on "
+                f"every trial, and no measured rate prices that yet. Pick {'it' if one else 'them'} in Families "
+                "to try anyway.")
+    return f"{who} {was} not searched: {reason}"
 
 
 def _number(plan: Mapping[str, Any] | None, *names: str) -> float | None:
@@ -126,8 +209,13 @@ class TuneView:
         qset = plan.get("question_set") or "the question set"
         method = plan.get("question_method")
         c = self.counts
+        split = plan.get("split")
+        sizes = ""
+        if isinstance(split, Mapping) and all(isinstance(split.get(k), list) for k in ("tuning", "held_out")):
+            sizes = f"{len(split['tuning']):,} tuning questions, {len(split['held_out']):,} held out"
+        about = ": ".join(x for x in (f"{method} questions" if isinstance(method, str) else "", sizes) if x)
         return (f"On {', '.join(docs) or 'the document'}, question set {qset}"
-                f"{f' ({method} questions)' if isinstance(method, str) else ''}; objective "
+                f"{f' ({about})' if about else ''}; objective "
                 f"{objective_label(self.objective)} on the tuning questions · {len(self.trials):,} trials so far "
                 f"({c['complete']:,} complete, {c['pruned']:,} pruned, {c['failed']:,} failed).")
 
@@ -193,6 +281,10 @@ class TuneView:
     def comparisons(self) -> list[dict[str, Any]]:
         """The pick against the runner-up and the baseline (records; none while running)."""
         return comparison_rows(self.result) if self.result is not None else []
+
+    def left_out_sentences(self) -> list[str]:
+        """Why each family was not searched, in plain words (:func:`left_out_sentence`), with the run's budget."""
+        return left_out_sentences(self.left_out, self.budget_seconds)
 
     def left_out_lines(self) -> list[str]:
         """One plain line per family not searched, with why."""

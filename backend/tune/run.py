@@ -168,10 +168,22 @@ def _documents(sources: Sequence[str]) -> tuple[Document, ...]:
     return tuple(docs)
 
 
-def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, progress: Progress) -> QuestionSet:
-    """Questions generated on each document (``out/questions.csv`` when an earlier run saved them)."""
-    csv, corpora = out / "questions.csv", out / "corpora"
+def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, progress: Progress,
+              per_document: int = GENERATED_PER_DOCUMENT) -> QuestionSet:
+    """``per_document`` questions generated on each document (``out/questions.csv`` when an earlier run saved them).
+
+    The count asked for is saved beside them (``out/questions.per_document``; a folder without it was
+    written when the count was fixed at :data:`GENERATED_PER_DOCUMENT`).
+
+    Raises:
+        ParameterError: ``out`` holds questions generated with another count (one line).
+    """
+    csv, corpora, count = out / "questions.csv", out / "corpora", out / "questions.per_document"
     if csv.is_file():
+        saved = count.read_text(encoding="utf-8").strip() if count.is_file() else str(GENERATED_PER_DOCUMENT)
+        if saved != str(per_document):
+            raise ParameterError(f"{out} holds questions generated with {saved} per document, not {per_document}; "
+                                 f"choose another output folder or ask for {saved} per document")
         return load_question_set(csv, corpora)
     merged: QuestionSet | None = None
     used: set[str] = set()
@@ -184,14 +196,15 @@ def _generate(docs: Sequence[Document], method: str, seed: int, out: Path, progr
             cid = f"{base}-{k}"
         used.add(cid)
         if method == "model-free":
-            got = model_free_questions(doc, n=GENERATED_PER_DOCUMENT, corpus_id=cid, seed=seed, progress=part)
+            got = model_free_questions(doc, n=per_document, corpus_id=cid, seed=seed, progress=part)
         else:
-            got = generate_questions(doc, n=GENERATED_PER_DOCUMENT, corpus_id=cid, method=method, seed=seed,
+            got = generate_questions(doc, n=per_document, corpus_id=cid, method=method, seed=seed,
                                      progress=part)
         merged = merge_question_sets(merged, got.question_set())
     if merged is None:
         raise InputError("no document to generate questions on")
     save_question_set(merged, csv, corpora)
+    count.write_text(f"{per_document}\n", encoding="utf-8")
     return merged
 
 
@@ -217,10 +230,11 @@ def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> Tu
     docs = _documents(request.sources)
     spec = request.questions
     folder = folder_source(request.sources)
+    per_document = getattr(request, "questions_per_document", GENERATED_PER_DOCUMENT)
     if folder is not None:
         corpora = Path(request.corpora).expanduser() if request.corpora else None
         qs = corpus_questions(folder, spec, out=out, seed=request.seed, corpora=corpora,
-                              per_document=GENERATED_PER_DOCUMENT)
+                              per_document=per_document)
         method = ("model-free" if spec.startswith("generate:") else
                   "hand-written" if spec.startswith("sample:") else "as given")
         return TuneInputs(docs, qs, spec, method)
@@ -228,7 +242,7 @@ def load_inputs(request: Any, out: Path, progress: Progress | None = None) -> Tu
         method = spec.removeprefix("generate:")
         if method not in QUESTION_METHODS:
             raise ParameterError(f"unknown question method {method!r}; choose one of: {', '.join(QUESTION_METHODS)}")
-        qs = _generate(docs, method, request.seed, out, progress)
+        qs = _generate(docs, method, request.seed, out, progress, per_document)
         return TuneInputs(docs, qs, spec, {"bundled": "bundled-lm"}.get(method, method))
     if spec.startswith("sample:"):
         full, method = load_sample_question_set(spec.removeprefix("sample:")), "hand-written"
@@ -388,6 +402,8 @@ def _run_tune(
         "objective": request.objective, "secondary": request.secondary, "constraints": [c.text for c in constraints],
         "seed": request.seed, "baseline": baseline.spec, "embedder": scoring.embedder.info.fingerprint,
     }
+    if request.questions.startswith("generate:"):  # the count asked for (other sets: the key as before)
+        key["questions_per_document"] = getattr(request, "questions_per_document", GENERATED_PER_DOCUMENT)
     if folder is not None:
         key["retrieval"] = "per document"
     if bc_plan is not None:

@@ -117,3 +117,10 @@ def test_the_tour_hides_for_the_session(demo_app: AppTest):
     run(at)
     assert not _tour(at)
     assert not _tour(_visit(at, "pages/compare.py"))
+
+
+def test_the_tune_page_opens_on_the_demo_story_without_loading_a_model(demo_app: AppTest):
+    at = _visit(demo_app, "pages/tune.py")
+    assert not at.exception and not at.error
+    assert [t.value for t in at.title] == ["Tune"] and "tune_job" not in at.session_state  # nothing starts by itself
+    assert any("narrative_clockmaker.txt" in m.value.replace("\\", "") for m in at.markdown)

@@ -13,7 +13,7 @@ from backend.report.session import session_path
 from tests.support.apptest import isolated_lab, open_page, run, wait_job
 from tests.support.tune_rows import sample_result, sample_trials, write_out
 
-WIDGETS = ("tune_qsource", "tune_families", "tune_objective", "tune_secondary", "tune_budget", "tune_trials",
+WIDGETS = ("tune_qsource", "tune_per_document", "tune_families", "tune_objective", "tune_secondary", "tune_budget", "tune_trials",
            "tune_constraints", "tune_seed", "tune_out", "tune_start", "tune_open_path", "tune_open_run")
 
 
@@ -41,6 +41,7 @@ def test_the_form_is_there_with_the_model_free_families_by_default() -> None:
     families = at.multiselect(key="tune_families")
     assert "recursive" in families.value and "ppl" in families.options
     assert at.selectbox(key="tune_objective").value == "iou"
+    assert at.number_input(key="tune_per_document").value == 15  # generated questions: how many per document
     assert not at.error
 
 
@@ -64,6 +65,7 @@ def test_a_finished_folder_shows_the_answer_and_use_this_adds_the_pick_to_compar
     text = " ".join(m.value for m in at.markdown).replace("\\", "")
     assert "Pick: sentence(chunk_overlap=0, chunk_size=300) · cl100k — held-out IoU 40.0% [31.0, 49.0]" in text
     assert "Not told apart from the pick" in text
+    assert "semantic was not searched: needs an embedder: none is loaded" in text  # the plan's left-out family
     assert [s.value.replace("\\", "") for s in at.success] == [result.verdict]
     frames = [d.value for d in at.dataframe]
     comparisons = next(f for f in frames if "against" in f.columns)

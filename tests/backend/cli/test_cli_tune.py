@@ -26,6 +26,8 @@ from tests.conftest import ROOT
         (["--constraint", "mean_tokens<400x"], "mean_tokens<400x"),
         (["--budget", "ten minutes"], "ten minutes"),
         (["--questions", "generate:telepathy"], "unknown question method 'telepathy'"),
+        (["--questions", "generate:model-free", "--questions-per-document", "0"], "questions per document (0)"),
+        (["--questions", "generate:model-free", "--questions-per-document", "201"], "between 1 and 200"),
     ],
 )
 def test_a_bad_argument_is_one_line_and_exit_2(flags, message, tmp_path, capsys):
@@ -66,6 +68,21 @@ def test_a_folder_with_model_free_questions_tunes_and_resumes(tmp_path, capsys):
     assert "pick: " in text and "top trials (4 in all" in text
     assert [t.number for t in read_trials(out)] == [0, 1, 2, 3] and read_plan(out)["study"] == plan["study"]
     assert len((out / "trials.jsonl").read_text().splitlines()) == 4
+
+
+def test_the_questions_per_document_are_made_saved_and_kept_on_resume(tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["tune", "sample:narrative", "--questions", "generate:model-free", "--families", "recursive",
+            "--trials", "1", "--out", str(out), "--json"]
+    assert main([*args, "--questions-per-document", "6"]) == 0
+    assert json.loads(capsys.readouterr().out)["question_set"] == "generate:model-free"
+    assert len((out / "questions.csv").read_text().splitlines()) - 1 == 6
+    assert (out / "questions.per_document").read_text().strip() == "6"
+    # Another count in the same folder: one line, not the old questions silently.
+    assert main([*args, "--questions-per-document", "9"]) == 2
+    err = capsys.readouterr().err
+    assert "holds questions generated with 6 per document, not 9" in err and len(err.strip().splitlines()) == 1
+    assert len((out / "questions.csv").read_text().splitlines()) - 1 == 6
 
 
 def test_a_killed_run_resumes_keeping_its_finished_trials(tmp_path, capsys):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from backend.errors import InputError, ParameterError
-from backend.lab.tune import TuneRequest, check_request, plan_tune
+from backend.lab.models import SessionModels
+from backend.lab.tune import TuneRequest, check_request, plan_tune, session_available
 from backend.progress import Progress
 from backend.tune.result import read_result
 from backend.tune.types import TuneResult
@@ -39,6 +40,10 @@ def test_a_request_is_normalised(tmp_path):
         ({"out": " "}, ParameterError, "output folder"),
         ({"baseline": "recursive chunk_size=100 chunk_overlap=300"}, ParameterError, "chunk_overlap"),
         ({"questions": "sample:narrative", "corpora": "x"}, ParameterError, "--corpora is not used"),
+        ({"questions_per_document": 0}, ParameterError, "questions per document (0) must be between 1 and 200"),
+        ({"questions_per_document": 201}, ParameterError, "questions per document (201) must be between 1 and 200"),
+        ({"questions_per_document": 2.5}, ParameterError, "questions per document (2.5) must be a whole number"),
+        ({"questions_per_document": "many"}, ParameterError, "must be a whole number"),
     ],
 )
 def test_a_bad_request_is_one_line(tmp_path, changes, error, message):
@@ -55,3 +60,15 @@ def test_the_plan_is_signed_by_its_request_and_runs_the_tuner(tmp_path):
     result = plan.run(Progress())
     assert isinstance(result, TuneResult) and len(result.trials) == 2
     assert read_result(tmp_path / "out").to_json() == result.to_json()
+
+
+def test_the_session_allows_the_language_model_only_when_its_models_loaded():
+    assert session_available(None) == {"embedder"}
+    assert session_available(SessionModels("SmolLM2", "abc")) == {"lm", "embedder"}
+    assert session_available(SessionModels("SmolLM2", None, error="the model failed to load")) == {"embedder"}
+
+
+def test_the_count_of_generated_questions_is_checked_and_kept(tmp_path):
+    checked = check_request(_request(tmp_path, questions="generate:model-free", questions_per_document="40"))
+    assert checked.questions_per_document == 40
+    assert check_request(_request(tmp_path)).questions_per_document == 15

@@ -9,11 +9,18 @@ import pytest
 
 from backend.errors import InputError, ParameterError
 from backend.lab.tune_form import constraint_lines, document_source, form_options, tune_request
-from backend.lab.tune_view import check_tune_folder, finished_trials, result_view, tune_view
+from backend.lab.tune_view import (
+    check_tune_folder,
+    finished_trials,
+    left_out_sentence,
+    left_out_sentences,
+    result_view,
+    tune_view,
+)
 from backend.loaders import load_document
 from backend.retrieval.questions import load_question_set, load_sample_question_set
 from backend.samples import load_sample
-from backend.tune.types import OBJECTIVES
+from backend.tune.types import OBJECTIVES, LeftOut
 from tests.support.tune_rows import sample_result, sample_trials, write_out
 
 DOC = load_sample("technical")
@@ -51,6 +58,9 @@ def test_a_request_from_the_form_names_the_document_questions_and_a_resumable_fo
     other = tune_request(DOC, question_source="generate", families=["recursive"], budget="1m", trials=4)
     assert other.out != request.out and Path(other.out).parent == Path(request.out).parent
     assert tune_request(DOC, out="/tmp/somewhere").out == "/tmp/somewhere"
+    forty = tune_request(DOC, question_source="generate", families=["recursive", "fixed_token"],
+                         constraints="mean_tokens<=400", budget="1m", trials=4, questions_per_document=40)
+    assert forty.questions_per_document == 40 and forty.out != request.out  # another count: another folder
     assert document_source(DOC, "technical") == "sample:technical"
 
 
@@ -69,6 +79,7 @@ def test_the_session_and_bundled_question_sets_become_what_the_cli_takes() -> No
     ({"budget": "soon"}, "budget"),
     ({"question_source": "session"}, "the session has no question set"),
     ({"question_source": "sample"}, "pick a bundled question set"),
+    ({"questions_per_document": 0}, "questions per document"),
 ])
 def test_bad_values_are_one_line_errors(kwargs, needle: str) -> None:
     with pytest.raises(ParameterError, match=needle) as e:
@@ -135,3 +146,54 @@ def test_an_empty_or_bad_folder(tmp_path: Path) -> None:
         check_tune_folder(str(tmp_path / "nope"))
     with pytest.raises(InputError, match="give the output folder"):
         check_tune_folder("  ")
+
+
+# --- why families were left out, for the page's user ---------------------------------------------------------------
+
+
+def test_a_family_over_the_budget_says_which_budget_would_include_it() -> None:
+    from backend.tune.budget import model_left_out_reason
+
+    item = LeftOut("ppl", model_left_out_reason(180, 410, 60))  # the CLI's: "one trial needs about 3 min …"
+    text = left_out_sentence(item, budget_seconds=120)
+    assert text.startswith("ppl was not searched: its first trial (one scoring pass over the documents at 410 "
+                           "tokens/s, the rate measured on this machine) needs about 3 min, but only 60 s")
+    assert text.endswith("A budget of at least 4m would include it.")  # 2 min + the 2 min the trial lacked
+    assert left_out_sentence(item).endswith("A longer budget would include it.")
+    hours = LeftOut("ppl", model_left_out_reason(2 * 3600, 410, 600))
+    assert "at least 2h50m would include it" in left_out_sentence(hours, budget_seconds=3600)
+
+
+def test_families_without_a_loaded_model_point_to_the_models_page_together() -> None:
+    options = form_options(None, available={"embedder"})
+    lines = left_out_sentences(options.left_out, ahead=True)
+    assert len(lines) == 1 and "Load one on the Models page" in lines[0]
+    assert lines[0].startswith("ppl, ") and " are not searched: each needs the language model" in lines[0]
+    one = left_out_sentence(LeftOut("ppl", "needs the language model, which this session has not loaded"))
+    assert one.startswith("ppl was not searched: it needs the language model, and this session has none loaded.")
+
+
+def test_unmeasured_costs_and_unknown_reasons() -> None:
+    from backend.tune.budget import plan_model_families
+    from backend.tune.space import family_needs
+
+    plan = plan_model_families(("ppl", "margin_sampling"), family_needs, 1000, None, 60.0)
+    ppl, margin = left_out_sentences(plan.left_out)
+    assert ppl.startswith("ppl was not searched by default: how fast the language model scores text")
+    assert "Meta-Chunking page" in ppl and "pick it in Families" in ppl
+    assert margin.startswith("margin_sampling was not searched by default: it calls the language model for every")
+    assert left_out_sentence(LeftOut("x", "some new reason")) == "x was not searched: some new reason"
+
+
+def test_a_run_view_says_its_left_out_families_with_its_budget(tmp_path: Path) -> None:
+    view = tune_view(write_out(tmp_path / "run", sample_trials()[:2], sample_result()))
+    assert view.left_out_sentences() == ["semantic was not searched: needs an embedder: none is loaded"]
+
+
+def test_a_running_folder_says_how_many_questions_it_tunes_on_and_holds_out(tmp_path: Path) -> None:
+    out = write_out(tmp_path / "run", sample_trials()[:1], plan={
+        "documents": ["guide.pdf"], "question_set": "generate:model-free", "question_method": "model-free",
+        "objective": "iou", "split": {"tuning": [0, 1, 3, 4], "held_out": [2, 5]},
+    })
+    assert tune_view(out).caption().startswith("On guide.pdf, question set generate:model-free (model-free "
+                                               "questions: 4 tuning questions, 2 held out); objective IoU")

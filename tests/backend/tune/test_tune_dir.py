@@ -42,7 +42,7 @@ class RecordingScorer(CorpusScorer):
 
 def _request(source: Path, out: Path, **changes) -> TuneRequest:
     fields = dict(sources=(str(source),), questions="generate:model-free", out=str(out), families=("recursive",),
-                  trials=3)
+                  trials=3, questions_per_document=PER_DOCUMENT)
     fields.update(changes)
     return check_request(TuneRequest(**fields))
 
@@ -59,7 +59,6 @@ def dir_run(tmp_path_factory, embedder):
     out = root / "out"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tune_run, "CorpusScorer", RecordingScorer)
-        mp.setattr(tune_run, "GENERATED_PER_DOCUMENT", PER_DOCUMENT)
         RecordingScorer.calls = []
         first = tune_run.run_tune(_request(source, out), embedder=embedder)
         first_calls = list(RecordingScorer.calls)
@@ -106,8 +105,7 @@ def test_a_resume_rescores_nothing(dir_run):
     assert _results(dir_run["out"]) == dir_run["written"]  # every corpus folder read back, nothing appended
 
 
-def test_on_ray_the_trials_objectives_are_the_local_ones(dir_run, local_ray, embedder, monkeypatch):
-    monkeypatch.setattr(tune_run, "GENERATED_PER_DOCUMENT", PER_DOCUMENT)
+def test_on_ray_the_trials_objectives_are_the_local_ones(dir_run, local_ray, embedder):
     out = dir_run["root"] / "ray"
     on_ray = tune_run.run_tune(_request(dir_run["source"], out, engine="ray", trials=2), embedder=embedder)
     local = dir_run["first"].trials[:2]
