@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -56,8 +57,13 @@ def open_study(out: Path, name: str, *, seed: int, two_objectives: bool,
         return optuna.create_study(storage=storage, study_name=name, load_if_exists=True,
                                    sampler=optuna.samplers.NSGAIISampler(seed=seed),
                                    directions=["maximize", "minimize"])
-    return optuna.create_study(storage=storage, study_name=name, load_if_exists=True,
-                               sampler=optuna.samplers.TPESampler(seed=seed), direction="maximize",
+    # multivariate + group: TPE models each family's parameters jointly, within the family chosen (the space is
+    # conditional); both are marked experimental in Optuna 5.0, whose warning says nothing to a user.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True)
+    return optuna.create_study(storage=storage, study_name=name, load_if_exists=True, sampler=sampler,
+                               direction="maximize",
                                pruner=pruner or optuna.pruners.NopPruner())
 
 
