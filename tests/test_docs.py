@@ -32,7 +32,7 @@ QUICK_START = (
     "bash scripts/app.sh     # installs everything into .venv (first run only) and starts the app on http://localhost:8501",
     "bash scripts/test.sh    # installs everything (and Chromium for the browser test) and runs the whole test suite",
 )
-PICTURES = ("compare.png", "meta-chunking.png", "summary.png")
+PICTURES = ("compare.png", "meta-chunking.png", "summary.png", "tune.png")
 
 
 @pytest.fixture(scope="session")
