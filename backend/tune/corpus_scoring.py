@@ -94,8 +94,7 @@ class CorpusScorer:
             counts: list[int] = []
             for doc in self.documents:
                 counts += list(run_chunker(doc, config, self.context).token_counts)
-            got = ChunkStats(len(counts), sum(counts) / len(counts) if counts else 0.0, max(counts, default=0),
-                             sum(counts))
+            got = ChunkStats.of(counts)
             self._stats[config] = got
         return got
 

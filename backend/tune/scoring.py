@@ -55,6 +55,11 @@ class ChunkStats:
     max_tokens: int
     index_cost: int
 
+    @classmethod
+    def of(cls, counts: Sequence[int]) -> ChunkStats:
+        """The statistics of chunks with these token counts (every document's chunks together)."""
+        return cls(len(counts), sum(counts) / len(counts) if counts else 0.0, max(counts, default=0), sum(counts))
+
     def as_dict(self) -> dict[str, float]:
         """``{"chunks", "mean_tokens", "max_tokens", "index_cost"}`` (what a constraint holds on)."""
         return {"chunks": self.chunks, "mean_tokens": self.mean_tokens, "max_tokens": self.max_tokens,
@@ -133,8 +138,7 @@ class Scorer:
             counts: list[int] = []
             for chunking in self._chunk(config):
                 counts += list(chunking.token_counts)
-            got = ChunkStats(len(counts), sum(counts) / len(counts) if counts else 0.0, max(counts, default=0),
-                             sum(counts))
+            got = ChunkStats.of(counts)
             self._stats[config] = got
         return got
 
