@@ -45,23 +45,12 @@ from backend.models.scorer import load_scorer
 from backend.samples import load_sample
 from backend.text.document import Document
 from backend.text.segment import sentence_spans
+from tests.support.counting_scorer import CountingScorer
 from tests.support.patching import patch_everywhere
 
 ROOT = Path(__file__).resolve().parents[3]
 TOL = 1e-3
 
-
-class CountingScorer:
-    """Wraps a scorer and counts its conditional calls (pairs asked for)."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.info = inner.info
-        self.pairs = 0
-
-    def conditional_nll(self, pairs, *, progress=None):
-        self.pairs += len(pairs)
-        return self.inner.conditional_nll(pairs, progress=progress)
 
 
 @pytest.fixture(scope="module")
