@@ -27,3 +27,9 @@ def test_test_extras_match_requirements_dev_txt():
 def test_packages_are_the_importable_layers():
     assert _project()["tool"]["setuptools"]["packages"]["find"]["include"] == ["backend*", "components*"]
     assert _project()["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
+
+
+def test_test_files_have_unique_basenames():
+    """pytest's default (rootdir) import mode cannot collect two test modules of the same name."""
+    names = [path.name for path in (ROOT / "tests").rglob("test_*.py")]
+    assert sorted({name for name in names if names.count(name) > 1}) == []
