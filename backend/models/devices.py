@@ -170,7 +170,8 @@ def default_dtype(device: str) -> "torch.dtype":
 # float32); norms, attention, the residual stream and the output head stay float32. Measured on
 # the bundled SmolLM2 and samples: max |ΔNLL| of a sentence's mean NLL 0.004-0.008 nats, PPL
 # boundaries at the default threshold identical on every sample. Its tolerance is
-# SENTENCE_NLL_TOLERANCE and the same boundaries (tests/backend/models/test_precision.py).
+# SENTENCE_NLL_TOLERANCE and the same boundaries (tests/backend/models/test_precision.py on the two
+# smallest samples; bench/bench_scorer.py --precisions float16 on every one).
 #
 # bfloat16 runs the decoder's matmuls under CPU autocast (head in float32). It has 3 fewer
 # mantissa bits than float16: 0.06-0.10 nats per sentence, and on one of our machines it moved a

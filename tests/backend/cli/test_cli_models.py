@@ -159,11 +159,27 @@ def test_ctrl_c_exits_130(tmp_path: Path, cache_dir: Path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "backend", "ppl", str(long_doc), "--no-cache"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # as a terminal's foreground job: a suite started in the background (``cmd &``) ignores SIGINT, and
+        # a child would inherit that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    time.sleep(3.0)  # inside main(): importing torch, loading the model or scoring
+    time.sleep(3.0)  # importing the CLI's libraries, loading the model or scoring: each ends the same way
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()
     assert out == b""
     lines = [line for line in err.decode().splitlines() if line.strip()]
-    assert lines == ["interrupted"]
+    assert lines[-1] == "interrupted" and all(line.startswith("scoring:") for line in lines[:-1]), lines
+
+
+def test_ctrl_c_while_the_libraries_load_exits_130_without_a_traceback(tmp_path: Path, cache_dir: Path):
+    env = {**os.environ, "CHUNKLAB_CACHE_DIR": str(cache_dir), "CHUNKLAB_DEVICE": "cpu"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backend", "ppl", str(tmp_path / "any.txt")],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(0.4)  # importing numpy, torch, pyarrow (seconds in all)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err.decode().strip()) == (130, b"", "interrupted")
