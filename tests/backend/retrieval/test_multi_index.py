@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
@@ -88,11 +89,13 @@ def test_texts_the_model_reads_alike_are_embedded_once(doc, embedder, tmp_path, 
     keys = dict(zip(texts, embedder.input_keys(texts)))
     seen_keys = [keys[t] for t in recording.seen]
     assert len(set(seen_keys)) == len(seen_keys) == len(set(keys.values())) < len(texts)
-    # Every entry's stored vector is the one the model gives its own text, alone.
+    # Every entry's stored vector is the one the model gives its own text, alone: on a seeded sample of each
+    # level's entries (embedding every entry again would double the test's cost for nothing more).
     for level in index.levels:
-        own = embedder.embed([entry_text(doc.text, e.ranges) for e in level.entries])
+        picked = sorted(random.Random(0).sample(range(len(level.entries)), min(24, len(level.entries))))
+        own = embedder.embed([entry_text(doc.text, level.entries[i].ranges) for i in picked])
         hits = store.query_level(level.collection, own, 3)
-        for i, top in enumerate(hits):
+        for i, top in zip(picked, hits):
             assert top[0].distance < 1e-5
             assert i in [h.index for h in top if h.distance < 1e-5]
 
