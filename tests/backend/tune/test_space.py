@@ -248,7 +248,7 @@ def test_one_family_asks_no_family_param_and_trial_params_give_grid_values():
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
     seen: list[ChunkerConfig] = []
     study.optimize(lambda t: len(seen.append(space.suggest(t)) or seen) * 0.1, n_trials=12)
-    assert all(set(t.params) == {"ppl.threshold"} for t in study.trials)
+    assert all(set(t.params) == {"threshold"} for t in study.trials)  # ppl_overlap declares it alike
     grid = space.grid()
     assert all(c in grid for c in seen)
     # A stepped float comes back as e.g. 2.9000000000000004: it stands for the grid's 2.9, every time.
@@ -259,7 +259,7 @@ def test_enqueued_baseline_is_the_first_trial():
     space = search_space(MODEL_FREE)
     baseline = _config(BASELINE)
     params = space.params_of(baseline)
-    assert params == {"family": "recursive", "recursive.chunk_size": 200, "recursive.chunk_overlap": 0.0}
+    assert params == {"family": "recursive", "chunk_size": 200, "chunk_overlap": 0.0}
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
     study.enqueue_trial(params)
     seen: list[ChunkerConfig] = []
@@ -273,7 +273,7 @@ def test_params_of_reproduces_every_grid_point():
         assert space.suggest(optuna.trial.FixedTrial(space.params_of(config))) == config
     one = search_space(["fixed_token"])
     cfg = _config("fixed_token chunk_size=400 chunk_overlap=100")
-    assert one.params_of(cfg) == {"fixed_token.chunk_size": 400, "fixed_token.chunk_overlap": 0.25}
+    assert one.params_of(cfg) == {"chunk_size": 400, "chunk_overlap": 0.25}
 
 
 @pytest.mark.parametrize(
@@ -351,3 +351,17 @@ def test_a_second_threshold_makes_no_model_call(scored):
     for config in space.grid()[::11]:
         assert run_chunker(doc, config, refusing).chunks == run_chunker(doc, config, context).chunks
 
+
+
+def test_a_parameter_several_families_declare_alike_is_one_trial_parameter_and_sizes_are_a_log_scale():
+    space = search_space(["recursive", "sentence", "ppl"])
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
+    study.optimize(lambda t: float(len(space.suggest(t).spec)), n_trials=30)
+    names = set().union(*(t.params for t in study.trials))
+    assert names == {"family", "chunk_size", "chunk_overlap", "threshold"}  # θ: ppl_overlap declares it alike
+    sizes = {d.low: d for t in study.trials for k, d in t.distributions.items() if k == "chunk_size"}
+    assert [(d.low, d.high, d.log) for d in sizes.values()] == [(32, 1024, True)]
+    # A size between two rungs of the ladder stands for the nearer on a log scale (40 for 32, 41 for 50).
+    for raw, size in ((32, 32), (40, 32), (41, 50), (1000, 1024), (700, 800)):
+        fixed = optuna.trial.FixedTrial({"family": "sentence", "chunk_size": raw, "chunk_overlap": 0.0})
+        assert space.suggest(fixed).params_dict["chunk_size"] == size
