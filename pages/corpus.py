@@ -29,6 +29,7 @@ from backend.lab.corpus import (
 from backend.lab.quality import quality_settings
 from components.cached import sample_question_sets, sample_questions
 from components.corpus import corpus_source, finished_view, live_rows, results_panel
+from components.folders import open_folder_expander
 from components.keys import CORPUS, CORPUS_JOB, LM_CHOICE, QSET
 from components.layout import ensure_routed
 from components.lm_runs import session_models, start_plan
@@ -131,15 +132,8 @@ if st.button("Run", key=CORPUS("run"), type="primary", icon=":material/play_arro
         job = st.session_state[CORPUS_JOB] = start_plan(plan)
         st.session_state[_OPENED] = None
 
-with st.expander("Open an earlier run's output folder"):
-    with st.container(horizontal=True, vertical_alignment="bottom"):
-        opened_raw = st.text_input("Output folder", key=CORPUS("open_path"), placeholder="/data/manuals-run",
-                                   help="A folder a run of this page or `python -m backend corpus --out` wrote")
-        if st.button("Open", key=CORPUS("open_run"), icon=":material/folder_open:"):
-            try:
-                st.session_state[_OPENED] = str(check_results_folder(opened_raw))
-            except ChunkLabError as e:
-                st.error(one_line(str(e)), icon=":material/error:")
+open_folder_expander(key=CORPUS, opened_key=_OPENED, check=check_results_folder, command="corpus",
+                     placeholder="/data/manuals-run")
 
 opened = st.session_state.get(_OPENED)
 if opened is not None and not running:

@@ -19,6 +19,7 @@ from backend.lab.tune_form import form_options, tune_request
 from backend.lab.tune_view import check_tune_folder, finished_trials, left_out_sentences, result_view, tune_view
 from components.cached import sample_question_sets
 from components.documents import current_sample
+from components.folders import open_folder_expander
 from components.keys import QSET, TUNE, TUNE_JOB, TUNE_OPENED, TUNE_RESULT
 from components.layout import ensure_routed
 from components.lm_runs import session_models, start_plan
@@ -106,15 +107,7 @@ if st.button("Start", key=TUNE("start"), type="primary", icon=":material/play_ar
         st.session_state[_RESUMED] = resumed
         st.session_state[TUNE_OPENED] = None
 
-with st.expander("Open an earlier run's output folder"):
-    with st.container(horizontal=True, vertical_alignment="bottom"):
-        opened_raw = st.text_input("Output folder", key=TUNE("open_path"),
-                                   help="A folder a run of this page or `python -m backend tune --out` wrote")
-        if st.button("Open", key=TUNE("open_run"), icon=":material/folder_open:"):
-            try:
-                st.session_state[TUNE_OPENED] = str(check_tune_folder(opened_raw))
-            except ChunkLabError as e:
-                st.error(one_line(str(e)), icon=":material/error:")
+open_folder_expander(key=TUNE, opened_key=TUNE_OPENED, check=check_tune_folder, command="tune")
 
 opened = st.session_state.get(TUNE_OPENED)
 if opened is not None and not running:

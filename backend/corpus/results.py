@@ -27,7 +27,7 @@ from backend.corpus.inputs import Skipped
 from backend.corpus.spec import CorpusSpec
 from backend.errors import InputError, ParameterError
 
-__all__ = ["CorpusResults", "ResultsWriter", "read_results", "RESULTS", "SKIPPED", "RUN"]
+__all__ = ["CorpusResults", "ResultsWriter", "read_results", "read_run", "RESULTS", "SKIPPED", "RUN"]
 
 RUN = "run.json"
 RESULTS = "results.jsonl"
@@ -83,6 +83,21 @@ def _read_jsonl(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
     return out
 
 
+def read_run(out: str | os.PathLike[str]) -> dict[str, Any]:
+    """The folder's ``run.json`` ({} when there is none yet).
+
+    Raises:
+        InputError: it is unreadable or not JSON.
+    """
+    path = Path(out) / RUN
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a corpus run's ({e})") from None
+
+
 def read_results(out: str | os.PathLike[str]) -> CorpusResults:
     """Read an output folder (a missing one reads as empty).
 
@@ -90,12 +105,7 @@ def read_results(out: str | os.PathLike[str]) -> CorpusResults:
         InputError: a file is unreadable or not a corpus run's.
     """
     folder = Path(out)
-    try:
-        run = json.loads((folder / RUN).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        run = {}
-    except (OSError, ValueError) as e:
-        raise InputError(f"{folder / RUN}: not a corpus run's ({e})") from None
+    run = read_run(folder)
     latest: dict[tuple[str, str], dict[str, Any]] = {}
     for r in _read_jsonl(folder / RESULTS):
         if "doc" in r and "config" in r:

@@ -30,7 +30,7 @@ from pathlib import Path
 from backend.chunking import ChunkerConfig, ConfigEntry
 from backend.corpus.engine import EXTRACTED, make_engine, run_corpus
 from backend.corpus.inputs import corpus_inputs
-from backend.corpus.results import RUN, read_results
+from backend.corpus.results import read_results, read_run
 from backend.corpus.spec import CorpusSpec
 from backend.corpus.work import RETRIEVAL_COLUMNS, load_corpus_document
 from backend.errors import ChunkLabError, InputError, ParameterError, one_line
@@ -80,12 +80,7 @@ class CorpusScores:
 
 def _entry(out: Path, config: ChunkerConfig) -> ConfigEntry:
     """The configuration's entry in the folder: the tag it was first scored under there, else the next free one."""
-    try:
-        run = json.loads((out / RUN).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        run = {}
-    except (OSError, ValueError) as e:
-        raise InputError(f"{out / RUN}: not a corpus run's ({e})") from None
+    run = read_run(out)
     known = {c.get("spec"): c.get("tag") for c in run.get("configs", []) if isinstance(c, Mapping)}
     if isinstance(known.get(config.spec), str):
         tag = known[config.spec]

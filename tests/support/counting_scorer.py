@@ -12,3 +12,6 @@ class CountingScorer:
     def conditional_nll(self, pairs, *, progress=None):
         self.pairs += len(pairs)
         return self.inner.conditional_nll(pairs, progress=progress)
+
+    def __getattr__(self, name):  # everything else is the real scorer's
+        return getattr(self.inner, name)

@@ -23,25 +23,11 @@ from backend.tune import budget
 from backend.tune.budget import BC_MIN_BOUNDARIES, plan_bc
 from backend.tune.result import read_plan
 from backend.tune.run import run_tune
+from tests.support.counting_scorer import CountingScorer
 
 
 SAMPLE = 10  # boundaries per trial (the baseline, chunk_size=64, has about 16)
 
-
-class CountingScorer:
-    """The real scorer, counting the conditional pairs the model is asked for."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.info = inner.info
-        self.pairs = 0
-
-    def conditional_nll(self, pairs, *, progress=None):
-        self.pairs += len(pairs)
-        return self.inner.conditional_nll(pairs, progress=progress)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 @pytest.fixture(scope="module")
