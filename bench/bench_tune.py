@@ -22,7 +22,11 @@ questions: ``tune`` over the model-free families with ``--budget 2m``, then with
 families added and ``--budget 10m``: the CPU time (user + system of the process) and wall time until the
 recommendation is printed; targets 2 and 10 minutes of CPU.
 
-Run:  .venv/bin/python bench/bench_tune.py [--quick] [--skip-pdf] [--pdf PATH]
+``--replay-seeds N``: a tuner's pick rests on one sampler seed; this replays the tuner's own loop on
+each sample's grid scores (already computed, so no embedding) with N sampler seeds, as many trials as
+the real run made, and prints how often the pick lands within 5% of the grid's.
+
+Run:  .venv/bin/python bench/bench_tune.py [--quick] [--skip-pdf] [--pdf PATH] [--replay-seeds 12]
 (``--quick``: the narrative sample's hand-written set only, no PDF; about 3 minutes.)
 """
 
@@ -91,21 +95,26 @@ def _grid(source: str, questions: str) -> dict:
     scorer = Scorer(qs, OBJECTIVE, store_path=out / "chroma")
     tuning: dict[str, float] = {}
     configs = {}
+    per_question: dict[str, dict[int, float]] = {}
     for config in space.grid():
         values = scorer.score(config, split.tuning).values
         tuning[config.spec] = sum(values.values()) / len(values)
         configs[config.spec] = config
+        per_question[config.spec] = dict(values)
     best = max(tuning, key=lambda s: tuning[s])
     held = scorer.score(configs[best], split.held_out).values
     seconds = time.perf_counter() - t0
     # Not part of the grid's time: every configuration's held-out mean, the best a search could hope for.
     oracle = {s: scorer.score(c, split.held_out).values for s, c in configs.items()}
     oracle_means = {s: sum(v.values()) / len(v) for s, v in oracle.items()}
+    for spec, values in oracle.items():
+        per_question[spec].update(values)
     top = max(oracle_means, key=lambda s: oracle_means[s])
     return {
         "configs": len(configs), "seconds": seconds, "pick": best, "pick_tuning": tuning[best],
         "pick_held_out": sum(held.values()) / len(held), "held_out_questions": len(split.held_out),
         "tuning_questions": len(split.tuning), "oracle": top, "oracle_held_out": oracle_means[top],
+        "per_question": per_question,
     }
 
 
@@ -146,7 +155,7 @@ def _grid_child(source: str, questions: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1]) | {"wall": wall, "cpu": cpu}
 
 
-def part_samples(samples: list[str], sets: list[str]) -> None:
+def part_samples(samples: list[str], sets: list[str], replay_seeds: int = 0) -> None:
     """The tuner against the grid on each sample and question set (see the module docstring)."""
     families = _model_free_families()
     print(f"Part 1: tuner vs exhaustive grid, objective {OBJECTIVE}, families {', '.join(families)}, seed {SEED}")
@@ -172,6 +181,49 @@ def part_samples(samples: list[str], sets: list[str]) -> None:
                   f"{tuned['wall']:>7.1f} {t:>7.3f}  {grid['oracle_held_out'] * 100:.2f}% ({grid['oracle']})")
             print(f"{'':<10} grid pick: {grid['pick']}; tuner pick: {r['pick']} "
                   f"({grid['held_out_questions']} held-out questions)")
+            if replay_seeds:
+                replay(f"sample:{sample}", questions, grid, replay_seeds, max(1, len(r["trials"])))
+
+
+def replay(source: str, questions: str, grid: dict, seeds: int, trials: int) -> None:
+    """The tuner's own loop (:func:`backend.tune.run.run_tune`) over ``seeds`` sampler seeds on the grid's scores.
+
+    Every configuration's per-question IoU is already known from the grid, so each replayed run scores
+    from that table (no embedding) and only the sampler's seed changes (the split stays seed 0's):
+    how often the pick lands within 5% of the grid pick's held-out IoU, ``trials`` trials a run.
+    """
+    import statistics
+
+    import backend.tune.run as tune_run
+    import backend.tune.study as tune_study
+    from backend.lab.tune import TuneRequest, check_request
+    from backend.tune.scoring import Scorer, Scores
+
+    table = grid["per_question"]
+
+    class TableScorer(Scorer):  # the grid's scores instead of embedding again
+        def score(self, config, indices, progress=None):
+            return Scores({i: float(table[config.spec][str(i)]) for i in indices}, 0, 0.0)
+
+    open_study = tune_study.open_study
+    ratios = []
+    for seed in range(seeds):
+        def seeded(out, name, *, seed=0, two_objectives, pruner=None, _sampler_seed=seed):
+            return open_study(out, name, seed=_sampler_seed, two_objectives=two_objectives, pruner=pruner)
+
+        out = Path(tempfile.mkdtemp(prefix="replay-", dir="/tmp"))
+        request = check_request(TuneRequest(sources=(source,), questions=questions, out=str(out), seed=SEED,
+                                            families=tuple(_model_free_families()), objective=OBJECTIVE,
+                                            budget="1h", trials=trials))
+        tune_run.Scorer, tune_run.open_study = TableScorer, seeded
+        try:
+            result = tune_run.run_tune(request)
+        finally:
+            tune_run.Scorer, tune_run.open_study = Scorer, open_study
+        ratios.append(result.pick_score.mean / grid["pick_held_out"])
+    within = sum(r >= 0.95 for r in ratios)
+    print(f"{'':<10} replayed on the grid's scores, {seeds} sampler seeds x {trials} trials: within 5% in "
+          f"{within}/{seeds}; quality x mean {statistics.mean(ratios):.3f}, worst {min(ratios):.3f}")
 
 
 def part_pdf(pdf: str) -> None:
@@ -204,12 +256,15 @@ def main() -> None:
     ap.add_argument("--samples", default="narrative,technical", help="the samples of part 1")
     ap.add_argument("--sets", default="hand-written,model-free", help="the question sets of part 1")
     ap.add_argument("--skip-samples", action="store_true", help="only part 2")
+    ap.add_argument("--replay-seeds", type=int, default=0,
+                    help="also replay the tuner on the grid's scores with this many sampler seeds (as many trials "
+                         "as the real run made)")
     args = ap.parse_args()
     if args.quick:
         part_samples(["narrative"], ["hand-written"])
         return
     if not args.skip_samples:
-        part_samples(args.samples.split(","), args.sets.split(","))
+        part_samples(args.samples.split(","), args.sets.split(","), args.replay_seeds)
     if not args.skip_pdf:
         part_pdf(args.pdf)
 

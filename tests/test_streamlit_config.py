@@ -54,3 +54,15 @@ def test_app_sh_starts_from_the_root_and_does_not_override_the_watcher():
     options = ("fileWatcherType", "runOnSave", "STREAMLIT_SERVER_FILE_WATCHER_TYPE", "STREAMLIT_SERVER_RUN_ON_SAVE")
     for option in options:
         assert not re.search(option, code, re.IGNORECASE), f"app.sh sets {option}; leave it to .streamlit/config.toml"
+
+
+def test_no_page_needs_magic_and_magic_is_off():
+    """Magic parses each page with ast.parse, which Python 3.11 cannot run beside another thread's (gh-106905)."""
+    import ast
+
+    assert _config()["runner"]["magicEnabled"] is False
+    for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Expr) and not isinstance(node.value, (ast.Call, ast.Await)):
+                is_doc = isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                assert is_doc, f"{path.name}:{node.lineno} is a bare expression: magic would have drawn it"
