@@ -24,8 +24,9 @@ What the sampler is told, so that what it learns carries over (:func:`trial_para
 
 Measured (2026-11-29, the technical sample's 120 model-free questions: every configuration's
 per-question IoU scored once, then the tuner's own loop run on those scores with 12 sampler seeds,
-25 trials each): the pick's held-out IoU within 5% of the exhaustive grid's pick's in 10 of 12
-seeds, against 5 of 12 with a name per family and categorical sizes.
+as ``bench/bench_tune.py --replay-seeds 12`` does): at 25 trials a run the pick's held-out IoU was
+within 5% of the exhaustive grid's pick's in 10 of 12 seeds, against 5 of 12 with a name per family
+and categorical sizes; at 16 trials (a fifth of the grid's time on a busy machine), 8 of 12.
 
 Optuna is not imported here: :meth:`SearchSpace.suggest` only calls the trial it is given, so
 ``import backend`` (and this module) stays free of it.
