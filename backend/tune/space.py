@@ -16,7 +16,7 @@ What the sampler is told, so that what it learns carries over (:func:`trial_para
 - A parameter declared with the same type and range by several families is one trial parameter
   (``chunk_size``, ``chunk_overlap``): 32 tokens is the same chunk size for ``recursive`` and
   ``sentence``, and a sampler that found it good in one family tries it first in the next. Any
-  other parameter is ``{family}.{param}`` (``ppl.threshold``).
+  other parameter is ``{family}.{param}`` (``semantic.amount``).
 - Choices that are all positive whole numbers (the chunk-size ladder 32…1024) are an ordered,
   log-spaced scale, not unordered labels: they are asked as a log-scale integer between the
   smallest and the largest and read as the nearest choice on that scale, so "50 did well" also
