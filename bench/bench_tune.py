@@ -207,9 +207,9 @@ def replay(source: str, questions: str, grid: dict, seeds: int, trials: int) -> 
 
     open_study = tune_study.open_study
     ratios = []
-    for seed in range(seeds):
-        def seeded(out, name, *, seed=0, two_objectives, pruner=None, _sampler_seed=seed):
-            return open_study(out, name, seed=_sampler_seed, two_objectives=two_objectives, pruner=pruner)
+    for sampler_seed in range(seeds):
+        def seeded(out, name, *, seed, two_objectives, pruner=None, _sampler=sampler_seed):  # the split keeps `seed`
+            return open_study(out, name, seed=_sampler, two_objectives=two_objectives, pruner=pruner)
 
         out = Path(tempfile.mkdtemp(prefix="replay-", dir="/tmp"))
         request = check_request(TuneRequest(sources=(source,), questions=questions, out=str(out), seed=SEED,
