@@ -37,6 +37,7 @@ def _pareto_points(page) -> int:
 def test_a_tuning_run_fills_its_pareto_front_and_use_this_adds_the_pick_to_compare(
     server: str, tmp_path: Path  # noqa: F811
 ) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect, sync_playwright
 
     upload = tmp_path / "kestrel_manual.pdf"
@@ -81,11 +82,16 @@ def test_a_tuning_run_fills_its_pareto_front_and_use_this_adds_the_pick_to_compa
             assert errors.count() == 0, f"the run failed: {errors.first.inner_text()}"
             assert seen >= 2, f"the run ended before the page showed its live front: {page.inner_text('main')[:800]}"
             first_points = time.perf_counter() - t0
-            page.locator(".st-key-tune_cancel button").click()
+            # Cancel, unless the search already converged and ended (a warm embedding cache makes trials quick).
+            try:
+                page.locator(".st-key-tune_cancel button").click(timeout=5_000)
+                cancelled = True
+            except PlaywrightTimeout:
+                cancelled = False
             expect(page.get_by_role("button", name="Use this").first).to_be_visible(timeout=120_000)
             done = time.perf_counter() - t0
             print(f"first points of the Pareto front after {first_points:.1f} s ({seen} markers); "
-                  f"the answer after Cancel at {done:.1f} s")
+                  f"the answer {'after Cancel ' if cancelled else ''}at {done:.1f} s")
             assert (out / "result.json").is_file() and (out / "trials.jsonl").is_file()
             wait_idle(page)
             line = page.get_by_text(re.compile(r"^Pick: ")).first.inner_text()
@@ -93,7 +99,8 @@ def test_a_tuning_run_fills_its_pareto_front_and_use_this_adds_the_pick_to_compa
             assert match is not None, line
             family, params = match.group(1), [p.strip() for p in match.group(2).split(",") if p.strip()]
             assert family in FAMILIES and "held-out IoU" in line
-            expect(page.get_by_text("cancelled: the search stopped before its budget").first).to_be_visible()
+            if cancelled:
+                expect(page.get_by_text("cancelled: the search stopped before its budget").first).to_be_visible()
             expect(page.locator(".st-key-tune_done_pareto .scatterlayer .points path").first).to_be_attached()
             shot = tmp_path / "tune.png"
             page.screenshot(path=str(shot), full_page=True)
