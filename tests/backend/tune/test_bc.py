@@ -29,7 +29,6 @@ from tests.support.counting_scorer import CountingScorer
 SAMPLE = 10  # boundaries per trial (the baseline, chunk_size=64, has about 16)
 
 
-
 @pytest.fixture(scope="module")
 def lm():
     return CountingScorer(load_scorer(device="cpu"))

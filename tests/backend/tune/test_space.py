@@ -352,7 +352,6 @@ def test_a_second_threshold_makes_no_model_call(scored):
         assert run_chunker(doc, config, refusing).chunks == run_chunker(doc, config, context).chunks
 
 
-
 def test_a_parameter_several_families_declare_alike_is_one_trial_parameter_and_sizes_are_a_log_scale():
     space = search_space(["recursive", "sentence", "ppl"])
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
