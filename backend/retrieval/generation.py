@@ -105,7 +105,7 @@ METHODS = ("chat", "bundled", "model-free")
 METHOD_TITLES = {
     "chat": "chat model (the report's method)",
     "bundled": "bundled small model (weaker)",
-    "model-free": "model-free keyword questions (seconds, offline)",
+    "model-free": "model-free questions from a passage and its neighbourhood (seconds, offline)",
 }
 WINDOW_CHARS = 4000
 PREVIOUS_QUESTIONS = 20
@@ -205,7 +205,8 @@ class GeneratedQuestions:
         weak: True for the local fallback's questions.
         notice: A sentence for the user about the fallback (None for an LLM).
         seconds: Wall time.
-        method: How the questions were made: ``chat``, ``bundled`` or ``model-free`` (:data:`METHODS`).
+        method: How the questions were made: ``chat``, ``bundled`` or ``model-free`` (:data:`METHODS`), or
+            ``model-free keywords`` (the model-free method's earlier style, for comparisons).
         excerpt_pair_similarity: Per pair of candidates, the highest cosine similarity between an
             excerpt of one and an excerpt of the other (n × n); None when no embedder ran.
         excerpt_duplicate_threshold: Drop a candidate whose excerpt is more similar than this to an
@@ -296,8 +297,8 @@ class GeneratedQuestions:
         )
 
     def question_set(self) -> QuestionSet:
-        """The kept questions as a :class:`QuestionSet` over the document."""
-        return QuestionSet(self.questions, {self.corpus_id: self.corpus_text})
+        """The kept questions as a :class:`QuestionSet` over the document, stating their :attr:`method`."""
+        return QuestionSet(self.questions, {self.corpus_id: self.corpus_text}, method=self.method)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON summary (no similarities matrix): counts, model, weak/notice, rejections."""

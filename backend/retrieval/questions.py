@@ -47,6 +47,9 @@ __all__ = [
     "Question",
     "QuestionSet",
     "CORPUS_SUFFIXES",
+    "HAND_WRITTEN",
+    "joined_method",
+    "method_path",
     "corpus_id_for",
     "corpus_document_id",
     "corpus_document",
@@ -64,6 +67,7 @@ __all__ = [
 ]
 
 CORPUS_SUFFIXES = (".md", ".txt")
+HAND_WRITTEN = "hand-written"
 COLUMNS = ("question", "references", "corpus_id")
 _CORPUS_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _FIELD_LIMIT = 1 << 28  # a references cell may quote long excerpts; csv's default cap is 128 KiB
@@ -104,11 +108,16 @@ class QuestionSet:
         questions: In file order (the order results are reported in).
         corpora: ``corpus_id`` → the corpus text the offsets index.
         suffixes: ``corpus_id`` → the file suffix it was read from (``.md`` by default on export).
+        method: How the questions were made: ``hand-written`` (the bundled sets), a generation
+            method (``chat``, ``bundled``, ``model-free``, ``model-free keywords``), several joined
+            by ``" + "`` for a merged set, or ``""`` when not known (a CSV without its
+            ``.method`` file). Saved beside the CSV (:func:`save_question_set`).
     """
 
     questions: tuple[Question, ...]
     corpora: Mapping[str, str]
     suffixes: Mapping[str, str] = field(default_factory=dict)
+    method: str = ""
     _docs: dict[str, Document] = field(default_factory=dict, repr=False)
     _document_ids: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -138,7 +147,8 @@ class QuestionSet:
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled (e.g. sent to a Ray worker) without its lock and its caches: a lock cannot be pickled.
-        return {"questions": self.questions, "corpora": dict(self.corpora), "suffixes": dict(self.suffixes)}
+        return {"questions": self.questions, "corpora": dict(self.corpora), "suffixes": dict(self.suffixes),
+                "method": self.method}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
@@ -188,6 +198,7 @@ class QuestionSet:
             tuple(q for q in self.questions if q.corpus_id in wanted),
             {cid: text for cid, text in self.corpora.items() if cid in wanted},
             {cid: s for cid, s in self.suffixes.items() if cid in wanted},
+            self.method,
         )
 
     def document(self, corpus_id: str) -> Document:
@@ -207,17 +218,24 @@ class QuestionSet:
         questions: Iterable[Question],
         corpora: Mapping[str, str] | None = None,
         suffixes: Mapping[str, str] | None = None,
+        method: str | None = None,
     ) -> QuestionSet:
         """A new set with ``questions`` appended (and ``corpora`` added, with their ``suffixes``), validated.
 
-        A corpus this set already holds keeps its suffix.
+        A corpus this set already holds keeps its suffix. ``method`` is how the added questions
+        were made (None: as this set's); the new set's is both joined (:func:`joined_method`).
         """
         merged = dict(self.corpora)
         for cid, text in (corpora or {}).items():
             if cid in merged and merged[cid] != text:
                 raise ParameterError(f"corpus {cid!r} already exists with a different text")
             merged[cid] = text
-        return QuestionSet(self.questions + tuple(questions), merged, {**(suffixes or {}), **self.suffixes})
+        joined = self.method if method is None else joined_method(self.method, method)
+        return QuestionSet(self.questions + tuple(questions), merged, {**(suffixes or {}), **self.suffixes}, joined)
+
+    def with_method(self, method: str) -> QuestionSet:
+        """This set, stating that its questions were made by ``method``."""
+        return QuestionSet(self.questions, self.corpora, self.suffixes, method)
 
     @classmethod
     def from_document(cls, doc: Document, questions: Iterable[Question] = (), corpus_id: str | None = None) -> QuestionSet:
@@ -534,6 +552,14 @@ def parse_questions_csv(
     )
 
 
+def joined_method(a: str, b: str) -> str:
+    """How a merged set's questions were made: ``a``, or ``a + b`` when they differ ("" when one is not known)."""
+    if not a or not b:
+        return ""
+    parts = list(dict.fromkeys(a.split(" + ") + b.split(" + ")))
+    return " + ".join(parts)
+
+
 def merge_question_sets(base: QuestionSet | None, more: QuestionSet) -> QuestionSet:
     """``more``'s questions appended to ``base`` (``more`` itself when there is no base), corpora and suffixes joined.
 
@@ -542,7 +568,7 @@ def merge_question_sets(base: QuestionSet | None, more: QuestionSet) -> Question
     """
     if base is None:
         return more
-    return base.with_questions(more.questions, more.corpora, more.suffixes)
+    return base.with_questions(more.questions, more.corpora, more.suffixes, more.method)
 
 
 def question_set_from_files(
@@ -604,7 +630,13 @@ def load_sample_question_set(name: str) -> QuestionSet:
         ParameterError: No sample of that name ships a question set.
     """
     entry = get_question_set(name)
-    return load_question_set(entry.csv_path, entry.corpora_dir)
+    return load_question_set(entry.csv_path, entry.corpora_dir).with_method(HAND_WRITTEN)
+
+
+def method_path(csv_path: str | Path) -> Path:
+    """Where a saved set states how its questions were made: ``<csv stem>.method`` beside the CSV."""
+    csv_path = Path(csv_path)
+    return csv_path.with_name(csv_path.stem + ".method")
 
 
 def load_question_set(csv_path: str | Path, corpora_dir: str | Path | None = None) -> QuestionSet:
@@ -640,7 +672,12 @@ def load_question_set(csv_path: str | Path, corpora_dir: str | Path | None = Non
         if path is not None:
             corpora[cid] = read_corpus_text(path.read_bytes(), path.name)
             suffixes[cid] = path.suffix
-    return parse_questions_csv(data, corpora, name=csv_path.name, suffixes=suffixes)
+    loaded = parse_questions_csv(data, corpora, name=csv_path.name, suffixes=suffixes)
+    stated = method_path(csv_path)
+    if stated.is_file():
+        method = stated.read_text(encoding="utf-8", errors="replace").strip().splitlines()[:1]
+        loaded = loaded.with_method(method[0][:200] if method else "")
+    return loaded
 
 
 def save_question_set(
@@ -652,7 +689,7 @@ def save_question_set(
     ``corpora_dir`` defaults to ``corpora/`` next to the CSV.
 
     Returns:
-        The files written, the CSV first.
+        The files written, the CSV first (then ``<csv stem>.method`` when the set states its method).
 
     Raises:
         ParameterError: a corpus id that is not a safe file name.
@@ -666,6 +703,9 @@ def save_question_set(
     corpora_dir.mkdir(parents=True, exist_ok=True)
     csv_path.write_text(questions_to_csv(questions), encoding="utf-8", newline="")
     written = [csv_path]
+    if questions.method:
+        method_path(csv_path).write_text(questions.method + "\n", encoding="utf-8")
+        written.append(method_path(csv_path))
     for cid, text in questions.corpora.items():
         path = corpora_dir / corpus_file_name(questions, cid)
         path.write_text(text, encoding="utf-8", newline="")
@@ -681,6 +721,8 @@ def question_set_zip(questions: QuestionSet) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("questions.csv", questions_to_csv(questions))
+        if questions.method:
+            z.writestr("questions.method", questions.method + "\n")
         for cid, text in questions.corpora.items():
             z.writestr(f"corpora/{corpus_file_name(questions, cid)}", text)
     return buf.getvalue()
