@@ -25,9 +25,18 @@ Subcommands:
                 kept of attempted, the method and the seconds taken. ``--method chat``: an
                 OpenAI-compatible LLM (OPENAI_BASE_URL/OPENAI_API_KEY or --base-url);
                 ``bundled`` (``--local``): the weaker local fallback on SmolLM2;
-                ``model-free``: keyword questions in about a second, no model
-                (:mod:`backend.retrieval.modelfree`). Default: chat when an API is set, else
-                bundled. The API key is read from OPENAI_API_KEY only.
+                ``model-free``: questions from a passage's words and its neighbourhood's in
+                about a second, no model (:mod:`backend.retrieval.modelfree`). Default: chat
+                when an API is set, else bundled. The API key is read from OPENAI_API_KEY only.
+                Beside the CSV, ``questions.method`` states how the questions were made.
+    questions compare SET_A SET_B [--config SPEC …] [--corpora-a DIR] [--corpora-b DIR] [--retrieve 5]
+                [--n 24] [--draws 2000] [--seed 0] [--json]
+                Whether SET_B ranks configurations as SET_A does: both run the same benchmark
+                over the same configurations (at least 3; ten by default), and for each metric
+                prints Spearman's ρ of the configurations' orders with a 95% bootstrap interval
+                over questions (:mod:`backend.lab.agreement`). SET_B may be
+                ``generate:METHOD``, generated on SET_A's corpora. Sets on different corpora
+                are a one-line error.
     questions check --questions FILE.csv|sample:NAME [--corpora DIR]
                 Validate a question set; prints ``{"questions", "corpora"}``.
     index FILE --chunker NAME [--param k=v …]
@@ -76,7 +85,9 @@ from backend.chunkers.context import ModelContext
 from backend.cli.common import StderrProgress, load_input, parse_pairs, positive_int, value_type, write
 from backend.config import quiet_hub_progress_bars
 from backend.errors import ParameterError
+from backend.lab.agreement import DEFAULT_CONFIGS, DEFAULT_PER_CORPUS, GENERATE_METHODS, compare_question_sets
 from backend.lab.benchmark import per_question, write_per_question
+from backend.retrieval.agreement import DRAWS
 from backend.models.cache import default_cache
 from backend.models.embeddings import load_text_embedder
 from backend.models.remote_embedder import RemoteEmbedder
@@ -167,6 +178,34 @@ def add_commands(sub: Any) -> None:
     p_gen.add_argument("--max-attempts", type=positive_int, metavar="N", help="requests at most (default 3n+2)")
     p_gen.add_argument("--embedder", default="default", metavar="default|PATH", help="embedder of the filters")
     p_gen.add_argument("--seed", type=int, default=0)
+    p_cmp = q_sub.add_parser(
+        "compare",
+        help="whether two question sets on the same corpora rank configurations alike (Spearman ρ per metric, "
+        "with a bootstrap interval over questions)",
+    )
+    p_cmp.add_argument("set_a", metavar="SET_A", help="the trusted set: FILE.csv or sample:NAME")
+    p_cmp.add_argument(
+        "set_b", metavar="SET_B",
+        help=f"the set to check: FILE.csv, sample:NAME, or generate:METHOD ({', '.join(GENERATE_METHODS)}), "
+        "generated on SET_A's corpora",
+    )
+    p_cmp.add_argument(
+        "--config", action="append", default=[], metavar="SPEC",
+        help="'NAME key=value … [tokenizer=T]' (repeatable, at least 3); default: ten configurations "
+        "(recursive 100/200/400/800, fixed_token 100 and 250/125, sentence 200, paragraph, cluster 200, "
+        "semantic_max 300)",
+    )
+    p_cmp.add_argument("--corpora-a", type=Path, metavar="DIR", help="SET_A's corpora (default: corpora/ beside the CSV)")
+    p_cmp.add_argument("--corpora-b", type=Path, metavar="DIR", help="SET_B's corpora (default: corpora/ beside the CSV)")
+    p_cmp.add_argument("--retrieve", type=positive_int, default=5, help="chunks retrieved per question (default 5)")
+    p_cmp.add_argument("--n", type=positive_int, default=DEFAULT_PER_CORPUS,
+                       help=f"questions generated per corpus for generate:METHOD (default {DEFAULT_PER_CORPUS})")
+    p_cmp.add_argument("--draws", type=positive_int, default=DRAWS,
+                       help=f"bootstrap draws of each interval (default {DRAWS})")
+    p_cmp.add_argument("--seed", type=int, default=0, help="seeds the generation and the draws (default 0)")
+    p_cmp.add_argument("--embedder", default="default", metavar="default|PATH",
+                       help="the one embedder of both benchmarks (and of a generation's filters)")
+    p_cmp.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p_chk = q_sub.add_parser("check", help="validate a Chroma-format question set")
     p_chk.add_argument("--questions", required=True, metavar="FILE.csv|sample:NAME")
     p_chk.add_argument("--corpora", type=Path, metavar="DIR", help="default: corpora/ beside the CSV")
@@ -235,6 +274,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.command == "questions":
         if args.questions_command == "generate":
             _generate(args)
+        elif args.questions_command == "compare":
+            _compare(args)
         else:
             _check(args)
     elif args.command == "index":
@@ -339,6 +380,20 @@ def _generate(args: argparse.Namespace) -> None:
     written = save_question_set(result.question_set(), args.out / "questions.csv", args.out / "corpora")
     summary = {**result.to_json(), "questions_csv": str(written[0]), "corpora": str(args.out / "corpora")}
     write(json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+
+
+def _compare(args: argparse.Namespace) -> None:
+    quiet_hub_progress_bars()
+    with _progress("comparing") as line:
+        result = compare_question_sets(
+            args.set_a, args.set_b, args.config or DEFAULT_CONFIGS, corpora_a=args.corpora_a,
+            corpora_b=args.corpora_b, embedder=None if args.embedder == "default" else args.embedder,
+            retrieve=args.retrieve, per_corpus=args.n, draws=args.draws, seed=args.seed, progress=line,
+        )
+    if args.json:
+        write(json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        write("\n".join(result.lines()) + "\n")
 
 
 def _check(args: argparse.Namespace) -> None:
