@@ -79,6 +79,7 @@ BREAKPOINTS = ("percentile", "std", "iqr", "gradient")
 # LangChain's BREAKPOINT_DEFAULTS (standard_deviation and interquartile under shorter names).
 BREAKPOINT_DEFAULTS = {"percentile": 95.0, "std": 3.0, "iqr": 1.5, "gradient": 95.0}
 UNITS = ("piece", "sentence")
+CLUSTER_CAPS = ("tokens", "pieces")  # cluster's limit: real tokens (ours), or a count of pieces (the reference code)
 
 Spans = list[tuple[int, int]]
 
@@ -396,13 +397,18 @@ def _band_rewards(vectors: np.ndarray, width: int) -> np.ndarray:
     return 2.0 * np.cumsum(a, axis=1)
 
 
-def cluster_segmentation(vectors: np.ndarray, allowed: np.ndarray) -> list[tuple[int, int]]:
+def cluster_segmentation(vectors: np.ndarray, allowed: np.ndarray, from_zero: bool = False) -> list[tuple[int, int]]:
     """The segmentation of pieces into consecutive chunks with the largest total reward.
 
     Args:
         vectors: One L2-normalized embedding per piece.
         allowed: Boolean ``(n, width)``: ``allowed[i, w]`` says the chunk of pieces
             ``i-w..i`` may be used. A single piece (``w = 0``) is always allowed.
+        from_zero: The reference code's recursion instead of the optimum: the best total up
+            to piece ``i`` starts at 0 and only a candidate strictly above it replaces it, so
+            when no allowed chunk ending at ``i`` (plus the best total before it) is positive,
+            the chunk ending at ``i`` starts at piece 0, whatever ``allowed`` says and however
+            long it is.
 
     Returns:
         Inclusive piece ranges ``(first, last)`` in order. The reward of a chunk is described
@@ -421,7 +427,10 @@ def cluster_segmentation(vectors: np.ndarray, allowed: np.ndarray) -> list[tuple
         ok = allowed[i, :m].copy()
         ok[0] = True
         vals = np.where(ok, vals, -np.inf)
-        w = int(np.argmax(vals))
+        w = int(np.argmax(vals))  # the first of equal maxima: the shortest chunk
+        if from_zero and not vals[w] > 0:
+            best[i + 1], start[i] = 0.0, 0  # the reference's dp[i] = 0, segmentation[i] = 0
+            continue
         best[i + 1] = vals[w]
         start[i] = i - w
     out = []
@@ -614,14 +623,22 @@ class ClusterChunker(Chunker):
     params = (
         Param("max_chunk_size", "int", 400, "Maximum tokens per chunk.", min=1, max=100_000, search=TOKEN_LENGTHS),
         Param("piece_size", "int", 50, "Maximum tokens per embedded piece (the report: 50).", min=1, max=10_000),
+        Param("cap", "str", "tokens", "tokens: no chunk over max_chunk_size tokens, the optimal segmentation; "
+              "pieces: the reference code's limit of max_chunk_size // piece_size pieces and its recursion "
+              "(no token cap; the first chunk can be of any length).", choices=CLUSTER_CAPS),
     )
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         cap = self.values["max_chunk_size"]
+        size = min(self.values["piece_size"], cap)
         counter = SpanCounter(self.tokenizer, doc.text)
-        pieces = piece_spans(doc.text, counter, min(self.values["piece_size"], cap))
+        pieces = piece_spans(doc.text, counter, size)
         if not pieces:
             return []
         vectors = self.context.embed([doc.text[s:e] for s, e in pieces])
+        if self.values["cap"] == "pieces":
+            allowed = np.ones((len(pieces), max(1, cap // size)), dtype=bool)
+            segments = cluster_segmentation(vectors, allowed, from_zero=True)
+            return _capped(doc.text, pieces, np.zeros(len(pieces)), segments, counter, None)
         segments = cluster_segmentation(vectors, allowed_windows(pieces, counter, cap))
         return _capped(doc.text, pieces, np.zeros(len(pieces)), segments, counter, cap)
