@@ -67,6 +67,7 @@ __all__ = [
     "cluster_segmentation",
     "consecutive_distances",
     "forced_cuts",
+    "mean_threshold",
     "piece_spans",
     "semantic_distances",
     "semantic_spans",
@@ -80,6 +81,7 @@ BREAKPOINTS = ("percentile", "std", "iqr", "gradient")
 BREAKPOINT_DEFAULTS = {"percentile": 95.0, "std": 3.0, "iqr": 1.5, "gradient": 95.0}
 UNITS = ("piece", "sentence")
 CLUSTER_CAPS = ("tokens", "pieces")  # cluster's limit: real tokens (ours), or a count of pieces (the reference code)
+SEARCHES = ("cap", "mean")  # semantic_max's threshold: a size cap (the report's text), or a mean (its code)
 
 Spans = list[tuple[int, int]]
 
@@ -151,8 +153,10 @@ class DistanceCurve:
         scores: What the threshold is compared with: the distances, or their gradient.
         threshold: A chunk ends after unit ``i`` where ``scores[i] > threshold`` (nan with
             fewer than two units).
-        rule: ``percentile``, ``std``, ``iqr``, ``gradient`` or ``cap`` (``semantic_max``'s search).
-        amount: The rule's amount (the size cap in tokens for ``cap``).
+        rule: ``percentile``, ``std``, ``iqr``, ``gradient``, or ``semantic_max``'s search:
+            ``cap`` or ``mean``.
+        amount: The rule's amount (the size cap in tokens for ``cap``, the mean chunk length
+            aimed at for ``mean``).
         forced: Units that end a chunk whatever the threshold (``cap``: each side of a unit
             longer than the cap on its own).
     """
@@ -335,12 +339,36 @@ def capped_threshold(
     return float(candidates[lo])
 
 
+def mean_threshold(distances: np.ndarray, total_tokens: int, avg_chunk_size: int) -> float:
+    """The reference code's threshold for chunks of ``avg_chunk_size`` tokens on average (no cap).
+
+    ``total_tokens // avg_chunk_size`` is the number of cuts wanted; the threshold is bisected
+    on [0, 1] until the interval is at most 1e-6 wide: where more distances than that are
+    strictly above the midpoint, the midpoint becomes the lower end, otherwise the upper. The
+    answer is the last midpoint, as in the reference (not the end of the interval that holds
+    the wanted count), so the cuts (``distances > threshold``) can be one or two more or fewer
+    than wanted when distances are close; distances outside [0, 1] are always or never cut.
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    cuts = total_tokens // avg_chunk_size
+    lower, upper = 0.0, 1.0
+    threshold = 0.5
+    while upper - lower > 1e-6:
+        threshold = (upper + lower) / 2.0
+        if int(np.sum(d > threshold)) > cuts:
+            lower = threshold
+        else:
+            upper = threshold
+    return threshold
+
+
 _RULE_TEXT = {
     "percentile": "{a:g}th percentile of the distances",
     "std": "mean + {a:g} standard deviations",
     "iqr": "mean + {a:g} interquartile ranges",
     "gradient": "{a:g}th percentile of the gradient",
     "cap": "the largest that keeps chunks within {a:g} tokens",
+    "mean": "bisection for {a:g}-token chunks on average (the reference code)",
 }
 
 
@@ -569,6 +597,9 @@ class SemanticMaxChunker(Chunker):
         Param("unit", "str", "piece", "piece: 50-token pieces of the recursive splitter (the report); "
               "sentence: the document's sentences.", choices=UNITS),
         Param("buffer_size", "int", 3, "Neighbouring units on each side embedded with each unit.", min=0, max=20),
+        Param("search", "str", "cap", "cap: the highest threshold that keeps every chunk within chunk_size tokens; "
+              "mean: the reference code's bisection for chunk_size tokens per chunk on average (no cap).",
+              choices=SEARCHES),
     )
 
     def units(self, doc: Document, counter: SpanCounter) -> Spans:
@@ -578,16 +609,19 @@ class SemanticMaxChunker(Chunker):
         return piece_spans(doc.text, counter, min(50, self.values["chunk_size"]))
 
     def distance_curve(self, doc: Document, counter: SpanCounter | None = None) -> DistanceCurve:
-        """The distance curve of ``doc`` and the threshold the search found (rule ``cap``)."""
+        """The distance curve of ``doc`` and the threshold the search found (rule ``cap`` or ``mean``)."""
         counter = counter or SpanCounter(self.tokenizer, doc.text)
         units = tuple(self.units(doc, counter))
         distances = _unit_distances(doc.text, units, self.context, self.values["buffer_size"])
-        cap = self.values["chunk_size"]
+        size, rule = self.values["chunk_size"], self.values["search"]
         if not distances.size:
-            return DistanceCurve(units, distances, distances, float("nan"), "cap", float(cap))
-        forced = forced_cuts(units, counter, cap)
-        threshold = capped_threshold(units, distances, counter, cap, forced)
-        return DistanceCurve(units, distances, distances, threshold, "cap", float(cap), forced)
+            return DistanceCurve(units, distances, distances, float("nan"), rule, float(size))
+        if rule == "mean":
+            threshold = mean_threshold(distances, sum(counter.count_many(units)), size)
+            return DistanceCurve(units, distances, distances, threshold, rule, float(size))
+        forced = forced_cuts(units, counter, size)
+        threshold = capped_threshold(units, distances, counter, size, forced)
+        return DistanceCurve(units, distances, distances, threshold, rule, float(size), forced)
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         return self._cut(doc)[1]
@@ -595,7 +629,8 @@ class SemanticMaxChunker(Chunker):
     def _cut(self, doc: Document) -> tuple[DistanceCurve, list[tuple[int, int, int]]]:
         counter = SpanCounter(self.tokenizer, doc.text)
         curve = self.distance_curve(doc, counter)
-        return curve, semantic_spans(doc.text, curve, counter, self.values["chunk_size"])
+        cap = self.values["chunk_size"] if self.values["search"] == "cap" else None
+        return curve, semantic_spans(doc.text, curve, counter, cap)
 
     def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
         """The distances between unit windows, the threshold the search found, and the chunk ends."""

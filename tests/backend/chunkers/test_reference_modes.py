@@ -1,11 +1,13 @@
 """The reference modes of the embedding chunkers against the Chroma report's code, transcribed here.
 
 ``cluster cap=pieces`` is ClusterSemanticChunker's ``_optimal_segmentation`` (a full similarity
-matrix, ``dp`` from zero, strict ``>``). The transcription below is written from the reference code,
-not from ``backend.chunkers.semantic``; it runs on the chunker's own pieces and embedding vectors
-(read through the same cache, so the vectors are the very ones the chunker used), and the chunk
-spans must be the same piece groups. The documents are the bundled samples' first ~900 tokens (as in
-``test_semantic_chunkers.py``): three languages and layouts at a fraction of the embedding cost.
+matrix, ``dp`` from zero, strict ``>``) and ``semantic_max search=mean`` is KamradtModifiedChunker's
+bisection for ``total_tokens // avg_chunk_size`` cuts. The transcriptions below are written from the
+reference code, not from ``backend.chunkers.semantic``; they run on the chunker's own pieces and
+embedding vectors (read through the same cache, so the vectors are the very ones the chunker used),
+and the chunk spans must be the same piece groups. The documents are the bundled samples' first ~900
+tokens (as in ``test_semantic_chunkers.py``): three languages and layouts at a fraction of the
+embedding cost.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import pytest
 import backend.chunkers  # noqa: F401  (registers the chunkers)
 from backend.chunkers import ModelContext, make_chunker
 from backend.chunkers.semantic import (
+    as_curve,
     cluster_segmentation,
+    mean_threshold,
     piece_spans,
 )
 from backend.errors import ParameterError
@@ -64,8 +68,32 @@ def reference_cluster_segmentation(vectors: np.ndarray, max_cluster: int) -> lis
     return clusters
 
 
+def reference_bisection(distances: list[float], number_of_cuts: int) -> tuple[float, list[int]]:
+    """KamradtModifiedChunker.split_text's threshold search: ``(threshold, indices_above_thresh)``."""
+    lower_limit, upper_limit = 0.0, 1.0
+    distances_np = np.array(distances)
+    while upper_limit - lower_limit > 1e-6:
+        threshold = (upper_limit + lower_limit) / 2.0
+        if np.sum(distances_np > threshold) > number_of_cuts:
+            lower_limit = threshold
+        else:
+            upper_limit = threshold
+    return threshold, [i for i, x in enumerate(distances) if x > threshold]
+
+
 def groups_to_spans(units, groups) -> list[tuple[int, int]]:
     return [(units[a][0], units[b][1]) for a, b in groups]
+
+
+def cuts_to_groups(n: int, cuts: list[int]) -> list[tuple[int, int]]:
+    """The reference's grouping: a chunk ends after each index in ``cuts``; the rest is the last chunk."""
+    out, start = [], 0
+    for index in cuts:
+        out.append((start, index))
+        start = index + 1
+    if start < n:
+        out.append((start, n - 1))
+    return out
 
 
 # --- cluster cap=pieces ----------------------------------------------------------------------------
@@ -119,6 +147,49 @@ def test_cluster_pieces_mode_on_a_chunk_size_below_the_piece_size(context):
     assert chunks and all(doc.text[c.start : c.end] == c.text for c in chunks)
 
 
+# --- semantic_max search=mean ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_semantic_max_mean_mode_is_the_reference_bisection(sample, context):
+    doc = sample_prefix(sample)
+    for chunk_size in (300, 100):
+        chunker = make_chunker("semantic_max", {"chunk_size": chunk_size, "search": "mean"})
+        got = [(c.start, c.end) for c in chunker.chunk(doc, context)]
+        counter = SpanCounter(chunker.tokenizer, doc.text)
+        units = piece_spans(doc.text, counter, 50)
+        n = len(units)
+        # Our windows (the text from the first to the last piece), buffer 3 as in the reference.
+        windows = [doc.text[units[max(0, i - 3)][0] : units[min(n - 1, i + 3)][1]] for i in range(n)]
+        v = np.asarray(context.embed(windows), dtype=np.float64)
+        v = v / np.linalg.norm(v, axis=1, keepdims=True)
+        distances = [1 - float(v[i] @ v[i + 1]) for i in range(n - 1)]
+        total_tokens = sum(chunker.tokenizer.count(doc.text[s:e]) for s, e in units)
+        threshold, cuts = reference_bisection(distances, total_tokens // chunk_size)
+        assert got == groups_to_spans(units, cuts_to_groups(n, cuts)), (sample, chunk_size)
+        assert len(cuts) >= total_tokens // chunk_size - 2 and len(cuts) >= 2
+
+        curve = chunker.distance_curve(doc)
+        assert curve.rule == "mean" and curve.amount == chunk_size and curve.forced == ()
+        assert curve.threshold == pytest.approx(threshold, abs=1e-9)
+        label = as_curve(curve, got, "piece").threshold_label
+        assert label == f"threshold: bisection for {chunk_size}-token chunks on average (the reference code)"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_mean_threshold_equals_the_reference_bisection(seed):
+    rng = np.random.default_rng(seed)
+    d = rng.beta(2, 6, size=int(rng.integers(1, 80)))
+    if seed % 4 == 0:
+        d = np.round(d, 2)  # ties
+    if seed % 5 == 0:
+        d[:3] = [1.02, -1e-9, 0.0][: min(3, d.size)]  # outside [0, 1], as float rounding and opposite vectors give
+    total, avg = int(rng.integers(10, 5000)), int(rng.integers(20, 500))
+    threshold, cuts = reference_bisection(list(d), total // avg)
+    assert mean_threshold(d, total, avg) == threshold
+    assert list(np.flatnonzero(d > mean_threshold(d, total, avg))) == cuts
+
+
 # --- the defaults --------------------------------------------------------------------------------
 
 
@@ -126,3 +197,6 @@ def test_the_defaults_are_unchanged_and_a_bad_mode_is_named():
     assert make_chunker("cluster").values["cap"] == "tokens"
     with pytest.raises(ParameterError, match="cap must be one of tokens, pieces"):
         make_chunker("cluster", {"cap": "chars"})
+    assert make_chunker("semantic_max").values["search"] == "cap"
+    with pytest.raises(ParameterError, match="search must be one of cap, mean"):
+        make_chunker("semantic_max", {"search": "median"})
