@@ -40,6 +40,7 @@ fit), so a 300-page PDF costs O(pieces × band) memory and time, not pieces².
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -71,6 +72,8 @@ __all__ = [
     "piece_spans",
     "semantic_distances",
     "semantic_spans",
+    "regex_sentence_spans",
+    "sentence_units",
     "window_spans",
     "unit_groups",
     "allowed_windows",
@@ -82,6 +85,7 @@ BREAKPOINT_DEFAULTS = {"percentile": 95.0, "std": 3.0, "iqr": 1.5, "gradient": 9
 UNITS = ("piece", "sentence")
 CLUSTER_CAPS = ("tokens", "pieces")  # cluster's limit: real tokens (ours), or a count of pieces (the reference code)
 SEARCHES = ("cap", "mean")  # semantic_max's threshold: a size cap (the report's text), or a mean (its code)
+SPLITS = ("document", "regex")  # semantic's sentences: the document's, or LangChain's regex
 
 Spans = list[tuple[int, int]]
 
@@ -186,12 +190,42 @@ def _unit_distances(text: str, units: Sequence[tuple[int, int]], context: ModelC
     return consecutive_distances(context.embed([text[s:e] for s, e in windows]))
 
 
+_LANGCHAIN_SENTENCE = re.compile(r"(?<=[.?!])\s+")
+
+
+def regex_sentence_spans(text: str) -> Spans:
+    """LangChain SemanticChunker's sentences, ``re.split(r"(?<=[.?!])\\s+", text)``, as spans of ``text``.
+
+    The parts between the matches, stripped of the whitespace the regex leaves at their ends
+    (the text's own leading and trailing whitespace, and what precedes a separator that is
+    not after ``.``, ``?`` or ``!``); parts that are only whitespace (LangChain keeps the
+    empty string after a final ``". "``) are left out.
+    """
+    bounds, pos = [], 0
+    for m in _LANGCHAIN_SENTENCE.finditer(text):
+        bounds.append((pos, m.start()))
+        pos = m.end()
+    bounds.append((pos, len(text)))
+    spans = [strip_span(text, s, e) for s, e in bounds]
+    return [(s, e) for s, e in spans if e > s]
+
+
+def sentence_units(doc: Document, split: str = "document") -> Spans:
+    """``semantic``'s sentences: the document's own (``document``) or LangChain's regex ones (``regex``)."""
+    if split == "regex":
+        return regex_sentence_spans(doc.text)
+    if split != "document":
+        raise ParameterError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    return [(s.start, s.end) for s in doc.sentences]
+
+
 def semantic_distances(
     doc: Document,
     context: ModelContext | None = None,
     buffer_size: int = 1,
     breakpoint: str = "percentile",
     amount: float | None = None,
+    split: str = "document",
 ) -> DistanceCurve:
     """The Kamradt distance curve of ``doc``'s sentences and LangChain's threshold on it.
 
@@ -203,8 +237,9 @@ def semantic_distances(
         buffer_size: Neighbouring sentences on each side embedded with each sentence.
         breakpoint: The threshold rule (see :func:`breakpoint_threshold`).
         amount: Its amount; None for LangChain's default.
+        split: Which sentences (see :func:`sentence_units`).
     """
-    units = tuple((s.start, s.end) for s in doc.sentences)
+    units = tuple(sentence_units(doc, split))
     distances = _unit_distances(doc.text, units, context or ModelContext(), buffer_size)
     a = BREAKPOINT_DEFAULTS.get(breakpoint, 0.0) if amount is None else float(amount)
     if distances.size == 0:
@@ -538,6 +573,8 @@ class SemanticChunker(Chunker):
         _BUFFER,
         Param("max_tokens", "int", 0, "Hard cap on chunk tokens (0: none).", min=0, max=100_000,
               search=Search(choices=(0, 256, 512, 1024))),
+        Param("split", "str", "document", "document: the document's own sentences; regex: LangChain's "
+              "sentences, the text split at whitespace after . ? or ! (the reference code).", choices=SPLITS),
     )
 
     def validate(self) -> None:
@@ -555,14 +592,18 @@ class SemanticChunker(Chunker):
 
     def distance_curve(self, doc: Document) -> DistanceCurve:
         """This configuration's distance curve and threshold of ``doc`` (embeddings cached)."""
-        return semantic_distances(doc, self.context, self.values["buffer_size"], self.values["breakpoint"], self.amount)
+        v = self.values
+        return semantic_distances(doc, self.context, v["buffer_size"], v["breakpoint"], self.amount, v["split"])
 
     def _spans(self, doc: Document, distance: DistanceCurve) -> list[tuple[int, int, int]]:
         cap = self.values["max_tokens"] or None
         return semantic_spans(doc.text, distance, SpanCounter(self.tokenizer, doc.text), cap)
 
+    def _empty(self, doc: Document) -> bool:
+        return not (doc.sentences if self.values["split"] == "document" else doc.text.strip())
+
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
-        if not doc.sentences:
+        if self._empty(doc):
             return []
         return self._spans(doc, self.distance_curve(doc))
 
@@ -570,7 +611,7 @@ class SemanticChunker(Chunker):
         """The distances (or their gradient) between sentence windows, the threshold, and the chunk ends."""
         if context is not None:
             self.context = context
-        if not doc.sentences:
+        if self._empty(doc):
             empty = np.zeros(0)
             return as_curve(DistanceCurve((), empty, empty, float("nan"), self.values["breakpoint"], 0.0), [], "sentence")
         distance = self.distance_curve(doc)

@@ -1,16 +1,18 @@
 """The reference modes of the embedding chunkers against the Chroma report's code, transcribed here.
 
 ``cluster cap=pieces`` is ClusterSemanticChunker's ``_optimal_segmentation`` (a full similarity
-matrix, ``dp`` from zero, strict ``>``) and ``semantic_max search=mean`` is KamradtModifiedChunker's
-bisection for ``total_tokens // avg_chunk_size`` cuts. The transcriptions below are written from the
-reference code, not from ``backend.chunkers.semantic``; they run on the chunker's own pieces and
-embedding vectors (read through the same cache, so the vectors are the very ones the chunker used),
-and the chunk spans must be the same piece groups. The documents are the bundled samples' first ~900
-tokens (as in ``test_semantic_chunkers.py``): three languages and layouts at a fraction of the
-embedding cost.
+matrix, ``dp`` from zero, strict ``>``), ``semantic_max search=mean`` is KamradtModifiedChunker's
+bisection for ``total_tokens // avg_chunk_size`` cuts, and ``semantic split=regex`` takes LangChain
+SemanticChunker's sentences. The transcriptions below are written from the reference code, not from
+``backend.chunkers.semantic``; they run on the chunker's own pieces and embedding vectors (read
+through the same cache, so the vectors are the very ones the chunker used), and the chunk spans must
+be the same piece groups. The documents are the bundled samples' first ~900 tokens (as in
+``test_semantic_chunkers.py``): three languages and layouts at a fraction of the embedding cost.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from backend.chunkers.semantic import (
     cluster_segmentation,
     mean_threshold,
     piece_spans,
+    regex_sentence_spans,
 )
 from backend.errors import ParameterError
 from backend.text.document import Document
@@ -190,6 +193,36 @@ def test_mean_threshold_equals_the_reference_bisection(seed):
     assert list(np.flatnonzero(d > mean_threshold(d, total, avg))) == cuts
 
 
+# --- semantic split=regex --------------------------------------------------------------------------
+
+REGEX_TEXT = (
+    "  Dr. Smith arrived at 9 a.m. and left early!  Why?\n\nThe committee met on Tuesday. "
+    "It approved the budget for the new library.  北京是中国的首都。上海很大。 Rain fell all night.\t"
+)
+
+
+def test_regex_sentences_are_langchains_as_exact_spans():
+    spans = regex_sentence_spans(REGEX_TEXT)
+    expected = [p.strip() for p in re.split(r"(?<=[.?!])\s+", REGEX_TEXT) if p.strip()]
+    assert [REGEX_TEXT[s:e] for s, e in spans] == expected
+    # Not the document's sentences: "Dr." alone, and no cut after a Chinese full stop.
+    assert expected[0] == "Dr." and "北京是中国的首都。上海很大。 Rain fell all night." in expected
+    assert regex_sentence_spans("") == [] and regex_sentence_spans("One. ") == [(0, 4)]
+
+
+def test_semantic_regex_split_cuts_between_langchains_sentences(context):
+    doc = Document.from_text(REGEX_TEXT * 3, source="t.txt")
+    chunker = make_chunker("semantic", {"split": "regex", "amount": 70})
+    chunker.context = context
+    curve = chunker.distance_curve(doc)
+    assert list(curve.units) == regex_sentence_spans(doc.text)
+    chunks = chunker.chunk(doc, context).chunks
+    assert [c.end for c in chunks[:-1]] == [curve.units[i][1] for i in curve.breakpoints]
+    assert chunks[0].start == curve.units[0][0] and chunks[-1].end == curve.units[-1][1]
+    blank = Document.from_text(" \n ", source="t.txt")
+    assert make_chunker("semantic", {"split": "regex"}).chunk(blank, context).chunks == ()
+
+
 # --- the defaults --------------------------------------------------------------------------------
 
 
@@ -200,3 +233,6 @@ def test_the_defaults_are_unchanged_and_a_bad_mode_is_named():
     assert make_chunker("semantic_max").values["search"] == "cap"
     with pytest.raises(ParameterError, match="search must be one of cap, mean"):
         make_chunker("semantic_max", {"search": "median"})
+    assert make_chunker("semantic").values["split"] == "document"
+    with pytest.raises(ParameterError, match="split must be one of document, regex"):
+        make_chunker("semantic", {"split": "nltk"})
