@@ -10,31 +10,45 @@ is embedded together with ``buffer_size`` neighbours on each side, the cosine di
 consecutive windows is computed, and a chunk ends after sentence ``i`` when its distance (its
 gradient, for ``gradient``) is strictly above a threshold set by ``breakpoint`` and
 ``amount`` with LangChain's formulas and defaults (:func:`breakpoint_threshold`). Differences
-from LangChain, all deliberate: sentences are the document's own (``backend.text.segment``), not
-the regex ``(?<=[.?!])\\s+``; a window is the document's text from its first to its last
-sentence, not the sentences re-joined with spaces; chunks are exact spans; and an optional
-hard ``max_tokens`` splits an oversized chunk at its largest internal distance, recursively,
-then a single oversized sentence at clause marks or tokens.
+from LangChain, all deliberate: by default the sentences are the document's own
+(``backend.text.segment``: abbreviations, CJK full stops and line structure), not the regex
+``(?<=[.?!])\\s+`` — ``split=regex`` takes LangChain's regex sentences instead
+(:func:`regex_sentence_spans`, as exact spans); a window is the document's text from its first
+to its last sentence, not the sentences re-joined with spaces; chunks are exact spans; and an
+optional hard ``max_tokens`` splits an oversized chunk at its largest internal distance,
+recursively, then a single oversized sentence at clause marks or tokens.
 
 ``semantic_max`` is the Chroma report's KamradtModifiedChunker: by default the units are the
-report's 50-token pieces of the recursive splitter and the buffer is 3, and the threshold is
-binary-searched over the distances so that the largest chunk is at most ``chunk_size``
-tokens, as the report describes. Its reference code searches instead for
-``total_tokens // chunk_size`` cuts (a mean length, with no cap; the report's table shows a
-mean of ~397 tokens at chunk size 300); the cap is what the report states and what users ask
-for, so the cap is what is implemented.
+report's 50-token pieces of the recursive splitter and the buffer is 3. Its threshold search
+has two modes. ``search=cap`` (the default) binary-searches the highest threshold whose chunks
+are all at most ``chunk_size`` tokens, as the report's text describes ("a binary search over
+discontinuity thresholds such that the largest chunk is shorter than the specified length"),
+and always cuts on each side of a unit longer than that. ``search=mean`` is the reference code:
+``total_tokens // chunk_size`` cuts wanted, the threshold bisected on [0, 1] until the interval
+is 1e-6 wide, the last midpoint kept (:func:`mean_threshold`), and no cap, so chunks average
+about ``chunk_size`` tokens but can be several times longer (the report's table shows a mean of
+~397 tokens at chunk size 300). The cap is the default because it is what the report states
+and what a user setting a size expects. What remains different in ``mean``: windows are the
+document's text from the first to the last unit (the reference joins the pieces with spaces),
+chunks are exact spans, and with ``chunk_size`` under 50 the pieces are ``chunk_size`` tokens.
 
 ``cluster`` is the report's ClusterSemanticChunker: 50-token pieces, embedded; a dynamic
 program picks the segmentation maximizing the sum, over chunks, of the pairwise similarities
 of the pieces inside each chunk, after subtracting the mean similarity of all pairs of
 pieces (as the reference code does: without it, one chunk per maximal size would always
-win). Differences from the reference code: the limit is the chunk's real token count
-(``max_chunk_size``), not ``max_chunk_size // 50`` pieces; the recursion is the plain optimum
-(the reference starts every ``dp[i]`` at 0, so a document whose first pieces are all
-dissimilar can get one first chunk of any length); chunks are exact spans rather than pieces
-re-joined with spaces. Ties go to the shorter last chunk, as in the reference. The objective
-is evaluated on a band of the similarity matrix only (chunks never span more pieces than
-fit), so a 300-page PDF costs O(pieces × band) memory and time, not pieces².
+win). ``cap=tokens`` (the default) limits each chunk to ``max_chunk_size`` real tokens and
+finds the true optimum. ``cap=pieces`` is the reference code: at most ``max_chunk_size //
+piece_size`` pieces a chunk (at least one), and its recursion, which starts every ``dp[i]`` at
+0 and replaces it only with a strictly larger total: where no chunk ending at piece ``i`` has
+a positive total, that chunk starts at piece 0 — so a document whose first pieces are all
+dissimilar gets one first chunk of any length — and no token cap is applied. The default
+differs because a token cap is what a user sets (with a count of pieces a chunk holds whatever
+its pieces hold: pieces are up to 50 tokens, often fewer) and because of that unbounded first
+chunk. In both modes ties go to the shorter last chunk, as in the reference, and chunks
+are exact spans (from the first piece's start to the last piece's end) rather than pieces
+re-joined with spaces. The objective is evaluated on a band of the similarity matrix only
+(chunks never span more pieces than fit), so a 300-page PDF costs O(pieces × band) memory and
+time, not pieces².
 """
 
 from __future__ import annotations
@@ -553,7 +567,8 @@ class SemanticChunker(Chunker):
     default for the rule (95, 3, 1.5, 95); a larger amount gives fewer, longer chunks.
     The threshold is relative to the document, so longer documents get longer chunks; set
     ``max_tokens`` for a hard cap (an oversized chunk is split at its largest internal
-    distances).
+    distances). ``split`` picks the sentences: the document's own (``document``, the default)
+    or LangChain's, the text split at whitespace after ``.``, ``?`` or ``!`` (``regex``).
     """
 
     name = "semantic"
@@ -626,7 +641,9 @@ class SemanticMaxChunker(Chunker):
     document's sentences) are embedded with ``buffer_size`` neighbours on each side (3 in the
     report), and the distance threshold is binary-searched: the highest threshold whose
     chunks all fit in ``chunk_size`` tokens. A single unit longer than that is split at
-    clause marks, words, then tokens.
+    clause marks, words, then tokens. ``search=mean`` is the report's code instead: the
+    threshold bisected for ``total tokens // chunk_size`` cuts, so chunks average about
+    ``chunk_size`` tokens with no cap (some are several times longer).
     """
 
     name = "semantic_max"
@@ -689,7 +706,9 @@ class ClusterChunker(Chunker):
     each piece is embedded, and dynamic programming finds the segmentation into chunks of at
     most ``max_chunk_size`` tokens that maximizes the sum, over chunks, of the pairwise cosine
     similarities of their pieces minus the document's mean similarity (the reference code's
-    normalization). Globally optimal, unlike the greedy Kamradt chunkers.
+    normalization). Globally optimal, unlike the greedy Kamradt chunkers. ``cap=pieces`` is the
+    report's code instead: at most ``max_chunk_size // piece_size`` pieces a chunk, whatever
+    their tokens, and its recursion from zero, which can leave one first chunk of any length.
     """
 
     name = "cluster"
