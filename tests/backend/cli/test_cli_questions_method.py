@@ -18,14 +18,15 @@ def test_model_free_generation_writes_a_set_that_checks(tmp_path):
     assert summary["method"] == "model-free" and summary["kept"] == 6 and summary["weak"] is True
     assert summary["model"] == "none (keyword template)" and "no embedder" in summary["filter_note"]
     err = proc.stderr.decode().strip().splitlines()
-    assert err[-1].startswith("6 kept of 6 attempted · model-free keyword questions (seconds, offline)")
+    assert err[-1].startswith("6 kept of 6 attempted · model-free questions from a passage and its neighbourhood")
     assert err[-1].endswith(" s")
     cid = summary["corpus_id"]
     assert (out / "corpora" / f"{cid}.md").read_text(encoding="utf-8") == load_sample("technical-pdf").text
     check = run_cli("questions", "check", "--questions", str(out / "questions.csv"), "--corpora", str(out / "corpora"),
                     data_dir=tmp_path / "data")
     assert check.returncode == 0, check.stderr.decode()
-    assert json.loads(check.stdout) == {"questions": 6, "corpora": {cid: 6}}
+    assert (out / "questions.method").read_text(encoding="utf-8") == "model-free\n"  # the set states its method
+    assert json.loads(check.stdout) == {"questions": 6, "corpora": {cid: 6}, "method": "model-free"}
 
 
 def test_bad_method_arguments_exit_2_and_chat_without_an_api_exits_1(tmp_path):

@@ -130,7 +130,7 @@ def test_index_then_query(data_dir):
 def test_questions_check(cli):
     proc = cli("questions", "check", "--questions", str(DATA / "questions.csv"), "--corpora", str(DATA / "corpora"))
     assert proc.returncode == 0, proc.stderr.decode()
-    assert json.loads(proc.stdout) == {"questions": 10, "corpora": {"lighthouses": 6, "sourdough": 4}}
+    assert json.loads(proc.stdout) == {"questions": 10, "corpora": {"lighthouses": 6, "sourdough": 4}, "method": None}
 
 
 def _closed_port() -> int:
@@ -163,7 +163,7 @@ def test_errors_are_one_line(cli, tmp_path):
 def test_bundled_question_sets_by_name(cli):
     proc = cli("questions", "check", "--questions", "sample:technical")
     assert proc.returncode == 0, proc.stderr.decode()
-    assert json.loads(proc.stdout) == {"questions": 12, "corpora": {"technical_kestrel": 12}}
+    assert json.loads(proc.stdout) == {"questions": 12, "corpora": {"technical_kestrel": 12}, "method": "hand-written"}
     line = assert_one_line_error(
         cli("questions", "check", "--questions", "sample:nope"), 2, "no bundled question set"
     )

@@ -214,7 +214,7 @@ def test_cli_generates_a_question_set_that_checks(tmp_path):
         cwd=ROOT, env=env, capture_output=True, timeout=600,
     )
     assert check.returncode == 0, check.stderr.decode()
-    assert json.loads(check.stdout) == {"questions": 1, "corpora": {"amazon": 1}}
+    assert json.loads(check.stdout) == {"questions": 1, "corpora": {"amazon": 1}, "method": "bundled"}
 
 
 # --- exact excerpts, excerpt de-duplication, the measured rate -------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from backend.errors import ParameterError
 from backend.loaders import load_document
-from backend.retrieval.modelfree import keyword_question, model_free_questions, passage_terms
+from backend.retrieval.modelfree import context_terms, keyword_question, model_free_questions, passage_terms
 from backend.retrieval.questions import parse_questions_csv, questions_to_csv
 from backend.samples import load_sample
 from backend.text.document import Document
@@ -39,19 +39,33 @@ def _exact(doc: Document, gen) -> None:
 def test_a_small_text_gives_these_questions_and_drops_the_repeated_passage() -> None:
     doc = Document.from_text(TEXT, source="lights.txt")
     gen = model_free_questions(doc, n=6)
+    # Each names the passage's three terms and the most distinctive term around it that it lacks.
     assert [(c.question.question, c.question.spans, why) for c, why in zip(gen.candidates, gen.drop_reasons)] == [
-        ("What does the text say about Skerry, engineer and Stevenson?", [(59, 125)], None),
-        ("What does the text say about metres, tallest and Scotland?", [(126, 198)], None),
-        ("What does the text say about Keepers, supplies and fortnight?", [(200, 270)], None),
-        ("What does the text say about Storms, relief and weeks?", [(271, 333)], None),
-        ("What does the text say about Granite, lighthouses and northern?", [(335, 393)], None),
-        ("What does the text say about Granite, lighthouses and northern?", [(0, 58)],
+        ("What does the text say about Skerry, engineer and Stevenson in connection with lighthouses?", [(59, 125)],
+         None),
+        ("What does the text say about metres, tallest and Scotland in connection with lighthouses?", [(126, 198)],
+         None),
+        ("What does the text say about Keepers, supplies and fortnight in connection with lighthouses?", [(200, 270)],
+         None),
+        ("What does the text say about Storms, relief and weeks in connection with lighthouses?", [(271, 333)], None),
+        ("What does the text say about Granite, lighthouses and northern in connection with Stevenson?", [(335, 393)],
+         None),
+        ("What does the text say about Granite, lighthouses and northern in connection with Stevenson?", [(0, 58)],
          "near-duplicate excerpt of candidate 5 (terms overlap 1.00)"),
     ]
     assert gen.kept == (True, True, True, True, True, False)
     assert gen.method == "model-free" and gen.weak and gen.embedder == "none" and gen.corpus_id == "lights"
-    assert "no embedder" in gen.filter_note and "weaker" in gen.notice
-    assert gen.how.startswith("5 kept of 6 attempted · model-free keyword questions (seconds, offline)")
+    assert gen.question_set().method == "model-free"
+    assert "no embedder" in gen.filter_note and "ρ" in gen.notice and "weaker" not in gen.notice
+    assert gen.how.startswith("5 kept of 6 attempted · model-free questions from a passage and its neighbourhood")
+    # The earlier style: the passage's own terms only, the same passages, stated as such.
+    keywords = model_free_questions(doc, n=6, style="keywords")
+    assert [c.question.question for c in keywords.candidates][:2] == [
+        "What does the text say about Skerry, engineer and Stevenson?",
+        "What does the text say about metres, tallest and Scotland?",
+    ]
+    assert [c.question.spans for c in keywords.candidates] == [c.question.spans for c in gen.candidates]
+    assert keywords.method == keywords.question_set().method == "model-free keywords"
     assert all(math.isnan(s) for s in gen.excerpt_similarities)
     assert gen.refilter(0.0, 1.0) is gen  # no embedder ran: nothing to refilter on
     _exact(doc, gen)
@@ -97,6 +111,13 @@ def test_terms_and_the_template() -> None:
     assert passage_terms("雨季里的茶馆") == ["雨季", "季里", "里的", "的茶", "茶馆"]
     assert keyword_question(["A", "B", "C"]) == "What does the text say about A, B and C?"
     assert keyword_question(["A"]) == "What does the text say about A?"
+    assert keyword_question(["A", "B"], ["C"]) == "What does the text say about A and B in connection with C?"
+    text = "Kestrel stores objects. Replicas live on three nodes. Kestrel repairs replicas nightly."
+    start = text.index("Replicas")
+    end = text.index("nodes.") + len("nodes.")
+    idf = {"kestrel": 2.0, "objects": 1.0, "stores": 1.0, "repairs": 1.0, "nightly": 1.0}
+    # Around the passage, "kestrel" appears twice and weighs most; the passage's own "replicas" is never picked.
+    assert context_terms(text, start, end, idf) == [("kestrel", "Kestrel")]
 
 
 def test_bad_counts_and_a_text_without_passages() -> None:
@@ -105,5 +126,7 @@ def test_bad_counts_and_a_text_without_passages() -> None:
         model_free_questions(doc, n=0)
     with pytest.raises(ParameterError, match="max_attempts"):
         model_free_questions(doc, n=2, max_attempts=0)
+    with pytest.raises(ParameterError, match="style must be one of context, keywords"):
+        model_free_questions(doc, n=2, style="cloze")
     empty = model_free_questions(Document.from_text("Too short.", source="x.txt"), n=3)
     assert empty.questions == () and empty.attempts == 1 and "no passage" in empty.rejected[0].reason
