@@ -182,7 +182,8 @@ if source == "Generated":
     qset = _generation_panel(doc)
 if qset is not None:
     st.caption(
-        f"{len(qset)} question(s) over {len(qset.corpus_ids)} corpus/corpora: {md_text(', '.join(qset.corpus_ids))}"
+        f"{len(qset)} question(s)" + (f" ({md_text(qset.method)})" if qset.method else "")
+        + f" over {len(qset.corpus_ids)} corpus/corpora: {md_text(', '.join(qset.corpus_ids))}"
     )
     with st.expander("Questions"):
         st.dataframe(questions_frame(qset), key=BENCHMARK("questions"), hide_index=True)
@@ -245,6 +246,8 @@ if benchmark is None:
 view = benchmark_view(benchmark, job.meta, run.chunkings)
 st.subheader("Results", anchor=False)
 st.caption(view.caption)
+if view.warning:
+    st.warning(md_text(view.warning), icon=":material/warning:")
 if job.meta.get("from_session"):
     st.caption("Opened from a saved session: these results are the file's (a routed retriever's routing is not saved).")
 summary = summary_frame(view)

@@ -9,6 +9,7 @@ or Benchmark page would. A benchmark on other corpora is shown in its own titled
 
 import streamlit as st
 
+from backend.figures.markdown import md_text
 from backend.lab.summary import summary_view
 from components.corpus import corpus_summary_section
 from components.keys import SUMMARY, SUMMARY_SHOWN
@@ -69,6 +70,8 @@ with download:
 
 st.subheader("Verdict", anchor=False)
 st.markdown(verdict_markdown(view.verdict))
+if view.questions_warning:
+    st.warning(md_text(view.questions_warning), icon=":material/warning:")
 
 st.subheader("Numbers", anchor=False)
 quality_table(summary)

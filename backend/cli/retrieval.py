@@ -38,7 +38,8 @@ Subcommands:
                 ``generate:METHOD``, generated on SET_A's corpora. Sets on different corpora
                 are a one-line error.
     questions check --questions FILE.csv|sample:NAME [--corpora DIR]
-                Validate a question set; prints ``{"questions", "corpora"}``.
+                Validate a question set; prints ``{"questions", "corpora", "method"}`` (how its
+                questions were made, as the set states it: null when it does not).
     index FILE --chunker NAME [--param k=v …]
                 Chunk, embed and index a document in the store; prints the collection as JSON.
                 A retriever (``mog``, ``mogg``, ``freechunker``) indexes every level: one
@@ -399,7 +400,7 @@ def _compare(args: argparse.Namespace) -> None:
 def _check(args: argparse.Namespace) -> None:
     qs = _question_set(args)
     counts = {cid: sum(q.corpus_id == cid for q in qs.questions) for cid in qs.corpus_ids}
-    write(json.dumps({"questions": len(qs), "corpora": counts}, ensure_ascii=False) + "\n")
+    write(json.dumps({"questions": len(qs), "corpora": counts, "method": qs.method or None}, ensure_ascii=False) + "\n")
 
 
 def _index(args: argparse.Namespace) -> None:

@@ -35,6 +35,7 @@ from backend.lab.jobs import JobPlan
 from backend.lab.models import SessionModels
 from backend.lab.retrieval import question_set_key
 from backend.lab.settings import QUESTION_SOURCES
+from backend.retrieval.agreement import method_warning
 from backend.retrieval.evaluate import METRIC_LABELS, METRICS, Benchmark, ConfigResult, MetricSummary, coverage_rows
 from backend.retrieval.generation import GeneratedQuestions
 from backend.retrieval.jobs import benchmark_job
@@ -214,6 +215,8 @@ class BenchmarkView:
         benchmark: The benchmark itself (its figures and exports are drawn from it).
         qset: The question set it ran.
         chunkings: Per corpus, each configuration's chunking (the agreement maps); empty when unknown.
+        warning: One line when the questions come from a method known to rank recall poorly
+            (:func:`~backend.retrieval.agreement.method_warning`); "" otherwise.
     """
 
     tags: tuple[str, ...]
@@ -229,6 +232,7 @@ class BenchmarkView:
     benchmark: Benchmark | None = field(default=None, compare=False, repr=False)
     qset: QuestionSet | None = field(default=None, compare=False, repr=False)
     chunkings: Mapping[str, tuple[Chunking, ...]] = field(default_factory=dict, compare=False, repr=False)
+    warning: str = ""
 
     metric_labels = METRIC_LABELS  # what the heat map's metric picker calls each metric
 
@@ -283,8 +287,10 @@ def benchmark_view(
     """
     tags, colors, qset = list(meta["tags"]), list(meta["colors"]), meta["qset"]
     per = "as many chunks as hold excerpts" if benchmark.retrieve == -1 else f"{benchmark.retrieve} chunks"
+    made = f" ({md_text(qset.method)})" if qset is not None and qset.method else ""
     caption = (
-        f"{benchmark.questions} questions · {len(benchmark.corpora)} corpus/corpora · embedder {md_text(benchmark.embedder)} · "
+        f"{benchmark.questions} questions{made} · {len(benchmark.corpora)} corpus/corpora · "
+        f"embedder {md_text(benchmark.embedder)} · "
         f"{per} per question · {benchmark.seconds:.1f} s. Mean ± standard deviation over questions, in %."
     )
     return BenchmarkView(
@@ -301,6 +307,7 @@ def benchmark_view(
         benchmark=benchmark,
         qset=qset,
         chunkings=dict(chunkings or {}),
+        warning=(method_warning(qset.method) or "") if qset is not None else "",
     )
 
 

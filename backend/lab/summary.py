@@ -38,6 +38,7 @@ from backend.report.summary import (
     verdict,
     with_quality,
 )
+from backend.retrieval.agreement import method_warning
 from backend.retrieval.evaluate import Benchmark
 from backend.retrieval.questions import QuestionSet
 from backend.text.document import Document
@@ -62,6 +63,8 @@ class SummaryView:
             of the pairs (a chunking of fewer than two chunks has none to compute).
         no_set_line: Where the retrieval numbers would be when no benchmarked question is on
             this document, what to do about it in one line; "" when some are.
+        questions_warning: One line when the benchmark's questions come from a method known to
+            rank recall poorly (:func:`~backend.retrieval.agreement.method_warning`); "" otherwise.
     """
 
     summary: Summary
@@ -73,6 +76,7 @@ class SummaryView:
     quality_data: Mapping[str, QualityData]
     to_score: tuple[str, ...]
     no_set_line: str = ""
+    questions_warning: str = ""
 
     @property
     def elsewhere(self) -> RetrievalElsewhere | None:
@@ -174,6 +178,7 @@ def summary_view(
         quality_data=data,
         to_score=_to_score(summary, chunkings),
         no_set_line=_no_set_line(doc, summary),
+        questions_warning=(method_warning(questions.method) or "") if benchmark is not None and questions is not None else "",
     )
 
 

@@ -443,6 +443,8 @@ def question_set_to_json(questions: Any, limit: int = MAX_EMBEDDED_QUESTIONS_BYT
     csv_text = questions_to_csv(questions)
     corpora = {cid: questions.corpora[cid] for cid in questions.corpus_ids}
     out: dict[str, Any] = {"sha": question_set_hash(questions), "count": len(questions)}
+    if questions.method:
+        out["method"] = questions.method
     if len(csv_text) + sum(len(t) for t in corpora.values()) <= limit:
         out["csv"] = csv_text
         out["corpora"] = corpora
@@ -466,4 +468,5 @@ def question_set_from_json(ref: Mapping[str, Any], source: str = "session") -> A
     questions = parse_questions_csv(csv_text, corpora, name=f"{source}: questions", suffixes=suffixes)
     if ref.get("sha") != question_set_hash(questions):
         raise InputError(f"{source}: the embedded question set does not match its hash")
-    return questions
+    method = ref.get("method", "")
+    return questions.with_method(method[:200]) if isinstance(method, str) else questions

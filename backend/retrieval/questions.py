@@ -151,6 +151,7 @@ class QuestionSet:
                 "method": self.method}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state = {"method": "", **state}  # pickled before sets stated their method
         for name, value in state.items():
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_docs", {})
