@@ -27,7 +27,7 @@ questions more than two hand-written sets agree among themselves.
 
 Target (issue 37): ρ ≥ 0.8 on recall and on IoU.
 
-Run:  .venv/bin/python bench/bench_questions.py [--n 36] [--seeds 0 1 2] [--bundled-n 12] [--skip-bundled]
+Run:  .venv/bin/python bench/bench_questions.py [--n 72] [--seeds 0 1 2] [--bundled-n 12] [--skip-bundled]
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ TARGET = 0.8
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=36, help="model-free questions per corpus (default 36)")
+    parser.add_argument("--n", type=int, default=72, help="model-free questions per corpus (default 72)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="model-free seeds (default 0 1 2)")
     parser.add_argument("--bundled-n", type=int, default=12, help="bundled-model questions per corpus (default 12)")
     parser.add_argument("--skip-bundled", action="store_true", help="leave the bundled model out (minutes per set)")

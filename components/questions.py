@@ -2,7 +2,7 @@
 
 Shown on the Summary and Retrieval pages (each with its own :class:`~components.keys.PageKeys`).
 The user picks a method — the session's chat model when one is configured, the bundled small
-model (with its plain warning) or the model-free keyword questions — and how many; the button
+model (with its plain warning) or the model-free questions — and how many; the button
 says how long it is expected to take on this machine. A model runs as a background job
 (progress, ETA, Cancel: :func:`components.lm_runs.model_job_panel`); the model-free method runs
 in the page when the document is small enough (:func:`backend.lab.questions.runs_inline`). The
@@ -101,8 +101,9 @@ def question_generation_panel(doc: Document, keys: PageKeys) -> None:
     method = left.radio(
         "Method", list(by_method), key=keys("qgen_method"), horizontal=True, persist_state="session",
         format_func=lambda m: f"{by_method[m].title} · {by_method[m].estimate}",
-        help="The chat model follows the Chroma report; the bundled model and the model-free keyword questions "
-        "are weaker but need no API.",
+        help="The chat model follows the Chroma report; the bundled model and the model-free questions "
+        "are weaker but need no API (the model-free ones, measured, rank chunkings closer to hand-written "
+        "questions than the bundled model's do).",
     )
     unavailable = [o for o in options if not o.available]
     for o in unavailable:

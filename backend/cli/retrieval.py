@@ -30,7 +30,7 @@ Subcommands:
                 when an API is set, else bundled. The API key is read from OPENAI_API_KEY only.
                 Beside the CSV, ``questions.method`` states how the questions were made.
     questions compare SET_A SET_B [--config SPEC …] [--corpora-a DIR] [--corpora-b DIR] [--retrieve 5]
-                [--n 24] [--draws 2000] [--seed 0] [--json]
+                [--n N] [--draws 2000] [--seed 0] [--json]
                 Whether SET_B ranks configurations as SET_A does: both run the same benchmark
                 over the same configurations (at least 3; ten by default), and for each metric
                 prints Spearman's ρ of the configurations' orders with a 95% bootstrap interval
@@ -199,8 +199,11 @@ def add_commands(sub: Any) -> None:
     p_cmp.add_argument("--corpora-a", type=Path, metavar="DIR", help="SET_A's corpora (default: corpora/ beside the CSV)")
     p_cmp.add_argument("--corpora-b", type=Path, metavar="DIR", help="SET_B's corpora (default: corpora/ beside the CSV)")
     p_cmp.add_argument("--retrieve", type=positive_int, default=5, help="chunks retrieved per question (default 5)")
-    p_cmp.add_argument("--n", type=positive_int, default=DEFAULT_PER_CORPUS,
-                       help=f"questions generated per corpus for generate:METHOD (default {DEFAULT_PER_CORPUS})")
+    p_cmp.add_argument(
+        "--n", type=positive_int, metavar="N",
+        help="questions generated per corpus for generate:METHOD (default: "
+        + ", ".join(f"{n} for {m}" for m, n in DEFAULT_PER_CORPUS.items()) + ")",
+    )
     p_cmp.add_argument("--draws", type=positive_int, default=DRAWS,
                        help=f"bootstrap draws of each interval (default {DRAWS})")
     p_cmp.add_argument("--seed", type=int, default=0, help="seeds the generation and the draws (default 0)")
