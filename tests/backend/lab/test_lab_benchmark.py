@@ -107,6 +107,11 @@ def test_the_results_view_marks_a_retrievers_precision_omega_and_names_its_units
     assert len(view.notes) == 1 and view.notes[0].startswith("B: query-time retriever(s). † Their precision-Ω")
     assert view.agreement_notes == ("B: a retriever's spans here are its finest units (what it is built from).",)
     assert view.per_corpus == () and list(view.routed) == ["B"] and view.questions == ("q1", "q2")
+    assert view.warning == ""
+    bundled = benchmark_view(_benchmark(), {"tags": ["A", "B"], "colors": ["#111111", "#222222"],
+                                            "qset": QSET.with_method("bundled")})
+    assert bundled.caption.startswith("2 questions (bundled) · 1 corpus/corpora")
+    assert "bundled questions, which ranked configurations by recall unlike a trusted set" in bundled.warning
     assert [r["tag"] for r in view.results] == ["A", "B"]
     # The page's downloads, moved here: the results CSV, the JSON and the per-question table.
     assert view.results_csv().splitlines()[0].startswith("tag,")

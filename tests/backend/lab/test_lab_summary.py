@@ -148,6 +148,19 @@ def test_unchunked_configurations_benchmark_and_notes(doc, entries, chunked, cac
     )
 
 
+def test_a_verdict_on_questions_of_a_method_that_ranks_recall_poorly_carries_a_warning(doc, entries, chunked, cache):
+    qset, benchmark = _benchmark(doc, [("summary", TEXT)])
+    plain = summary_view(doc, entries, chunked, _models(), quality=QUALITY, store={}, benchmark=benchmark,
+                         cache=cache, questions=qset)
+    assert plain.questions_warning == ""  # the set does not say how it was made: nothing is claimed
+    for method, warned in (("hand-written", False), ("model-free", False), ("bundled", True),
+                           ("hand-written + model-free keywords", True)):
+        view = summary_view(doc, entries, chunked, _models(), quality=QUALITY, store={}, benchmark=benchmark,
+                            cache=cache, questions=qset.with_method(method))
+        assert bool(view.questions_warning) == warned, method
+    assert "Spearman ρ -0.36" in view.questions_warning and "questions compare" in view.questions_warning
+
+
 def _benchmark(doc, corpora: list[tuple[str, str]]) -> tuple[QuestionSet, Benchmark]:
     """One question per corpus (its first 8 characters), configuration A's IoU 0.25 on each."""
     questions = tuple(Question(f"On {cid}?", (Reference(text[:8], 0, 8),), cid) for cid, text in corpora)

@@ -18,6 +18,7 @@ from backend.retrieval.questions import (
     corpus_file_name,
     corpus_id_for,
     load_question_set,
+    load_sample_question_set,
     merge_question_sets,
     parse_questions_csv,
     question_set_from_files,
@@ -256,3 +257,25 @@ def test_a_set_fits_one_reading_of_its_corpus_and_says_so_when_it_fits_none():
     assert str(info.value) == (
         f"q.csv row 2: its references index corpus 'mills' as written, the rows before it as loaded{hint}"
     )
+
+
+def test_a_set_states_its_method_through_save_load_merge_zip_pickle_and_the_session(tmp_path) -> None:
+    import pickle
+
+    from backend.report.session import question_set_from_json, question_set_to_json
+
+    hand = load_sample_question_set("technical")
+    assert hand.method == "hand-written"
+    saved = tmp_path / "set" / "questions.csv"
+    written = save_question_set(hand.with_method("model-free"), saved)
+    assert written[1] == tmp_path / "set" / "questions.method" and written[1].read_text() == "model-free\n"
+    assert load_question_set(saved).method == "model-free"
+    written[1].unlink()
+    assert load_question_set(saved).method == ""  # a CSV that does not say: not known
+    assert merge_question_sets(hand, hand.with_method("bundled")).method == "hand-written + bundled"
+    assert merge_question_sets(hand, hand.with_method("")).method == ""
+    with zipfile.ZipFile(io.BytesIO(question_set_zip(hand))) as z:
+        assert z.read("questions.method") == b"hand-written\n"
+    assert pickle.loads(pickle.dumps(hand)).method == "hand-written"
+    assert question_set_from_json(question_set_to_json(hand)).method == "hand-written"
+    assert hand.on_document(hand.document("technical_kestrel")).method == "hand-written"
