@@ -63,7 +63,8 @@ def test_summary_generates_model_free_questions_that_replace_a_set_on_another_do
     _exact(qset, doc)
     assert any("The session's set is now **8** question(s)" in s.value and "another document" in s.value
                for s in at.success)
-    assert any(c.value.startswith("8 kept of 8 attempted · model\\-free keyword questions") for c in at.caption)
+    assert any(c.value.startswith("8 kept of 8 attempted · model\\-free questions from a passage and its neighbourhood")
+               for c in at.caption)
     (panel,) = [e for e in at.expander if e.label == "Questions on this document"]
     assert panel.proto.expanded  # the set is on this document now, but the result it just made stays in view
     assert not at.exception and not at.error

@@ -439,7 +439,7 @@ def test_benchmark_runs_on_a_bundled_sample_set() -> None:
     ]
     at.selectbox(key="bm_sample").set_value("technical")
     _run(at)
-    assert "12 question(s) over 1 corpus/corpora: technical\\_kestrel" in [c.value for c in at.caption]
+    assert "12 question(s) (hand\\-written) over 1 corpus/corpora: technical\\_kestrel" in [c.value for c in at.caption]
     assert not at.get_by_key("bm_run").disabled
     at.button(key="bm_run").click()
     _run(at)
