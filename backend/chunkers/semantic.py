@@ -10,36 +10,51 @@ is embedded together with ``buffer_size`` neighbours on each side, the cosine di
 consecutive windows is computed, and a chunk ends after sentence ``i`` when its distance (its
 gradient, for ``gradient``) is strictly above a threshold set by ``breakpoint`` and
 ``amount`` with LangChain's formulas and defaults (:func:`breakpoint_threshold`). Differences
-from LangChain, all deliberate: sentences are the document's own (``backend.text.segment``), not
-the regex ``(?<=[.?!])\\s+``; a window is the document's text from its first to its last
-sentence, not the sentences re-joined with spaces; chunks are exact spans; and an optional
-hard ``max_tokens`` splits an oversized chunk at its largest internal distance, recursively,
-then a single oversized sentence at clause marks or tokens.
+from LangChain, all deliberate: by default the sentences are the document's own
+(``backend.text.segment``: abbreviations, CJK full stops and line structure), not the regex
+``(?<=[.?!])\\s+`` — ``split=regex`` takes LangChain's regex sentences instead
+(:func:`regex_sentence_spans`, as exact spans); a window is the document's text from its first
+to its last sentence, not the sentences re-joined with spaces; chunks are exact spans; and an
+optional hard ``max_tokens`` splits an oversized chunk at its largest internal distance,
+recursively, then a single oversized sentence at clause marks or tokens.
 
 ``semantic_max`` is the Chroma report's KamradtModifiedChunker: by default the units are the
-report's 50-token pieces of the recursive splitter and the buffer is 3, and the threshold is
-binary-searched over the distances so that the largest chunk is at most ``chunk_size``
-tokens, as the report describes. Its reference code searches instead for
-``total_tokens // chunk_size`` cuts (a mean length, with no cap; the report's table shows a
-mean of ~397 tokens at chunk size 300); the cap is what the report states and what users ask
-for, so the cap is what is implemented.
+report's 50-token pieces of the recursive splitter and the buffer is 3. Its threshold search
+has two modes. ``search=cap`` (the default) binary-searches the highest threshold whose chunks
+are all at most ``chunk_size`` tokens, as the report's text describes ("a binary search over
+discontinuity thresholds such that the largest chunk is shorter than the specified length"),
+and always cuts on each side of a unit longer than that. ``search=mean`` is the reference code:
+``total_tokens // chunk_size`` cuts wanted, the threshold bisected on [0, 1] until the interval
+is 1e-6 wide, the last midpoint kept (:func:`mean_threshold`), and no cap, so chunks average
+about ``chunk_size`` tokens but can be several times longer (the report's table shows a mean of
+~397 tokens at chunk size 300). The cap is the default because it is what the report states
+and what a user setting a size expects. What remains different in ``mean``: windows are the
+document's text from the first to the last unit (the reference joins the pieces with spaces),
+chunks are exact spans, and with ``chunk_size`` under 50 the pieces are ``chunk_size`` tokens.
 
 ``cluster`` is the report's ClusterSemanticChunker: 50-token pieces, embedded; a dynamic
 program picks the segmentation maximizing the sum, over chunks, of the pairwise similarities
 of the pieces inside each chunk, after subtracting the mean similarity of all pairs of
 pieces (as the reference code does: without it, one chunk per maximal size would always
-win). Differences from the reference code: the limit is the chunk's real token count
-(``max_chunk_size``), not ``max_chunk_size // 50`` pieces; the recursion is the plain optimum
-(the reference starts every ``dp[i]`` at 0, so a document whose first pieces are all
-dissimilar can get one first chunk of any length); chunks are exact spans rather than pieces
-re-joined with spaces. Ties go to the shorter last chunk, as in the reference. The objective
-is evaluated on a band of the similarity matrix only (chunks never span more pieces than
-fit), so a 300-page PDF costs O(pieces × band) memory and time, not pieces².
+win). ``cap=tokens`` (the default) limits each chunk to ``max_chunk_size`` real tokens and
+finds the true optimum. ``cap=pieces`` is the reference code: at most ``max_chunk_size //
+piece_size`` pieces a chunk (at least one), and its recursion, which starts every ``dp[i]`` at
+0 and replaces it only with a strictly larger total: where no chunk ending at piece ``i`` has
+a positive total, that chunk starts at piece 0 — so a document whose first pieces are all
+dissimilar gets one first chunk of any length — and no token cap is applied. The default
+differs because a token cap is what a user sets (with a count of pieces a chunk holds whatever
+its pieces hold: pieces are up to 50 tokens, often fewer) and because of that unbounded first
+chunk. In both modes ties go to the shorter last chunk, as in the reference, and chunks
+are exact spans (from the first piece's start to the last piece's end) rather than pieces
+re-joined with spaces. The objective is evaluated on a band of the similarity matrix only
+(chunks never span more pieces than fit), so a 300-page PDF costs O(pieces × band) memory and
+time, not pieces².
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -67,9 +82,12 @@ __all__ = [
     "cluster_segmentation",
     "consecutive_distances",
     "forced_cuts",
+    "mean_threshold",
     "piece_spans",
     "semantic_distances",
     "semantic_spans",
+    "regex_sentence_spans",
+    "sentence_units",
     "window_spans",
     "unit_groups",
     "allowed_windows",
@@ -79,6 +97,9 @@ BREAKPOINTS = ("percentile", "std", "iqr", "gradient")
 # LangChain's BREAKPOINT_DEFAULTS (standard_deviation and interquartile under shorter names).
 BREAKPOINT_DEFAULTS = {"percentile": 95.0, "std": 3.0, "iqr": 1.5, "gradient": 95.0}
 UNITS = ("piece", "sentence")
+CLUSTER_CAPS = ("tokens", "pieces")  # cluster's limit: real tokens (ours), or a count of pieces (the reference code)
+SEARCHES = ("cap", "mean")  # semantic_max's threshold: a size cap (the report's text), or a mean (its code)
+SPLITS = ("document", "regex")  # semantic's sentences: the document's, or LangChain's regex
 
 Spans = list[tuple[int, int]]
 
@@ -150,8 +171,10 @@ class DistanceCurve:
         scores: What the threshold is compared with: the distances, or their gradient.
         threshold: A chunk ends after unit ``i`` where ``scores[i] > threshold`` (nan with
             fewer than two units).
-        rule: ``percentile``, ``std``, ``iqr``, ``gradient`` or ``cap`` (``semantic_max``'s search).
-        amount: The rule's amount (the size cap in tokens for ``cap``).
+        rule: ``percentile``, ``std``, ``iqr``, ``gradient``, or ``semantic_max``'s search:
+            ``cap`` or ``mean``.
+        amount: The rule's amount (the size cap in tokens for ``cap``, the mean chunk length
+            aimed at for ``mean``).
         forced: Units that end a chunk whatever the threshold (``cap``: each side of a unit
             longer than the cap on its own).
     """
@@ -181,12 +204,42 @@ def _unit_distances(text: str, units: Sequence[tuple[int, int]], context: ModelC
     return consecutive_distances(context.embed([text[s:e] for s, e in windows]))
 
 
+_LANGCHAIN_SENTENCE = re.compile(r"(?<=[.?!])\s+")
+
+
+def regex_sentence_spans(text: str) -> Spans:
+    """LangChain SemanticChunker's sentences, ``re.split(r"(?<=[.?!])\\s+", text)``, as spans of ``text``.
+
+    The parts between the matches, stripped of the whitespace the regex leaves at their ends
+    (the text's own leading and trailing whitespace, and what precedes a separator that is
+    not after ``.``, ``?`` or ``!``); parts that are only whitespace (LangChain keeps the
+    empty string after a final ``". "``) are left out.
+    """
+    bounds, pos = [], 0
+    for m in _LANGCHAIN_SENTENCE.finditer(text):
+        bounds.append((pos, m.start()))
+        pos = m.end()
+    bounds.append((pos, len(text)))
+    spans = [strip_span(text, s, e) for s, e in bounds]
+    return [(s, e) for s, e in spans if e > s]
+
+
+def sentence_units(doc: Document, split: str = "document") -> Spans:
+    """``semantic``'s sentences: the document's own (``document``) or LangChain's regex ones (``regex``)."""
+    if split == "regex":
+        return regex_sentence_spans(doc.text)
+    if split != "document":
+        raise ParameterError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    return [(s.start, s.end) for s in doc.sentences]
+
+
 def semantic_distances(
     doc: Document,
     context: ModelContext | None = None,
     buffer_size: int = 1,
     breakpoint: str = "percentile",
     amount: float | None = None,
+    split: str = "document",
 ) -> DistanceCurve:
     """The Kamradt distance curve of ``doc``'s sentences and LangChain's threshold on it.
 
@@ -198,8 +251,9 @@ def semantic_distances(
         buffer_size: Neighbouring sentences on each side embedded with each sentence.
         breakpoint: The threshold rule (see :func:`breakpoint_threshold`).
         amount: Its amount; None for LangChain's default.
+        split: Which sentences (see :func:`sentence_units`).
     """
-    units = tuple((s.start, s.end) for s in doc.sentences)
+    units = tuple(sentence_units(doc, split))
     distances = _unit_distances(doc.text, units, context or ModelContext(), buffer_size)
     a = BREAKPOINT_DEFAULTS.get(breakpoint, 0.0) if amount is None else float(amount)
     if distances.size == 0:
@@ -334,12 +388,36 @@ def capped_threshold(
     return float(candidates[lo])
 
 
+def mean_threshold(distances: np.ndarray, total_tokens: int, avg_chunk_size: int) -> float:
+    """The reference code's threshold for chunks of ``avg_chunk_size`` tokens on average (no cap).
+
+    ``total_tokens // avg_chunk_size`` is the number of cuts wanted; the threshold is bisected
+    on [0, 1] until the interval is at most 1e-6 wide: where more distances than that are
+    strictly above the midpoint, the midpoint becomes the lower end, otherwise the upper. The
+    answer is the last midpoint, as in the reference (not the end of the interval that holds
+    the wanted count), so the cuts (``distances > threshold``) can be one or two more or fewer
+    than wanted when distances are close; distances outside [0, 1] are always or never cut.
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    cuts = total_tokens // avg_chunk_size
+    lower, upper = 0.0, 1.0
+    threshold = 0.5
+    while upper - lower > 1e-6:
+        threshold = (upper + lower) / 2.0
+        if int(np.sum(d > threshold)) > cuts:
+            lower = threshold
+        else:
+            upper = threshold
+    return threshold
+
+
 _RULE_TEXT = {
     "percentile": "{a:g}th percentile of the distances",
     "std": "mean + {a:g} standard deviations",
     "iqr": "mean + {a:g} interquartile ranges",
     "gradient": "{a:g}th percentile of the gradient",
     "cap": "the largest that keeps chunks within {a:g} tokens",
+    "mean": "bisection for {a:g}-token chunks on average (the reference code)",
 }
 
 
@@ -396,13 +474,18 @@ def _band_rewards(vectors: np.ndarray, width: int) -> np.ndarray:
     return 2.0 * np.cumsum(a, axis=1)
 
 
-def cluster_segmentation(vectors: np.ndarray, allowed: np.ndarray) -> list[tuple[int, int]]:
+def cluster_segmentation(vectors: np.ndarray, allowed: np.ndarray, from_zero: bool = False) -> list[tuple[int, int]]:
     """The segmentation of pieces into consecutive chunks with the largest total reward.
 
     Args:
         vectors: One L2-normalized embedding per piece.
         allowed: Boolean ``(n, width)``: ``allowed[i, w]`` says the chunk of pieces
             ``i-w..i`` may be used. A single piece (``w = 0``) is always allowed.
+        from_zero: The reference code's recursion instead of the optimum: the best total up
+            to piece ``i`` starts at 0 and only a candidate strictly above it replaces it, so
+            when no allowed chunk ending at ``i`` (plus the best total before it) is positive,
+            the chunk ending at ``i`` starts at piece 0, whatever ``allowed`` says and however
+            long it is.
 
     Returns:
         Inclusive piece ranges ``(first, last)`` in order. The reward of a chunk is described
@@ -421,7 +504,10 @@ def cluster_segmentation(vectors: np.ndarray, allowed: np.ndarray) -> list[tuple
         ok = allowed[i, :m].copy()
         ok[0] = True
         vals = np.where(ok, vals, -np.inf)
-        w = int(np.argmax(vals))
+        w = int(np.argmax(vals))  # the first of equal maxima: the shortest chunk
+        if from_zero and not vals[w] > 0:
+            best[i + 1], start[i] = 0.0, 0  # the reference's dp[i] = 0, segmentation[i] = 0
+            continue
         best[i + 1] = vals[w]
         start[i] = i - w
     out = []
@@ -481,7 +567,8 @@ class SemanticChunker(Chunker):
     default for the rule (95, 3, 1.5, 95); a larger amount gives fewer, longer chunks.
     The threshold is relative to the document, so longer documents get longer chunks; set
     ``max_tokens`` for a hard cap (an oversized chunk is split at its largest internal
-    distances).
+    distances). ``split`` picks the sentences: the document's own (``document``, the default)
+    or LangChain's, the text split at whitespace after ``.``, ``?`` or ``!`` (``regex``).
     """
 
     name = "semantic"
@@ -501,6 +588,8 @@ class SemanticChunker(Chunker):
         _BUFFER,
         Param("max_tokens", "int", 0, "Hard cap on chunk tokens (0: none).", min=0, max=100_000,
               search=Search(choices=(0, 256, 512, 1024))),
+        Param("split", "str", "document", "document: the document's own sentences; regex: LangChain's "
+              "sentences, the text split at whitespace after . ? or ! (the reference code).", choices=SPLITS),
     )
 
     def validate(self) -> None:
@@ -518,14 +607,18 @@ class SemanticChunker(Chunker):
 
     def distance_curve(self, doc: Document) -> DistanceCurve:
         """This configuration's distance curve and threshold of ``doc`` (embeddings cached)."""
-        return semantic_distances(doc, self.context, self.values["buffer_size"], self.values["breakpoint"], self.amount)
+        v = self.values
+        return semantic_distances(doc, self.context, v["buffer_size"], v["breakpoint"], self.amount, v["split"])
 
     def _spans(self, doc: Document, distance: DistanceCurve) -> list[tuple[int, int, int]]:
         cap = self.values["max_tokens"] or None
         return semantic_spans(doc.text, distance, SpanCounter(self.tokenizer, doc.text), cap)
 
+    def _empty(self, doc: Document) -> bool:
+        return not (doc.sentences if self.values["split"] == "document" else doc.text.strip())
+
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
-        if not doc.sentences:
+        if self._empty(doc):
             return []
         return self._spans(doc, self.distance_curve(doc))
 
@@ -533,7 +626,7 @@ class SemanticChunker(Chunker):
         """The distances (or their gradient) between sentence windows, the threshold, and the chunk ends."""
         if context is not None:
             self.context = context
-        if not doc.sentences:
+        if self._empty(doc):
             empty = np.zeros(0)
             return as_curve(DistanceCurve((), empty, empty, float("nan"), self.values["breakpoint"], 0.0), [], "sentence")
         distance = self.distance_curve(doc)
@@ -548,7 +641,9 @@ class SemanticMaxChunker(Chunker):
     document's sentences) are embedded with ``buffer_size`` neighbours on each side (3 in the
     report), and the distance threshold is binary-searched: the highest threshold whose
     chunks all fit in ``chunk_size`` tokens. A single unit longer than that is split at
-    clause marks, words, then tokens.
+    clause marks, words, then tokens. ``search=mean`` is the report's code instead: the
+    threshold bisected for ``total tokens // chunk_size`` cuts, so chunks average about
+    ``chunk_size`` tokens with no cap (some are several times longer).
     """
 
     name = "semantic_max"
@@ -560,6 +655,9 @@ class SemanticMaxChunker(Chunker):
         Param("unit", "str", "piece", "piece: 50-token pieces of the recursive splitter (the report); "
               "sentence: the document's sentences.", choices=UNITS),
         Param("buffer_size", "int", 3, "Neighbouring units on each side embedded with each unit.", min=0, max=20),
+        Param("search", "str", "cap", "cap: the highest threshold that keeps every chunk within chunk_size tokens; "
+              "mean: the reference code's bisection for chunk_size tokens per chunk on average (no cap).",
+              choices=SEARCHES),
     )
 
     def units(self, doc: Document, counter: SpanCounter) -> Spans:
@@ -569,16 +667,19 @@ class SemanticMaxChunker(Chunker):
         return piece_spans(doc.text, counter, min(50, self.values["chunk_size"]))
 
     def distance_curve(self, doc: Document, counter: SpanCounter | None = None) -> DistanceCurve:
-        """The distance curve of ``doc`` and the threshold the search found (rule ``cap``)."""
+        """The distance curve of ``doc`` and the threshold the search found (rule ``cap`` or ``mean``)."""
         counter = counter or SpanCounter(self.tokenizer, doc.text)
         units = tuple(self.units(doc, counter))
         distances = _unit_distances(doc.text, units, self.context, self.values["buffer_size"])
-        cap = self.values["chunk_size"]
+        size, rule = self.values["chunk_size"], self.values["search"]
         if not distances.size:
-            return DistanceCurve(units, distances, distances, float("nan"), "cap", float(cap))
-        forced = forced_cuts(units, counter, cap)
-        threshold = capped_threshold(units, distances, counter, cap, forced)
-        return DistanceCurve(units, distances, distances, threshold, "cap", float(cap), forced)
+            return DistanceCurve(units, distances, distances, float("nan"), rule, float(size))
+        if rule == "mean":
+            threshold = mean_threshold(distances, sum(counter.count_many(units)), size)
+            return DistanceCurve(units, distances, distances, threshold, rule, float(size))
+        forced = forced_cuts(units, counter, size)
+        threshold = capped_threshold(units, distances, counter, size, forced)
+        return DistanceCurve(units, distances, distances, threshold, rule, float(size), forced)
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         return self._cut(doc)[1]
@@ -586,7 +687,8 @@ class SemanticMaxChunker(Chunker):
     def _cut(self, doc: Document) -> tuple[DistanceCurve, list[tuple[int, int, int]]]:
         counter = SpanCounter(self.tokenizer, doc.text)
         curve = self.distance_curve(doc, counter)
-        return curve, semantic_spans(doc.text, curve, counter, self.values["chunk_size"])
+        cap = self.values["chunk_size"] if self.values["search"] == "cap" else None
+        return curve, semantic_spans(doc.text, curve, counter, cap)
 
     def curve(self, doc: Document, context: ModelContext | None = None) -> Curve:
         """The distances between unit windows, the threshold the search found, and the chunk ends."""
@@ -604,7 +706,9 @@ class ClusterChunker(Chunker):
     each piece is embedded, and dynamic programming finds the segmentation into chunks of at
     most ``max_chunk_size`` tokens that maximizes the sum, over chunks, of the pairwise cosine
     similarities of their pieces minus the document's mean similarity (the reference code's
-    normalization). Globally optimal, unlike the greedy Kamradt chunkers.
+    normalization). Globally optimal, unlike the greedy Kamradt chunkers. ``cap=pieces`` is the
+    report's code instead: at most ``max_chunk_size // piece_size`` pieces a chunk, whatever
+    their tokens, and its recursion from zero, which can leave one first chunk of any length.
     """
 
     name = "cluster"
@@ -614,14 +718,22 @@ class ClusterChunker(Chunker):
     params = (
         Param("max_chunk_size", "int", 400, "Maximum tokens per chunk.", min=1, max=100_000, search=TOKEN_LENGTHS),
         Param("piece_size", "int", 50, "Maximum tokens per embedded piece (the report: 50).", min=1, max=10_000),
+        Param("cap", "str", "tokens", "tokens: no chunk over max_chunk_size tokens, the optimal segmentation; "
+              "pieces: the reference code's limit of max_chunk_size // piece_size pieces and its recursion "
+              "(no token cap; the first chunk can be of any length).", choices=CLUSTER_CAPS),
     )
 
     def split(self, doc: Document) -> list[tuple[int, int, int]]:
         cap = self.values["max_chunk_size"]
+        size = min(self.values["piece_size"], cap)
         counter = SpanCounter(self.tokenizer, doc.text)
-        pieces = piece_spans(doc.text, counter, min(self.values["piece_size"], cap))
+        pieces = piece_spans(doc.text, counter, size)
         if not pieces:
             return []
         vectors = self.context.embed([doc.text[s:e] for s, e in pieces])
+        if self.values["cap"] == "pieces":
+            allowed = np.ones((len(pieces), max(1, cap // size)), dtype=bool)
+            segments = cluster_segmentation(vectors, allowed, from_zero=True)
+            return _capped(doc.text, pieces, np.zeros(len(pieces)), segments, counter, None)
         segments = cluster_segmentation(vectors, allowed_windows(pieces, counter, cap))
         return _capped(doc.text, pieces, np.zeros(len(pieces)), segments, counter, cap)
