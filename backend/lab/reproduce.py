@@ -216,7 +216,8 @@ class RowResult:
 
     Attributes:
         paper: The paper's row.
-        summary: Our means and standard deviations (fractions in 0..1, from :class:`~backend.retrieval.evaluate.MetricSummary`).
+        summary: Our means and standard deviations, ``{"recall_mean", "recall_std", …}`` (fractions in 0..1, as
+            :class:`~backend.retrieval.evaluate.MetricSummary` has them).
         per_corpus: The same per corpus id.
         chunks: Chunks over all corpora.
         chunk_tokens_mean: Our mean chunk size in tokens (the paper's size in brackets).
@@ -247,7 +248,8 @@ class RowResult:
         return self.ours(metric) - self.paper.mean[METRICS.index(metric)]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"id", "label", "config", "reused", …, "metrics": {metric: {"ours", "ours_std", "paper", "paper_std", "diff"}}}``."""
+        """``{"id", "label", "config", "reused", …, "metrics": {metric: {"ours", "ours_std", "paper", "paper_std",
+        "diff"}}}``: percent, ``diff`` = ours − paper in percentage points."""
         metrics = {}
         for i, m in enumerate(METRICS):
             metrics[m] = {
