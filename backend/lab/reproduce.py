@@ -494,7 +494,7 @@ def reproduction_text(result: Reproduction) -> str:
     lines = [
         f"Chroma report, {PAPER.table.removeprefix('the ')}: ours beside the paper's",
         f"  ours:  {q.path}: {q.questions} questions on {len(q.corpora)} "
-        f"corpus{'es' if len(q.corpora) != 1 else ''} ({corpora}); embedder {result.embedder}; "
+        f"{'corpus' if len(q.corpora) == 1 else 'corpora'} ({corpora}); embedder {result.embedder}; "
         f"{RETRIEVE} chunks retrieved per question; chunks scored at the reference's spans",
         f"  paper: its {len(PAPER.corpora)} corpora ({', '.join(PAPER.corpora)}; {PAPER.corpus_tokens:,} tokens), "
         f"{PAPER.questions} questions; {PAPER.setup}",
