@@ -16,7 +16,8 @@ paper and the difference, in percent. Each finished row is saved as its own JSON
 output folder, named by a key of the row, the question set's digest (its questions, excerpts and
 corpora texts) and the embedder's weight fingerprint: a rerun on the same set with the same
 embedder reads the rows done before instead of computing them again, while another set or
-embedder gets rows of its own. An interrupted run (Ctrl-C) keeps the rows it finished.
+embedder gets rows of its own. An interrupted run (Ctrl-C) keeps the rows it finished. The key holds the
+configuration's spec, not the code's version: after a change to a chunker, a new output folder recomputes.
 :func:`reproduction_text` is the table the CLI prints.
 """
 
