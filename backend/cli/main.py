@@ -41,6 +41,10 @@ Subcommands:
                 [--secondary mean_tokens] [--constraint 'mean_tokens<=400' …] [--budget 10m] [--trials N]
                 Searches the chunkers' parameter ranges on two thirds of the questions and answers on the
                 held-out third, resumable: see :mod:`backend.cli.tune` and ``docs/tune.md``.
+    reproduce chroma --data DIR [--out DIR] [--rows id,id] [--embedder default|PATH] [--json]
+                The Chroma report's all-MiniLM-L6-v2 table rerun on a Chroma-format folder, each row
+                beside the paper's numbers, resumable: see :mod:`backend.cli.reproduce` and
+                ``docs/reproducing.md``.
 
 Errors print one line on stderr: exit 1 for unreadable input or a model that cannot be loaded,
 2 for bad arguments, 130 when interrupted. Progress goes to stderr, never to stdout.
@@ -67,6 +71,7 @@ from backend.cli import edit as cli_edit
 from backend.cli import ppl as cli_ppl
 from backend.cli import quality as cli_quality
 from backend.cli import report as cli_report
+from backend.cli import reproduce as cli_reproduce
 from backend.cli import retrieval as cli_retrieval
 from backend.cli import tune as cli_tune
 from backend.cli.common import (
@@ -164,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_edit.add_commands(sub)
     cli_corpus.add_commands(sub)
     cli_tune.add_commands(sub)
+    cli_reproduce.add_commands(sub)
     return parser
 
 
@@ -191,6 +197,8 @@ def _run(args: argparse.Namespace) -> int:
         return cli_corpus.run(args)
     if args.command in cli_tune.COMMANDS:
         return cli_tune.run(args)
+    if args.command in cli_reproduce.COMMANDS:
+        return cli_reproduce.run(args)
     if args.command == "chunkers":
         write(json.dumps(chunker_specs(), indent=2, ensure_ascii=False) + "\n")
     elif args.command == "tokenizers":
