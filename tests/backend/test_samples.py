@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from backend.errors import ParameterError
 from backend.loaders.invariants import document_problems
+from backend.retrieval.questions import load_question_set
 from backend.samples import DEFAULT_SAMPLE, SAMPLES_DIR, Sample, get_sample, list_samples, load_sample
 
 EXPECTED = {
@@ -144,3 +146,18 @@ def test_make_questions_rewrites_the_same_csv_files(tmp_path: Path, monkeypatch:
     module.main()
     for name in module.SETS:
         assert (tmp_path / f"{name}.csv").read_bytes() == (SAMPLES_DIR / "questions" / f"{name}.csv").read_bytes()
+
+
+def test_make_held_out_rewrites_the_same_held_out_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = SAMPLES_DIR / "questions"
+    monkeypatch.syspath_prepend(str(folder))  # as when run as a script: make_questions beside it
+    spec = importlib.util.spec_from_file_location("make_held_out", folder / "make_held_out.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "OUT", tmp_path / "held_out")
+    monkeypatch.setattr(sys.modules["make_questions"], "HERE", tmp_path)
+    module.main()
+    for name in module.SETS:
+        assert (tmp_path / "held_out" / f"{name}.csv").read_bytes() == (folder / "held_out" / f"{name}.csv").read_bytes()
+        qset = load_question_set(folder / "held_out" / f"{name}.csv", SAMPLES_DIR)
+        assert len(qset) == 36 and qset.method == "hand-written"  # loads, checks, and states its method

@@ -16,13 +16,11 @@ editing a sample text or a question: ``python assets/samples/questions/make_held
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SAMPLES = HERE.parent
-OUT = HERE / "held_out"
+from make_questions import write_sets  # the bundled sets' writer, beside this script
+
+OUT = Path(__file__).resolve().parent / "held_out"
 
 SETS: dict[str, tuple[str, list[tuple[str, list[str]]]]] = {
     "narrative": (
@@ -236,30 +234,8 @@ SETS: dict[str, tuple[str, list[tuple[str, list[str]]]]] = {
 }
 
 
-def _read(path: Path) -> str:
-    """A corpus as the benchmark reads it (``backend.retrieval.questions.read_corpus_text``)."""
-    return path.read_bytes().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-
-
 def main() -> None:
-    OUT.mkdir(exist_ok=True)
-    for name, (file_name, questions) in SETS.items():
-        text = _read(SAMPLES / file_name)
-        corpus_id = Path(file_name).stem
-        rows = []
-        for question, excerpts in questions:
-            refs = []
-            for excerpt in excerpts:
-                start = text.find(excerpt)
-                if start < 0 or text.find(excerpt, start + 1) >= 0:
-                    raise SystemExit(f"{name}: excerpt not found exactly once: {excerpt[:60]!r}")
-                refs.append({"content": excerpt, "start_index": start, "end_index": start + len(excerpt)})
-            rows.append([question, json.dumps(refs, ensure_ascii=False), corpus_id])
-        with open(OUT / f"{name}.csv", "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(["question", "references", "corpus_id"])
-            writer.writerows(rows)
-        print(f"held_out/{name}.csv: {len(rows)} questions over {file_name}")
+    write_sets(SETS, OUT)
 
 
 if __name__ == "__main__":

@@ -89,8 +89,13 @@ def _read(path: Path) -> str:
     return path.read_bytes().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def main() -> None:
-    for name, (file_name, questions) in SETS.items():
+def write_sets(sets: dict[str, tuple[str, list[tuple[str, list[str]]]]], out: Path) -> None:
+    """Write ``out/<set>.csv`` for each set: its questions, each excerpt located exactly once in the sample.
+
+    Beside each, ``<set>.method`` says the questions are hand-written (what a loaded set states).
+    """
+    out.mkdir(exist_ok=True)
+    for name, (file_name, questions) in sets.items():
         text = _read(SAMPLES / file_name)
         corpus_id = Path(file_name).stem
         rows = []
@@ -102,11 +107,16 @@ def main() -> None:
                     raise SystemExit(f"{name}: excerpt not found exactly once: {excerpt[:60]!r}")
                 refs.append({"content": excerpt, "start_index": start, "end_index": start + len(excerpt)})
             rows.append([question, json.dumps(refs, ensure_ascii=False), corpus_id])
-        with open(HERE / f"{name}.csv", "w", encoding="utf-8", newline="") as f:
+        with open(out / f"{name}.csv", "w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(["question", "references", "corpus_id"])
             writer.writerows(rows)
-        print(f"{name}.csv: {len(rows)} questions over {file_name}")
+        (out / f"{name}.method").write_text("hand-written\n", encoding="utf-8")
+        print(f"{(out / f'{name}.csv').relative_to(HERE)}: {len(rows)} questions over {file_name}")
+
+
+def main() -> None:
+    write_sets(SETS, HERE)
 
 
 if __name__ == "__main__":

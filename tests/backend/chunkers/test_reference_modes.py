@@ -29,7 +29,7 @@ from backend.chunkers.semantic import (
 from backend.errors import ParameterError
 from backend.text.document import Document
 from backend.tokenizers import SpanCounter
-from tests.backend.chunkers.test_semantic_chunkers import sample_prefix
+from tests.backend.chunkers.test_semantic_chunkers import reference_segmentation, sample_prefix
 
 SAMPLES = ("narrative", "technical", "chinese")
 
@@ -44,31 +44,9 @@ def context(embedder):
 
 
 def reference_cluster_segmentation(vectors: np.ndarray, max_cluster: int) -> list[tuple[int, int]]:
-    """ClusterSemanticChunker._optimal_segmentation: inclusive piece ranges."""
-    matrix = np.asarray(vectors, dtype=np.float64) @ np.asarray(vectors, dtype=np.float64).T
-    mean_value = np.mean(matrix[np.triu_indices(matrix.shape[0], k=1)])
-    matrix = matrix - mean_value
-    np.fill_diagonal(matrix, 0)
-    n = matrix.shape[0]
-    dp = np.zeros(n)
-    segmentation = np.zeros(n, dtype=int)
-    for i in range(n):
-        for size in range(1, max_cluster + 1):
-            if i - size + 1 >= 0:
-                reward = np.sum(matrix[i - size + 1 : i + 1, i - size + 1 : i + 1])
-                if i - size >= 0:
-                    reward += dp[i - size]
-                if reward > dp[i]:
-                    dp[i] = reward
-                    segmentation[i] = i - size + 1
-    clusters = []
-    i = n - 1
-    while i >= 0:
-        start = int(segmentation[i])
-        clusters.append((start, i))
-        i = start - 1
-    clusters.reverse()
-    return clusters
+    """ClusterSemanticChunker._optimal_segmentation (transcribed once, in test_semantic_chunkers): inclusive piece ranges."""
+    clusters, _dp = reference_segmentation(np.asarray(vectors, dtype=np.float64), max_cluster)
+    return [(int(a), int(b)) for a, b in clusters]
 
 
 def reference_bisection(distances: list[float], number_of_cuts: int) -> tuple[float, list[int]]:
