@@ -22,13 +22,13 @@ or job plan is written twice.
 - ``session``: a saved session's settings, written and read back through ``settings``;
 - ``retrieval``: the live search and CP plans and what the answers show (tables, scores, the document view);
 - ``benchmark``: the benchmark's plan, its results tables, the per-question export and the routing section;
-- ``reproduce``: a paper's table rerun on a question set beside the paper's numbers (``reproduce chroma``).
+- ``reproduce``: a paper's table rerun on a question set beside the paper's numbers (``reproduce chroma``);
+- ``agreement``: whether two question sets order the same configurations alike (``questions compare``).
 
 Import what you need from its module.
 """
 
 __all__ = [
-    "benchmark", "compare", "curves", "document", "jobs", "match", "models", "ppl", "quality", "retrieval", "runs",
-    "reproduce", "session", "settings",
-    "summary",
+    "agreement", "benchmark", "compare", "curves", "document", "jobs", "match", "models", "ppl", "quality",
+    "retrieval", "runs", "reproduce", "session", "settings", "summary",
 ]

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 # The ten configurations the issue's held-back benchmark ranked: four sizes of the recursive
-# splitter, fixed tokens, sentences, paragraphs and the three embedding chunkers' sizes.
+# splitter, fixed tokens at two sizes, sentences, paragraphs and two embedding chunkers.
 DEFAULT_CONFIGS = (
     "recursive chunk_size=100 chunk_overlap=0",
     "recursive chunk_size=200 chunk_overlap=0",
@@ -75,7 +75,7 @@ class SetComparison:
         methods: How each set's questions were made (``""`` when the set does not say).
         questions: Questions in each set.
         corpora: The corpora both sets are on (set A's ids).
-        configs: The configurations' labels, in order.
+        configs: The configurations' specs (``recursive chunk_overlap=0 chunk_size=100``), in order.
         means: ``metric`` → ``(A's means, B's means)`` per configuration.
         agreements: One :class:`~backend.retrieval.agreement.Agreement` per metric (:data:`METRICS` order).
         embedder: The embedder both benchmarks used.
@@ -250,7 +250,7 @@ def compare_question_sets(
     parsed = [c if isinstance(c, ChunkerConfig) else _config(c) for c in configs]
     if len(parsed) < 3:
         raise ParameterError(f"a ranking needs at least 3 configurations, got {len(parsed)}")
-    if len(set(c.label for c in parsed)) < len(parsed):
+    if len(set(c.spec for c in parsed)) < len(parsed):
         raise ParameterError("a configuration is given twice")
     if per_corpus is not None and per_corpus < 1:
         raise ParameterError(f"questions per corpus ({per_corpus}) must be at least 1")
@@ -283,7 +283,7 @@ def compare_question_sets(
         methods=(a.method, b.method or method),
         questions=(len(a), len(b)),
         corpora=corpora,
-        configs=tuple(c.label for c in parsed),
+        configs=tuple(c.spec for c in parsed),
         means=means,
         agreements=agreements,
         embedder=benches[0].embedder,
