@@ -25,7 +25,7 @@ from backend.errors import ParameterError
 from backend.retrieval.metrics import ExcerptFinder, RetrievalScores, score_retrieval, union_ranges
 from backend.retrieval.multi.retrievers import LiveRetrieval
 from backend.retrieval.multi.select import level_similarities
-from backend.retrieval.questions import Question, QuestionSet, Reference, corpus_id_for
+from backend.retrieval.questions import HAND_WRITTEN, Question, QuestionSet, Reference, corpus_id_for
 from backend.retrieval.retriever.base import Answer
 from backend.text.document import Document
 
@@ -225,7 +225,7 @@ def corpus_id_in(qset: QuestionSet | None, doc: Document) -> str:
 def add_questions(
     qset: QuestionSet | None, doc: Document, query: str, marks: Sequence[tuple[int, int]]
 ) -> QuestionSet:
-    """``qset`` (or a new set) with the marked query over ``doc`` appended.
+    """``qset`` (or a new set) with the marked query over ``doc`` appended: a hand-written question.
 
     Args:
         qset: The set so far, or None.
@@ -239,8 +239,8 @@ def add_questions(
     cid = corpus_id_in(qset, doc)
     q = question_from_marks(doc, query, marks, cid)
     if qset is None:
-        return QuestionSet((q,), {cid: doc.text})
-    return qset.with_questions([q], {cid: doc.text})
+        return QuestionSet((q,), {cid: doc.text}, method=HAND_WRITTEN)
+    return qset.with_questions([q], {cid: doc.text}, method=HAND_WRITTEN)
 
 
 def questions_over(qset: QuestionSet | None, doc: Document) -> list[Question]:

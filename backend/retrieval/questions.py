@@ -707,6 +707,8 @@ def save_question_set(
     if questions.method:
         method_path(csv_path).write_text(questions.method + "\n", encoding="utf-8")
         written.append(method_path(csv_path))
+    else:
+        method_path(csv_path).unlink(missing_ok=True)  # an earlier set's statement would be false of this one
     for cid, text in questions.corpora.items():
         path = corpora_dir / corpus_file_name(questions, cid)
         path.write_text(text, encoding="utf-8", newline="")

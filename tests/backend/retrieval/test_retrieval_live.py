@@ -123,6 +123,8 @@ def test_questions_from_marks_and_their_corpus_ids() -> None:
     ]
     qset = add_questions(qset, other, "Which text?", [(0, 7)])
     assert [q.corpus_id for q in qset.questions] == ["my_notes", f"my_notes-{other.id[:8]}"]
+    assert qset.method == "hand-written"  # marked by hand
+    assert add_questions(qset.with_method("model-free"), other, "Which?", [(0, 7)]).method == "model-free + hand-written"
     assert [q.question for q in questions_over(qset, other)] == ["Which text?"]
     assert questions_over(None, other) == []
     with pytest.raises(ParameterError, match="mark"):
