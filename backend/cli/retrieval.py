@@ -196,8 +196,9 @@ def add_commands(sub: Any) -> None:
         "(recursive 100/200/400/800, fixed_token 100 and 250/125, sentence 200, paragraph, cluster 200, "
         "semantic_max 300)",
     )
-    p_cmp.add_argument("--corpora-a", type=Path, metavar="DIR", help="SET_A's corpora (default: corpora/ beside the CSV)")
-    p_cmp.add_argument("--corpora-b", type=Path, metavar="DIR", help="SET_B's corpora (default: corpora/ beside the CSV)")
+    for side in "ab":
+        p_cmp.add_argument(f"--corpora-{side}", type=Path, metavar="DIR",
+                           help=f"SET_{side.upper()}'s corpora (default: corpora/ beside the CSV)")
     p_cmp.add_argument("--retrieve", type=positive_int, default=5, help="chunks retrieved per question (default 5)")
     p_cmp.add_argument(
         "--n", type=positive_int, metavar="N",

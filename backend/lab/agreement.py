@@ -131,9 +131,8 @@ class SetComparison:
         out.append(f"Spearman ρ of the configurations' order, A against B ({draws} bootstrap draws over questions):")
         for ag in self.agreements:
             note = f" ({ag.undefined} draws without a ρ left out)" if ag.undefined else ""
-            out.append(
-                f"  {METRIC_LABELS[ag.metric]:<12} ρ = {ag.rho:+.2f}   {ag.confidence:.0%} interval {ag.interval}{note}"
-            )
+            label = METRIC_LABELS[ag.metric]
+            out.append(f"  {label:<12} ρ = {ag.rho:+.2f}   {ag.confidence:.0%} interval {ag.interval}{note}")
         return out
 
 

@@ -178,7 +178,9 @@ def summary_view(
         quality_data=data,
         to_score=_to_score(summary, chunkings),
         no_set_line=_no_set_line(doc, summary),
-        questions_warning=(method_warning(questions.method) or "") if benchmark is not None and questions is not None else "",
+        questions_warning=(
+            (method_warning(questions.method) or "") if benchmark is not None and questions is not None else ""
+        ),
     )
 
 

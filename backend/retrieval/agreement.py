@@ -190,7 +190,9 @@ class MethodEvidence:
         return self.recall < RECALL_AGREEMENT
 
 
-_HELD_BACK = "a strong chat model's 472 questions over five corpora, ten configurations (issue 37's held-back benchmark)"
+_HELD_BACK = (
+    "a strong chat model's 472 questions over five corpora, ten configurations (issue 37's held-back benchmark)"
+)
 _BUNDLED_96 = "the bundled samples' 96 hand-written questions, ten configurations (bench/bench_questions.py)"
 # Measured, never assumed: a method missing here has no warning either way. Model-free: 72 questions per
 # corpus, the mean over three seeds (against the 72 held-out questions alone: +0.77); bundled: 12 per

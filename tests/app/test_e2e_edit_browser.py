@@ -115,12 +115,23 @@ def test_click_between_sentences_adds_a_cut_and_undo_takes_it_back(server: str, 
             assert mean is not None and float(mean.group(2)) < float(mean.group(1)), stats.inner_text()
 
             # The new cut is selected: its ▶ moves it one sentence forward (one undo step).
+            wait_idle(page)
             added = page.locator(".st-key-edit_text .cut.added.sel")
             before = int(added.get_attribute("data-o"))
             added.locator('.mv[data-step="1"]').click()
-            expect(page.get_by_text(re.compile(rf"Cut moved from character {before:,} to "))).to_be_visible()
+            # What the move leaves behind, not its toast ("Cut moved from character …", checked in
+            # test_edit_page): the toast lasts a few seconds, and a busy machine can draw the page after it is gone.
+            still = page.locator(f'.st-key-edit_text .cut.added[data-o="{before}"]')
+            try:
+                expect(still).to_have_count(0, timeout=15_000)
+            except AssertionError:
+                # A click on the editor while it was being drawn again is lost; once the run is over, a cut still
+                # where it was was not moved: click once more (a click that did land has moved it by then).
+                wait_idle(page)
+                if still.count() == 1:
+                    page.locator(".st-key-edit_text .cut.added.sel").locator('.mv[data-step="1"]').click()
+                expect(still).to_have_count(0)
             expect(_count_line(page)).to_contain_text(f"{base + 1:,} chunks (base {base:,}): 1 cut added")
-            expect(page.locator(f'.st-key-edit_text .cut.added[data-o="{before}"]')).to_have_count(0)
             expect(page.locator(".st-key-edit_text .cut.added")).to_have_count(1)
             wait_idle(page)
 

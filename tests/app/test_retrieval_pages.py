@@ -187,7 +187,7 @@ def test_live_query_matches_a_brute_force_search_and_scores_the_marked_answer() 
     # The Benchmark page runs the session's set (its collections are the ones indexed above).
     at.switch_page("pages/benchmark.py")
     _run(at)
-    assert any(c.value.startswith("1 question(s) over 1 corpus") for c in at.caption)
+    assert any(c.value.startswith("1 question(s) (hand\\-written) over 1 corpus") for c in at.caption)  # hand-marked
     at.button(key="bm_run").click()
     _run(at)
     job = _wait(at, "bm_job")

@@ -158,6 +158,7 @@ def test_make_held_out_rewrites_the_same_held_out_sets(tmp_path: Path, monkeypat
     monkeypatch.setattr(sys.modules["make_questions"], "HERE", tmp_path)
     module.main()
     for name in module.SETS:
-        assert (tmp_path / "held_out" / f"{name}.csv").read_bytes() == (folder / "held_out" / f"{name}.csv").read_bytes()
+        written = (tmp_path / "held_out" / f"{name}.csv").read_bytes()
+        assert written == (folder / "held_out" / f"{name}.csv").read_bytes()
         qset = load_question_set(folder / "held_out" / f"{name}.csv", SAMPLES_DIR)
         assert len(qset) == 36 and qset.method == "hand-written"  # loads, checks, and states its method
