@@ -731,9 +731,10 @@ class ClusterChunker(Chunker):
         if not pieces:
             return []
         vectors = self.context.embed([doc.text[s:e] for s, e in pieces])
-        if self.values["cap"] == "pieces":
-            allowed = np.ones((len(pieces), max(1, cap // size)), dtype=bool)
-            segments = cluster_segmentation(vectors, allowed, from_zero=True)
-            return _capped(doc.text, pieces, np.zeros(len(pieces)), segments, counter, None)
-        segments = cluster_segmentation(vectors, allowed_windows(pieces, counter, cap))
-        return _capped(doc.text, pieces, np.zeros(len(pieces)), segments, counter, cap)
+        reference = self.values["cap"] == "pieces"  # a count of pieces, the dp from zero, no token cap
+        if reference:
+            allowed, limit = np.ones((len(pieces), max(1, cap // size)), dtype=bool), None
+        else:
+            allowed, limit = allowed_windows(pieces, counter, cap), cap
+        segments = cluster_segmentation(vectors, allowed, from_zero=reference)
+        return _capped(doc.text, pieces, np.zeros(len(pieces)), segments, counter, limit)

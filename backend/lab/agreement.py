@@ -268,14 +268,9 @@ def compare_question_sets(
         benches.append(evaluate(qs, parsed, embedder=embedder, retrieve=retrieve,
                                 progress=progress.part(i, 3, f"benchmark of set {'AB'[i - 1]}")))
         seconds[f"benchmark {'AB'[i - 1]}"] = time.perf_counter() - t0
-    agreements = tuple(
-        rank_agreement(m, benches[0].matrix(m).T, benches[1].matrix(m).T, draws=draws, seed=seed) for m in METRICS
-    )
-    means = {
-        m: (tuple(float(x) for x in benches[0].matrix(m).mean(axis=0)),
-            tuple(float(x) for x in benches[1].matrix(m).mean(axis=0)))
-        for m in METRICS
-    }
+    scores = {m: (benches[0].matrix(m).T, benches[1].matrix(m).T) for m in METRICS}  # configurations × questions
+    agreements = tuple(rank_agreement(m, *scores[m], draws=draws, seed=seed) for m in METRICS)
+    means = {m: tuple(tuple(float(x) for x in s.mean(axis=1)) for s in scores[m]) for m in METRICS}
     method = "generate:" + set_b.removeprefix("generate:") if set_b.startswith("generate:") else ""
     return SetComparison(
         names=names,
