@@ -36,12 +36,15 @@ def test_streamlit_reads_the_setting_from_the_checkout_root():
         "config.get_config_options(force_reparse=True)\n"
         "print(config.get_option('server.fileWatcherType'), config.get_option('server.runOnSave'))\n"
         "print(config.get_where_defined('server.fileWatcherType'))\n"
+        "print(config.get_option('global.minCachedMessageSize'))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True
     ).stdout.splitlines()
     assert out[0] == "none False"
     assert out[1] == str(ROOT / ".streamlit" / "config.toml")
+    # No ForwardMsg cache: a reference to an element the browser dropped leaves the rest of a run undrawn.
+    assert float(out[2]) >= 1e15
 
 
 def test_app_sh_starts_from_the_root_and_does_not_override_the_watcher():
