@@ -248,9 +248,20 @@ def test_every_page_needs_no_network(server: str) -> None:
         with offline_page(p, {"width": 1500, "height": 2400}, timeout_ms=30_000) as (page, offline):
             page.goto(server)
             for link, title in PAGES:
+                heading = page.get_by_role("heading", name=title, exact=True)
                 if link != "Document":  # the sidebar's link (the landing page also links to Compare)
-                    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=link, exact=True).click()
-                expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
+                    nav = page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=link, exact=True)
+                    nav.click()
+                    try:
+                        expect(heading).to_be_visible(timeout=15_000)
+                    except AssertionError:
+                        # A click sent as a running job's bar asks for its next redraw can be lost: Streamlit folds
+                        # the two requests into one run and keeps the later one's page (seen from Meta-Chunking
+                        # while it scored, once on a quiet machine). The page did not change: click once more.
+                        wait_idle(page)
+                        if not heading.is_visible():
+                            nav.click()
+                expect(heading).to_be_visible()
                 wait_idle(page)
                 # The page icon is the shipped SVG, inline: no favicon fetched from a font server.
                 icon = page.locator("link[rel~=icon]").first.get_attribute("href") or ""
