@@ -228,7 +228,7 @@ def test_a_cancelled_job_leaves_a_sample_that_is_read_back(tmp_path, technical) 
 
 
 def test_the_real_model_estimate_runs_to_the_exact_value(tmp_path) -> None:
-    texts = _texts("narrative", 400)[:6]
+    texts = _texts("narrative", 200)[:6]
     scorer = load_scorer(device="cpu")
     cache = OutputCache(tmp_path)
     sampled = quality_report(texts, [1] * 6, metrics=["bc"], scorer=scorer, cache=cache, pairs=2, seed=1)
