@@ -155,7 +155,7 @@ def chunked(scorers, tmp_path_factory) -> dict[str, dict[str, tuple[np.ndarray, 
 
 
 # The two smallest bundled samples (an English and a Chinese one), each up to its last paragraph within 900 cl100k
-# tokens (``sample_prefix``: the release notes whole, the Chinese sample's first 665 characters, 6 and 7 PPL chunks):
+# tokens (``sample_prefix``: the release notes whole, the Chinese sample's first 665 characters; 7 and 6 PPL chunks):
 # float16 on this CPU takes minutes for a few thousand characters. Every sample, whole, is measured by
 # ``bench/bench_scorer.py --precisions float16``.
 SAMPLES = tuple(sorted((s.name for s in list_samples()), key=lambda name: len(load_sample(name).text))[:2])

@@ -44,8 +44,8 @@ class RecordingEmbedderWithInputs(RecordingEmbedder):
 
 @pytest.fixture(scope="module")
 def doc():
-    """The narrative sample up to its last paragraph within 6,000 characters: every level still has dozens of
-    entries, with texts shared across levels (what these tests are about), at about a third of the embedding."""
+    """The narrative sample up to its last paragraph within 6,000 characters: texts still recur across levels (the
+    tests assert it, it is what they are about), at about a third of the whole sample's embedding."""
     questions = load_sample_question_set("narrative")
     full = questions.document(questions.corpus_ids[0])
     cut = full.text.rindex("\n\n", 0, 6_000)
