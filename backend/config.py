@@ -194,6 +194,9 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
            "configurations, model outputs read from `assets/demo/cache`, and the tour"),
     EnvVar("RAY_ADDRESS", "unset: `--engine ray` starts a local Ray",
            "the Ray cluster `corpus --engine ray` joins (`--address` overrides it), Ray's own variable"),
+    EnvVar("CHUNKLAB_PIP_SOURCE", "this checkout's folder (a clone), else `chunk-lab` from the package index",
+           "where the \"Use in your pipeline\" pip line installs Chunk Lab from: a folder, a wheel file or a "
+           "`git+https://…` URL (PEP 508's `chunk-lab[extras] @ SOURCE`)"),
     EnvVar("CHUNKLAB_DEBUG", "unset", "set to `1` to let the CLI print a traceback on an internal error"),
     EnvVar("HF_HUB_OFFLINE", "unset",
            "`1` (or `true`, `yes`, `on`) means offline for both the LM and the embedder loaders (a hub id then fails "
@@ -248,6 +251,20 @@ def _megabytes(name: str, default: float) -> int:
     if not (mb > 0 and math.isfinite(mb)):
         mb = default
     return int(mb * 1024 * 1024)
+
+
+def pip_source() -> str:
+    """Where the "Use in your pipeline" pip line installs Chunk Lab from (``CHUNKLAB_PIP_SOURCE``).
+
+    Unset: this checkout's folder when the code runs from one (its ``pyproject.toml`` beside
+    ``backend/``), as a ``file://`` URL; '' for an installed distribution (then the pip line
+    names ``chunk-lab`` on the package index).
+    """
+    raw = _get("CHUNKLAB_PIP_SOURCE")
+    if raw:
+        return raw
+    root = Path(__file__).resolve().parents[1]
+    return root.as_uri() if (root / "pyproject.toml").is_file() else ""
 
 
 # --- the model output cache ----------------------------------------------------------------

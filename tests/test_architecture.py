@@ -15,8 +15,9 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-PACKAGES = ("backend", "components", "pages")
-LAYERS = ("backend", "components", "pages")  # a layer imports only itself and the layers before it
+PACKAGES = ("backend", "chunklab", "components", "pages")
+# A layer imports only itself and the layers before it: chunklab, the library's face, sits on backend alone.
+LAYERS = ("backend", "chunklab", "components", "pages")
 # Inside backend, the data's one way: file → Document → spans → chunkers → Chunking → metrics / store → CLI.
 # A module imports only its own layer and the layers before it (the package root may import anything).
 BACKEND_LAYERS = (

@@ -7,6 +7,8 @@ Subcommands:
     text FILE   The extracted document text, exactly the string chunk offsets index.
     info FILE   Document statistics as JSON (characters, tokens, sentences, pages, language…).
     chunk FILE  One JSON object per chunk and line: {"index","start","end","text","tokens"}.
+                ``--snippet`` prints the configuration for a pipeline instead (pip line, spec, code for
+                the chunklab library, LangChain and LlamaIndex): see :mod:`backend.lab.snippet`.
     compare FILE --config SPEC [--config SPEC …]
                 A stats table of several configurations; ``--out DIR`` writes JSONL and CSV;
                 ``--match-length N`` first tunes each to a mean chunk length of N tokens (±5 %).
@@ -78,6 +80,7 @@ from backend.cli.common import (
     Parser,
     add_embedder_flag,
     add_model_flags,
+    embedder_spec,
     load_input,
     model_context,
     parse_config,
@@ -87,6 +90,7 @@ from backend.cli.common import (
     write,
 )
 from backend.config import debug
+from backend.lab.snippet import pipeline_snippet
 from backend.errors import ChunkLabError, ParameterError
 from backend.metrics.stats import chunking_stats, document_stats
 from backend.models.cache import default_cache
@@ -124,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_chunk.add_argument("--tokenizer", default="cl100k", choices=TOKENIZER_NAMES)
     p_chunk.add_argument(
         "--param", action="append", default=[], metavar="KEY=VALUE", help="chunker parameter (repeatable)"
+    )
+    p_chunk.add_argument(
+        "--snippet",
+        action="store_true",
+        help="print the configuration for your pipeline instead of chunking: the pip line, the spec, and code for "
+        "the chunklab library, LangChain and LlamaIndex (an edited copy: its chunks as data)",
     )
     add_model_flags(p_chunk)
     add_embedder_flag(p_chunk)
@@ -217,6 +227,10 @@ def _run(args: argparse.Namespace) -> int:
                 params[key[len("param__") :]] = value
         chunker = make_chunker(args.chunker, params, args.tokenizer)  # bad arguments fail before reading
         doc = load_input(args.file)
+        if args.snippet:
+            snippet = pipeline_snippet(chunker.config, lm=args.lm, embedder=embedder_spec(args.embedder), document=doc.source)
+            write(snippet.text())
+            return 0
         with model_context(args, [chunker]) as context:
             chunking = chunker.chunk(doc, context)
         write(chunking.to_jsonl())

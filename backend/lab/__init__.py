@@ -23,6 +23,7 @@ or job plan is written twice.
 - ``retrieval``: the live search and CP plans and what the answers show (tables, scores, the document view);
 - ``benchmark``: the benchmark's plan, its results tables, the per-question export and the routing section;
 - ``reproduce``: a paper's table rerun on a question set beside the paper's numbers (``reproduce chroma``);
+- ``snippet``: "Use in your pipeline": a configuration as the pip line, the spec and ready code;
 - ``agreement``: whether two question sets order the same configurations alike (``questions compare``).
 
 Import what you need from its module.
@@ -30,5 +31,5 @@ Import what you need from its module.
 
 __all__ = [
     "agreement", "benchmark", "compare", "curves", "document", "jobs", "match", "models", "ppl", "quality",
-    "retrieval", "runs", "reproduce", "session", "settings", "summary",
+    "retrieval", "runs", "reproduce", "session", "settings", "snippet", "summary",
 ]
