@@ -111,7 +111,7 @@ def pipeline_snippet(
         f"chunker = chunklab.Chunker({spec!r}{kwargs}){loads}\n"
         f"doc = chunklab.load({document!r})  # a path, bytes with name=…, or chunklab.from_text(text)\n"
         "for chunk in chunker.chunk(doc):\n"
-        "    print(chunk.start, chunk.end, chunk.tokens, chunk.page, chunk.text[:60])"
+        "    print(chunk.start, chunk.end, chunk.tokens, chunk.page, repr(chunk.text[:60]))"
     )
     langchain = (
         f"# {_requirement(extras + ',langchain' if needs else 'langchain')}\n"
