@@ -13,6 +13,7 @@ instead (the JSONL that ``python -m backend chunk`` prints and the card download
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from backend.chunkers import config_needs
@@ -132,8 +133,8 @@ def pipeline_snippet(
 
 
 def _tied(config: ChunkerConfig, document: str) -> Snippet:
-    stem = document.rsplit(".", 1)[0] or "document"
-    data = f"{stem}-edited-chunks.jsonl"
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", document.rsplit(".", 1)[0]).strip("._") or "document"
+    data = f"{stem}-edited-chunks.jsonl"  # a safe file name, whatever the document is called
     base = config.params_dict.get("base", "")
     note = (
         f"An edited copy of {base!r}: its cuts were made by hand on {document} and are tied to that document, "

@@ -110,8 +110,10 @@ def test_split_documents_keeps_metadata_and_nodes_embed_only_their_text():
     docs = splitter.split_documents([LCDocument(page_content="One. " * 40, metadata={"page": 3})])
     assert len(docs) > 1 and all(d.metadata["page"] == 3 and d.metadata["chunker"] for d in docs)
     assert splitter.transform_documents([LCDocument(page_content="Two. " * 40)])[1].metadata["chunk_index"] == 1
-    nodes = ChunkLabNodeParser("recursive chunk_size=20").get_nodes_from_documents([LIDocument(text="Three. " * 40)])
+    doc = LIDocument(text="Three. " * 40, excluded_embed_metadata_keys=["file"])
+    nodes = ChunkLabNodeParser("recursive chunk_size=20").get_nodes_from_documents([doc])
     assert nodes[0].get_content(metadata_mode=MetadataMode.EMBED) == nodes[0].text
+    assert doc.excluded_embed_metadata_keys == ["file"]  # the nodes' own lists, not the document's, were extended
     assert nodes[0].metadata["tokens"] > 0
 
 
