@@ -22,6 +22,7 @@ from backend.lab.tune_view import TuneView, tune_view
 from backend.report.tuning import rests_on, tuning_lines
 from backend.tune.types import TuneProgress
 from components.keys import TUNE, TUNE_JOB, TUNE_RESULT
+from components.pipeline import pipeline_panel, snippet_models
 from components.state import add_configuration
 
 __all__ = ["live_panel", "result_panel", "trials_panel", "tune_summary_section", "use_pick"]
@@ -115,8 +116,8 @@ def use_pick(config: ChunkerConfig) -> None:
 
 
 def result_panel(view: TuneView) -> None:
-    """A finished (or cancelled) run's answer: verdict, pick with its interval, "Use this", comparisons, tie,
-    warnings, left-out families, then its trials."""
+    """A finished (or cancelled) run's answer: verdict, pick with its interval, "Use this" and "Use in your
+    pipeline", comparisons, tie, warnings, left-out families, then its trials."""
     result = view.result
     if result is None:
         trials_panel(view, "done")
@@ -133,6 +134,9 @@ def result_panel(view: TuneView) -> None:
             st.button("Use this", key=TUNE("use"), type="primary", icon=":material/add:", on_click=use_pick,
                       args=(view.pick,), help="Adds the pick to the Compare page's configurations and opens it")
             st.page_link("pages/compare.py", label="Open Compare", icon=":material/compare:")
+        lm, embedder = snippet_models(view.pick)
+        doc_name = result.documents[0] if len(result.documents) == 1 else "document.pdf"
+        pipeline_panel(view.pick, None, doc_name, TUNE("pipe"), tag="pick", lm=lm, embedder=embedder)
     if st.session_state.pop(_GO_COMPARE, False):
         st.switch_page("pages/compare.py")
     rows = view.comparisons()

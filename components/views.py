@@ -14,6 +14,7 @@ from backend.lab.edit import edited_title, is_edited
 from backend.text.document import Document
 from components.edit import edit_copy_button
 from components.keys import COMPARE
+from components.pipeline import pipeline_panel, snippet_models
 from components.state import configurations, last_removed, remove_configuration, undo_remove
 
 __all__ = ["grid", "export_name", "export_stem", "download_buttons", "config_title", "config_card", "undo_remove_bar", "chunk_inspector"]
@@ -78,7 +79,8 @@ def config_card(
     on_retry: Callable[[], None] | None = None,
     doc: Document | None = None,
 ) -> None:
-    """A bordered card: what the configuration is, how it did, its downloads, "Edit a copy" and a remove button.
+    """A bordered card: what the configuration is, how it did, its downloads, "Edit a copy", a remove button and
+    "Use in your pipeline" (:func:`components.pipeline.pipeline_panel`, with the session's models).
 
     ``note`` says why a configuration has no chunks yet (e.g. it waits for a language model);
     ``on_retry`` (its model run was cancelled or failed) adds a "Run again" button calling it;
@@ -117,6 +119,8 @@ def config_card(
                 "Remove", key=COMPARE(f"remove_{uid}"), icon=":material/close:", type="tertiary",
                 on_click=remove_configuration, args=(uid,), help="Remove this configuration",
             )
+        lm, embedder = snippet_models(cfg)
+        pipeline_panel(cfg, chunking, doc_source, COMPARE(f"pipe_{uid}"), tag=entry.tag, lm=lm, embedder=embedder)
 
 
 def undo_remove_bar() -> None:

@@ -1,5 +1,5 @@
-"""The Tune page with ``AppTest``: its widgets, a finished run's folder rendered, "Use this", one-line errors,
-the Summary's Tuning section, and a saved session that brings the tuning result back.
+"""The Tune page with ``AppTest``: its widgets, a finished run's folder rendered, "Use this" and "Use in your
+pipeline", one-line errors, the Summary's Tuning section, and a saved session that brings the tuning result back.
 
 The finished run is an output folder written as a run writes it (:mod:`tests.support.tune_rows`); a real run
 in the browser is ``tests/app/test_e2e_tune_browser.py``'s.
@@ -73,6 +73,12 @@ def test_a_finished_folder_shows_the_answer_and_use_this_adds_the_pick_to_compar
     trials = next(f for f in frames if "number" in f.columns)
     assert list(trials["number"]) == [0, 1, 2, 3, 4, 5]
     assert at.session_state["tune_result"] == result
+    # "Use in your pipeline" for the pick: its spec and code, the run's document (a hostile name) only in code.
+    panel = at.get_by_key("tune_pipe")
+    spec, pip, plain = (c.value for c in panel.code[:3])
+    assert spec == "sentence chunk_overlap=0 chunk_size=300" and "chunk-lab[core]" in pip
+    assert "chunklab.load('<b>guide</b>.pdf')" in plain
+    assert [b.key for b in panel.get("download_button")] == ["tune_pipe_snippet"]
     before = [e.config.spec for e in at.session_state["configs"]]
     at.button(key="tune_use").click()
     run(at)

@@ -1,4 +1,5 @@
-"""What the AppTest page tests share: a checked run, the app opened on a page, waiting for a job."""
+"""What the AppTest page tests share: a checked run, the app opened on a page, waiting for a job, the files a
+page's download buttons serve."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import streamlit.testing.v1.app_test as app_test
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
@@ -88,5 +91,44 @@ def isolated_lab(folder: Path) -> Iterator[Path]:
         mp.delenv(name, raising=False)
     try:
         yield folder
+    finally:
+        mp.undo()
+
+
+class Downloads:
+    """The files the download buttons of AppTest runs registered: ``(data or its callable, file name)`` by URL or
+    deferred id (AppTest's media manager lives for one run, so it is recorded as it is filled)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[Any, str | None]] = {}
+
+    def of(self, button: Any) -> tuple[bytes, str | None]:
+        """A download button's bytes (a callable's called, as a click would) and file name."""
+        deferred = button.proto.deferred_file_id
+        data, name = self.files[deferred or button.proto.url]
+        data = data() if deferred else data
+        return (data.encode("utf-8") if isinstance(data, str) else data), name
+
+
+@contextlib.contextmanager
+def recorded_downloads() -> Iterator[Downloads]:
+    """While open, every AppTest run records what its download buttons would serve."""
+    record = Downloads()
+
+    class Recording(MediaFileManager):
+        def add(self, path_or_data, mimetype, coordinates, file_name=None, is_for_static_download=False):
+            url = super().add(path_or_data, mimetype, coordinates, file_name, is_for_static_download)
+            record.files[url] = (path_or_data, file_name)
+            return url
+
+        def add_deferred(self, data_callable, mimetype, coordinates, file_name=None, *, element_id=""):
+            file_id = super().add_deferred(data_callable, mimetype, coordinates, file_name, element_id=element_id)
+            record.files[file_id] = (data_callable, file_name)
+            return file_id
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(app_test, "MediaFileManager", Recording)
+    try:
+        yield record
     finally:
         mp.undo()
