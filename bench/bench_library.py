@@ -27,7 +27,6 @@ import argparse
 import gc
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -47,8 +46,8 @@ from chunklab.integrations.llamaindex import ChunkLabNodeParser  # noqa: E402
 from langchain_text_splitters import RecursiveCharacterTextSplitter  # noqa: E402
 from llama_index.core import Document as LIDocument  # noqa: E402
 from llama_index.core.node_parser import SentenceSplitter  # noqa: E402
+from tests.support.core_install import core_install  # noqa: E402
 
-WHEELHOUSE = ROOT / ".venv" / "wheelhouse"
 STACK = "import chunklab, torch, transformers, streamlit"
 
 
@@ -58,24 +57,6 @@ def _size(path: Path) -> int:
 
 def _site_packages(venv: Path) -> Path:
     return next((venv / "lib").glob("python3*/site-packages"))
-
-
-def _core_venv(base: Path) -> Path:
-    """The wheel built from a copy of the sources, installed ``[core]`` offline into a fresh venv."""
-    src = base / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, src / name)
-    for package in ("backend", "chunklab", "components"):
-        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"), str(src)], check=True)
-    wheel = next((base / "dist").glob("chunk_lab-*.whl"))
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    subprocess.run([*pip, "--python", str(venv / "bin/python"), "install", "--no-index", "--find-links",
-                    str(WHEELHOUSE), f"{wheel}[core]"], check=True)
-    return venv
 
 
 def _import_seconds(python: Path, statement: str, cwd: Path) -> float:
@@ -107,15 +88,16 @@ def _text(chars: int) -> str:
 
 
 def install_part(args: argparse.Namespace) -> dict:
-    if not any(WHEELHOUSE.glob("numpy-*.whl")):
-        raise SystemExit(f"error: {WHEELHOUSE} holds no core wheels: run scripts/setup.sh requirements-dev.txt")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         t = time.perf_counter()
-        venv = _core_venv(base)
+        try:
+            core_py, _ = core_install(base)
+        except (FileNotFoundError, RuntimeError) as e:
+            raise SystemExit(f"error: {e}") from None
         install_s = time.perf_counter() - t
-        core_py, full_py = venv / "bin/python", ROOT / ".venv/bin/python"
-        core_size, full_size = _size(_site_packages(venv)), _size(_site_packages(ROOT / ".venv"))
+        full_py = ROOT / ".venv/bin/python"
+        core_size, full_size = _size(_site_packages(core_py.parents[1])), _size(_site_packages(ROOT / ".venv"))
         runs: dict[str, list[float]] = {"core": [], "full": [], "stack": []}
         for _ in range(args.imports):  # interleaved, each in a fresh process, outside the checkout
             runs["core"].append(_import_seconds(core_py, "import chunklab", base))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -20,8 +19,8 @@ import pytest
 
 from backend.cli.main import main
 from tests.conftest import ROOT
+from tests.support.core_install import core_install
 
-WHEELHOUSE = ROOT / ".venv" / "wheelhouse"
 FILES = (ROOT / "assets/samples/technical_kestrel.pdf", ROOT / "assets/samples/technical_kestrel.md")
 SPECS = ("recursive chunk_size=200", "sentence chunk_size=120 chunk_overlap=30", "paragraph", "fixed_token chunk_size=64")
 
@@ -48,32 +47,13 @@ print(json.dumps(out))
 """
 
 
-def _pip(*args: str) -> None:
-    cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-
-
 @pytest.fixture(scope="module")
 def core_env(tmp_path_factory):
-    """(the venv's python, the built wheel): the wheel built from a copy of the sources, installed ``[core]``."""
-    if not any(WHEELHOUSE.glob("numpy-*.whl")):
-        pytest.fail(f"{WHEELHOUSE} holds no core wheels: run scripts/setup.sh requirements-dev.txt")
-    base = tmp_path_factory.mktemp("core")
-    src = base / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, src / name)
-    for package in ("backend", "chunklab", "components"):
-        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    _pip("wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"), str(src))
-    wheel = next((base / "dist").glob("chunk_lab-*.whl"))
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    _pip("--python", str(python), "install", "-q", "--no-index", "--find-links", str(WHEELHOUSE), "--no-compile",
-         f"{wheel}[core]")
-    return python, wheel
+    """(the venv's python, the built wheel): see :func:`tests.support.core_install.core_install`."""
+    try:
+        return core_install(tmp_path_factory.mktemp("core"))
+    except FileNotFoundError as e:
+        pytest.fail(str(e))
 
 
 def _env(tmp: Path) -> dict[str, str]:
