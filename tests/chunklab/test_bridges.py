@@ -15,6 +15,7 @@ import sys
 import pytest
 from langchain_core.documents import Document as LCDocument
 from llama_index.core import Document as LIDocument
+from llama_index.core.node_parser import TokenTextSplitter
 from llama_index.core.schema import MetadataMode
 
 import chunklab
@@ -122,3 +123,15 @@ def test_a_bad_spec_is_one_line_naming_the_choices():
         ChunkLabTextSplitter("recursiv chunk_size=200")
     with pytest.raises(chunklab.ParameterError, match="chunk_size"):
         ChunkLabNodeParser("recursive chunk_size=-3")
+
+
+def test_nodes_link_like_llamaindex_own_parsers():
+    doc = LIDocument(text="Four. " * 60, metadata={"file": "a.txt"})
+    ours = ChunkLabNodeParser("recursive chunk_size=20").get_nodes_from_documents([doc])
+    theirs = TokenTextSplitter(chunk_size=20, chunk_overlap=0).get_nodes_from_documents([doc])
+    for nodes in (ours, theirs):
+        assert len(nodes) > 2 and nodes[0].prev_node is None and nodes[-1].next_node is None
+        assert [n.next_node.node_id for n in nodes[:-1]] == [n.node_id for n in nodes[1:]]
+        assert [n.prev_node.node_id for n in nodes[1:]] == [n.node_id for n in nodes[:-1]]
+        assert {n.ref_doc_id for n in nodes} == {doc.doc_id} and all(n.metadata["file"] == "a.txt" for n in nodes)
+    assert set(ours[1].relationships) == set(theirs[1].relationships)
