@@ -57,9 +57,10 @@ def evaluate(
     Args:
         chunker: A spec string or a :class:`Chunker` (its models are reused).
         question_set: See :func:`questions`.
-        retrieve: Chunks retrieved per question (-1: the reference's token budget rule).
-        embedder: The retrieval embedder (None: ``CHUNKLAB_EMBEDDER`` or the bundled MiniLM); also the
-            semantic chunkers' embedder unless ``chunker`` brought its own.
+        retrieve: Chunks retrieved per question (-1: as many as contain excerpts, as ``--retrieve -1``).
+        embedder: The retrieval embedder. None: the chunker's (a :class:`Chunker`'s ``embedder``, else
+            ``CHUNKLAB_EMBEDDER`` or the bundled MiniLM). With a spec string it is also the semantic
+            chunkers' embedder, as the CLI's ``--embedder``.
         store: An embedded Chroma folder (None: the one under the data directory, or the server
             named by ``CHROMA_HOST``/``CHROMA_PORT``).
         chunk_spans: ``"reference"`` (chunks scored where the report's code places them) or ``"exact"``.
