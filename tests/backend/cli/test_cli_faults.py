@@ -121,12 +121,12 @@ def test_a_killed_indexing_run_reuses_the_chunks_it_embedded(tmp_path: Path, mon
     from backend.chunkers import make_chunker
     from backend.cli.common import load_input
     from backend.models.cache import OutputCache
-    from backend.models.embeddings import embeddings_key, load_text_embedder  # the rerun's embedder
+    from backend.models.embeddings import embeddings_key, load_text_embedder
 
     chunking = make_chunker("recursive", {"chunk_size": 20}).chunk(load_input(doc))
     texts = [c.text for c in chunking.chunks]
     assert len(texts) == total
-    embedder = load_text_embedder(None)
+    embedder = load_text_embedder(None)  # the one the rerun loaded in this process
     stored = OutputCache(tmp_path / "cache").get(embeddings_key(embedder.info.fingerprint, texts))
     assert stored is not None and stored["vectors"].shape[0] == total
     np.testing.assert_allclose(stored["vectors"], embedder.embed(texts), atol=1e-5)
