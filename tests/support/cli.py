@@ -51,6 +51,10 @@ def run_main(*args: str, data_dir: Path | None = None, **env: str) -> subprocess
     err_text = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
     sys.stdout, sys.stderr = out_text, err_text
     try:
+        # A test that called main itself left its note handlers on, on a stderr of its own; main adds none
+        # while one is on (once per process): they are off for this call, and back after it.
+        for lg in _backend_loggers().values():
+            lg.handlers[:] = [h for h in lg.handlers if not getattr(h, "_chunklab_notes", False)]
         for name in _DROPPED if data_dir is not None else ():
             if name not in env:
                 os.environ.pop(name, None)

@@ -98,8 +98,8 @@ _PREFIX_TOKENS = 900
 
 
 @functools.cache
-def sample_prefix(name: str) -> Document:
-    """A bundled sample cut after its last paragraph that ends within its first 900 cl100k tokens.
+def sample_prefix(name: str, tokens: int = _PREFIX_TOKENS) -> Document:
+    """A bundled sample cut after its last paragraph that ends within its first ``tokens`` (900) cl100k tokens.
 
     Embedding costs grow with the text, and what these tests prove does not: the prefix is still 24 to 49
     sentences and about twice the largest cap here (400 tokens), with the technical sample's markdown
@@ -109,10 +109,10 @@ def sample_prefix(name: str) -> Document:
     """
     full = load_sample(name)
     counter = SpanCounter(get_tokenizer("cl100k"), full.text)
-    if counter.count(0, len(full.text)) <= _PREFIX_TOKENS:
+    if counter.count(0, len(full.text)) <= tokens:
         return full
     ends = [e.start() for e in re.finditer(r"\n\n", full.text)]
-    cut = max(e for e in ends if counter.count(0, e) <= _PREFIX_TOKENS)
+    cut = max(e for e in ends if counter.count(0, e) <= tokens)
     return Document.from_text(full.text[:cut], source=full.source, kind=full.kind, language=full.language)
 
 

@@ -1,4 +1,11 @@
-"""A CLI run SIGKILLed in the middle of its work: the rerun reuses what was finished and ends with the same result."""
+"""A CLI run SIGKILLed in the middle of its work: the rerun reuses what was finished and ends with the same result.
+
+The killed run is a real ``python -m backend`` process (tests.support.stalling_cli), SIGKILLed where it
+stalls. The rerun that must resume from what it left on disk is ``backend.cli.main.main`` in this process
+(``run_main``: exit code, stdout and stderr as a child's), so the rerun's model load is shared with the
+test's own uninterrupted reference instead of paid again in a fresh interpreter. The scoring test's last
+run (a plain cache hit) stays a real ``python -m backend``: its stdout must equal the resumed run's bytes.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.cli import run_main
 from tests.support.datadir import shared_models_data_dir
 from tests.support.killing import kill_at_marker
 
@@ -41,23 +49,20 @@ def _kill_at_stall(marker: Path, what: str, cli: list[str], env: dict[str, str],
     kill_at_marker(proc, marker)
 
 
-def _run(cli: list[str], env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
-    if extra:  # the same launcher without a stall, for settings a plain run cannot take
-        cmd = [sys.executable, "-c", _NO_STALL, *extra, "--", *cli]
-    else:
-        cmd = [sys.executable, "-m", "backend", *cli]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, timeout=600)
+def _run(cli: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``python -m backend *cli`` as a process, in ``env``."""
+    return subprocess.run([sys.executable, "-m", "backend", *cli], cwd=ROOT, env=env, capture_output=True, timeout=600)
 
 
-_NO_STALL = (
-    "import sys\n"
-    "argv = sys.argv[1:]\n"
-    "split = argv.index('--')\n"
-    "from backend.models import embeddings\n"
-    "embeddings.EMBED_PART = int(argv[argv.index('--embed-part') + 1])\n"
-    "from backend.cli.main import main\n"
-    "sys.exit(main(argv[split + 1:]))\n"
-)
+def _rerun(cli: list[str], cache: Path, data: Path) -> subprocess.CompletedProcess:
+    """``cli`` in this process (``run_main``), with ``_env``'s cache and data folders."""
+    return run_main(*cli, data_dir=data, CHUNKLAB_CACHE_DIR=str(cache))
+
+
+@pytest.fixture(autouse=True)
+def _no_demo(monkeypatch):
+    """As ``_env`` gives the killed run: no demo cache for the in-process rerun either."""
+    monkeypatch.delenv("CHUNKLAB_DEMO", raising=False)
 
 
 def test_a_killed_scoring_run_resumes_from_its_checkpoint(tmp_path: Path):
@@ -72,7 +77,7 @@ def test_a_killed_scoring_run_resumes_from_its_checkpoint(tmp_path: Path):
     _kill_at_stall(tmp_path / "stalled", "checkpoint", cli, env)
     assert [p.name for p in (tmp_path / "cache").iterdir() if p.name.endswith(".entry")]  # the checkpoint
 
-    proc = _run(cli, env)
+    proc = _rerun(cli, tmp_path / "cache", tmp_path / "data")
     assert proc.returncode == 0, proc.stderr.decode()
     notes = [line for line in proc.stderr.decode().splitlines() if line.startswith("resumed:")]
     assert len(notes) == 1, proc.stderr.decode()
@@ -80,7 +85,7 @@ def test_a_killed_scoring_run_resumes_from_its_checkpoint(tmp_path: Path):
     assert 0 < already < total
 
     doc = Document.from_text(TEXT, source="long.txt")
-    scorer = load_scorer(device="cpu")
+    scorer = load_scorer(device="cpu")  # the model the rerun loaded in this process
     uninterrupted = scorer.token_nll(doc.text, window=16)
     assert total == len(uninterrupted) - 1
     expected = [s.to_json() for s in score_sentences(doc, uninterrupted)]
@@ -88,19 +93,22 @@ def test_a_killed_scoring_run_resumes_from_its_checkpoint(tmp_path: Path):
     assert [(g["start"], g["end"], g["tokens"]) for g in got] == [(e["start"], e["end"], e["tokens"]) for e in expected]
     assert [g["nll_mean"] for g in got] == pytest.approx([e["nll_mean"] for e in expected], rel=1e-6)
 
-    again = _run(cli, env)  # finished: a plain cache hit, the checkpoint is gone
+    again = _run(cli, env)  # a real process; finished: a plain cache hit, the checkpoint is gone
     assert again.returncode == 0 and again.stdout == proc.stdout
     assert "resumed:" not in again.stderr.decode()
 
 
-def test_a_killed_indexing_run_reuses_the_chunks_it_embedded(tmp_path: Path):
+def test_a_killed_indexing_run_reuses_the_chunks_it_embedded(tmp_path: Path, monkeypatch):
+    from backend.models import embeddings
+
     doc = str(DATA / "corpora" / "sourdough.txt")
     env = _env(tmp_path / "cache", tmp_path / "data")
     cli = ["index", doc, "--chunker", "recursive", "--param", "chunk_size=20"]
     part = ("--embed-part", "4")
     _kill_at_stall(tmp_path / "stalled", "embeddings-part", cli, env, *part)
 
-    proc = _run(cli, env, *part)
+    monkeypatch.setattr(embeddings, "EMBED_PART", 4)  # the rerun's parts: the killed run's
+    proc = _rerun(cli, tmp_path / "cache", tmp_path / "data")
     assert proc.returncode == 0, proc.stderr.decode()
     info = json.loads(proc.stdout)
     notes = [line for line in proc.stderr.decode().splitlines() if line.startswith("resumed:")]
@@ -118,7 +126,7 @@ def test_a_killed_indexing_run_reuses_the_chunks_it_embedded(tmp_path: Path):
     chunking = make_chunker("recursive", {"chunk_size": 20}).chunk(load_input(doc))
     texts = [c.text for c in chunking.chunks]
     assert len(texts) == total
-    embedder = load_text_embedder(None)
+    embedder = load_text_embedder(None)  # the one the rerun loaded in this process
     stored = OutputCache(tmp_path / "cache").get(embeddings_key(embedder.info.fingerprint, texts))
     assert stored is not None and stored["vectors"].shape[0] == total
     np.testing.assert_allclose(stored["vectors"], embedder.embed(texts), atol=1e-5)
@@ -131,7 +139,7 @@ def test_an_indexing_run_killed_while_writing_to_chroma_is_completed_without_emb
     cli = ["index", doc, "--chunker", "recursive", "--param", "chunk_size=20"]
     _kill_at_stall(tmp_path / "stalled", "upsert", cli, env)  # the embedded store killed between two writes
 
-    proc = _run(cli, env)
+    proc = _rerun(cli, tmp_path / "cache", tmp_path / "data")
     assert proc.returncode == 0, proc.stderr.decode()
     info = json.loads(proc.stdout)
     assert info["reused"] is False and info["embedded_from_cache"] is True  # the vectors were kept

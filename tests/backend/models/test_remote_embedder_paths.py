@@ -4,6 +4,12 @@ The scripted server (tests/support/embedding_server.py) answers with the bundled
 vectors, so every result computed through it must be the local embedder's result: the same
 chunk boundaries, the same DS, the same retrieval scores. Each run gets a fresh output cache,
 so the remote path really goes over HTTP (the served identity is another cache key anyway).
+
+Chunking and DS run on the narrative sample's first 900 tokens (``sample_prefix``: 49 sentences; 4 semantic
+and 5 semantic_max chunks), in requests of 16 texts, so that its texts still go out in several requests
+answered in a shuffled order, as the whole sample's 235 did in requests of 64. ``eval`` keeps the whole
+sample: with its 5 chunks retrieved per question, a corpus of a few chunks would retrieve them all whatever
+the vectors.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from backend.models.remote_embedder import RemoteEmbedder
 from backend.retrieval.evaluate import evaluate
 from backend.retrieval.questions import load_sample_question_set
 from backend.retrieval.store import ChunkStore
-from backend.samples import load_sample
+from tests.backend.chunkers.test_semantic_chunkers import sample_prefix
 from tests.support.embedding_server import start_embedding_server
+
+BATCH = 16  # texts per request to the server: several requests for the sample's prefix
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +41,12 @@ def server():
 
 @pytest.fixture(scope="module")
 def doc():
-    return load_sample("narrative")
+    return sample_prefix("narrative")
+
+
+@pytest.fixture()
+def small_batches(monkeypatch):
+    monkeypatch.setenv("CHUNKLAB_EMBEDDER_BATCH", str(BATCH))
 
 
 def _spans(chunking):
@@ -41,17 +54,18 @@ def _spans(chunking):
 
 
 @pytest.mark.parametrize("chunker", ["semantic", "semantic_max"])
-def test_semantic_chunking_equals_the_local_path(server, doc, tmp_path, chunker):
+def test_semantic_chunking_equals_the_local_path(server, doc, tmp_path, small_batches, chunker):
     config = make_chunker(chunker, {}, "cl100k").config
     local = run_chunker(doc, config, ModelContext(embedder_spec="minilm", device="cpu", _cache=OutputCache(tmp_path / "a")))
     server.reset_counts()
     remote_context = ModelContext(embedder_spec=server.url, _cache=OutputCache(tmp_path / "b"))
     remote = run_chunker(doc, config, remote_context)
     assert isinstance(remote_context.embedder, RemoteEmbedder) and server.texts > 0  # it went over HTTP
+    assert remote_context.embedder.batch == BATCH and server.posts >= 3  # in several requests
     assert len(remote.chunks) > 3 and _spans(remote) == _spans(local)
 
 
-def test_ds_equals_the_local_path(server, doc, tmp_path):
+def test_ds_equals_the_local_path(server, doc, tmp_path, small_batches):
     chunking = run_chunker(doc, make_chunker("sentence", {}, "cl100k").config, ModelContext())
     texts, counts = [c.text for c in chunking.chunks], chunking.token_counts
     local = quality_report(texts, counts, metrics=["ds"], embedder=load_embedder("minilm", "cpu"),
