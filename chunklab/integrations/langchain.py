@@ -60,7 +60,7 @@ class ChunkLabTextSplitter(TextSplitter):
         for text, base in zip(texts, metadatas):
             chunking = self.chunking(text)
             for c in chunking:
-                metadata = copy.deepcopy(base)
+                metadata = copy.deepcopy(base) if base else {}  # as LangChain copies it; an empty one costs nothing
                 if self._add_start_index:
                     metadata["start_index"] = c.start
                 metadata.update(end_index=c.end, tokens=c.tokens, chunk_index=c.index, chunker=chunking.spec)
