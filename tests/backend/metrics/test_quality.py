@@ -45,6 +45,7 @@ from backend.models.scorer import load_scorer
 from backend.samples import load_sample
 from backend.text.document import Document
 from backend.text.segment import sentence_spans
+from tests.support.cli import run_main
 from tests.support.counting_scorer import CountingScorer
 from tests.support.patching import patch_everywhere
 
@@ -286,24 +287,33 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-def test_cli_metrics_equals_independent_computation(tmp_path, scorer, monkeypatch, capsys):
+def _main(*args: str) -> subprocess.CompletedProcess:
+    """``python -m backend ARGS`` in this process (the model loaded once for the file), output as text."""
+    done = run_main(*args)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+def test_cli_metrics_equals_independent_computation(tmp_path, scorer, chunks, direct, monkeypatch, capsys):
+    # In this process, on an empty cache of its own: the CLI scores every pair with the model. Its chunks
+    # (chunk_size=50, not the default) are the fixture's, so the direct forward passes are the fixture's.
+    monkeypatch.setenv("CHUNKLAB_CACHE_DIR", str(tmp_path / "cache"))
     text = _unseen_text()
     path = tmp_path / "unseen.txt"
     path.write_text(text, encoding="utf-8")
-    proc = _cli("metrics", str(path), "--chunker", "sentence", "--param", "chunk_size=70", "--K", "0.1",
-                "--cs-rule", "reference", "--bc-mode", "paper")
+    proc = _main("metrics", str(path), "--chunker", "sentence", "--param", "chunk_size=50", "--K", "0.1",
+                 "--cs-rule", "reference", "--bc-mode", "paper")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     for key in ("chunks", "mean_tokens", "bc_mean", "bc", "cs_complete", "cs_incomplete", "ds_mean", "ds", "K",
                 "bc_mode", "cs_rule"):
         assert key in out
-    chunking = make_chunker("sentence", {"chunk_size": 70}).chunk(Document.from_text(text))
+    chunking = make_chunker("sentence", {"chunk_size": 50}).chunk(Document.from_text(text))
     texts = [c.text for c in chunking.chunks]
+    assert texts == chunks
     n = len(texts)
     assert out["chunks"] == n >= 3
     assert out["mean_tokens"] == pytest.approx(np.mean(chunking.token_counts))
-    uncond = [direct_mean_nll(scorer, " ", q) for q in texts]
-    cond = {(i, j): direct_mean_nll(scorer, texts[i], texts[j]) for i, j in permutations(range(n), 2)}
+    uncond, cond = direct
     bc = [math.exp(cond[(i, i + 1)] - uncond[i + 1]) for i in range(n - 1)]
     assert np.allclose(out["bc"], bc, atol=TOL) and out["bc_mean"] == pytest.approx(np.mean(bc), abs=TOL)
     assert out["cs_complete"] == pytest.approx(reference_cs(uncond, cond, n, 0.1, "reference", "complete"), abs=TOL)
@@ -318,7 +328,7 @@ def test_cli_metrics_equals_independent_computation(tmp_path, scorer, monkeypatc
 
     patch_everywhere(monkeypatch, "backend.models.scorer.load_scorer", no_loading)
     capsys.readouterr()
-    assert main(["metrics", str(path), "--chunker", "sentence", "--param", "chunk_size=70", "--K", "0.02",
+    assert main(["metrics", str(path), "--chunker", "sentence", "--param", "chunk_size=50", "--K", "0.02",
                  "--metrics", "bc,cs"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["cs_complete"] == pytest.approx(reference_cs(uncond, cond, n, 0.02, "paper", "complete"), abs=TOL)
@@ -328,8 +338,10 @@ def test_cli_metrics_equals_independent_computation(tmp_path, scorer, monkeypatc
 def test_cli_metrics_bad_arguments_exit_2(tmp_path):
     path = tmp_path / "d.txt"
     path.write_text("One sentence. Two sentences.", encoding="utf-8")
-    for bad in (["--metrics", "bc,iou"], ["--K", "nan"], ["--window", "0"], ["--bc-mode", "x"], ["--match-length", "-3"]):
-        proc = _cli("metrics", str(path), "--chunker", "sentence", *bad)
+    # The first as a real process (its exit status), the others in this process (no interpreter start each).
+    for k, bad in enumerate((["--metrics", "bc,iou"], ["--K", "nan"], ["--window", "0"], ["--bc-mode", "x"],
+                             ["--match-length", "-3"])):
+        proc = (_cli if k == 0 else _main)("metrics", str(path), "--chunker", "sentence", *bad)
         assert proc.returncode == 2, (bad, proc.stderr)
         assert "Traceback" not in proc.stderr and proc.stderr.strip().count("\n") <= 1
     proc = _cli("metrics", str(tmp_path / "missing.txt"), "--chunker", "sentence")
