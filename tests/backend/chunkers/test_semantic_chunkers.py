@@ -543,13 +543,15 @@ def test_cli_chunk_semantic_through_the_registry(tmp_path, embedder, monkeypatch
 def test_cli_bad_embedder_is_a_one_line_error(tmp_path):
     path = tmp_path / "topics.txt"
     path.write_text(TOPICS, encoding="utf-8")
+    # In this process (run_cli without code: main, as `python -m backend` calls it); a real process's exit code
+    # and stderr are checked by test_cli_chunk_semantic_through_the_registry above.
     proc = run_cli("chunk", str(path), "--chunker", "cluster", "--embedder", str(tmp_path / "nope"),
-                   cache_dir=tmp_path / "cache", code=_CLI)
+                   cache_dir=tmp_path / "cache")
     assert proc.returncode == 1
     assert proc.stderr.decode().splitlines()[0].startswith("error: embedder folder")
 
 
 def test_cli_chunkers_lists_them(tmp_path):
-    proc = run_cli("chunkers", cache_dir=tmp_path, code=_CLI)
+    proc = run_cli("chunkers", cache_dir=tmp_path)  # in this process, as above
     names = {s["name"] for s in json.loads(proc.stdout)}
     assert {"semantic", "semantic_max", "cluster"} <= names

@@ -14,6 +14,7 @@ import pytest
 
 from backend.samples import SAMPLES_DIR
 from tests.conftest import ROOT
+from tests.support.cli import run_main
 from tests.support.datadir import shared_models_data_dir
 
 
@@ -28,6 +29,11 @@ def _env(data: Path, cache: Path | None = None) -> dict[str, str]:
 def cli(*args: str, data: Path, cache: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "backend", "corpus", *args], cwd=ROOT, capture_output=True,
                           timeout=600, env=_env(data, cache))
+
+
+def in_process(*args: str, data: Path, cache: Path | None = None) -> subprocess.CompletedProcess:
+    """``cli``'s command run by ``main`` in this process (same data folder, cache or none): no start-up to pay."""
+    return run_main("corpus", *args, data_dir=data, **({"CHUNKLAB_CACHE_DIR": str(cache)} if cache else {}))
 
 
 def _corpus(folder: Path, *, big: bool = False, size: int = 1100) -> Path:
@@ -66,8 +72,10 @@ def test_stats_of_two_configurations_the_tables_and_the_skipped_files(tmp_path: 
     assert "4 of 4 documents run on local" in err and "2 files skipped" in err
     skipped = {json.loads(x)["doc"] for x in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()}
     assert skipped == {"broken.docx", "image.png"}
-    again = cli(str(folder), "--config", "recursive chunk_size=60", "--config", "sentence chunk_size=40",
-                "--out", str(tmp_path / "out"), "--json", data=tmp_path / "data")
+    # The resume in this process: the first run above is the real one (exit code, stderr, files).
+    again = in_process(str(folder), "--config", "recursive chunk_size=60", "--config", "sentence chunk_size=40",
+                       "--out", str(tmp_path / "out"), "--json", data=tmp_path / "data")
+    assert again.returncode == 0, again.stderr.decode()
     body = json.loads(again.stdout)
     assert (body["ran"], body["resumed_rows"], body["documents"]) == (0, 6, 4)
     assert body["verdict"][0] == verdict.splitlines()[0]
@@ -86,7 +94,9 @@ def test_stats_of_two_configurations_the_tables_and_the_skipped_files(tmp_path: 
     ],
 )
 def test_bad_arguments_are_one_line_with_exit_2(tmp_path: Path, args: list[str], code: int, message: str) -> None:
-    proc = cli(str(tmp_path), *args, "--out", str(tmp_path / "out"), data=tmp_path / "data")
+    # main in this process (its return code and stderr are what `python -m backend` exits with and prints);
+    # the exit code and one-line stderr of a real process are checked by the missing-corpus test below.
+    proc = in_process(str(tmp_path), *args, "--out", str(tmp_path / "out"), data=tmp_path / "data")
     err = proc.stderr.decode()
     assert proc.returncode == code and message in err and "Traceback" not in err, err
     assert len([x for x in err.splitlines() if x.strip()]) == 1, err
