@@ -21,7 +21,7 @@ from backend.text.document import Document
 
 from chunklab.documents import as_document
 
-__all__ = ["Chunk", "Chunking", "Chunker", "chunker", "chunk", "chunkers"]
+__all__ = ["Chunk", "Chunking", "Chunker", "chunker", "chunk", "chunkers", "model_context"]
 
 
 @dataclass(frozen=True)
@@ -146,9 +146,7 @@ class Chunker:
         except ValueError as e:
             raise ParameterError(f"{spec!r}: {e}") from None
         self._chunker = make_chunker(name, params, tokenizer)
-        self.context = ModelContext(
-            lm=lm, device=device, window=window, use_cache=cache, embedder_spec=None if embedder == "default" else embedder
-        )
+        self.context = model_context(lm=lm, embedder=embedder, device=device, window=window, cache=cache)
 
     @property
     def spec(self) -> str:
@@ -187,6 +185,15 @@ class Chunker:
 
     def __repr__(self) -> str:
         return f"Chunker({self.spec!r})"
+
+
+def model_context(
+    *, lm: str | None = None, embedder: str | None = None, device: str | None = None, window: int | None = None,
+    cache: bool = True,
+) -> ModelContext:
+    """The backend's model context for the library's model settings (see :class:`Chunker`); loads nothing yet."""
+    spec = None if embedder is None or embedder.strip().lower() == "default" else embedder
+    return ModelContext(lm=lm, device=device, window=window, use_cache=cache, embedder_spec=spec)
 
 
 def chunker(spec: str, **settings: Any) -> Chunker:

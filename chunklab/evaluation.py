@@ -21,7 +21,7 @@ from backend.retrieval.evaluate import ConfigResult, evaluate as run_benchmark
 from backend.retrieval.questions import QuestionSet, load_question_set, load_sample_question_set
 from backend.retrieval.store import store_for_command
 
-from chunklab.chunking import Chunker, Chunking
+from chunklab.chunking import Chunker, Chunking, model_context
 
 __all__ = ["QuestionSet", "ConfigResult", "QualityReport", "questions", "evaluate", "metrics"]
 
@@ -123,11 +123,7 @@ def metrics(
     bad = [m for m in which if m not in METRICS]
     if not which or bad:
         raise ParameterError(f"metrics: choose from {', '.join(METRICS)}, got {', '.join(which) or 'none'}")
-    context = (
-        chunker.context
-        if chunker is not None
-        else ModelContext(lm=lm, device=device, embedder_spec=None if embedder == "default" else embedder)
-    )
+    context = chunker.context if chunker is not None else model_context(lm=lm, embedder=embedder, device=device)
     texts = chunking.texts
     needs = model_needs(which)
     enough = len(texts) > 1

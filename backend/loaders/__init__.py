@@ -136,6 +136,8 @@ def load_document(path: str | os.PathLike[str], max_bytes: int | None = None) ->
     """
     path = Path(path)
     name = path.name
+    if path.is_dir():  # before the type check: a folder is not "a file without an extension"
+        raise InputError(f"cannot read '{name}': Is a directory")
     _kind_of(name)
     limit = _limit(max_bytes)
     try:

@@ -51,10 +51,14 @@ class Document:
         """Sentence spans (computed on first use and kept)."""
         return tuple(sentence_spans(self.text, language=self.language))
 
+    @cached_property
+    def page_starts(self) -> tuple[int, ...]:
+        """Where each page begins (computed once: :meth:`page_of` runs once per chunk)."""
+        return tuple(p.start for p in self.pages)
+
     def page_of(self, offset: int) -> int:
         """The 1-based page number holding ``offset`` (the last page for offsets past the end)."""
-        starts = [p.start for p in self.pages]
-        return max(1, bisect.bisect_right(starts, offset))
+        return max(1, bisect.bisect_right(self.page_starts, offset))
 
     def __hash__(self) -> int:
         return hash(self.id)

@@ -46,7 +46,7 @@ def test_chunk_records_and_the_spec_round_trip():
         (lambda: chunklab.Chunker("recursive chunk_size"), chunklab.ParameterError, "must look like key=value"),
         (lambda: chunklab.Chunker("recursive 'chunk_size=2"), chunklab.ParameterError, "quotation"),
         (lambda: chunklab.load(ROOT / "nothing.pdf"), chunklab.InputError, "no such file"),
-        (lambda: chunklab.load(ROOT / "assets"), chunklab.InputError, "is a directory"),
+        (lambda: chunklab.load(ROOT / "assets" / "samples"), chunklab.InputError, "'samples': Is a directory"),
         (lambda: chunklab.load(b"%PDF-1.4 broken", name="x.pdf"), chunklab.InputError, "x.pdf"),
         (lambda: chunklab.load(b"text"), TypeError, "needs name="),
         (lambda: chunklab.load(ROOT / "pyproject.toml"), chunklab.InputError, "toml"),
