@@ -118,12 +118,13 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
     EnvVar("CHUNKLAB_CACHE_MAX_MB", "`2048`",
            "size bound of that cache; least recently used entries are evicted beyond it"),
     EnvVar("CHUNKLAB_PRECISION", "`float32`",
-           "the local language model's precision on the CPU (`--precision` and the Models page override it): "
+           "the local language model's precision (`--precision` and the Models page override it). On the CPU: "
            "`float32`, `float16` (the decoder's linear layers in float16; norms, attention and the output head in "
            "float32), `bfloat16` (decoder matmuls under bfloat16 autocast, head in float32) or `auto` (float16 where "
            "it measured at least 1.1× float32 on this machine, else float32; measured once per machine, torch version "
            "and thread count and remembered in `$CHUNKLAB_DATA_DIR/models/precision.json`); each precision has its own "
-           "cache entries; GPUs keep their dtype"),
+           "cache entries. On a GPU the whole model runs in the precision named (`auto`: bfloat16, or float16 where "
+           "the GPU lacks it; the default stays float32, whose cached outputs every device shares)"),
     EnvVar("CHUNKLAB_TORCH_THREADS", "half the cores this process may use, at least 1 (`1` on 2 cores)",
            "CPU threads of torch's one intra-op pool for the whole process (its inter-op pool too when it can still "
            "be sized), set once before the first model loads. Model jobs run side by side (one per model), so "
@@ -299,7 +300,7 @@ def default_device_spec() -> str:
 
 
 def default_precision_spec() -> str:
-    """The CPU precision named by ``CHUNKLAB_PRECISION`` (stripped, lower-case); '' when unset (float32).
+    """The precision named by ``CHUNKLAB_PRECISION`` (stripped, lower-case); '' when unset (float32).
 
     :func:`backend.models.devices.select_precision` rejects a value that names no precision.
     """

@@ -88,13 +88,14 @@ with col_lm:
             )
         if source != "remote":
             st.selectbox(
-                "Precision (CPU)", PRECISIONS, key=MODELS("lm_precision"), persist_state="session",
+                "Precision", PRECISIONS, key=MODELS("lm_precision"), persist_state="session",
                 index=PRECISIONS.index(default_precision()),
                 help="float32: the reference. float16: the decoder's matmuls in float16 (norms, attention and head "
                 "in float32); a sentence's mean NLL within 0.02 nats of float32, same PPL boundaries on the samples. "
                 "bfloat16: the matmuls under bfloat16 autocast, within 0.15 nats (boundaries may move), faster only on "
                 "some CPUs. auto: float16 where measured at least 1.1x faster on this machine, else float32. "
-                "This session only; outputs are cached per precision; GPUs keep their own dtype.",
+                "On a GPU the whole model runs in the precision chosen (auto: bfloat16, or float16). "
+                "This session only; outputs are cached per precision and device kind.",
             )
         load_lm = st.form_submit_button(
             "Connect" if source == "remote" else "Load", key=MODELS("lm_load"), icon=":material/download:"

@@ -113,17 +113,18 @@ def add_model_flags(parser: argparse.ArgumentParser, window_flag: str = "--windo
         "--precision",
         choices=PRECISIONS,
         action=_PrecisionAction,
-        help="the language model's precision on the CPU (default: CHUNKLAB_PRECISION, else float32): float16 runs "
+        help="the language model's precision (default: CHUNKLAB_PRECISION, else float32). On the CPU float16 runs "
         "the decoder's matmuls in float16 (a sentence's mean NLL within 0.02 nats, same PPL boundaries on the samples); "
         "bfloat16 under autocast (within 0.15 nats, boundaries may move; faster only on some CPUs); auto is float16 "
         "where measured at least 1.1x faster on this machine, else float32. "
-        "Outputs are cached per precision; GPUs keep their own dtype",
+        "On a GPU the whole model runs in the precision given (auto: bfloat16, or float16 where the GPU lacks it; "
+        "scripts/device_check.sh measures each against the CPU). Outputs are cached per precision and device kind",
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache of model outputs")
 
 
 class _PrecisionAction(argparse.Action):
-    """``--precision``: stored, and made the process's CPU precision (every model this command loads)."""
+    """``--precision``: stored, and made the process's precision (every model this command loads)."""
 
     def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
         setattr(namespace, self.dest, values)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import logging
 import platform
 import re
 import sys
@@ -56,6 +57,8 @@ __all__ = [
     "is_out_of_memory",
     "empty_cache",
 ]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -163,7 +166,12 @@ def default_dtype(device: str) -> "torch.dtype":
     return torch.float32
 
 
-# The CPU precisions of a language model. float32 is the reference.
+# The precisions of a language model. float32 is the reference, on every device.
+#
+# On a GPU (CUDA or MPS) the whole model runs in the precision asked for (its weights and
+# activations; log-probabilities are still taken in float32), and auto is the device's
+# default_dtype. bench/bench_gpu.py measures each against the CPU's float32 on the same weights
+# (max |ΔNLL|, PPL boundaries) with scripts/device_check.sh. The CPU's own precisions:
 #
 # float16 keeps the decoder's linear layers' weights in float16 and runs those matmuls in float16
 # (inputs cast, outputs back to float32; a result out of float16's range is recomputed in
@@ -349,21 +357,40 @@ def forget_auto_precision() -> None:
 def select_precision(device: str, precision: str | None = None) -> str:
     """The precision a language model runs at on ``device``: float32, float16 or bfloat16.
 
-    Only the CPU has a choice: other devices run at their :func:`default_dtype` and answer
-    float32 here (their key stays as it was). ``auto`` is :func:`auto_precision` (measured).
+    On the CPU, ``auto`` is :func:`auto_precision` (measured) and the reduced precisions keep
+    parts of the model in float32 (see :data:`PRECISIONS`). On a GPU the whole model runs in
+    the precision asked for, and ``auto`` is the device's :func:`default_dtype` (bfloat16 where
+    the GPU supports it, else float16). The default everywhere is float32, the reference whose
+    cached outputs every device shares.
 
     Raises:
-        ParameterError: ``precision`` is none of :data:`PRECISIONS`.
+        ParameterError: ``precision`` is none of :data:`PRECISIONS`, or bfloat16 on a CUDA GPU
+            without it.
     """
     p = check_precision(precision) if precision else requested_precision()
-    if device != "cpu":
-        return "float32"
-    return auto_precision() if p == "auto" else p
+    if device == "cpu":
+        return auto_precision() if p == "auto" else p
+    if p == "auto":
+        return dtype_name(default_dtype(device))
+    if p == "bfloat16" and device.startswith("cuda"):
+        import torch
+
+        if torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
+            raise ParameterError(f"precision 'bfloat16': {device} does not support it; use float16 or float32")
+    return p
 
 
-def precision_suffix(precision: str) -> str:
-    """What a model's fingerprint gains at ``precision``: '' for float32 (keys as before), else ``+float16`` etc."""
-    return "" if precision == "float32" else f"+{precision}"
+def precision_suffix(precision: str, device: str = "cpu") -> str:
+    """What a model's fingerprint gains at ``precision`` on ``device``: '' for float32 (keys as before).
+
+    ``+float16`` etc. on the CPU; ``+float16-cuda`` (``-mps``) on a GPU, whose half precision
+    runs the whole model in it, not the CPU's mix, so their cached outputs stay apart. float32
+    is the same computation everywhere (within float rounding) and shares one key.
+    """
+    if precision == "float32":
+        return ""
+    kind = device.split(":")[0]
+    return f"+{precision}" if kind == "cpu" else f"+{precision}-{kind}"
 
 
 def dtype_name(dtype: "torch.dtype") -> str:
@@ -449,6 +476,8 @@ def run_batched(
 ) -> list[R]:
     """``fn`` over ``items`` in batches, halving the batch whenever the device runs out of memory.
 
+    Each halving is logged as a warning (logger ``backend.models.devices``).
+
     Args:
         fn: Takes a batch (a slice of ``items``) and returns one result per item, in order.
         items: What to process.
@@ -490,6 +519,7 @@ def run_batched(
                     "or the CPU (CHUNKLAB_DEVICE=cpu)"
                 )
             size = max(1, len(batch) // 2)
+            log.warning("out of memory at a batch of %d (%s); retrying at %d", len(batch), oom, size)
             if on_oom is not None:
                 on_oom(size)
             continue

@@ -17,7 +17,7 @@
 
 sentence-transformers does the tokenization, pooling and length-sorted batching: it is the
 reference implementation of these models' inference, so its outputs match the published
-ones. This module adds what the app needs around it: device and dtype choice, batches that
+ones. This module adds what the app needs around it: device choice (float32 everywhere), batches that
 halve on out-of-memory, progress and cancellation between batches, and a fingerprint of the
 weights for cache keys. Heavy libraries load inside functions, never on import.
 """
@@ -40,7 +40,6 @@ from backend.config import default_embedder_spec, embedder_base_url, embedder_mo
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import (
     apply_thread_setting,
-    default_dtype,
     dtype_name,
     run_batched,
     select_device,
@@ -121,6 +120,13 @@ class Embedder:
         """Length of each embedding vector."""
         return self._dimension
 
+    def batch_size(self) -> int:
+        """Texts per forward pass that :meth:`embed` starts with here, sized from the device's free memory.
+
+        Planned for texts of full length; :meth:`embed` halves it when the device runs out of memory.
+        """
+        return suggest_batch_size(self.info.device, self._bytes_per_item)
+
     def embed(
         self, texts: Sequence[str], *, batch_size: int | None = None, progress: Progress | None = None
     ) -> np.ndarray:
@@ -144,7 +150,7 @@ class Embedder:
         if not items:
             return np.zeros((0, self._dimension), dtype=np.float32)
         if batch_size is None:
-            batch_size = suggest_batch_size(self.info.device, self._bytes_per_item)
+            batch_size = self.batch_size()
         elif batch_size < 1:
             raise ParameterError(f"batch_size ({batch_size}) must be at least 1")
         # Sorting by length keeps each batch's padding small; results go back in input order.
@@ -329,15 +335,16 @@ def _load(resolved: str, device: str) -> Embedder:
         raise ModelError(f"{folder} is not a model folder (no config.json or modules.json)")
     import torch
 
-    dtype = default_dtype(device)
+    # float32 on every device: the embeddings' cache key is the weights' fingerprint alone (known before
+    # loading), so a GPU in half precision would hand its rounded vectors to every later run.
+    dtype = torch.float32
     try:
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(str(folder), device=device, local_files_only=True)
     except Exception as e:  # safetensors, tokenizers, torch and config errors share no base class
         raise ModelError(f"cannot load the embedder at {folder}: {_first_line(e)}") from e
-    if dtype != torch.float32:
-        model = model.to(dtype)
+    model = model.to(dtype)  # a checkpoint stored in half precision loads in it ("auto" dtype): widened here
     model.eval()
     name = _BUNDLED_NAME if resolved == DEFAULT_EMBEDDER else (resolved if _is_hub_id(resolved) else folder.name)
     source = str(folder) if resolved == DEFAULT_EMBEDDER or not _is_hub_id(resolved) else resolved

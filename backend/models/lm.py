@@ -52,8 +52,6 @@ from backend.config import data_dir, default_lm_spec, hub_offline
 from backend.errors import ModelError, ParameterError
 from backend.models.devices import (
     apply_thread_setting,
-    default_dtype,
-    dtype_name,
     precision_suffix,
     reduced_linear,
     select_device,
@@ -107,7 +105,7 @@ class _Source:
     spec: str
 
 
-_models: dict[tuple[str, str, str], LanguageModel] = {}
+_models: dict[tuple[str, str, str], LanguageModel] = {}  # (source, device, precision)
 _load_lock = threading.Lock()
 # Guards reads and writes of ``_models`` alone: ``_load_lock`` is held for a whole load, and a page asking
 # whether a model is loaded (the sidebar, at every run) must not wait for a job's load to end.
@@ -169,9 +167,11 @@ def load_lm(
         device: As for :func:`~backend.models.devices.select_device` (default ``CHUNKLAB_DEVICE``).
         progress: Says ``queued behind another run`` while another thread loads a model (its
             cancel token ends the wait).
-        precision: On the CPU: float32, float16, bfloat16 or auto (default: the process's, see
-            :func:`~backend.models.devices.select_precision`). Anything but float32 adds
-            ``+precision`` to the fingerprint, so its cached outputs never mix with float32's.
+        precision: float32, float16, bfloat16 or auto (default: the process's, see
+            :func:`~backend.models.devices.select_precision`): on the CPU a mix that keeps
+            norms and the head in float32, on a GPU the whole model's dtype. Anything but
+            float32 adds to the fingerprint (:func:`~backend.models.devices.precision_suffix`),
+            so its cached outputs never mix with float32's.
 
     Raises:
         ModelError: when the model cannot be found or read (one line, no traceback needed).
@@ -181,8 +181,9 @@ def load_lm(
     dev = select_device(device)
     prec = select_precision(dev, precision)
     apply_thread_setting()
-    dtype = default_dtype(dev)  # float32 on the CPU; float16/bfloat16 change the decoder's matmuls only
-    key = (f"{src.kind}:{src.location}", dev, dtype_name(dtype), prec)
+    # The CPU keeps float32 weights (float16/bfloat16 change the decoder's matmuls only); a GPU runs in its precision.
+    dtype = _torch().float32 if dev == "cpu" else getattr(_torch(), prec)
+    key = (f"{src.kind}:{src.location}", dev, prec)
     with acquired(_load_lock, progress):
         hit = _models.get(key)
         if hit is None:
@@ -283,7 +284,9 @@ def _load(src: _Source, device: str, dtype: Any, precision: str = "float32") -> 
     model.eval()
     model.requires_grad_(False)
     parameters = int(sum(p.numel() for p in model.parameters()))
-    if precision == "float16":
+    if device != "cpu":
+        pass  # the whole model is in ``dtype`` already
+    elif precision == "float16":
         _float16_decoder(model)
     elif precision == "bfloat16":
         # Autocast, not model.to(bfloat16): the decoder's matmuls run in bfloat16 while norms, softmax
@@ -300,8 +303,8 @@ def _load(src: _Source, device: str, dtype: Any, precision: str = "float32") -> 
         kind="lm",
         parameters=parameters,
         device=device,
-        dtype=precision if precision != "float32" else dtype_name(dtype),
-        fingerprint=fingerprint + precision_suffix(precision),
+        dtype=precision,
+        fingerprint=fingerprint + precision_suffix(precision, device),
         context_length=int(context) if context else None,
     )
     return LanguageModel(model, tokenizer, info, load_seconds=time.perf_counter() - t0, loaded_from=loaded_from)

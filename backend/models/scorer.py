@@ -390,8 +390,7 @@ class LocalScorer:
             ticker.finish_batch(scored)
             return out
 
-        longest = max(hi - lo for lo, _, hi in wins)
-        size = self._batch_size(self._bytes_per_item(longest, self.forward_chunk(1, longest), longest), longest)
+        size = self.batch_size_for(max(hi - lo for lo, _, hi in wins))
         ticker.report()  # the count starts once the model is this run's
         results = run_batched(run, wins, size) if wins else []
         for (_, s, hi), scores in zip(wins, results):
@@ -481,8 +480,7 @@ class LocalScorer:
             ticker.finish_batch(len(batch))
             return [float(s.mean()) for s in scores]
 
-        longest = rows[order[0]][0].size
-        size = self._batch_size(self._bytes_per_item(longest, self.forward_chunk(1, longest), longest), longest)
+        size = self.batch_size_for(rows[order[0]][0].size)
         for i, score in zip(order, run_batched(run, order, size)):
             out[i] = score
 
@@ -578,6 +576,16 @@ class LocalScorer:
                 raise ParameterError(f"the chat template rejected the messages: {str(e).splitlines()[0]}") from e
 
     # ---------------------------------------------------------------- forward passes
+
+    def batch_size_for(self, tokens: int) -> int:
+        """Rows of ``tokens`` tokens that one forward call starts with on this device (halved on out-of-memory).
+
+        What :meth:`token_nll` takes for its windows (``tokens``: the longest window) and
+        :meth:`conditional_nll` for pairs scored as one row each (the longest pair), sized from
+        the device's free memory (:func:`~backend.models.devices.suggest_batch_size`).
+        """
+        t = max(1, int(tokens))
+        return self._batch_size(self._bytes_per_item(t, self.forward_chunk(1, t), t), t)
 
     def _batch_size(self, bytes_per_item: int, tokens_per_item: int) -> int:
         # A CPU gains from batching only short rows (per-call overhead); long rows already keep

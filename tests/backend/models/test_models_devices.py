@@ -112,13 +112,16 @@ def test_run_batched_keeps_order_and_reports_progress():
     assert run_batched(lambda b: b, [], 4) == []
 
 
-def test_out_of_memory_halves_the_batch_and_retries_the_same_items():
+def test_out_of_memory_halves_the_batch_and_retries_the_same_items(caplog):
     calls: list[int] = []
     halved: list[int] = []
-    out = run_batched(_oom_above(2, calls), list(range(9)), 8, on_oom=halved.append)
+    with caplog.at_level("WARNING", logger="backend.models.devices"):
+        out = run_batched(_oom_above(2, calls), list(range(9)), 8, on_oom=halved.append)
     assert out == [x * 10 for x in range(9)]
     assert halved == [4, 2]
     assert calls == [8, 4, 2, 2, 2, 2, 1]  # the smaller size is kept for the rest
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
+        "out of memory at a batch of 8", "out of memory at a batch of 4"]  # each retry said in the log
 
 
 def test_runtime_error_out_of_memory_counts_too():

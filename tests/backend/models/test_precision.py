@@ -54,7 +54,9 @@ def test_select_precision(monkeypatch) -> None:
     assert select_precision("cpu") == "float32"  # the default: today's numbers and keys
     assert select_precision("cpu", "BFloat16") == "bfloat16"
     assert select_precision("cpu", " float16 ") == "float16"
-    assert select_precision("cuda:0", "float16") == "float32"  # only the CPU has a choice
+    assert select_precision("cuda:0", "float16") == "float16"  # a GPU runs the whole model in it
+    assert select_precision("mps") == "float32"  # the default on every device: float32's shared keys
+    assert select_precision("mps", "auto") == "float16"  # auto on a GPU: its default dtype
     monkeypatch.setattr(devices, "auto_precision", lambda: "float16")
     assert select_precision("cpu", "auto") == "float16"
     monkeypatch.setattr(devices, "auto_precision", lambda: "float32")
@@ -113,6 +115,9 @@ def test_reduced_linear_falls_back_to_float32_out_of_float16_range() -> None:
 def test_suffix_keeps_float32_keys() -> None:
     assert precision_suffix("float32") == ""
     assert precision_suffix("bfloat16") == "+bfloat16"
+    assert precision_suffix("float32", "cuda:1") == ""  # float32 is one key on every device
+    assert precision_suffix("bfloat16", "cuda:1") == "+bfloat16-cuda"  # the whole model, not the CPU's mix
+    assert precision_suffix("float16", "mps") == "+float16-mps"
 
 
 @pytest.mark.parametrize("precision", ["float16", "bfloat16", "auto"])
