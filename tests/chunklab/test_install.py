@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -20,6 +21,8 @@ import pytest
 from backend.cli.main import main
 from tests.conftest import ROOT
 from tests.support.core_install import core_install
+
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
 
 FILES = (ROOT / "assets/samples/technical_kestrel.pdf", ROOT / "assets/samples/technical_kestrel.md")
 SPECS = ("recursive chunk_size=200", "sentence chunk_size=120 chunk_overlap=30", "paragraph", "fixed_token chunk_size=64")
@@ -80,7 +83,7 @@ def test_core_wheel_chunks_a_pdf_and_markdown_without_torch_or_streamlit(core_en
     out = json.loads(done.stdout)
     assert out["imported"] == []
     assert out["absent"] == ["chromadb", "pandas", "plotly", "streamlit", "torch", "transformers"]
-    assert out["version"] == "1.0.0"
+    assert out["version"] == VERSION
     assert {r["pages"] for r in out["runs"]} == {7, 1}  # the PDF's pages, the Markdown file's one
     for run in out["runs"]:
         # The same chunks as this checkout's CLI (full install) prints for the same file and spec.
