@@ -492,6 +492,7 @@ def bench_lm(arch: str, folder: Path, device: str, full: Input, check: Input, on
     chunk_tokens = {t: len(ref.tokenize_with_offsets(t)[0]) for t in {t for pair in full_pairs for t in pair}}
     longest_pair = max(chunk_tokens[d] + chunk_tokens[q] for d, q in full_pairs)
     out["whole_input_tokens"] = windows[-1][2] if windows else 0
+    check_windows = sliding_windows(len(ref.tokenize_with_offsets(check.doc.text)[0]), *ref.resolve_window())
     precisions = ("float32", "float16", "bfloat16")
     out["precisions"] = {}
     cuda = device.startswith("cuda")
@@ -527,15 +528,23 @@ def bench_lm(arch: str, folder: Path, device: str, full: Input, check: Input, on
             if precision == "float32":
                 row["oom"] = forced_oom(scorer, full, full_scores, device, thetas)
         else:  # rates on the check input, projected to the whole one
+            # The PPL pass projected by the scorer's own cost model (what its ETAs use): a window's tokens weighted
+            # by the attention they pay, so the whole input's long windows are not priced as the check's short one.
+            work_rate = work_of(scorer, check_windows) / seconds
             ppl_rate, bc_rate = scored / seconds, len(check_pairs) / pair_seconds
-            full_tokens = sum(hi - first for _, first, hi in windows)
             row.update(ppl_tokens_per_s=round(ppl_rate, 1), bc_pairs_per_s=round(bc_rate, 2),
-                       full_ppl_s=round(full_tokens / ppl_rate, 2), full_bc_s=round(len(full_pairs) / bc_rate, 2),
+                       full_ppl_s=round(work_of(scorer, windows) / work_rate, 2),
+                       full_bc_s=round(len(full_pairs) / bc_rate, 2),
                        basis=f"projected from the rates on {len(check.doc.sentences)} sentences")
             if precision == "float32":
                 row["oom"] = forced_oom(scorer, check, scores, device, thetas)
         out["precisions"][precision] = row
     return out
+
+
+def work_of(scorer: Any, windows: Sequence[tuple[int, int, int]]) -> float:
+    """The work of a PPL pass over ``windows`` in the scorer's token-equivalents (:meth:`LocalScorer.window_work`)."""
+    return sum(scorer.window_work(hi - lo, hi - first) for lo, first, hi in windows)
 
 
 def forced_oom(scorer: Any, inp: Input, expected: Any, device: str, thetas: Sequence[float]) -> dict[str, Any]:
