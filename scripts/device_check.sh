@@ -10,10 +10,12 @@
 # goes on its path only for packages it lacks, so an installed one is never shadowed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${1:-}" = "--prepare" ]; then
-  [ -x .venv/bin/python ] || { echo "error: --prepare needs .venv (bash scripts/setup.sh)" >&2; exit 1; }
-  exec .venv/bin/python bench/bench_gpu.py "$@"
-fi
+for arg in "$@"; do
+  if [ "$arg" = "--prepare" ]; then
+    [ -x .venv/bin/python ] || { echo "error: --prepare needs .venv (bash scripts/setup.sh)" >&2; exit 1; }
+    exec .venv/bin/python bench/bench_gpu.py "$@"
+  fi
+done
 py=${PYTHON:-}
 if [ -z "$py" ]; then
   if [ -x .venv/bin/python ]; then py=.venv/bin/python; else py=python3; fi

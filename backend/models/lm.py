@@ -284,11 +284,10 @@ def _load(src: _Source, device: str, dtype: Any, precision: str = "float32") -> 
     model.eval()
     model.requires_grad_(False)
     parameters = int(sum(p.numel() for p in model.parameters()))
-    if device != "cpu":
-        pass  # the whole model is in ``dtype`` already
-    elif precision == "float16":
+    # On a GPU the whole model is in ``dtype`` already; the CPU's reduced precisions are a mix.
+    if device == "cpu" and precision == "float16":
         _float16_decoder(model)
-    elif precision == "bfloat16":
+    elif device == "cpu" and precision == "bfloat16":
         # Autocast, not model.to(bfloat16): the decoder's matmuls run in bfloat16 while norms, softmax
         # and the residual stream stay float32, and the head in float32 (see backend.models.devices).
         model.forward = _torch().autocast("cpu", dtype=_torch().bfloat16)(model.forward)
